@@ -1,0 +1,260 @@
+"""The command line: a thin click layer over the runner and the reporters.
+
+`ckptlint src/` means `ckptlint check src/`; exit codes are 0 (nothing found, or all
+fixed), 1 (findings remain; with --diff, fixes pending) and 2 (usage, configuration or
+internal error).
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from ckptlint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class DefaultToCheck(click.Group):
+    """A group whose default command is `check`, so `ckptlint src/` works as in Ruff."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
+
+
+@click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
+def main() -> None:
+    """Find, fix and verify misuse of activation checkpointing in PyTorch code."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured selection).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Include unsafe fixes (with --fix or --diff) and show them as fixable.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if any are pending.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json", "sarif", "github", "junit"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--statistics", is_flag=True, help="Show counts per rule instead of each finding.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this configuration file.")
+@click.option("--target-version", multiple=True, metavar="PKG=VER", help="Target library version, e.g. torch=2.4.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache directory (default: .ckptlint_cache at the project root).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes for large runs (default: the number of cores).")
+@click.option("--stdin-filename", help="The name to report for standard input (path `-`).")
+@click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings and where each came from, then exit.")
+def check(
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    output_format: str,
+    statistics: bool,
+    show_fixes: bool,
+    quiet: bool,
+    exit_zero: bool,
+    config_file: Path | None,
+    target_version: tuple[str, ...],
+    no_cache: bool,
+    cache_dir: Path | None,
+    jobs: int | None,
+    stdin_filename: str | None,
+    force_exclude: bool,
+    show_settings: bool,
+) -> None:
+    """Lint PATHS (default: the current directory; `-` reads standard input)."""
+    from ckptlint.config import ConfigError, Overrides, resolve_settings
+    from ckptlint.runner import RunOptions, check_paths, check_stdin
+
+    paths = paths or (Path("."),)
+    reading_stdin = paths == (Path("-"),)
+    if Path("-") in paths and not reading_stdin:
+        _fail("`-` (standard input) cannot be combined with other paths")
+    start = Path(stdin_filename).parent if reading_stdin and stdin_filename else paths[0]
+    try:
+        settings = resolve_settings(
+            start if start.exists() else Path("."),
+            Overrides(
+                config_file=config_file,
+                select=_codes(select) or None,
+                ignore=_codes(ignore),
+                extend_select=_codes(extend_select),
+                target_versions=target_version,
+                cache_dir=cache_dir.resolve() if cache_dir else None,
+            ),
+        )
+        from ckptlint.config import validate_codes
+
+        for option, values in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select)):
+            validate_codes(_codes(values), option)
+    except ConfigError as error:
+        _fail(str(error))
+
+    if show_settings:
+        click.echo(_describe_settings(settings))
+        sys.exit(EXIT_CLEAN)
+
+    options = RunOptions(
+        fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, jobs=jobs, use_cache=not no_cache
+    )
+    if reading_stdin:
+        result = check_stdin(sys.stdin.buffer.read(), stdin_filename, settings, options)
+    else:
+        result = check_paths(list(paths), settings, options, force_exclude=force_exclude)
+
+    diagnostics = result.diagnostics
+    fixed = result.fixed_count
+    stdout_is_code = reading_stdin and fix and not diff
+    out = (lambda text: click.echo(text, nl=False, err=True)) if stdout_is_code else (lambda text: click.echo(text, nl=False))
+
+    if diff:
+        for file in result.files:
+            if file.fixed_source is not None and file.source is not None:
+                click.echo(_unified_diff(file.path, file.source, file.fixed_source), nl=False)
+    elif stdout_is_code:
+        file = result.files[0]
+        if file.fixed_source is not None:
+            sys.stdout.write(file.fixed_source)
+        elif file.source is not None:
+            sys.stdout.write(file.source)
+        sys.stdout.flush()
+
+    from ckptlint.reporters import github, json_format, junit, sarif, text
+
+    if statistics:
+        out(text.render_statistics(diagnostics, unsafe_fixes=unsafe_fixes, as_json=output_format == "json"))
+    elif output_format == "json":
+        out(json_format.render(diagnostics))
+    elif output_format == "sarif":
+        out(sarif.render(diagnostics))
+    elif output_format == "github":
+        out(github.render(diagnostics))
+    elif output_format == "junit":
+        out(junit.render(diagnostics))
+    elif not diff:
+        out(text.render_diagnostics(diagnostics, unsafe_fixes=unsafe_fixes))
+
+    if output_format == "text" and not quiet:
+        if show_fixes:
+            click.echo(text.render_applied_fixes(result.files, diff_mode=diff), nl=False, err=diff or stdout_is_code)
+        summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
+        click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
+
+    for message in [*result.errors, *result.internal_errors]:
+        click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
+    if result.errors or result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    if exit_zero:
+        sys.exit(EXIT_CLEAN)
+    if diff:
+        sys.exit(EXIT_FINDINGS if fixed else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
+
+
+def _unified_diff(path: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
+    )
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _describe_settings(settings) -> str:
+    from ckptlint.registry import all_codes
+
+    lines = [
+        f"project root:      {settings.origins['project root']}",
+        f"config file:       {settings.origins['config file']}",
+        f"selected rules:    {', '.join(c for c in all_codes() if c in settings.enabled_codes) or '(none)'}",
+        f"  from:            {settings.origins['select']}",
+        f"exclude:           {', '.join(settings.exclude)}",
+        f"extend-exclude:    {', '.join(settings.extend_exclude) or '(none)'}",
+        f"per-file-ignores:  {'; '.join(f'{p}: {chr(44).join(c)}' for p, c in settings.per_file_ignores) or '(none)'}",
+        f"fsdp:              {settings.fsdp}",
+        f"cache dir:         {settings.cache_dir}",
+        "target versions:",
+    ]
+    for package, target in settings.target_versions.all().items():
+        lines.append(f"  {package:<13}  {target.describe() if target else 'unknown'}")
+    return "\n".join(lines)
+
+
+def _fail(message: str) -> None:
+    click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Print every rule's page.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule(code: str | None, show_all: bool, output_format: str) -> None:
+    """Show the documentation of rule CODE (or of every rule with --all)."""
+    from ckptlint.registry import ENGINE_CODES, all_rules, rule_by_code_or_name
+
+    if show_all:
+        selected = [*all_rules(), *ENGINE_CODES.values()]
+    elif code:
+        found = rule_by_code_or_name(code)
+        if found is None:
+            _fail(f"unknown rule {code!r}; `ckptlint rule --all` lists them")
+        selected = [found]
+    else:
+        _fail("give a rule code (e.g. `ckptlint rule CKPT001`) or --all")
+    if output_format == "json":
+        import json
+
+        payload = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "summary": r.summary(),
+                "fix": r.fix.value if r.fix else None,
+                "targets": [str(t) for t in r.targets],
+                "url": r.url(),
+                "explanation": r.documentation(),
+            }
+            for r in sorted(selected, key=lambda r: r.code)
+        ]
+        click.echo(json.dumps(payload if show_all else payload[0], indent=2))
+        return
+    click.echo("\n".join(r.documentation() for r in sorted(selected, key=lambda r: r.code)), nl=False)
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path), default=Path("."))
+def clean(path: Path) -> None:
+    """Delete the cache of the project containing PATH."""
+    from ckptlint.config import ConfigError, resolve_settings
+
+    try:
+        settings = resolve_settings(path)
+    except ConfigError as error:
+        _fail(str(error))
+    cache_dir = settings.cache_dir
+    if cache_dir is not None and cache_dir.is_dir():
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        click.echo(f"Removed {cache_dir}")

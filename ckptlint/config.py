@@ -1,0 +1,387 @@
+"""Configuration: finding the project root and config file, validating keys and values,
+and resolving rule selection and target versions into `Settings`.
+
+Sources: `[tool.ckptlint]` in pyproject.toml, `ckptlint.toml`, `.ckptlint.toml`,
+`.ckptlint.yaml`; command-line options override them. Any unknown key or bad value is a
+`ConfigError` naming the file, the key and what is allowed (exit code 2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ckptlint.versions import (
+    TargetVersion,
+    TargetVersions,
+    Version,
+    VersionSource,
+    declared_versions,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+# Within one directory, the first of these that exists (pyproject.toml only with a
+# [tool.ckptlint] table) is the configuration.
+CONFIG_FILES = (".ckptlint.toml", "ckptlint.toml", ".ckptlint.yaml", "pyproject.toml")
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox",
+    ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules",
+    "site-packages", "venv", ".ckptlint_cache",
+)
+FSDP_MODES = ("auto", "yes", "no")
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix; the CLI exits 2 with this message."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    project_root: Path
+    config_file: Path | None
+    enabled_codes: frozenset[str]
+    exclude: tuple[str, ...]
+    extend_exclude: tuple[str, ...]
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
+    target_versions: TargetVersions
+    stateful_modules: tuple[str, ...] = ()
+    checkpoint_functions: tuple[str, ...] = ()
+    fsdp: str = "auto"
+    cache_dir: Path | None = None
+    respect_gitignore: bool = True
+    # Where each resolved setting came from, for `--show-settings`.
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def default(
+        cls,
+        project_root: Path,
+        *,
+        target_versions: Mapping[str, str] | None = None,
+        select: Sequence[str] = ("ALL",),
+        use_installed: bool = False,
+    ) -> Settings:
+        """Defaults without reading any file: for the API, the rule examples and tests."""
+        versions = {
+            package: TargetVersion(Version.parse(version), VersionSource.CONFIG, "explicit")
+            for package, version in (target_versions or {}).items()
+        }
+        return cls(
+            project_root=project_root,
+            config_file=None,
+            enabled_codes=enabled_codes(validate_codes(select, "select"), (), ()),
+            exclude=DEFAULT_EXCLUDE,
+            extend_exclude=(),
+            per_file_ignores=(),
+            target_versions=TargetVersions(versions, use_installed=use_installed),
+        )
+
+    def ignored_codes_for(self, relative_path: str) -> tuple[str, ...]:
+        from ckptlint.discovery import matches_any
+
+        codes: list[str] = []
+        for pattern, prefixes in self.per_file_ignores:
+            if matches_any(relative_path, (pattern,)):
+                codes.extend(prefixes)
+        return tuple(codes)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line options that take part in configuration."""
+
+    config_file: Path | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    target_versions: tuple[str, ...] = ()
+    cache_dir: Path | None = None
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+
+
+def find_project_root(start: Path) -> Path:
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate
+    return directory
+
+
+def find_config_file(start: Path, project_root: Path) -> Path | None:
+    """The nearest config file from `start` up to the project root (inclusive)."""
+    directory = start.resolve()
+    if not directory.is_dir():
+        directory = directory.parent
+    for candidate in (directory, *directory.parents):
+        for name in CONFIG_FILES:
+            path = candidate / name
+            if path.is_file() and (name != "pyproject.toml" or _has_tool_table(path)):
+                return path
+        if candidate == project_root:
+            break
+    return None
+
+
+def _has_tool_table(pyproject: Path) -> bool:
+    try:
+        data = _read_toml(pyproject)
+    except ConfigError:
+        return b"[tool.ckptlint" in pyproject.read_bytes()  # let the real load report it
+    return isinstance(data.get("tool"), dict) and "ckptlint" in data["tool"]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+
+
+def load_config_table(path: Path) -> dict[str, Any]:
+    """The ckptlint table of a config file, keys as written."""
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as error:
+            raise ConfigError(f"{path}: invalid YAML: {error}") from None
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+        return data
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("ckptlint", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.ckptlint] must be a table")
+        return table
+    return data
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+def _string_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: `{key}` must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
+    """Codes or prefixes (`CKPT0`, `CKPT001`, `ALL`); anything that selects nothing is an error."""
+    from ckptlint.registry import all_codes
+
+    known = all_codes()
+    result = []
+    for raw in codes:
+        code = raw.strip().upper()
+        if not code:
+            continue
+        if code != "ALL" and not any(k.startswith(code) for k in known):
+            raise ConfigError(
+                f"{where}: unknown rule code or prefix {raw!r}; known codes: {', '.join(known)} "
+                "(prefixes such as CKPT0 and ALL also work)"
+            )
+        result.append(code)
+    return tuple(result)
+
+
+_KEYS = (
+    "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
+    "target-versions", "stateful-modules", "checkpoint-functions", "fsdp", "cache-dir",
+    "respect-gitignore",
+)
+
+
+@dataclass
+class _FileSettings:
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    target_versions: dict[str, Version] = field(default_factory=dict)
+    stateful_modules: tuple[str, ...] = ()
+    checkpoint_functions: tuple[str, ...] = ()
+    fsdp: str = "auto"
+    cache_dir: Path | None = None
+    respect_gitignore: bool = True
+
+
+def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
+    settings = _FileSettings()
+    for key, value in table.items():
+        normalized = str(key).replace("_", "-")
+        if normalized not in _KEYS:
+            raise ConfigError(
+                f"{path}: unknown key `{key}`; allowed keys: {', '.join(_KEYS)}"
+            )
+        where = f"{path}: `{key}`"
+        if normalized in ("select", "ignore", "extend-select"):
+            codes = validate_codes(_string_list(path, key, value), where)
+            setattr(settings, normalized.replace("-", "_"), codes)
+        elif normalized in ("exclude", "extend-exclude", "stateful-modules", "checkpoint-functions"):
+            setattr(settings, normalized.replace("-", "_"), _string_list(path, key, value))
+        elif normalized == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where} must be a table of glob pattern -> list of codes")
+            settings.per_file_ignores = tuple(
+                (pattern, validate_codes(_string_list(path, f"{key}.{pattern}", codes), f"{where} [{pattern}]"))
+                for pattern, codes in sorted(value.items())
+            )
+        elif normalized == "target-versions":
+            settings.target_versions = _parse_target_versions(path, key, value)
+        elif normalized == "fsdp":
+            if value is True:
+                value = "yes"
+            elif value is False:
+                value = "no"
+            if value not in FSDP_MODES:
+                raise ConfigError(f"{where} must be one of {', '.join(FSDP_MODES)}, got {value!r}")
+            settings.fsdp = value
+        elif normalized == "cache-dir":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where} must be a path string, got {value!r}")
+            settings.cache_dir = (path.parent / os.path.expanduser(value)).resolve()
+        elif normalized == "respect-gitignore":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false, got {value!r}")
+            settings.respect_gitignore = value
+    return settings
+
+
+def _parse_target_versions(path: Path, key: str, value: Any) -> dict[str, Version]:
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{path}: `{key}` must be a table such as {{torch = \"2.4\", transformers = \"4.46\"}}"
+        )
+    result = {}
+    for package, version in value.items():
+        try:
+            result[str(package).lower()] = Version.parse(str(version))
+        except ValueError:
+            raise ConfigError(
+                f"{path}: `{key}.{package}` must be a version such as \"2.4\", got {version!r}"
+            ) from None
+    return result
+
+
+def parse_target_version_option(text: str) -> tuple[str, Version]:
+    package, sep, version = text.partition("=")
+    if not sep or not package.strip():
+        raise ConfigError(f"--target-version: expected PACKAGE=VERSION (e.g. torch=2.4), got {text!r}")
+    try:
+        return package.strip().lower(), Version.parse(version)
+    except ValueError:
+        raise ConfigError(f"--target-version: {version!r} is not a version (e.g. torch=2.4)") from None
+
+
+# --- resolution ------------------------------------------------------------------------
+
+
+def enabled_codes(
+    select: Sequence[str], extend_select: Sequence[str], ignore: Sequence[str]
+) -> frozenset[str]:
+    """Ruff's selection semantics: the most specific matching prefix decides; on a tie,
+    ignore wins. Engine codes (CKPT9xx) are on unless ignored."""
+    from ckptlint.registry import ENGINE_CODES, all_codes
+
+    def longest(code: str, prefixes: Iterable[str]) -> int:
+        return max((3 if p == "ALL" else len(p) for p in prefixes if p == "ALL" or code.startswith(p)), default=-1)
+
+    enabled = set()
+    chosen = list(select) + list(extend_select)
+    for code in all_codes():
+        selected = longest(code, chosen)
+        if code in ENGINE_CODES:
+            selected = max(selected, 0)
+        if selected >= 0 and selected > longest(code, ignore):
+            enabled.add(code)
+    return frozenset(enabled)
+
+
+def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Settings:
+    project_root = find_project_root(start)
+    origins: dict[str, str] = {"project root": _root_origin(project_root)}
+    if overrides.config_file is not None:
+        config_file = overrides.config_file.resolve()
+        if not config_file.is_file():
+            raise ConfigError(f"--config: {overrides.config_file}: no such file")
+    else:
+        config_file = find_config_file(start, project_root)
+    file_settings = (
+        parse_config_table(config_file, load_config_table(config_file)) if config_file else _FileSettings()
+    )
+    origins["config file"] = str(config_file) if config_file else "none found (defaults)"
+
+    select = overrides.select if overrides.select is not None else file_settings.select
+    origins["select"] = (
+        "command line" if overrides.select is not None
+        else f"{config_file}" if file_settings.select is not None
+        else "default (ALL)"
+    )
+    enabled = enabled_codes(
+        select if select is not None else ("ALL",),
+        file_settings.extend_select + overrides.extend_select,
+        file_settings.ignore + overrides.ignore,
+    )
+
+    explicit: dict[str, TargetVersion] = {}
+    for package, version in file_settings.target_versions.items():
+        explicit[package] = TargetVersion(version, VersionSource.CONFIG, str(config_file))
+    for option in overrides.target_versions:
+        package, version = parse_target_version_option(option)
+        explicit[package] = TargetVersion(version, VersionSource.CLI, f"--target-version {option}")
+    pyproject_path = project_root / "pyproject.toml"
+    try:
+        pyproject = _read_toml(pyproject_path) if pyproject_path.is_file() else None
+    except ConfigError:
+        pyproject = None
+    declared = declared_versions(project_root, pyproject)
+    versions = TargetVersions({**declared, **explicit})
+
+    cache_dir = overrides.cache_dir or file_settings.cache_dir or project_root / ".ckptlint_cache"
+    return Settings(
+        project_root=project_root,
+        config_file=config_file,
+        enabled_codes=enabled,
+        exclude=overrides.exclude if overrides.exclude is not None
+        else file_settings.exclude if file_settings.exclude is not None
+        else DEFAULT_EXCLUDE,
+        extend_exclude=file_settings.extend_exclude + overrides.extend_exclude,
+        per_file_ignores=file_settings.per_file_ignores,
+        target_versions=versions,
+        stateful_modules=file_settings.stateful_modules,
+        checkpoint_functions=file_settings.checkpoint_functions,
+        fsdp=file_settings.fsdp,
+        cache_dir=cache_dir,
+        respect_gitignore=file_settings.respect_gitignore,
+        origins=origins,
+    )
+
+
+def _root_origin(root: Path) -> str:
+    markers = [m for m in ROOT_MARKERS if (root / m).exists()]
+    return f"{root} (holds {', '.join(markers)})" if markers else f"{root} (no marker found; the start directory)"

@@ -1,0 +1,374 @@
+"""The engine: source text in, diagnostics (and fixed text) out. No terminal, no files.
+
+    lint_text(text, path, settings)   -> diagnostics for one file's text
+    fix_text(text, path, settings)    -> fixed text + applied fixes, to a fixed point
+    lint_file(path, settings, ...)    -> FileResult (reads bytes, decodes, lints, fixes)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import (
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
+from ckptlint.config import Settings
+from ckptlint.discovery import relative_to_root
+from ckptlint.registry import PARSE_ERROR, UNREADABLE_FILE, all_rules, rule_by_code
+from ckptlint.rule import Rule
+from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
+from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Location
+from ckptlint.versions import Applies, TargetVersions
+
+SKIP_FILE = re.compile(r"^[ \t]*#[ \t]*ckptlint:[ \t]*skip-file\b", re.MULTILINE)
+NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE
+)
+MAX_FIX_ITERATIONS = 10
+
+
+@dataclass
+class FileContext:
+    """What a rule sees of the file it is checking and of the run."""
+
+    path: Path
+    display_path: str
+    text: str
+    module: cst.Module
+    versions: TargetVersions
+    settings: Settings
+    line_index: LineIndex = field(init=False)
+    # Every checkpoint site of the file, known before the first `visit_checkpoint_site`.
+    sites: list[CheckpointSite] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.line_index = LineIndex(self.text)
+
+    def edit_for(self, original: cst.CSTNode, replacement: cst.CSTNode) -> Edit | None:
+        """The smallest text edit that turns `original` into `replacement`.
+
+        The whole module is regenerated (a node's own code lacks the indentation of the
+        block around it), then only the differing span is kept, so fixes of nested nodes
+        never overlap and the bytes outside the edit stay identical."""
+        new_text = self.module.deep_replace(original, replacement).code
+        old_text = self.text
+        if new_text == old_text:
+            return None
+        limit = min(len(old_text), len(new_text))
+        prefix = 0
+        while prefix < limit and old_text[prefix] == new_text[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and old_text[-1 - suffix] == new_text[-1 - suffix]:
+            suffix += 1
+        return Edit(
+            location=self.line_index.location(prefix),
+            end_location=self.line_index.location(len(old_text) - suffix),
+            content=new_text[prefix : len(new_text) - suffix],
+        )
+
+
+class FileAnalyzer(cst.BatchableCSTVisitor):
+    """Collects, in the shared traversal, what the engine derives facts from: calls with
+    their enclosing class, `self.<attr>` assignments, and `# noqa` comments."""
+
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider, ParentNodeProvider)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[cst.Call, cst.ClassDef | None]] = []
+        self.self_attribute_values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
+        self.noqa: dict[int, frozenset[str] | None] = {}  # row -> codes (None: all)
+        self._classes: list[cst.ClassDef | None] = [None]  # the class `self` refers to
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(None)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        parent = self.get_metadata(ParentNodeProvider, node)
+        grandparent = self.get_metadata(ParentNodeProvider, parent, None) if parent is not None else None
+        # A method's `self` is its class; a function nested in a method shares it.
+        self._classes.append(grandparent if isinstance(grandparent, cst.ClassDef) else self._classes[-1])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._classes.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append((node, self._classes[-1]))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._record_self_attribute(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record_self_attribute(node.target, node.value)
+
+    def _record_self_attribute(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        cls = self._classes[-1]
+        if (
+            cls is not None
+            and isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        ):
+            self.self_attribute_values.setdefault((cls, target.attr.value), []).append(value)
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        match = NOQA.search(node.value)
+        if match:
+            row = self.get_metadata(PositionProvider, node).start.line
+            codes = match.group("codes")
+            if codes is None:
+                self.noqa[row] = None
+            elif self.noqa.get(row, frozenset()) is not None:
+                new = frozenset(c.upper() for c in re.split(r"[\s,]+", codes) if c)
+                self.noqa[row] = self.noqa.get(row, frozenset()) | new
+
+    # --- derived facts ---------------------------------------------------------------
+
+    def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression | None]:
+        """Values of the assignments that may bind `name` where it is read; None stands for
+        a binding that is not a plain assignment (import, def, loop target, parameter...)."""
+        scope = self.get_metadata(ScopeProvider, name, None)
+        if scope is None:
+            return []
+        values: list[cst.BaseExpression | None] = []
+        for assignment in scope[name.value]:
+            node = getattr(assignment, "node", None)
+            parent = self.get_metadata(ParentNodeProvider, node, None) if isinstance(node, cst.CSTNode) else None
+            if isinstance(parent, cst.AssignTarget):
+                statement = self.get_metadata(ParentNodeProvider, parent, None)
+                values.append(statement.value if isinstance(statement, cst.Assign) else None)
+            elif isinstance(parent, cst.AnnAssign) and parent.target is node:
+                values.append(parent.value)
+            else:
+                values.append(None)
+        return values
+
+    def checkpoint_sites(self) -> list[CheckpointSite]:
+        def qualified_names(expr: cst.BaseExpression):
+            return self.get_metadata(QualifiedNameProvider, expr, set())
+
+        def assigned(name: cst.Name):
+            values = self.assigned_values(name)
+            return [] if any(v is None for v in values) else values
+
+        resolver = CallableResolver(qualified_names, assigned, self.self_attribute_values)
+        sites = []
+        for call, enclosing_class in self.calls:
+            site = resolver.site_for_call(call, enclosing_class)
+            if site is not None:
+                sites.append(site)
+        return sites
+
+
+@dataclass(frozen=True)
+class LintOutcome:
+    diagnostics: tuple[Diagnostic, ...]
+    internal_errors: tuple[str, ...] = ()
+    parsed: bool = True
+
+
+def selected_rules(settings: Settings) -> list[type[Rule]]:
+    return [rule for rule in all_rules() if rule.code in settings.enabled_codes]
+
+
+def lint_text(
+    text: str,
+    path: Path,
+    settings: Settings,
+    *,
+    display_path: str | None = None,
+    rules: Sequence[type[Rule]] | None = None,
+) -> LintOutcome:
+    display = display_path or str(path)
+    if SKIP_FILE.search(text):
+        return LintOutcome(())
+    rules = [
+        rule
+        for rule in (selected_rules(settings) if rules is None else rules)
+        if settings.target_versions.applies(rule.targets) is not Applies.NO
+    ]
+    if not rules or not any(trigger in text for rule in rules for trigger in _str_triggers(rule)):
+        return LintOutcome(())
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return LintOutcome((_parse_error(display, error.raw_line, error.raw_column + 1, error.message),), parsed=False)
+    except RecursionError:
+        return LintOutcome(
+            (_parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)"),),
+            parsed=False,
+        )
+
+    errors: list[str] = []
+    try:
+        diagnostics = _run_rules(module, text, path, display, settings, rules, errors)
+    except RecursionError:
+        return LintOutcome(
+            (_parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
+            parsed=False,
+        )
+    diagnostics = _drop_superseded(diagnostics)
+    ignored = settings.ignored_codes_for(relative_to_root(path.absolute(), settings.project_root))
+    diagnostics = [d for d in diagnostics if not any(d.code.startswith(p) for p in ignored)]
+    return LintOutcome(tuple(sorted(diagnostics, key=lambda d: d.sort_key)), tuple(errors))
+
+
+def _str_triggers(rule: type[Rule]) -> tuple[str, ...]:
+    return tuple(t.decode() for t in rule.triggers)
+
+
+def _run_rules(
+    module: cst.Module,
+    text: str,
+    path: Path,
+    display: str,
+    settings: Settings,
+    rule_classes: Sequence[type[Rule]],
+    errors: list[str],
+) -> list[Diagnostic]:
+    context = FileContext(path, display, text, module, settings.target_versions, settings)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    analyzer = FileAnalyzer()
+    rules = [rule_class(context) for rule_class in rule_classes]
+    wrapper.visit_batched([analyzer, *rules])
+    # libcst hands metadata to visitors only during the traversal; the hooks that follow it
+    # need it too (already computed and cached on the wrapper, so this costs nothing).
+    for visitor in (analyzer, *rules):
+        visitor.metadata = wrapper.resolve_many(visitor.get_inherited_dependencies())
+
+    context.sites = sites = analyzer.checkpoint_sites()
+    for rule in rules:
+        for site in sites:
+            rule.run_guarded(rule.visit_checkpoint_site, site)
+
+    diagnostics: list[Diagnostic] = []
+    for rule in rules:
+        if rule.internal_error is not None:
+            errors.append(f"{display}: internal error in rule {rule.code} ({rule.name}):\n{rule.internal_error}")
+            continue
+        for diagnostic in rule.diagnostics:
+            suppressed = analyzer.noqa.get(diagnostic.noqa_row or diagnostic.location.row, frozenset())
+            if suppressed is None or diagnostic.code in suppressed:
+                continue
+            diagnostics.append(diagnostic)
+    return diagnostics
+
+
+def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """At one node, the most specific code is reported and the ones it implies are not."""
+    by_span: dict[tuple, set[str]] = {}
+    for d in diagnostics:
+        by_span.setdefault((d.location, d.end_location), set()).add(d.code)
+    kept = []
+    for d in diagnostics:
+        others = by_span[(d.location, d.end_location)] - {d.code}
+        if any(d.code in getattr(rule_by_code(code), "supersedes", ()) for code in others):
+            continue
+        kept.append(d)
+    return kept
+
+
+def _parse_error(display: str, row: int, column: int, message: str) -> Diagnostic:
+    return Diagnostic(
+        code=PARSE_ERROR.code,
+        message=f"SyntaxError: {message.strip()}",
+        path=display,
+        location=Location(max(row, 1), max(column, 1)),
+        end_location=Location(max(row, 1), max(column, 1)),
+        url=PARSE_ERROR.url(),
+    )
+
+
+def unreadable(display: str, reason: str) -> Diagnostic:
+    return Diagnostic(
+        code=UNREADABLE_FILE.code,
+        message=f"cannot read file: {reason}",
+        path=display,
+        location=Location(1, 1),
+        end_location=Location(1, 1),
+        url=UNREADABLE_FILE.url(),
+    )
+
+
+# --- fixes -----------------------------------------------------------------------------
+
+
+def fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    return diagnostic.fix is not None and (unsafe or diagnostic.fix.applicability is Applicability.SAFE)
+
+
+def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool) -> tuple[str, list[Diagnostic]]:
+    """Apply every fix whose edits overlap no earlier fix's; identical edits count once.
+    Returns the new text and the diagnostics whose fixes were applied."""
+    index = LineIndex(text)
+    taken: list[tuple[int, int, str]] = []
+    applied: list[Diagnostic] = []
+    candidates = sorted((d for d in diagnostics if fixable(d, unsafe)), key=lambda d: d.fix.edits[0])
+    for diagnostic in candidates:
+        spans = [(index.offset(e.location), index.offset(e.end_location), e.content) for e in diagnostic.fix.edits]
+        new = [s for s in spans if s not in taken]
+        if any(_overlaps(s, t) for s in new for t in taken):
+            continue
+        taken.extend(new)
+        applied.append(diagnostic)
+    for start, end, content in sorted(taken, reverse=True):
+        text = text[:start] + content + text[end:]
+    return text, applied
+
+
+def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
+    # Two insertions at the same point conflict (their order would be arbitrary).
+    if a[0] == a[1] == b[0] == b[1]:
+        return True
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    text: str
+    applied: tuple[AppliedFix, ...]
+    remaining: LintOutcome
+    error: str | None = None
+
+
+def fix_text(text: str, path: Path, settings: Settings, *, unsafe: bool, display_path: str | None = None) -> FixOutcome:
+    """Fix until nothing changes (bounded). If a round produces code that does not parse,
+    that round is discarded and the error reported; the text stays at the last good state."""
+    display = display_path or str(path)
+    applied: list[AppliedFix] = []
+    outcome = lint_text(text, path, settings, display_path=display)
+    error = None
+    for _ in range(MAX_FIX_ITERATIONS):
+        new_text, fixed = apply_fixes(text, outcome.diagnostics, unsafe)
+        if not fixed or new_text == text:
+            break
+        new_outcome = lint_text(new_text, path, settings, display_path=display)
+        if not new_outcome.parsed:
+            error = f"{display}: fixes for {', '.join(sorted({d.code for d in fixed}))} produced invalid code; file left unchanged by them"
+            break
+        applied.extend(AppliedFix(d.code, d.fix.message, d.location.row) for d in fixed)
+        text, outcome = new_text, new_outcome
+    return FixOutcome(text, tuple(applied), outcome, error)
+
+
+def decode_for_lint(data: bytes, display: str) -> tuple[DecodedSource | None, Diagnostic | None]:
+    try:
+        return decode_source(data), None
+    except UndecodableSource as error:
+        return None, unreadable(display, str(error))

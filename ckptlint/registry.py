@@ -1,0 +1,86 @@
+"""Finds the rules: every `Rule` subclass in a module of the `ckptlint.rules` package."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+
+from ckptlint.rule import PseudoRule, Rule
+
+PARSE_ERROR = PseudoRule(
+    code="CKPT900",
+    name="parse-error",
+    doc="""\
+The file could not be parsed as Python.
+
+## What it does
+Reports a syntax error, with the parser's line, column and message. The file is not
+linted; the run goes on over the other files and exits 1.
+
+## Why is this bad?
+A file ckptlint cannot parse is a file it cannot check. Python would refuse it too, unless
+it is not Python at all (a template, a notebook export): exclude such files with `exclude`.
+""",
+)
+
+UNREADABLE_FILE = PseudoRule(
+    code="CKPT901",
+    name="unreadable-file",
+    doc="""\
+The file could not be read or decoded.
+
+## What it does
+Reports a file that cannot be opened (permissions, a dangling link, a directory named
+`*.py`) or whose bytes are not valid in its declared encoding (PEP 263; UTF-8 by default).
+The run goes on over the other files and exits 1.
+
+## Why is this bad?
+A file ckptlint cannot read is a file it cannot check. Python would fail to import a file it
+cannot decode, too.
+""",
+)
+
+ENGINE_CODES = {rule.code: rule for rule in (PARSE_ERROR, UNREADABLE_FILE)}
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class, sorted by code. Importing the rule pack happens here, once."""
+    from ckptlint import rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
+                if value.code in found or value.code in ENGINE_CODES:
+                    raise RuntimeError(f"rule code {value.code} is declared twice")
+                found[value.code] = value
+    return tuple(found[code] for code in sorted(found))
+
+
+def all_codes() -> list[str]:
+    return sorted([rule.code for rule in all_rules()] + list(ENGINE_CODES))
+
+
+def rule_by_code(code: str) -> type[Rule] | PseudoRule | None:
+    code = code.upper()
+    if code in ENGINE_CODES:
+        return ENGINE_CODES[code]
+    return next((rule for rule in all_rules() if rule.code == code), None)
+
+
+def rule_by_code_or_name(key: str) -> type[Rule] | PseudoRule | None:
+    found = rule_by_code(key)
+    if found is not None:
+        return found
+    candidates = [*all_rules(), *ENGINE_CODES.values()]
+    return next((rule for rule in candidates if rule.name == key), None)

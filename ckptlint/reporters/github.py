@@ -1,0 +1,32 @@
+"""GitHub Actions workflow commands: one `::error` annotation per diagnostic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ckptlint.types import Diagnostic
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(diagnostics: Sequence[Diagnostic]) -> str:
+    lines = []
+    for d in diagnostics:
+        properties = ",".join(
+            [
+                f"title={_escape_property(f'ckptlint ({d.code})')}",
+                f"file={_escape_property(d.path)}",
+                f"line={d.location.row}",
+                f"col={d.location.column}",
+                f"endLine={d.end_location.row}",
+                f"endColumn={d.end_location.column}",
+            ]
+        )
+        lines.append(f"::error {properties}::{_escape_data(f'{d.code} {d.message}')}")
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,48 @@
+"""Ruff's JSON schema (DESIGN.md, "Command line"): rows and columns 1-based, end exclusive."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+from ckptlint.types import Diagnostic, Location
+
+
+def _location(location: Location) -> dict:
+    return {"row": location.row, "column": location.column}
+
+
+def absolute_filename(path: str) -> str:
+    return path if path == "-" else os.path.abspath(path)
+
+
+def diagnostic_to_json(diagnostic: Diagnostic) -> dict:
+    fix = diagnostic.fix
+    return {
+        "code": diagnostic.code,
+        "message": diagnostic.message,
+        "filename": absolute_filename(diagnostic.path),
+        "location": _location(diagnostic.location),
+        "end_location": _location(diagnostic.end_location),
+        "fix": None
+        if fix is None
+        else {
+            "applicability": fix.applicability.value,
+            "message": fix.message,
+            "edits": [
+                {
+                    "content": edit.content,
+                    "location": _location(edit.location),
+                    "end_location": _location(edit.end_location),
+                }
+                for edit in fix.edits
+            ],
+        },
+        "url": diagnostic.url,
+        "noqa_row": diagnostic.noqa_row,
+    }
+
+
+def render(diagnostics: Sequence[Diagnostic]) -> str:
+    return json.dumps([diagnostic_to_json(d) for d in diagnostics], indent=2, ensure_ascii=False) + "\n"

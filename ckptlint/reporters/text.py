@@ -1,0 +1,102 @@
+"""Human output, as Ruff prints it: one line per diagnostic, then a summary."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import click
+
+from ckptlint.engine import fixable
+from ckptlint.registry import rule_by_code
+from ckptlint.types import Applicability, Diagnostic, FileResult
+
+
+def render_diagnostics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool) -> str:
+    lines = []
+    for d in diagnostics:
+        marker = click.style("[*] ", fg="cyan") if fixable(d, unsafe_fixes) else ""
+        lines.append(
+            f"{click.style(d.path, bold=True)}:{d.location.row}:{d.location.column}: "
+            f"{click.style(d.code, fg='red', bold=True)} {marker}{d.message}"
+        )
+    return "".join(line + "\n" for line in lines)
+
+
+@dataclass(frozen=True)
+class Summary:
+    remaining: int
+    fixed: int
+    fixable_now: int  # fixable with the current applicability
+    hidden_unsafe: int  # fixable only with --unsafe-fixes
+    fix_mode: bool
+    diff_mode: bool
+
+    def render(self) -> str:
+        lines = []
+        if self.diff_mode:
+            if self.fixed:
+                lines.append(f"Would fix {_errors(self.fixed)}.")
+            else:
+                lines.append("No errors would be fixed" + (f" ({self.remaining} not fixable)." if self.remaining else "."))
+        elif self.remaining == 0 and self.fixed == 0:
+            lines.append("All checks passed!")
+        elif self.fix_mode and self.fixed:
+            lines.append(f"Found {_errors(self.remaining + self.fixed)} ({self.fixed} fixed, {self.remaining} remaining).")
+        else:
+            lines.append(f"Found {_errors(self.remaining)}.")
+        if not self.fix_mode and not self.diff_mode and self.fixable_now:
+            lines.append(f"[*] {self.fixable_now} fixable with the `--fix` option.")
+        if self.hidden_unsafe and not self.diff_mode:
+            noun = "fix" if self.hidden_unsafe == 1 else "fixes"
+            lines.append(f"({self.hidden_unsafe} hidden {noun} can be enabled with the `--unsafe-fixes` option.)")
+        return "".join(line + "\n" for line in lines)
+
+
+def _errors(count: int) -> str:
+    return f"{count} error" + ("" if count == 1 else "s")
+
+
+def summarize(diagnostics: Sequence[Diagnostic], fixed: int, *, unsafe_fixes: bool, fix_mode: bool, diff_mode: bool) -> Summary:
+    return Summary(
+        remaining=len(diagnostics),
+        fixed=fixed,
+        fixable_now=sum(1 for d in diagnostics if fixable(d, unsafe_fixes)),
+        hidden_unsafe=0
+        if unsafe_fixes
+        else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.UNSAFE),
+        fix_mode=fix_mode,
+        diff_mode=diff_mode,
+    )
+
+
+def render_statistics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool, as_json: bool) -> str:
+    counts = Counter(d.code for d in diagnostics)
+    fixable_codes = {d.code for d in diagnostics if fixable(d, unsafe_fixes)}
+    rows = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = rule_by_code(code)
+        rows.append({"code": code, "name": rule.name if rule else "", "count": count, "fixable": code in fixable_codes})
+    if as_json:
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    return "".join(
+        f"{str(r['count']).rjust(width)}\t{r['code']}\t{'[*] ' if r['fixable'] else '[ ] '}{r['name']}\n" for r in rows
+    )
+
+
+def render_applied_fixes(files: Sequence[FileResult], *, diff_mode: bool) -> str:
+    by_file = [(f.path, f.applied_fixes) for f in files if f.applied_fixes]
+    if not by_file:
+        return ""
+    total = sum(len(fixes) for _, fixes in by_file)
+    lines = [("Would fix" if diff_mode else "Fixed") + f" {_errors(total)}:"]
+    for path, fixes in by_file:
+        lines.append(f"- {path}:")
+        for (code, message), count in sorted(Counter((f.code, f.message) for f in fixes).items()):
+            rule = rule_by_code(code)
+            lines.append(f"    {count} × {code} ({rule.name if rule else message})")
+    return "".join(line + "\n" for line in lines)
+

@@ -1,0 +1,144 @@
+"""Runs the engine over files: reading, decoding, caching, parallelism, fixing and
+writing. The CLI is a shell over `check_paths` and `check_stdin`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckptlint.cache import ResultCache, content_digest
+from ckptlint.config import Settings
+from ckptlint.discovery import discover
+from ckptlint.engine import decode_for_lint, fix_text, lint_text, unreadable
+from ckptlint.source import DecodedSource
+from ckptlint.types import FileResult, RunResult
+from ckptlint.writer import ChangedOnDisk, replace_atomically
+
+# Below this many files a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 64
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    fix: bool = False  # compute fixes (and write them unless `diff`)
+    unsafe_fixes: bool = False
+    diff: bool = False  # compute fixes, write nothing
+    jobs: int | None = None  # None: the number of cores
+    use_cache: bool = True
+
+    @property
+    def computes_fixes(self) -> bool:
+        return self.fix or self.diff
+
+
+def display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def check_decoded(decoded: DecodedSource, path: Path, display: str, settings: Settings, options: RunOptions) -> FileResult:
+    """Lint (and with fixes on, fix in memory) one decoded file."""
+    if not options.computes_fixes:
+        outcome = lint_text(decoded.text, path, settings, display_path=display)
+        return FileResult(display, outcome.diagnostics, internal_errors=outcome.internal_errors)
+    fixed = fix_text(decoded.text, path, settings, unsafe=options.unsafe_fixes, display_path=display)
+    changed = fixed.text != decoded.text
+    return FileResult(
+        display,
+        fixed.remaining.diagnostics,
+        fixed.applied,
+        source=decoded.text,
+        fixed_source=fixed.text if changed else None,
+        internal_errors=fixed.remaining.internal_errors + ((fixed.error,) if fixed.error else ()),
+    )
+
+
+def check_file(path: Path, settings: Settings, options: RunOptions) -> FileResult:
+    display = display_path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return FileResult(display, (unreadable(display, error.strerror or str(error)),))
+    decoded, problem = decode_for_lint(data, display)
+    if problem is not None:
+        return FileResult(display, (problem,))
+    result = check_decoded(decoded, path, display, settings, options)
+    if result.fixed_source is None or options.diff:
+        return result
+    try:
+        replace_atomically(path, decoded.encode(result.fixed_source), expected=data)
+    except (ChangedOnDisk, OSError) as error:
+        message = str(error) if isinstance(error, ChangedOnDisk) else f"{display}: could not write fixes: {error.strerror or error}"
+        return dataclasses.replace(
+            result, applied_fixes=(), fixed_source=None, internal_errors=result.internal_errors + (message,)
+        )
+    return result
+
+
+def _check_one(args: tuple[Path, Settings, RunOptions]) -> FileResult:
+    return check_file(*args)
+
+
+def check_paths(
+    paths: Sequence[Path], settings: Settings, options: RunOptions, *, force_exclude: bool = False
+) -> RunResult:
+    found = discover(
+        paths,
+        project_root=settings.project_root,
+        exclude=settings.exclude,
+        extend_exclude=settings.extend_exclude,
+        respect_gitignore=settings.respect_gitignore,
+        force_exclude=force_exclude,
+    )
+    results: list[FileResult] = [
+        FileResult(display_path(p), (unreadable(display_path(p), reason),)) for p, reason in found.problems
+    ]
+    cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
+    pending: list[tuple[Path, bytes | None, str | None]] = []
+    for path in found.files:
+        if cache is None:
+            pending.append((path, None, None))
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            pending.append((path, None, None))  # check_file reports it
+            continue
+        digest = content_digest(data)
+        cached = cache.get(str(path.absolute()), digest)
+        if cached is None:
+            pending.append((path, data, digest))
+        else:
+            display = display_path(path)
+            results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
+
+    jobs = options.jobs or os.cpu_count() or 1
+    work = [(path, settings, options) for path, _, _ in pending]
+    if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            fresh = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
+    else:
+        fresh = [_check_one(item) for item in work]
+
+    for (path, data, digest), result in zip(pending, fresh):
+        results.append(result)
+        if cache is not None and digest is not None and not result.internal_errors:
+            cache.put(str(path.absolute()), digest, result.diagnostics)
+    if cache is not None:
+        cache.save()
+    return RunResult(tuple(sorted(results, key=lambda r: r.path)))
+
+
+def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:
+    display = filename or "-"
+    path = Path(filename).absolute() if filename else settings.project_root / "-"
+    decoded, problem = decode_for_lint(data, display)
+    if problem is not None:
+        return RunResult((FileResult(display, (problem,)),))
+    return RunResult((check_decoded(decoded, path, display, settings, options),))

@@ -1,0 +1,90 @@
+"""Source text: decoding bytes as Python does, encoding them back byte-for-byte, and
+converting between (row, column) locations and string offsets."""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+from ckptlint.types import Location
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class UndecodableSource(Exception):
+    """The bytes cannot be decoded as Python source."""
+
+
+@dataclass(frozen=True)
+class DecodedSource:
+    text: str
+    encoding: str
+    has_bom: bool
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.has_bom else data
+
+
+def decode_source(data: bytes) -> DecodedSource:
+    """Decode like the interpreter: BOM, then a PEP 263 coding line, then UTF-8.
+
+    Line endings are kept as they are (no universal-newline translation), so fixes can
+    write the file back with the bytes outside the edits unchanged.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise UndecodableSource(str(error)) from None
+    has_bom = encoding == "utf-8-sig"
+    if has_bom:
+        encoding, data = "utf-8", data[len(codecs.BOM_UTF8) :]
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise UndecodableSource(_describe_decode_error(error, data, encoding)) from None
+    return DecodedSource(text=text, encoding=encoding, has_bom=has_bom)
+
+
+def _describe_decode_error(error: Exception, data: bytes, encoding: str) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        row = data.count(b"\n", 0, error.start) + 1
+        byte = data[error.start : error.start + 1]
+        return (
+            f"not valid {encoding}: byte 0x{byte.hex()} on line {row}; "
+            "declare the file's encoding with a PEP 263 coding line or re-save it as UTF-8"
+        )
+    return f"unknown encoding {encoding!r}"
+
+
+def dominant_newline(text: str) -> str:
+    first = _LINE_BREAK.search(text)
+    return first.group() if first else "\n"
+
+
+class LineIndex:
+    """Maps between 1-based (row, column) locations and offsets into a string.
+
+    Rows are split on \\r\\n, \\r and \\n, as the Python tokenizer (and libcst) do.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+
+    def offset(self, location: Location) -> int:
+        row = min(max(location.row, 1), len(self.line_starts))
+        return min(self.line_starts[row - 1] + location.column - 1, len(self.text))
+
+    def location(self, offset: int) -> Location:
+        row = bisect.bisect_right(self.line_starts, offset)
+        return Location(row, offset - self.line_starts[row - 1] + 1)
+
+    def line(self, row: int) -> str:
+        start = self.line_starts[row - 1]
+        end = self.line_starts[row] if row < len(self.line_starts) else len(self.text)
+        return self.text[start:end]

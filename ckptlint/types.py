@@ -1,0 +1,94 @@
+"""Values that cross module boundaries: locations, edits, fixes, diagnostics, results."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Applicability(str, enum.Enum):
+    """How safe it is to apply a fix without reading it (Ruff's terms)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A position in a file: 1-based row, 1-based column counted in characters."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace the text between two locations (end exclusive) with `content`."""
+
+    location: Location
+    end_location: Location
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    path: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    noqa_row: int | None = None
+    url: str | None = None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.path, self.location, self.code, self.end_location, self.message)
+
+
+@dataclass(frozen=True)
+class AppliedFix:
+    """A fix the fixer wrote, for `--show-fixes` and true counts."""
+
+    code: str
+    message: str
+    row: int
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """Everything one file produced. `fixed_source` is set only when fixes changed the text."""
+
+    path: str
+    diagnostics: tuple[Diagnostic, ...] = ()
+    applied_fixes: tuple[AppliedFix, ...] = ()
+    source: str | None = None
+    fixed_source: str | None = None
+    internal_errors: tuple[str, ...] = ()
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    files: tuple[FileResult, ...] = ()
+    # Messages for problems outside any file (unwritable outputs, files changed underneath us).
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return sorted((d for f in self.files for d in f.diagnostics), key=lambda d: d.sort_key)
+
+    @property
+    def internal_errors(self) -> list[str]:
+        return [e for f in self.files for e in f.internal_errors]
+
+    @property
+    def fixed_count(self) -> int:
+        return sum(len(f.applied_fixes) for f in self.files)

@@ -1,0 +1,328 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
+from ckptlint.analysis.transforms import set_keyword
+from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.types import Applicability
+from ckptlint.versions import VersionRange
+
+
+class CheckpointImplicitReentrant(Rule):
+    """`checkpoint` or `checkpoint_sequential` called without `use_reentrant`.
+
+    ## What it does
+    Finds calls to `torch.utils.checkpoint.checkpoint` and `checkpoint_sequential` (through
+    any import alias, module alias, assigned name or `functools.partial`) that do not pass
+    `use_reentrant`.
+
+    ## Why is this bad?
+    Without the argument torch silently falls back to the *reentrant* implementation, which
+    is the one that ignores inputs without `requires_grad` (parameters in the region then get
+    no gradient), rejects keyword arguments, `.grad()` and `backward(inputs=...)`, runs
+    backward hooks inside a nested backward, and composes badly with FSDP and DDP. torch has
+    deprecated omitting the flag since 2.1, but it only warns: the warning points at a line
+    inside torch, not at your call, and is printed once per process however many call sites
+    there are, so it cannot tell you which call to fix.
+
+    ## Example
+    ```python
+    from torch.utils.checkpoint import checkpoint
+
+    def forward(self, x):
+        return checkpoint(self.block, x)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return checkpoint(self.block, x, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    The fix adds `use_reentrant=False`. It is **unsafe**: it switches the implementation. The
+    non-reentrant variant is the one torch recommends and is correct in more situations, but
+    it behaves differently where the reentrant one had quirks your code may rely on (e.g. a
+    region whose output is never used in backward, or code that expects the region's inputs
+    to be detached). Pass `use_reentrant=True` instead to keep today's behaviour explicitly.
+
+    Not reported when `use_reentrant` is passed at all (a literal, a variable or an
+    expression), when `**kwargs` are splatted into the call (they may carry it), or when the
+    `functools.partial` the call goes through binds it. A partial that does not bind it is
+    reported once, where it is built, unless every call through it in the file passes the
+    argument.
+
+    ## Evidence
+    torch 2.13: `checkpoint(function, *args, use_reentrant=None, ...)`; `None` warns
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly..."
+    and then sets `use_reentrant = True` (the output's `grad_fn` is
+    `CheckpointFunctionBackward`). The warning uses `stacklevel=2` but `checkpoint` is
+    wrapped by `torch._disable_dynamo`, so it is attributed to `torch/_dynamo/eval_frame.py`.
+    `checkpoint_sequential` warns separately and also defaults to reentrant. The flag exists
+    since torch 1.11 (pytorch/pytorch#65537); the warning since 2.1 (pytorch/pytorch#100551).
+    A test in `tests/test_torch_semantics.py` re-checks this against the installed torch.
+    """
+
+    code = "CKPT001"
+    name = "checkpoint-implicit-reentrant"
+    message = (
+        "`{api}` without `use_reentrant`: torch falls back to the reentrant implementation "
+        "and its warning cannot point at this line; pass `use_reentrant=False`"
+    )
+    fix = Applicability.UNSAFE
+    # `use_reentrant` exists from torch 1.11; before it, passing it raises.
+    targets = (VersionRange.of("torch", min="1.11"),)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._calls_setting_flag: dict[cst.Call, list[bool]] = {}
+
+    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        if "use_reentrant" in site.keywords or site.has_star_kwargs:
+            return
+        if site.kind is SiteKind.CALL and site.via_partial is not None:
+            return  # reported at the partial, where the fix belongs
+        if site.kind is SiteKind.PARTIAL and self._every_call_passes_flag(site.node):
+            return
+        self.report(
+            site.node,
+            self.message.format(api=site.api.short_name) + self.version_note(),
+            replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
+            fix_message="Add `use_reentrant=False`",
+        )
+
+    def _every_call_passes_flag(self, partial: cst.Call) -> bool:
+        calls = [
+            "use_reentrant" in s.keywords or s.has_star_kwargs
+            for s in self.context.sites
+            if s.kind is SiteKind.CALL and s.via_partial is partial
+        ]
+        return bool(calls) and all(calls)
+
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x):
+                x = checkpoint(self.a, x, use_reentrant=False)
+                return torch.utils.checkpoint.checkpoint(self.b, x, use_reentrant=True)
+            """
+        ),
+        # Passed through a variable or an expression: the author chose.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x, reentrant):
+                x = checkpoint(self.a, x, use_reentrant=reentrant)
+                return checkpoint(self.b, x, use_reentrant=not self.config.non_reentrant)
+            """
+        ),
+        # **kwargs may carry it: unknown, not reported.
+        Valid(
+            """
+            import torch.utils.checkpoint as cp
+
+            def run(fn, *args, **ckpt_kwargs):
+                return cp.checkpoint(fn, *args, **ckpt_kwargs)
+            """
+        ),
+        # A partial that binds it.
+        Valid(
+            """
+            import functools
+            import torch
+
+            ckpt = functools.partial(torch.utils.checkpoint.checkpoint, use_reentrant=False)
+
+            def forward(self, x):
+                return ckpt(self.block, x)
+            """
+        ),
+        # A partial without it, but every call through it passes the flag.
+        Valid(
+            """
+            from functools import partial
+            from torch.utils.checkpoint import checkpoint
+
+            ckpt = partial(checkpoint, preserve_rng_state=False)
+
+            def forward(self, x):
+                return ckpt(self.block, x, use_reentrant=False)
+            """
+        ),
+        # The project's own `checkpoint`: a model-saving helper.
+        Valid(
+            """
+            import torch
+
+            def checkpoint(model, path):
+                torch.save(model.state_dict(), path)
+
+            checkpoint(model, "last.pt")
+            """
+        ),
+        # Not torch's: DeepSpeed, JAX, timm's wrapper, a relative import.
+        Valid(
+            """
+            import jax
+            from deepspeed.checkpointing import checkpoint
+            from timm.models._manipulate import checkpoint_seq
+            from .utils import checkpoint as save_checkpoint
+
+            y = checkpoint(block, x)
+            z = jax.checkpoint(f)(x)
+            w = checkpoint_seq(blocks, x)
+            save_checkpoint(model, "x.pt")
+            """
+        ),
+        # Bound to DeepSpeed's on one branch and torch's on the other: not known to be torch's.
+        Valid(
+            """
+            try:
+                from deepspeed.checkpointing import checkpoint
+            except ImportError:
+                from torch.utils.checkpoint import checkpoint
+
+            y = checkpoint(block, x)
+            """
+        ),
+        # The flag does not exist before torch 1.11.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+            y = checkpoint(block, x)
+            """,
+            target_versions={"torch": "1.10"},
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint as ck
+
+            def forward(self, x):
+                return ck(self.block, x)
+            """,
+            line=4,
+            column=12,
+            expected_fix="""
+            from torch.utils.checkpoint import checkpoint as ck
+
+            def forward(self, x):
+                return ck(self.block, x, use_reentrant=False)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.utils.checkpoint as cp
+            y = cp.checkpoint_sequential(layers, 2, x)
+            """,
+            line=2,
+            column=5,
+            message_contains="checkpoint_sequential",
+            expected_fix="""
+            import torch.utils.checkpoint as cp
+            y = cp.checkpoint_sequential(layers, 2, x, use_reentrant=False)
+            """,
+        ),
+        Invalid(
+            """
+            from torch.utils import checkpoint as m
+            y = m.checkpoint(block, x, preserve_rng_state=False)
+            """,
+            line=2,
+            column=5,
+            expected_fix="""
+            from torch.utils import checkpoint as m
+            y = m.checkpoint(block, x, preserve_rng_state=False, use_reentrant=False)
+            """,
+        ),
+        # An assigned alias.
+        Invalid(
+            """
+            import torch
+            run = torch.utils.checkpoint.checkpoint
+            y = run(block, x)
+            """,
+            line=3,
+            column=5,
+            expected_fix="""
+            import torch
+            run = torch.utils.checkpoint.checkpoint
+            y = run(block, x, use_reentrant=False)
+            """,
+        ),
+        # Multi-line call with a trailing comma: the new argument gets its own line.
+        Invalid(
+            """
+            import torch
+
+            def forward(self, hidden, mask):
+                hidden = torch.utils.checkpoint.checkpoint(
+                    self.layer,
+                    hidden,  # the residual stream
+                    mask,
+                )
+                return hidden
+            """,
+            line=4,
+            column=14,
+            expected_fix="""
+            import torch
+
+            def forward(self, hidden, mask):
+                hidden = torch.utils.checkpoint.checkpoint(
+                    self.layer,
+                    hidden,  # the residual stream
+                    mask,
+                    use_reentrant=False,
+                )
+                return hidden
+            """,
+        ),
+        # A partial without the flag is reported where it is built; the fix goes there.
+        Invalid(
+            """
+            from functools import partial
+            from torch.utils.checkpoint import checkpoint
+
+            class Model:
+                def __init__(self):
+                    self.ckpt = partial(checkpoint, preserve_rng_state=True)
+
+                def forward(self, x):
+                    return self.ckpt(self.block, x)
+            """,
+            line=6,
+            column=21,
+            expected_fix="""
+            from functools import partial
+            from torch.utils.checkpoint import checkpoint
+
+            class Model:
+                def __init__(self):
+                    self.ckpt = partial(checkpoint, preserve_rng_state=True, use_reentrant=False)
+
+                def forward(self, x):
+                    return self.ckpt(self.block, x)
+            """,
+        ),
+        # Torch version unknown: reported, and the message says which versions are affected.
+        Invalid(
+            """
+            import torch
+            y = torch.utils.checkpoint.checkpoint(block, x)
+            """,
+            line=2,
+            column=5,
+            message_contains="`checkpoint` without `use_reentrant`",
+            expected_fix="""
+            import torch
+            y = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+            """,
+        ),
+    ]
