@@ -7,19 +7,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import sys
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import (
-    MetadataWrapper,
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, QualifiedName, ScopeProvider
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
@@ -47,12 +44,21 @@ class FileContext:
     module: cst.Module
     versions: TargetVersions
     settings: Settings
+    wrapper: MetadataWrapper
     line_index: LineIndex = field(init=False)
     # Every checkpoint site of the file, known before the first `visit_checkpoint_site`.
     sites: list[CheckpointSite] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
+        self._positions = None
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        # Positions need a code-generation pass over the whole module: computed only once
+        # something is reported.
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        return self._positions[node]
 
     def edit_for(self, original: cst.CSTNode, replacement: cst.CSTNode) -> Edit | None:
         """The smallest text edit that turns `original` into `replacement`.
@@ -80,100 +86,107 @@ class FileContext:
 
 class FileAnalyzer(cst.BatchableCSTVisitor):
     """Collects, in the shared traversal, what the engine derives facts from: calls with
-    their enclosing class, `self.<attr>` assignments, and `# noqa` comments."""
+    the class their `self` refers to, plain assignments, `self.<attr>` assignments, and
+    `# noqa` comments. Only scopes are computed for the whole file; qualified names are
+    computed on demand for the few expressions that need them."""
 
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[tuple[cst.Call, cst.ClassDef | None]] = []
         self.self_attribute_values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
-        self.noqa: dict[int, frozenset[str] | None] = {}  # row -> codes (None: all)
-        self._classes: list[cst.ClassDef | None] = [None]  # the class `self` refers to
+        self.noqa_comments: set[str] = set()
+        self._assigned_value: dict[cst.Name, cst.BaseExpression] = {}
+        self._containers: list[cst.ClassDef | cst.FunctionDef] = []
+        self._self_class: list[cst.ClassDef | None] = [None]  # the class `self` refers to
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(None)
+        self._containers.append(node)
+        self._self_class.append(None)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
+        self._containers.pop()
+        self._self_class.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        parent = self.get_metadata(ParentNodeProvider, node)
-        grandparent = self.get_metadata(ParentNodeProvider, parent, None) if parent is not None else None
         # A method's `self` is its class; a function nested in a method shares it.
-        self._classes.append(grandparent if isinstance(grandparent, cst.ClassDef) else self._classes[-1])
+        owner = self._containers[-1] if self._containers else None
+        self._self_class.append(owner if isinstance(owner, cst.ClassDef) else self._self_class[-1])
+        self._containers.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._classes.pop()
+        self._containers.pop()
+        self._self_class.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append((node, self._classes[-1]))
+        self.calls.append((node, self._self_class[-1]))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self._record_self_attribute(target.target, node.value)
+            self._record(target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self._record_self_attribute(node.target, node.value)
+            self._record(node.target, node.value)
 
-    def _record_self_attribute(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        cls = self._classes[-1]
-        if (
-            cls is not None
-            and isinstance(target, cst.Attribute)
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._assigned_value[target] = value
+        elif (
+            isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
             and target.value.value == "self"
+            and self._self_class[-1] is not None
         ):
-            self.self_attribute_values.setdefault((cls, target.attr.value), []).append(value)
+            self.self_attribute_values.setdefault((self._self_class[-1], target.attr.value), []).append(value)
 
     def visit_Comment(self, node: cst.Comment) -> None:
-        match = NOQA.search(node.value)
-        if match:
-            row = self.get_metadata(PositionProvider, node).start.line
-            codes = match.group("codes")
-            if codes is None:
-                self.noqa[row] = None
-            elif self.noqa.get(row, frozenset()) is not None:
-                new = frozenset(c.upper() for c in re.split(r"[\s,]+", codes) if c)
-                self.noqa[row] = self.noqa.get(row, frozenset()) | new
+        if NOQA.search(node.value):
+            self.noqa_comments.add(node.value)
 
     # --- derived facts ---------------------------------------------------------------
 
-    def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression | None]:
-        """Values of the assignments that may bind `name` where it is read; None stands for
-        a binding that is not a plain assignment (import, def, loop target, parameter...)."""
+    def qualified_names(self, expr: cst.BaseExpression) -> set[QualifiedName]:
+        scope = self.get_metadata(ScopeProvider, expr, None)
+        if scope is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
+            return set()
+        return scope.get_qualified_names_for(expr)
+
+    def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """Values of the assignments that may bind `name` where it is read; empty when any
+        binding is not a plain assignment (import, def, loop target, parameter...)."""
         scope = self.get_metadata(ScopeProvider, name, None)
         if scope is None:
             return []
-        values: list[cst.BaseExpression | None] = []
+        values = []
         for assignment in scope[name.value]:
-            node = getattr(assignment, "node", None)
-            parent = self.get_metadata(ParentNodeProvider, node, None) if isinstance(node, cst.CSTNode) else None
-            if isinstance(parent, cst.AssignTarget):
-                statement = self.get_metadata(ParentNodeProvider, parent, None)
-                values.append(statement.value if isinstance(statement, cst.Assign) else None)
-            elif isinstance(parent, cst.AnnAssign) and parent.target is node:
-                values.append(parent.value)
-            else:
-                values.append(None)
+            value = self._assigned_value.get(getattr(assignment, "node", None))
+            if value is None:
+                return []
+            values.append(value)
         return values
 
     def checkpoint_sites(self) -> list[CheckpointSite]:
-        def qualified_names(expr: cst.BaseExpression):
-            return self.get_metadata(QualifiedNameProvider, expr, set())
-
-        def assigned(name: cst.Name):
-            values = self.assigned_values(name)
-            return [] if any(v is None for v in values) else values
-
-        resolver = CallableResolver(qualified_names, assigned, self.self_attribute_values)
+        resolver = CallableResolver(self.qualified_names, self.assigned_values, self.self_attribute_values)
         sites = []
-        for call, enclosing_class in self.calls:
-            site = resolver.site_for_call(call, enclosing_class)
+        for call, self_class in self.calls:
+            site = resolver.site_for_call(call, self_class)
             if site is not None:
                 sites.append(site)
         return sites
+
+    def suppressed_codes(self, line: str) -> frozenset[str] | None:
+        """Codes a `# noqa` comment ending `line` suppresses; None means all of them."""
+        codes: set[str] = set()
+        stripped = line.rstrip("\r\n")
+        for comment in self.noqa_comments:
+            if stripped.endswith(comment):
+                for match in NOQA.finditer(comment):
+                    if match.group("codes") is None:
+                        return None
+                    codes.update(c.upper() for c in re.split(r"[\s,]+", match.group("codes")) if c)
+        return frozenset(codes)
 
 
 @dataclass(frozen=True)
@@ -195,7 +208,15 @@ def lint_text(
     display_path: str | None = None,
     rules: Sequence[type[Rule]] | None = None,
 ) -> LintOutcome:
-    display = display_path or str(path)
+    """Lint one file's text. Every file is syntax-checked with CPython's own parser (fast);
+    only files that contain a selected rule's trigger words are parsed with libcst and
+    analysed."""
+    return on_deep_stack(_lint_text, text, path, settings, display_path or str(path), rules)
+
+
+def _lint_text(
+    text: str, path: Path, settings: Settings, display: str, rules: Sequence[type[Rule]] | None
+) -> LintOutcome:
     if SKIP_FILE.search(text):
         return LintOutcome(())
     rules = [
@@ -203,21 +224,16 @@ def lint_text(
         for rule in (selected_rules(settings) if rules is None else rules)
         if settings.target_versions.applies(rule.targets) is not Applies.NO
     ]
-    if not rules or not any(trigger in text for rule in rules for trigger in _str_triggers(rule)):
+    triggered = any(trigger in text for rule in rules for trigger in _str_triggers(rule))
+    parsed = parse_module(text, display, with_libcst=triggered)
+    if isinstance(parsed, Diagnostic):
+        return LintOutcome((parsed,), parsed=False)
+    if parsed is None:
         return LintOutcome(())
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        return LintOutcome((_parse_error(display, error.raw_line, error.raw_column + 1, error.message),), parsed=False)
-    except RecursionError:
-        return LintOutcome(
-            (_parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)"),),
-            parsed=False,
-        )
 
     errors: list[str] = []
     try:
-        diagnostics = _run_rules(module, text, path, display, settings, rules, errors)
+        diagnostics = _run_rules(parsed, text, path, display, settings, rules, errors)
     except RecursionError:
         return LintOutcome(
             (_parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
@@ -227,6 +243,81 @@ def lint_text(
     ignored = settings.ignored_codes_for(relative_to_root(path.absolute(), settings.project_root))
     diagnostics = [d for d in diagnostics if not any(d.code.startswith(p) for p in ignored)]
     return LintOutcome(tuple(sorted(diagnostics, key=lambda d: d.sort_key)), tuple(errors))
+
+
+# CPython rejects these before libcst's native parser would exhaust its stack on them.
+_PATHOLOGICAL = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
+
+
+def parse_module(text: str, display: str, *, with_libcst: bool) -> cst.Module | Diagnostic | None:
+    """CPython's parser decides whether the file is valid Python (its messages and lines
+    are the ones users know); libcst then builds the tree the rules work on.
+
+    A generic SyntaxError may only mean the file uses syntax newer than the running
+    Python: libcst (which knows newer grammars) gets the last word on those."""
+    try:
+        ast.parse(text)
+    except (RecursionError, MemoryError):
+        return _parse_error(display, 1, 1, "the file is nested too deeply for Python's parser")
+    except SyntaxError as error:
+        message = f"{error.msg}"
+        if any(marker in message for marker in _PATHOLOGICAL) or not with_libcst:
+            return _parse_error(display, error.lineno or 1, error.offset or 1, message)
+        try:
+            return cst.parse_module(text)
+        except (cst.ParserSyntaxError, RecursionError):
+            return _parse_error(display, error.lineno or 1, error.offset or 1, message)
+    except ValueError as error:  # e.g. "source code string cannot contain null bytes"
+        return _parse_error(display, 1, 1, str(error))
+    if not with_libcst:
+        return None
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        detail = error.message.splitlines()[0][:200]
+        return _parse_error(display, error.raw_line, error.raw_column + 1, f"valid Python, but libcst cannot parse it: {detail}")
+    except RecursionError:
+        return _parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)")
+
+
+_DEEP_STACK_BYTES = 512 << 20
+_DEEP_RECURSION_LIMIT = 60_000
+
+
+def on_deep_stack(function, *args):
+    """Run `function` in a thread with a large stack and a raised recursion limit.
+
+    libcst's parser and visitors recurse once per nesting level; on the default stack a
+    valid but deeply nested expression (thousands of chained operators, as generated code
+    has) crashes the interpreter instead of raising. Python's own limits (checked first in
+    `parse_module`) bound the depth that reaches libcst."""
+    result: list = []
+
+    def run() -> None:
+        previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous, _DEEP_RECURSION_LIMIT))
+        try:
+            result.append((True, function(*args)))
+        except BaseException as error:  # re-raised in the caller's thread
+            result.append((False, error))
+        finally:
+            sys.setrecursionlimit(previous)
+
+    with _STACK_SIZE_LOCK:
+        previous_size = threading.stack_size(_DEEP_STACK_BYTES)
+        try:
+            thread = threading.Thread(target=run, name="ckptlint-lint")
+            thread.start()
+        finally:
+            threading.stack_size(previous_size)
+    thread.join()
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
+
+
+_STACK_SIZE_LOCK = threading.Lock()
 
 
 def _str_triggers(rule: type[Rule]) -> tuple[str, ...]:
@@ -242,8 +333,8 @@ def _run_rules(
     rule_classes: Sequence[type[Rule]],
     errors: list[str],
 ) -> list[Diagnostic]:
-    context = FileContext(path, display, text, module, settings.target_versions, settings)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    context = FileContext(path, display, text, module, settings.target_versions, settings, wrapper)
     analyzer = FileAnalyzer()
     rules = [rule_class(context) for rule_class in rule_classes]
     wrapper.visit_batched([analyzer, *rules])
@@ -263,7 +354,7 @@ def _run_rules(
             errors.append(f"{display}: internal error in rule {rule.code} ({rule.name}):\n{rule.internal_error}")
             continue
         for diagnostic in rule.diagnostics:
-            suppressed = analyzer.noqa.get(diagnostic.noqa_row or diagnostic.location.row, frozenset())
+            suppressed = analyzer.suppressed_codes(context.line_index.line(diagnostic.noqa_row or diagnostic.location.row))
             if suppressed is None or diagnostic.code in suppressed:
                 continue
             diagnostics.append(diagnostic)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
 from ckptlint.versions import Applies, VersionRange
@@ -86,8 +85,6 @@ class Rule(cst.BatchableCSTVisitor):
     valid: ClassVar[Sequence[Valid]] = ()
     invalid: ClassVar[Sequence[Invalid]] = ()
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, context: FileContext) -> None:
         super().__init__()
         self.context = context
@@ -130,7 +127,7 @@ class Rule(cst.BatchableCSTVisitor):
         replacements: Sequence[Replacement] = (),
         fix_message: str | None = None,
     ) -> None:
-        position = self.get_metadata(PositionProvider, node)
+        position = self.context.position(node)
         start = Location(position.start.line, position.start.column + 1)
         end = Location(position.end.line, position.end.column + 1)
         fix = None

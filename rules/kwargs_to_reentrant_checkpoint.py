@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import (
-    NON_REENTRANT_ONLY_KEYWORDS,
+    SITE_TRIGGERS,
     CheckpointApi,
     CheckpointSite,
     Reentrancy,
@@ -69,15 +69,16 @@ class KwargsToReentrantCheckpoint(Rule):
     )
     fix = Applicability.SAFE
     targets = (VersionRange.of("torch", min="1.11"),)
+    triggers = SITE_TRIGGERS
     supersedes = ("CKPT001",)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
             return
-        if site.has_star_kwargs or not site.reentrancy.is_reentrant:
-            return
+        if not site.reentrancy.is_reentrant:
+            return  # non-reentrant, or unknown (a variable, or a **kwargs splat that may set it)
         extra = site.extra_keywords()
-        non_reentrant_only = sorted(NON_REENTRANT_ONLY_KEYWORDS & set(site.keywords))
+        non_reentrant_only = site.non_reentrant_only_keywords()
         if extra:
             what = "keyword argument" + ("s " if len(extra) > 1 else " ") + ", ".join(f"`{k}`" for k in extra)
             error = "Unexpected keyword arguments: " + ",".join(extra)

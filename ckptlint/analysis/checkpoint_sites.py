@@ -40,6 +40,12 @@ class CheckpointApi(str, enum.Enum):
 
 API_BY_QUALIFIED_NAME = {api.value: api for api in CheckpointApi}
 
+# Every way to reach torch.utils.checkpoint in a file spells one of these (`import
+# torch.utils.checkpoint`, `from torch.utils import checkpoint`, `torch.utils.checkpoint.x`,
+# `import torch.utils as tu; tu.checkpoint.x`, `from torch import utils`): a file without
+# them has no site.
+SITE_TRIGGERS = (b"utils.checkpoint", b"torch.utils import", b"import torch.utils as", b"from torch import utils")
+
 # The keyword arguments `torch.utils.checkpoint.checkpoint` itself consumes (torch 2.13);
 # `preserve_rng_state` is popped from **kwargs before the reentrant check.
 CHECKPOINT_OWN_KEYWORDS = frozenset(
@@ -83,17 +89,44 @@ class CheckpointSite:
     positional: tuple[cst.Arg, ...]
     function: cst.BaseExpression | None
     via_partial: cst.Call | None = None
+    # The partials the call goes through, innermost first, then the site's own call; and
+    # those of them that splat `**kwargs` (which may override keywords bound earlier).
+    call_chain: tuple[cst.Call, ...] = ()
+    star_kwargs_calls: frozenset[cst.Call] = frozenset()
 
     @property
     def reentrancy(self) -> Reentrancy:
         keyword = self.keywords.get("use_reentrant")
         if keyword is None:
             return Reentrancy.UNKNOWN if self.has_star_kwargs else Reentrancy.IMPLICIT
+        if self._overridable(keyword):
+            return Reentrancy.UNKNOWN
         return literal_bool(keyword.value)
+
+    def _overridable(self, keyword: KeywordValue) -> bool:
+        # `**kw` in the same call cannot repeat a keyword written there (TypeError), but a
+        # splat in a later call of the chain replaces what an earlier partial bound.
+        if keyword.call not in self.call_chain:
+            return self.has_star_kwargs
+        position = self.call_chain.index(keyword.call)
+        return any(self.call_chain.index(c) > position for c in self.star_kwargs_calls if c in self.call_chain)
 
     def extra_keywords(self) -> list[str]:
         """Keywords meant for the checkpointed function rather than for checkpoint itself."""
         return sorted(name for name in self.keywords if name not in CHECKPOINT_OWN_KEYWORDS)
+
+    def non_reentrant_only_keywords(self) -> list[str]:
+        """`context_fn` / `debug` set to something the reentrant implementation rejects."""
+        found = []
+        context_fn = self.keywords.get("context_fn")
+        if context_fn is not None and not (
+            isinstance(context_fn.value, cst.Name) and context_fn.value.value == "noop_context_fn"
+        ):
+            found.append("context_fn")
+        debug = self.keywords.get("debug")
+        if debug is not None and literal_bool(debug.value) is Reentrancy.EXPLICIT_TRUE:
+            found.append("debug")
+        return found
 
 
 def literal_bool(expr: cst.BaseExpression) -> Reentrancy:
@@ -108,9 +141,13 @@ class ResolvedCallable:
 
     api: CheckpointApi
     keywords: Mapping[str, KeywordValue]
-    has_star_kwargs: bool
-    bound_positional: int  # positional arguments bound by partials
-    partial: cst.Call | None
+    positional: tuple[cst.Arg, ...]  # bound by partials, in order
+    chain: tuple[cst.Call, ...]  # the partials, innermost first
+    star_kwargs_calls: frozenset[cst.Call]
+
+    @property
+    def partial(self) -> cst.Call | None:
+        return self.chain[-1] if self.chain else None
 
 
 class CallableResolver:
@@ -140,7 +177,7 @@ class CallableResolver:
             # and from torch on another is not known to be torch's.
             apis = {API_BY_QUALIFIED_NAME.get(q.name) for q in names}
             if len(apis) == 1 and None not in apis:
-                return ResolvedCallable(apis.pop(), {}, False, 0, None)
+                return ResolvedCallable(apis.pop(), {}, (), (), frozenset())
         if isinstance(expr, cst.Call):
             return self._resolve_partial(expr, enclosing_class, depth)
         if isinstance(expr, cst.Name):
@@ -158,7 +195,9 @@ class CallableResolver:
     def _resolve_single(
         self, values: Sequence[cst.BaseExpression] | None, enclosing_class, depth: int
     ) -> ResolvedCallable | None:
-        # A name bound once (or always to the same API) resolves; anything else is unknown.
+        # A name bound once resolves; anything else is unknown. `None` placeholders
+        # (`self.ckpt_fn = None` until checkpointing is enabled) cannot be called: skipped.
+        values = [v for v in values or () if not (isinstance(v, cst.Name) and v.value == "None")]
         if not values:
             return None
         resolved = [self.resolve(value, enclosing_class, depth + 1) for value in values]
@@ -172,19 +211,14 @@ class CallableResolver:
         inner = self.resolve(call.args[0].value, enclosing_class, depth + 1)
         if inner is None:
             return None
-        keywords = dict(inner.keywords)
-        has_star_kwargs = inner.has_star_kwargs
-        bound_positional = inner.bound_positional
-        for arg in call.args[1:]:
-            if arg.star == "**":
-                has_star_kwargs = True
-            elif arg.star == "*":
-                return None  # an unknown number of bound positionals: give up
-            elif arg.keyword is not None:
-                keywords[arg.keyword.value] = KeywordValue(arg.keyword.value, arg.value, call)
-            else:
-                bound_positional += 1
-        return ResolvedCallable(inner.api, keywords, has_star_kwargs, bound_positional, call)
+        keywords, positional, has_splat = _split_arguments(call, call.args[1:])
+        return ResolvedCallable(
+            inner.api,
+            {**inner.keywords, **keywords},
+            inner.positional + positional,
+            inner.chain + (call,),
+            inner.star_kwargs_calls | ({call} if has_splat else set()),
+        )
 
     def is_partial(self, call: cst.Call) -> bool:
         return any(q.name == PARTIAL for q in self._qualified_names(call.func))
@@ -193,50 +227,60 @@ class CallableResolver:
         """The site a call is, if it runs a resolved checkpoint API or builds a partial of one."""
         if self.is_partial(call):
             resolved = self._resolve_partial(call, enclosing_class, 0)
-            if resolved is None:
-                return None
-            return CheckpointSite(
-                node=call,
-                kind=SiteKind.PARTIAL,
-                api=resolved.api,
-                keywords=resolved.keywords,
-                has_star_kwargs=resolved.has_star_kwargs,
-                positional=(),
-                function=_first_positional(call.args[1:]) if resolved.bound_positional else None,
-            )
+            return None if resolved is None else _site(call, SiteKind.PARTIAL, resolved, {}, (), False)
         resolved = self.resolve(call.func, enclosing_class)
         if resolved is None:
             return None
-        keywords = dict(resolved.keywords)
-        has_star_kwargs = resolved.has_star_kwargs
-        positional: list[cst.Arg] = []
-        for arg in call.args:
-            if arg.star == "**":
-                has_star_kwargs = True
-            elif arg.keyword is not None:
-                keywords[arg.keyword.value] = KeywordValue(arg.keyword.value, arg.value, call)
-            else:
-                positional.append(arg)
-        function = None
-        if resolved.bound_positional == 0 and positional and not positional[0].star:
-            function = positional[0].value
-        skip = max(0, (2 if resolved.api is CheckpointApi.CHECKPOINT_SEQUENTIAL else 1) - resolved.bound_positional)
-        return CheckpointSite(
-            node=call,
-            kind=SiteKind.CALL,
-            api=resolved.api,
-            keywords=keywords,
-            has_star_kwargs=has_star_kwargs,
-            positional=tuple(positional[skip:]),
-            function=function,
-            via_partial=resolved.partial,
-        )
+        keywords, positional, has_splat = _split_arguments(call, call.args)
+        return _site(call, SiteKind.CALL, resolved, keywords, positional, has_splat)
 
 
-def _first_positional(args: Sequence[cst.Arg]) -> cst.BaseExpression | None:
+def _split_arguments(call: cst.Call, args: Sequence[cst.Arg]) -> tuple[dict[str, KeywordValue], tuple[cst.Arg, ...], bool]:
+    keywords: dict[str, KeywordValue] = {}
+    positional: list[cst.Arg] = []
+    has_splat = False
     for arg in args:
-        if arg.keyword is None and not arg.star:
-            return arg.value
-    return None
+        if arg.star == "**":
+            has_splat = True
+        elif arg.keyword is not None:
+            keywords[arg.keyword.value] = KeywordValue(arg.keyword.value, arg.value, call)
+        else:
+            positional.append(arg)
+    return keywords, tuple(positional), has_splat
 
 
+def _site(
+    call: cst.Call,
+    kind: SiteKind,
+    resolved: ResolvedCallable,
+    keywords: dict[str, KeywordValue],
+    positional: tuple[cst.Arg, ...],
+    has_splat: bool,
+) -> CheckpointSite:
+    all_keywords = {**resolved.keywords, **keywords}
+    all_positional = resolved.positional + positional
+    star_calls = resolved.star_kwargs_calls | ({call} if has_splat else set())
+    leading = 2 if resolved.api is CheckpointApi.CHECKPOINT_SEQUENTIAL else 1
+    star_args_at = next((i for i, a in enumerate(all_positional) if a.star == "*"), None)
+    if resolved.api is CheckpointApi.CHECKPOINT_SEQUENTIAL:
+        # checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+        # the flag may be passed positionally, or hidden in a `*args` splat.
+        if star_args_at is not None and star_args_at <= 3:
+            star_calls = star_calls | {call}
+        elif len(all_positional) >= 4:
+            flag = all_positional[3]
+            all_keywords["use_reentrant"] = KeywordValue("use_reentrant", flag.value, call)
+    function = all_positional[0].value if all_positional and star_args_at != 0 else None
+    chain = resolved.chain + ((call,) if kind is SiteKind.CALL else ())
+    return CheckpointSite(
+        node=call,
+        kind=kind,
+        api=resolved.api,
+        keywords=all_keywords,
+        has_star_kwargs=bool(star_calls),
+        positional=all_positional[leading:],
+        function=function,
+        via_partial=resolved.partial if kind is SiteKind.CALL else None,
+        call_chain=chain,
+        star_kwargs_calls=frozenset(star_calls),
+    )

@@ -1,0 +1,199 @@
+"""The fixture driver: every `.py` under `fixtures/` is linted and must produce exactly the
+findings its `# expect: CODE` markers announce, and its fixes must behave.
+
+Markers sit on the line where a diagnostic starts (for a call, the line where the call
+starts); several codes on one line are separated by commas. See fixtures/README.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import io
+import json
+import re
+import tokenize
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ckptlint.cli import main
+from ckptlint.config import Settings
+from ckptlint.engine import fix_text, lint_text
+from ckptlint.registry import all_codes
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "fixtures"
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
+MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
+FIXED_CODES = {"CKPT001", "CKPT032"}
+
+
+def settings() -> Settings:
+    # An explicit target so the results do not depend on the torch installed here.
+    return Settings.default(REPO_ROOT, target_versions={"torch": "2.13"})
+
+
+def relative(path: Path) -> str:
+    return path.relative_to(REPO_ROOT).as_posix()
+
+
+def comments(text: str) -> list[str]:
+    """The comments of a file, in order (strings that look like comments are not)."""
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return [token.string for token in tokens if token.type == tokenize.COMMENT]
+
+
+def expected_findings(path: Path) -> set[tuple[str, int, str]]:
+    found = set()
+    text = path.read_text(encoding="utf-8")
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type != tokenize.COMMENT or "expect:" not in token.string:
+            continue
+        match = MARKER.search(token.string)
+        assert match, f"{relative(path)}:{token.start[0]}: malformed marker {token.string!r}"
+        for code in re.split(r"\s*,\s*", match.group("codes")):
+            found.add((relative(path), token.start[0], code))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def actual_findings(path: Path) -> set[tuple[str, int, str]]:
+    outcome = lint_text(path.read_text(encoding="utf-8"), path, settings(), display_path=relative(path))
+    assert outcome.parsed, f"{relative(path)} does not parse"
+    assert outcome.internal_errors == ()
+    return {(relative(path), d.location.row, d.code) for d in outcome.diagnostics}
+
+
+def fixture_id(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def test_fixture_files_exist():
+    assert len(FIXTURE_FILES) >= 10
+    markers = set().union(*(expected_findings(p) for p in FIXTURE_FILES))
+    assert {code for _, _, code in markers} >= FIXED_CODES
+
+
+def test_markers_name_known_codes():
+    known = set(all_codes())
+    for path in FIXTURE_FILES:
+        for file, line, code in expected_findings(path):
+            assert code in known, f"{file}:{line}: unknown code {code} in marker"
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
+def test_findings_match_markers(path: Path):
+    expected = expected_findings(path)
+    actual = actual_findings(path)
+    missing = sorted(expected - actual)
+    unexpected = sorted(actual - expected)
+    assert not missing and not unexpected, f"missing: {missing}\nunexpected: {unexpected}"
+
+
+def test_all_findings_match_all_markers():
+    """The whole tree at once: what `ckptlint fixtures/` must print."""
+    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES))
+    actual = set().union(*(actual_findings(p) for p in FIXTURE_FILES))
+    assert actual == expected
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
+def test_fixes(path: Path):
+    text = path.read_text(encoding="utf-8")
+    markers = expected_findings(path)
+    outcome = fix_text(text, path, settings(), unsafe=True, display_path=relative(path))
+    assert outcome.error is None
+    fixed = outcome.text
+    ast.parse(fixed, filename=relative(path))
+
+    # One fix per finding, and nothing of the two fixed rules left.
+    assert Counter(f.code for f in outcome.applied) == Counter(code for _, _, code in markers if code in FIXED_CODES)
+    remaining = lint_text(fixed, path, settings(), display_path=relative(path))
+    assert not [d for d in remaining.diagnostics if d.code in FIXED_CODES]
+    assert {d.code for d in outcome.remaining.diagnostics} == {d.code for d in remaining.diagnostics}
+
+    # Comments survive, and only the reported calls changed.
+    assert comments(fixed) == comments(text)
+    reported_rows = {line for _, line, code in markers if code in FIXED_CODES}
+    spans = [
+        (d.location.row, d.end_location.row)
+        for d in lint_text(text, path, settings()).diagnostics
+        if d.location.row in reported_rows
+    ]
+    old_lines, new_lines = text.splitlines(), fixed.splitlines()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        # 1-based rows of the original that changed (an insertion: the row it goes before).
+        for row in range(i1 + 1, max(i1 + 1, i2) + 1):
+            assert any(start <= row <= end for start, end in spans), (
+                f"{relative(path)}:{row}: changed outside any reported call"
+            )
+
+    # A second pass is a no-op.
+    again = fix_text(fixed, path, settings(), unsafe=True, display_path=relative(path))
+    assert again.text == fixed
+    assert again.applied == ()
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
+def test_safe_fixes_leave_only_unsafe_findings(path: Path):
+    """Without --unsafe-fixes only CKPT032 (safe) is fixed; CKPT001 (unsafe) stays reported."""
+    text = path.read_text(encoding="utf-8")
+    markers = expected_findings(path)
+    outcome = fix_text(text, path, settings(), unsafe=False, display_path=relative(path))
+    assert outcome.error is None
+    ast.parse(outcome.text)
+    assert {f.code for f in outcome.applied} <= {"CKPT032"}
+    assert len(outcome.applied) == sum(code == "CKPT032" for _, _, code in markers)
+    left = {(d.location.row, d.code) for d in outcome.remaining.diagnostics}
+    assert {code for _, code in left} <= {"CKPT001"}
+    assert left <= {(line, code) for _, line, code in markers}
+
+
+REQUIRED_FORMS = {
+    "alias import": "from torch.utils.checkpoint import checkpoint as ck",
+    "module alias": "import torch.utils.checkpoint as cp",
+    "module from-import": "from torch.utils import checkpoint as m",
+    "assigned name": "run = torch.utils.checkpoint.checkpoint\n",
+    "module-level partial": "functools.partial(torch.utils.checkpoint.checkpoint, use_reentrant=False)",
+    "partial in __init__": "self.ckpt_fn = partial(checkpoint,",
+    "checkpoint_sequential": "checkpoint_sequential(",
+    "flag from config": "use_reentrant=self.config.use_reentrant",
+    "flag from variable": "use_reentrant=use_reentrant",
+    "flag in **kwargs": "**self.ckpt_kwargs",
+    "own saving helper": "def checkpoint(model, path):",
+    "relative import": "from .utils import checkpoint",
+    "deepspeed": "deepspeed.checkpointing.checkpoint(",
+    "jax": "jax.checkpoint(",
+    "timm-style wrapper": "def checkpoint_seq(",
+    "save/load helpers": "def save_checkpoint(",
+}
+
+
+@pytest.mark.parametrize("form", sorted(REQUIRED_FORMS))
+def test_fixtures_cover_form(form: str):
+    """The fixtures are the acceptance test for name resolution; keep every form in them."""
+    needle = REQUIRED_FORMS[form]
+    assert any(needle in p.read_text(encoding="utf-8") for p in FIXTURE_FILES), needle
+
+
+def test_readme_demo_reports_the_markers(monkeypatch):
+    """`ckptlint fixtures/` (the README demo) reports exactly the marked findings."""
+    monkeypatch.chdir(REPO_ROOT)
+    result = CliRunner().invoke(
+        main,
+        ["check", "fixtures/", "--output-format", "json", "--no-cache", "--target-version", "torch=2.13"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.output
+    reported = {
+        (Path(item["filename"]).resolve().relative_to(REPO_ROOT).as_posix(), item["location"]["row"], item["code"])
+        for item in json.loads(result.stdout)
+    }
+    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES))
+    assert reported == expected

@@ -1,0 +1,49 @@
+"""The linter reads source text only: it never imports torch or any ML library, and
+`import ckptlint` / `--version` stay cheap."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+HEAVY = ("torch", "transformers", "peft", "accelerate", "numpy")
+
+
+def test_a_full_lint_run_imports_no_ml_library(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\ndependencies=['torch>=2.1']\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+        "def forward(self, x):\n    return checkpoint(self.block, x, mask=x)\n"
+    )
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from ckptlint.cli import main
+        try:
+            main(["check", "--fix", "--no-cache", {str(tmp_path)!r}, "--output-format", "json"])
+        except SystemExit as exit:
+            code = exit.code
+        print(json.dumps({{"exit": code, "modules": sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})}}))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["modules"] == []
+    assert report["exit"] == 0  # the CKPT032 finding was fixed (safe fix)
+
+
+def test_import_and_version_do_not_load_the_engine():
+    script = "import sys, ckptlint; print(sorted(m for m in sys.modules if m.startswith(('libcst', 'torch', 'click'))))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]"
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom ckptlint.cli import main\ntry: main(['--version'])\nexcept SystemExit: pass\nprint(sorted(m for m in sys.modules if m.startswith(('libcst', 'torch'))))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    from ckptlint import __version__
+
+    assert result.stdout.strip().splitlines() == [f"ckptlint {__version__}", "[]"]
