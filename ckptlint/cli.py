@@ -8,6 +8,7 @@ internal error).
 from __future__ import annotations
 
 import difflib
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -32,10 +33,22 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
 
 
+def _color_from_environment() -> bool | None:
+    """Ruff's conventions: FORCE_COLOR (or CLICOLOR_FORCE) forces colour, NO_COLOR turns it
+    off; otherwise colour only on a terminal (None lets click decide)."""
+    if os.environ.get("FORCE_COLOR") or os.environ.get("CLICOLOR_FORCE", "0") != "0":
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return None
+
+
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="ckptlint", message="%(prog)s %(version)s")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Find, fix and verify misuse of activation checkpointing in PyTorch code."""
+    ctx.color = _color_from_environment()
 
 
 @main.command()
@@ -87,30 +100,32 @@ def check(
     show_settings: bool,
 ) -> None:
     """Lint PATHS (default: the current directory; `-` reads standard input)."""
-    from ckptlint.config import ConfigError, Overrides, resolve_settings
+    from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
     from ckptlint.runner import RunOptions, check_paths, check_stdin
 
+    # As in Ruff, `--stdin-filename` without paths reads standard input too.
+    reading_stdin = paths == (Path("-"),) or (not paths and stdin_filename is not None)
     paths = paths or (Path("."),)
-    reading_stdin = paths == (Path("-"),)
     if Path("-") in paths and not reading_stdin:
         _fail("`-` (standard input) cannot be combined with other paths")
     start = Path(stdin_filename).parent if reading_stdin and stdin_filename else paths[0]
     try:
+        # Validated (and upper-cased) before use: `--select ckpt001` means CKPT001.
+        selected, ignored, extended = (
+            validate_codes(_codes(values), option)
+            for option, values in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select))
+        )
         settings = resolve_settings(
             start if start.exists() else Path("."),
             Overrides(
                 config_file=config_file,
-                select=_codes(select) or None,
-                ignore=_codes(ignore),
-                extend_select=_codes(extend_select),
+                select=selected or None,
+                ignore=ignored,
+                extend_select=extended,
                 target_versions=target_version,
                 cache_dir=cache_dir.resolve() if cache_dir else None,
             ),
         )
-        from ckptlint.config import validate_codes
-
-        for option, values in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select)):
-            validate_codes(_codes(values), option)
     except ConfigError as error:
         _fail(str(error))
 
@@ -121,8 +136,10 @@ def check(
     options = RunOptions(
         fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, jobs=jobs, use_cache=not no_cache
     )
+    stdin_data = b""
     if reading_stdin:
-        result = check_stdin(sys.stdin.buffer.read(), stdin_filename, settings, options)
+        stdin_data = click.get_binary_stream("stdin").read()
+        result = check_stdin(stdin_data, stdin_filename, settings, options)
     else:
         result = check_paths(list(paths), settings, options, force_exclude=force_exclude)
 
@@ -136,16 +153,19 @@ def check(
             if file.fixed_source is not None and file.source is not None:
                 click.echo(_unified_diff(file.path, file.source, file.fixed_source), nl=False)
     elif stdout_is_code:
-        file = result.files[0]
-        if file.fixed_source is not None:
-            sys.stdout.write(file.fixed_source)
-        elif file.source is not None:
-            sys.stdout.write(file.source)
+        # The code goes back byte for byte as it came (encoding, BOM, line endings), and
+        # unchanged when it could not be decoded or fixed: an editor replaces its buffer
+        # with whatever is printed here.
         sys.stdout.flush()
+        stream = click.get_binary_stream("stdout")
+        stream.write(_fixed_stdin(stdin_data, result.files[0].fixed_source))
+        stream.flush()
 
     from ckptlint.reporters import github, json_format, junit, sarif, text
 
-    if statistics:
+    if diff:
+        pass  # as in Ruff, --diff prints the diff and nothing else on stdout
+    elif statistics:
         out(text.render_statistics(diagnostics, unsafe_fixes=unsafe_fixes, as_json=output_format == "json"))
     elif output_format == "json":
         out(json_format.render(diagnostics))
@@ -155,7 +175,7 @@ def check(
         out(github.render(diagnostics))
     elif output_format == "junit":
         out(junit.render(diagnostics))
-    elif not diff:
+    else:
         out(text.render_diagnostics(diagnostics, unsafe_fixes=unsafe_fixes))
 
     if output_format == "text" and not quiet:
@@ -173,6 +193,14 @@ def check(
     if diff:
         sys.exit(EXIT_FINDINGS if fixed else EXIT_CLEAN)
     sys.exit(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
+
+
+def _fixed_stdin(data: bytes, fixed_source: str | None) -> bytes:
+    if fixed_source is None:
+        return data
+    from ckptlint.source import decode_source
+
+    return decode_source(data).encode(fixed_source)
 
 
 def _unified_diff(path: str, old: str, new: str) -> str:

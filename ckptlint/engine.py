@@ -21,7 +21,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Qualif
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
 from ckptlint.discovery import relative_to_root
-from ckptlint.registry import PARSE_ERROR, UNREADABLE_FILE, all_rules, rule_by_code
+from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_rules, rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
 from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Location
@@ -227,7 +227,7 @@ def _lint_text(
     triggered = any(trigger in text for rule in rules for trigger in _str_triggers(rule))
     parsed = parse_module(text, display, with_libcst=triggered)
     if isinstance(parsed, Diagnostic):
-        return LintOutcome((parsed,), parsed=False)
+        return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:
         return LintOutcome(())
 
@@ -239,10 +239,23 @@ def _lint_text(
             (_parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
             parsed=False,
         )
-    diagnostics = _drop_superseded(diagnostics)
+    return LintOutcome(_reportable(diagnostics, path, settings), tuple(errors))
+
+
+def _reportable(diagnostics: Iterable[Diagnostic], path: Path, settings: Settings) -> tuple[Diagnostic, ...]:
+    """Drop what per-file-ignores or the selection (for the engine's own codes) exclude."""
     ignored = settings.ignored_codes_for(relative_to_root(path.absolute(), settings.project_root))
-    diagnostics = [d for d in diagnostics if not any(d.code.startswith(p) for p in ignored)]
-    return LintOutcome(tuple(sorted(diagnostics, key=lambda d: d.sort_key)), tuple(errors))
+    return tuple(
+        sorted(
+            (
+                d
+                for d in diagnostics
+                if d.code in settings.enabled_codes or d.code not in ENGINE_CODES
+                if not any(d.code.startswith(p) for p in ignored)
+            ),
+            key=lambda d: d.sort_key,
+        )
+    )
 
 
 # CPython rejects these before libcst's native parser would exhaust its stack on them.
@@ -348,16 +361,19 @@ def _run_rules(
         for site in sites:
             rule.run_guarded(rule.visit_checkpoint_site, site)
 
-    diagnostics: list[Diagnostic] = []
+    reported: list[Diagnostic] = []
     for rule in rules:
         if rule.internal_error is not None:
             errors.append(f"{display}: internal error in rule {rule.code} ({rule.name}):\n{rule.internal_error}")
             continue
-        for diagnostic in rule.diagnostics:
-            suppressed = analyzer.suppressed_codes(context.line_index.line(diagnostic.noqa_row or diagnostic.location.row))
-            if suppressed is None or diagnostic.code in suppressed:
-                continue
-            diagnostics.append(diagnostic)
+        reported.extend(rule.diagnostics)
+    # Precedence first: `# noqa: CKPT032` must not bring back the CKPT001 it superseded.
+    diagnostics: list[Diagnostic] = []
+    for diagnostic in _drop_superseded(reported):
+        suppressed = analyzer.suppressed_codes(context.line_index.line(diagnostic.noqa_row or diagnostic.location.row))
+        if suppressed is None or diagnostic.code in suppressed:
+            continue
+        diagnostics.append(diagnostic)
     return diagnostics
 
 

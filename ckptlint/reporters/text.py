@@ -31,6 +31,7 @@ class Summary:
     fixed: int
     fixable_now: int  # fixable with the current applicability
     hidden_unsafe: int  # fixable only with --unsafe-fixes
+    unfixable: int  # no fix at all
     fix_mode: bool
     diff_mode: bool
 
@@ -40,7 +41,7 @@ class Summary:
             if self.fixed:
                 lines.append(f"Would fix {_errors(self.fixed)}.")
             else:
-                lines.append("No errors would be fixed" + (f" ({self.remaining} not fixable)." if self.remaining else "."))
+                lines.append("No errors would be fixed" + (f" ({self.unfixable} not fixable)." if self.unfixable else "."))
         elif self.remaining == 0 and self.fixed == 0:
             lines.append("All checks passed!")
         elif self.fix_mode and self.fixed:
@@ -49,7 +50,7 @@ class Summary:
             lines.append(f"Found {_errors(self.remaining)}.")
         if not self.fix_mode and not self.diff_mode and self.fixable_now:
             lines.append(f"[*] {self.fixable_now} fixable with the `--fix` option.")
-        if self.hidden_unsafe and not self.diff_mode:
+        if self.hidden_unsafe:
             noun = "fix" if self.hidden_unsafe == 1 else "fixes"
             lines.append(f"({self.hidden_unsafe} hidden {noun} can be enabled with the `--unsafe-fixes` option.)")
         return "".join(line + "\n" for line in lines)
@@ -67,6 +68,7 @@ def summarize(diagnostics: Sequence[Diagnostic], fixed: int, *, unsafe_fixes: bo
         hidden_unsafe=0
         if unsafe_fixes
         else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability is Applicability.UNSAFE),
+        unfixable=sum(1 for d in diagnostics if d.fix is None),
         fix_mode=fix_mode,
         diff_mode=diff_mode,
     )
