@@ -5,6 +5,7 @@ versions. A stale entry is never used; a corrupt or unreadable cache is ignored 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -47,7 +48,7 @@ class ResultCache:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             if isinstance(data, dict) and isinstance(data.get("files"), dict):
                 self._entries = data["files"]
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             self._entries = {}
 
     def get(self, key: str, digest: str) -> tuple[Diagnostic, ...] | None:
@@ -56,8 +57,8 @@ class ResultCache:
             return None
         try:
             return tuple(_diagnostic_from_json(item) for item in entry["diagnostics"])
-        except (KeyError, TypeError, ValueError):
-            return None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # a corrupt entry: lint the file again
 
     def put(self, key: str, digest: str, diagnostics: tuple[Diagnostic, ...]) -> None:
         self._entries[key] = {"digest": digest, "diagnostics": [asdict(d) for d in diagnostics]}
@@ -68,36 +69,88 @@ class ResultCache:
         if not self._dirty:
             return
         try:
+            # Mark the directory as ours only when we create it: a configured cache-dir that
+            # already holds files keeps its own README and .gitignore.
+            created = not self.directory.exists()
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            readme = self.directory / "README"
-            if not readme.exists():
-                readme.write_text(CACHE_README)
+            if created:
+                (self.directory / "README").write_text(CACHE_README)
                 (self.directory / ".gitignore").write_text("*\n")
             descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump({"version": __version__, "files": self._entries}, handle)
-            os.replace(temporary, self.path)
+            try:
+                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                    json.dump({"version": __version__, "files": self._entries}, handle)
+                os.replace(temporary, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
         except OSError:
             pass  # a read-only checkout still lints; it just is not cached
 
 
 def _diagnostic_from_json(item: dict) -> Diagnostic:
     fix = item.get("fix")
+    texts = [item["code"], item["message"], item["path"]]
+    if fix is not None:
+        texts += [fix["message"], *(e["content"] for e in fix["edits"])]
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("a cached diagnostic holds a value of the wrong type")
     return Diagnostic(
         code=item["code"],
         message=item["message"],
         path=item["path"],
-        location=Location(**item["location"]),
-        end_location=Location(**item["end_location"]),
+        location=_location(item["location"]),
+        end_location=_location(item["end_location"]),
         fix=None
         if fix is None
         else Fix(
             applicability=Applicability(fix["applicability"]),
             message=fix["message"],
             edits=tuple(
-                Edit(Location(**e["location"]), Location(**e["end_location"]), e["content"]) for e in fix["edits"]
+                Edit(_location(e["location"]), _location(e["end_location"]), e["content"]) for e in fix["edits"]
             ),
         ),
         noqa_row=item.get("noqa_row"),
         url=item.get("url"),
     )
+
+
+def _location(item: dict) -> Location:
+    row, column = item["row"], item["column"]
+    if not all(type(value) is int and value >= 1 for value in (row, column)):
+        raise ValueError(f"not a location: {item!r}")
+    return Location(row, column)
+
+
+def clear_cache(directory: Path) -> list[Path]:
+    """Remove what ckptlint wrote under `directory` (version directories of result files,
+    its README and .gitignore), never anything else a configured cache-dir may hold."""
+    removed: list[Path] = []
+    if not directory.is_dir():
+        return removed
+    for child in sorted(directory.iterdir()):
+        if child.is_dir() and not child.is_symlink() and _is_result_directory(child):
+            for item in child.iterdir():
+                item.unlink()
+            child.rmdir()
+            removed.append(child)
+    for name, content in (("README", CACHE_README), (".gitignore", "*\n")):
+        marker = directory / name
+        try:
+            if marker.is_file() and marker.read_text(encoding="utf-8") == content:
+                marker.unlink()
+                removed.append(marker)
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        directory.rmdir()  # only when nothing else is left in it
+        removed.append(directory)
+    return removed
+
+
+def _is_result_directory(path: Path) -> bool:
+    """A directory named like a ckptlint version holding only result files."""
+    if not path.name[:1].isdigit():
+        return False
+    return all(item.is_file() and item.suffix in (".json", ".tmp") for item in path.iterdir())

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ckptlint.versions import (
+    TRACKED_PACKAGES,
     TargetVersion,
     TargetVersions,
     Version,
     VersionSource,
     declared_versions,
+    normalize_name,
 )
 
 if sys.version_info >= (3, 11):
@@ -139,7 +141,10 @@ def _has_tool_table(pyproject: Path) -> bool:
     try:
         data = _read_toml(pyproject)
     except ConfigError:
-        return b"[tool.ckptlint" in pyproject.read_bytes()  # let the real load report it
+        try:
+            return b"[tool.ckptlint" in pyproject.read_bytes()  # let the real load report it
+        except OSError:
+            return True  # unreadable: the real load says so
     return isinstance(data.get("tool"), dict) and "ckptlint" in data["tool"]
 
 
@@ -161,20 +166,33 @@ def load_config_table(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as error:
             raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
-        except (yaml.YAMLError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{path}: invalid YAML: {error}") from None
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"{path}: invalid YAML: not UTF-8 ({error.reason})") from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: invalid YAML: {_describe_yaml_error(error)}") from None
         if data is None:
             return {}
         if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+            raise ConfigError(
+                f"{path}: expected a mapping of settings at the top level (keys: {', '.join(_KEYS)}), "
+                f"got {type(data).__name__} {data!r:.60}"
+            )
         return data
     data = _read_toml(path)
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("ckptlint", {})
         if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [tool.ckptlint] must be a table")
+            raise ConfigError(f"{path}: [tool.ckptlint] must be a table of settings (keys: {', '.join(_KEYS)})")
         return table
     return data
+
+
+def _describe_yaml_error(error: Exception) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is None or problem is None:
+        return str(error).splitlines()[0]
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
 
 
 # --- validation ------------------------------------------------------------------------
@@ -279,8 +297,20 @@ def _parse_target_versions(path: Path, key: str, value: Any) -> dict[str, Versio
         )
     result = {}
     for package, version in value.items():
+        if normalize_name(str(package)) not in TRACKED_PACKAGES:
+            raise ConfigError(
+                f"{path}: `{key}.{package}`: unknown package; allowed: {', '.join(TRACKED_PACKAGES)}"
+            )
+        if isinstance(version, float):
+            # TOML reads `torch = 2.10` as the float 2.1: refuse rather than guess.
+            raise ConfigError(
+                f"{path}: `{key}.{package}` must be a quoted version such as \"2.4\"; a bare number "
+                f"loses trailing zeros (2.10 reads as 2.1), got {version!r}"
+            )
         try:
-            result[str(package).lower()] = Version.parse(str(version))
+            if isinstance(version, bool) or not isinstance(version, (str, int)):
+                raise ValueError(version)
+            result[normalize_name(str(package))] = Version.parse(str(version))
         except ValueError:
             raise ConfigError(
                 f"{path}: `{key}.{package}` must be a version such as \"2.4\", got {version!r}"
@@ -292,8 +322,13 @@ def parse_target_version_option(text: str) -> tuple[str, Version]:
     package, sep, version = text.partition("=")
     if not sep or not package.strip():
         raise ConfigError(f"--target-version: expected PACKAGE=VERSION (e.g. torch=2.4), got {text!r}")
+    package = normalize_name(package.strip())
+    if package not in TRACKED_PACKAGES:
+        raise ConfigError(
+            f"--target-version: unknown package {text.partition('=')[0].strip()!r}; allowed: {', '.join(TRACKED_PACKAGES)}"
+        )
     try:
-        return package.strip().lower(), Version.parse(version)
+        return package, Version.parse(version)
     except ValueError:
         raise ConfigError(f"--target-version: {version!r} is not a version (e.g. torch=2.4)") from None
 
@@ -301,24 +336,58 @@ def parse_target_version_option(text: str) -> tuple[str, Version]:
 # --- resolution ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RuleSelection:
+    """One layer of rule selection: the defaults, the config file, the command line."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
 def enabled_codes(
     select: Sequence[str], extend_select: Sequence[str], ignore: Sequence[str]
 ) -> frozenset[str]:
-    """Ruff's selection semantics: the most specific matching prefix decides; on a tie,
-    ignore wins. Engine codes (CKPT9xx) are on unless ignored."""
+    """The codes one selection enables (see `resolve_selection`)."""
+    return resolve_selection([RuleSelection(tuple(select), tuple(extend_select), tuple(ignore))])
+
+
+def _specificity(code: str, prefixes: Iterable[str]) -> int:
+    """How specifically the prefixes name `code`: ALL 0, else the matching prefix's length;
+    -1 when none matches."""
+    return max((0 if p == "ALL" else len(p) for p in prefixes if p == "ALL" or code.startswith(p)), default=-1)
+
+
+def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
+    """Ruff's semantics. Within a layer the most specific matching prefix decides, and on a
+    tie ignore wins. A layer with `select` starts afresh (so `--select CKPT001` on the
+    command line re-enables a code the config file ignores); a layer without one edits the
+    result so far. Engine codes (CKPT9xx) come with every `select` unless ignored."""
     from ckptlint.registry import ENGINE_CODES, all_codes
 
-    def longest(code: str, prefixes: Iterable[str]) -> int:
-        return max((3 if p == "ALL" else len(p) for p in prefixes if p == "ALL" or code.startswith(p)), default=-1)
-
-    enabled = set()
-    chosen = list(select) + list(extend_select)
-    for code in all_codes():
-        selected = longest(code, chosen)
-        if code in ENGINE_CODES:
-            selected = max(selected, 0)
-        if selected >= 0 and selected > longest(code, ignore):
-            enabled.add(code)
+    enabled: set[str] = set()
+    carried_ignores: tuple[str, ...] = ()
+    for layer in layers:
+        chosen = (layer.select or ()) + layer.extend_select
+        ignores = layer.ignore + carried_ignores
+        carried_ignores = ()
+        updates: dict[str, bool] = {}
+        for code in all_codes():
+            selected = _specificity(code, chosen)
+            if layer.select is not None and code in ENGINE_CODES:
+                selected = max(selected, 0)
+            ignored = _specificity(code, ignores)
+            if selected > ignored:
+                updates[code] = True
+            elif ignored >= 0:
+                updates[code] = False
+        if layer.select is not None:
+            enabled = {code for code, on in updates.items() if on}
+            if not layer.select and not layer.extend_select and layer.ignore:
+                carried_ignores = layer.ignore  # `select = []` with ignores: they carry over
+        else:
+            enabled |= {code for code, on in updates.items() if on}
+            enabled -= {code for code, on in updates.items() if not on}
     return frozenset(enabled)
 
 
@@ -336,16 +405,17 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     )
     origins["config file"] = str(config_file) if config_file else "none found (defaults)"
 
-    select = overrides.select if overrides.select is not None else file_settings.select
     origins["select"] = (
         "command line" if overrides.select is not None
         else f"{config_file}" if file_settings.select is not None
         else "default (ALL)"
     )
-    enabled = enabled_codes(
-        select if select is not None else ("ALL",),
-        file_settings.extend_select + overrides.extend_select,
-        file_settings.ignore + overrides.ignore,
+    enabled = resolve_selection(
+        [
+            RuleSelection(select=("ALL",)),
+            RuleSelection(file_settings.select, file_settings.extend_select, file_settings.ignore),
+            RuleSelection(overrides.select, overrides.extend_select, overrides.ignore),
+        ]
     )
 
     explicit: dict[str, TargetVersion] = {}
@@ -363,6 +433,13 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     versions = TargetVersions({**declared, **explicit})
 
     cache_dir = overrides.cache_dir or file_settings.cache_dir or project_root / ".ckptlint_cache"
+    if cache_dir == project_root or cache_dir in project_root.parents:
+        # The cache would then hold the project: `ckptlint clean` would delete it.
+        where = "--cache-dir" if overrides.cache_dir else f"{config_file}: `cache-dir`"
+        raise ConfigError(
+            f"{where}: {cache_dir} is the project root or a directory above it; "
+            "use a directory of its own, such as .ckptlint_cache"
+        )
     return Settings(
         project_root=project_root,
         config_file=config_file,

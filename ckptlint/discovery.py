@@ -3,7 +3,9 @@
 de-duplicated list.
 
 Paths named explicitly are linted even when excluded, unless `--force-exclude` is given
-(pre-commit passes staged files by name, so its hook uses it).
+(pre-commit passes staged files by name, so its hook uses it). A directory named explicitly
+is walked even when excluded; inside it, only the patterns that do not exclude the directory
+itself apply (as in Ruff and ripgrep).
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+
+# A path relative to the project root as its parts; None for a path outside the root.
+Parts = tuple[str, ...]
+# A pattern of one .gitignore: (depth of the directory holding the file, pattern index).
+PatternKey = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,7 @@ class Discovered:
 def _spec(patterns: tuple[str, ...]):
     import pathspec
 
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
@@ -39,7 +46,7 @@ def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
     spec = _spec(tuple(patterns))
     if spec.match_file(relative_path):
         return True
-    parts = relative_path.split("/")
+    parts = relative_path.rstrip("/").split("/")
     return any(spec.match_file("/".join(parts[:i]) + "/") for i in range(1, len(parts)))
 
 
@@ -51,43 +58,84 @@ def relative_to_root(path: Path, root: Path) -> str:
 
 
 class _GitIgnores:
-    """.gitignore files found on the way down, each applying below its own directory."""
+    """The .gitignore files of the project, each applying below its own directory; a deeper
+    file overrides a higher one (so `!keep.py` in `sub/.gitignore` re-includes `sub/keep.py`
+    that the root's `*.py` ignored), as in git."""
 
     def __init__(self, root: Path, enabled: bool) -> None:
-        self.enabled = enabled
-        self._by_directory: dict[Path, object] = {}
         self.root = root
+        self.enabled = enabled
+        # directory parts -> the .gitignore files that apply inside it, outermost first:
+        # (depth of the file's directory, its spec)
+        self._chains: dict[Parts, tuple[tuple[int, object], ...]] = {}
+        self._filtered: dict[tuple[int, frozenset[PatternKey]], object] = {}  # (id(spec), overridden)
 
-    def _load(self, directory: Path):
-        if directory not in self._by_directory:
-            spec = None
-            ignore_file = directory / ".gitignore"
-            if ignore_file.is_file():
-                try:
-                    lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = _spec(tuple(lines))
-                except OSError:
-                    spec = None
-            self._by_directory[directory] = spec
-        return self._by_directory[directory]
+    def _own(self, directory: Parts):
+        import pathspec
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        if not self.enabled:
-            return False
-        # Every directory from the project root down to the path's parent may hold rules.
         try:
-            relative_parts = path.relative_to(self.root).parts
-        except ValueError:
+            ignore_file = self.root.joinpath(*directory, ".gitignore")
+            if not ignore_file.is_file():
+                return None
+            lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
+        return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+    def chain(self, directory: Parts) -> tuple[tuple[int, object], ...]:
+        # Built from the longest known parent down (the walk has always seen the parent).
+        start = len(directory)
+        while start > 0 and directory[:start] not in self._chains:
+            start -= 1
+        for depth in range(start, len(directory) + 1):
+            key = directory[:depth]
+            if key not in self._chains:
+                inherited = self._chains[key[:-1]] if key else ()
+                own = self._own(key)
+                self._chains[key] = inherited + ((depth, own),) if own is not None else inherited
+        return self._chains[directory]
+
+    def ignores(self, parts: Parts | None, is_dir: bool, overridden: frozenset[PatternKey] = frozenset()) -> bool:
+        """Whether git ignores the path itself (its parents are not checked). Patterns in
+        `overridden` are skipped."""
+        if not self.enabled or not parts:
             return False
-        directory = self.root
-        for depth in range(len(relative_parts)):
-            spec = self._load(directory)
-            if spec is not None:
-                below = "/".join(relative_parts[depth:]) + ("/" if is_dir else "")
-                if spec.match_file(below):
-                    return True
-            directory = directory / relative_parts[depth]
+        # From the deepest .gitignore up: the first one with a matching pattern decides.
+        for depth, spec in reversed(self.chain(parts[:-1])):
+            below = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            if any(key[0] == depth for key in overridden):
+                spec = self._without(spec, depth, overridden)
+            include = spec.check_file(below).include
+            if include is not None:
+                return include
         return False
+
+    def _without(self, spec, depth: int, overridden: frozenset[PatternKey]):
+        import pathspec
+
+        key = (id(spec), overridden)  # specs live as long as self._chains: ids are stable
+        if key not in self._filtered:
+            kept = [p for index, p in enumerate(spec.patterns) if (depth, index) not in overridden]
+            self._filtered[key] = pathspec.GitIgnoreSpec(kept)
+        return self._filtered[key]
+
+    def ignored_with_parents(self, parts: Parts | None, is_dir: bool) -> bool:
+        return parts is not None and any(
+            self.ignores(parts[:depth], is_dir or depth < len(parts)) for depth in range(1, len(parts) + 1)
+        )
+
+    def patterns_ignoring(self, directory: Parts | None) -> frozenset[PatternKey]:
+        """The patterns that ignore `directory` itself, or a directory above it."""
+        if not self.enabled or not directory:
+            return frozenset()
+        found = set()
+        for end in range(1, len(directory) + 1):
+            for depth, spec in self.chain(directory[: end - 1]):
+                below = "/".join(directory[depth:end]) + "/"
+                for index, pattern in enumerate(spec.patterns):
+                    if pattern.include and pattern.match_file(below) is not None:
+                        found.add((depth, index))
+        return frozenset(found)
 
 
 def discover(
@@ -101,57 +149,109 @@ def discover(
 ) -> Discovered:
     patterns = tuple(exclude) + tuple(extend_exclude)
     gitignores = _GitIgnores(project_root, respect_gitignore)
-    files: set[Path] = set()
-    problems: list[tuple[Path, str]] = []
+    root_text = str(project_root)
+    # Keyed by absolute path, so `a.py` and `/project/a.py` are linted once.
+    files: dict[Path, Path] = {}
+    problems: dict[Path, tuple[Path, str]] = {}
     visited_directories: set[tuple[int, int]] = set()
+    deferred_links: list[tuple[Path, Parts | None, tuple[str, ...], frozenset[PatternKey]]] = []
 
-    def excluded(path: Path, is_dir: bool) -> bool:
-        absolute = path.absolute()
-        relative = relative_to_root(absolute, project_root)
-        return (
-            matches_any(relative, patterns)
-            or matches_any(absolute.name, patterns)
-            or gitignores.ignored(absolute, is_dir)
+    def parts_of(path: Path) -> Parts | None:
+        """A path named on the command line, relative to the project root (whose path is
+        resolved: a link on the way there is resolved too)."""
+        plain = path.absolute()
+        for candidate in (plain, Path(os.path.realpath(plain.parent)) / plain.name):
+            text = str(candidate)
+            if text == root_text:
+                return ()
+            if text.startswith(root_text.rstrip(os.sep) + os.sep):
+                return candidate.relative_to(project_root).parts
+        return None
+
+    def pattern_path(path: Path, parts: Parts | None, is_dir: bool) -> str:
+        text = "/".join(parts) if parts is not None else path.absolute().as_posix()
+        return text + "/" if is_dir else text
+
+    def excluded_with_parents(path: Path, parts: Parts | None, is_dir: bool) -> bool:
+        if parts == ():
+            return False  # the project root itself
+        return matches_any(pattern_path(path, parts, is_dir), patterns) or gitignores.ignored_with_parents(
+            parts, is_dir
         )
 
-    def walk(directory: Path) -> None:
-        try:
-            stat = directory.stat()
-        except OSError as error:
-            problems.append((directory, _reason(error)))
-            return
-        key = (stat.st_dev, stat.st_ino)
-        if key in visited_directories:
-            return  # a symlink loop, or a second link to a directory already walked
-        visited_directories.add(key)
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as error:
-            problems.append((directory, _reason(error)))
-            return
-        for entry in entries:
-            path = Path(entry.path)
+    def walk(root: Path, root_parts: Parts | None, active: tuple[str, ...], overridden: frozenset[PatternKey]) -> None:
+        # Depth first in name order, with a stack rather than recursion: no tree is too deep.
+        # Only the entries are matched: the walk never enters an excluded directory.
+        spec = _spec(active) if active else None
+        stack = [(root, root_parts)]
+        while stack:
+            directory, parts = stack.pop()
             try:
-                is_dir = entry.is_dir()  # follows links; a dangling link is neither
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not excluded(path, True):
-                    walk(path)
-            elif entry.name.endswith(PYTHON_SUFFIXES) and not excluded(path, False):
-                files.add(path)
+                info = directory.stat()
+            except OSError as error:
+                problems.setdefault(directory.absolute(), (directory, _reason(error)))
+                continue
+            key = (info.st_dev, info.st_ino)
+            if key in visited_directories:
+                continue  # a symlink loop, or a second link to a directory already walked
+            visited_directories.add(key)
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError as error:
+                problems.setdefault(directory.absolute(), (directory, _reason(error)))
+                continue
+            subdirectories = []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()  # follows links; a dangling link is neither
+                except OSError:
+                    is_dir = False
+                if not is_dir and not entry.name.endswith(PYTHON_SUFFIXES):
+                    continue
+                path = Path(entry.path)
+                entry_parts = parts + (entry.name,) if parts is not None else None
+                if (spec is not None and spec.match_file(pattern_path(path, entry_parts, is_dir))) or (
+                    gitignores.ignores(entry_parts, is_dir, overridden)
+                ):
+                    continue
+                if is_dir and _is_link(entry):
+                    # Walked after the real directories, so a file reached both ways is linted
+                    # under its real path, whatever the order of names.
+                    deferred_links.append((path, entry_parts, active, overridden))
+                elif is_dir:
+                    subdirectories.append((path, entry_parts))
+                else:
+                    files.setdefault(path.absolute(), path)
+            stack.extend(reversed(subdirectories))
 
     for raw in paths:
         path = Path(raw)
-        if force_exclude and excluded(path, path.is_dir()):
+        parts = parts_of(path)
+        is_dir = path.is_dir()
+        excluded = excluded_with_parents(path, parts, is_dir)
+        if force_exclude and excluded:
             continue
-        if path.is_dir():
-            walk(path)
+        if is_dir and excluded:
+            # Named on purpose: what excludes the directory itself does not apply inside it.
+            where = pattern_path(path, parts, True)
+            active = tuple(p for p in patterns if not matches_any(where, (p,)))
+            walk(path, parts, active, gitignores.patterns_ignoring(parts))
+        elif is_dir:
+            walk(path, parts, patterns, frozenset())
         elif path.exists() or path.is_symlink():
-            files.add(path)  # named explicitly: linted whatever its suffix; unreadable ones too
+            files.setdefault(path.absolute(), path)  # named explicitly: linted whatever its suffix
         else:
-            problems.append((path, "No such file or directory"))
-    return Discovered(tuple(sorted(files)), tuple(sorted(problems)))
+            problems.setdefault(path.absolute(), (path, "No such file or directory"))
+    while deferred_links:
+        walk(*deferred_links.pop(0))
+    return Discovered(tuple(sorted(files.values())), tuple(sorted(problems.values())))
+
+
+def _is_link(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _reason(error: OSError) -> str:

@@ -67,7 +67,9 @@ class FileContext:
         block around it), then only the differing span is kept, so fixes of nested nodes
         never overlap and the bytes outside the edit stay identical."""
         new_text = self.module.deep_replace(original, replacement).code
-        old_text = self.text
+        # Diff against libcst's own rendering (equal to the text, except that libcst drops a
+        # final lone "\r"), so the edit never reaches past what the rules saw.
+        old_text = self.module.code
         if new_text == old_text:
             return None
         limit = min(len(old_text), len(new_text))

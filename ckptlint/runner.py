@@ -4,7 +4,9 @@ writing. The CLI is a shell over `check_paths` and `check_stdin`."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import stat
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -12,10 +14,10 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, content_digest
 from ckptlint.config import Settings
-from ckptlint.discovery import discover
+from ckptlint.discovery import discover, relative_to_root
 from ckptlint.engine import decode_for_lint, fix_text, lint_text, unreadable
 from ckptlint.source import DecodedSource
-from ckptlint.types import FileResult, RunResult
+from ckptlint.types import Diagnostic, FileResult, RunResult
 from ckptlint.writer import ChangedOnDisk, replace_atomically
 
 # Below this many files a process pool costs more than it saves.
@@ -59,25 +61,56 @@ def check_decoded(decoded: DecodedSource, path: Path, display: str, settings: Se
     )
 
 
+def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: Settings) -> FileResult:
+    """A file ckptlint could not read or decode: CKPT901 unless deselected or ignored for it."""
+    ignored = settings.ignored_codes_for(relative_to_root(path.absolute(), settings.project_root))
+    if problem.code not in settings.enabled_codes or any(problem.code.startswith(p) for p in ignored):
+        return FileResult(display)
+    return FileResult(display, (problem,))
+
+
+def read_source_bytes(path: Path) -> bytes:
+    """The bytes of a regular file. Anything else is refused, not read: reading a FIFO named
+    `x.py` would block forever, and a device such as /dev/zero never ends."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        with os.fdopen(descriptor, "rb") as handle:
+            descriptor = -1  # closed by the file object
+            return handle.read()
+    finally:
+        if descriptor >= 0:
+            os.close(descriptor)
+
+
 def check_file(path: Path, settings: Settings, options: RunOptions) -> FileResult:
     display = display_path(path)
     try:
-        data = path.read_bytes()
+        data = read_source_bytes(path)
     except OSError as error:
-        return FileResult(display, (unreadable(display, error.strerror or str(error)),))
+        return _unreadable_result(path, display, unreadable(display, error.strerror or str(error)), settings)
     decoded, problem = decode_for_lint(data, display)
     if problem is not None:
-        return FileResult(display, (problem,))
+        return _unreadable_result(path, display, problem, settings)
     result = check_decoded(decoded, path, display, settings, options)
     if result.fixed_source is None or options.diff:
         return result
     try:
         replace_atomically(path, decoded.encode(result.fixed_source), expected=data)
-    except (ChangedOnDisk, OSError) as error:
-        message = str(error) if isinstance(error, ChangedOnDisk) else f"{display}: could not write fixes: {error.strerror or error}"
-        return dataclasses.replace(
-            result, applied_fixes=(), fixed_source=None, internal_errors=result.internal_errors + (message,)
-        )
+    except (ChangedOnDisk, OSError, UnicodeEncodeError) as error:
+        if isinstance(error, ChangedOnDisk):
+            message = str(error)
+        elif isinstance(error, UnicodeEncodeError):
+            message = f"{display}: fixes not written: the fixed code cannot be encoded as {decoded.encoding} ({error.reason})"
+        else:
+            message = f"{display}: could not write fixes: {error.strerror or error}"
+        # Nothing was written: the file still has every finding it had before the fixes.
+        unfixed = check_decoded(decoded, path, display, settings, dataclasses.replace(options, fix=False, diff=False))
+        return dataclasses.replace(unfixed, internal_errors=unfixed.internal_errors + (message,))
     return result
 
 
@@ -97,7 +130,8 @@ def check_paths(
         force_exclude=force_exclude,
     )
     results: list[FileResult] = [
-        FileResult(display_path(p), (unreadable(display_path(p), reason),)) for p, reason in found.problems
+        _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
+        for p, reason in found.problems
     ]
     cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
     pending: list[tuple[Path, bytes | None, str | None]] = []
@@ -106,7 +140,7 @@ def check_paths(
             pending.append((path, None, None))
             continue
         try:
-            data = path.read_bytes()
+            data = read_source_bytes(path)
         except OSError:
             pending.append((path, None, None))  # check_file reports it
             continue
@@ -140,5 +174,5 @@ def check_stdin(data: bytes, filename: str | None, settings: Settings, options: 
     path = Path(filename).absolute() if filename else settings.project_root / "-"
     decoded, problem = decode_for_lint(data, display)
     if problem is not None:
-        return RunResult((FileResult(display, (problem,)),))
+        return RunResult((_unreadable_result(path, display, problem, settings),))
     return RunResult((check_decoded(decoded, path, display, settings, options),))

@@ -39,6 +39,19 @@ def decode_source(data: bytes) -> DecodedSource:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
+        if "unknown encoding" in str(error):
+            raise UndecodableSource(str(error)) from None
+        # "invalid or missing encoding declaration": the first two lines are not UTF-8 and
+        # declare nothing; say which byte, as for a bad byte further down.
+        try:
+            data.decode("utf-8-sig")
+        except UnicodeDecodeError as decode_error:
+            offset = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+            raise UndecodableSource(_describe_decode_error(decode_error, data[offset:], "utf-8")) from None
+        if data.startswith(codecs.BOM_UTF8):
+            raise UndecodableSource(
+                "the file starts with a UTF-8 byte-order mark but its coding line declares another encoding"
+            ) from None
         raise UndecodableSource(str(error)) from None
     has_bom = encoding == "utf-8-sig"
     if has_bom:
@@ -52,7 +65,7 @@ def decode_source(data: bytes) -> DecodedSource:
 
 def _describe_decode_error(error: Exception, data: bytes, encoding: str) -> str:
     if isinstance(error, UnicodeDecodeError):
-        row = data.count(b"\n", 0, error.start) + 1
+        row = len(_LINE_BREAK.findall(data[: error.start].decode("latin-1"))) + 1
         byte = data[error.start : error.start + 1]
         return (
             f"not valid {encoding}: byte 0x{byte.hex()} on line {row}; "

@@ -153,7 +153,8 @@ _REQUIREMENT = re.compile(
 _SPECIFIER = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*([^\s,]+)")
 
 
-def _normalize(name: str) -> str:
+def normalize_name(name: str) -> str:
+    """PEP 503 normalization: `Torch`, `py_torch` and `py.torch` name one distribution."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -178,7 +179,7 @@ def parse_requirement(line: str) -> tuple[str, Version | None] | None:
     match = _REQUIREMENT.match(line)
     if not match:
         return None
-    return _normalize(match.group("name")), lower_bound(match.group("spec"))
+    return normalize_name(match.group("name")), lower_bound(match.group("spec"))
 
 
 def declared_versions(project_root: Path, pyproject: Mapping | None) -> dict[str, TargetVersion]:
@@ -193,17 +194,19 @@ def declared_versions(project_root: Path, pyproject: Mapping | None) -> dict[str
         if name in TRACKED_PACKAGES and version is not None and name not in found:
             found[name] = TargetVersion(version, VersionSource.DECLARED, origin)
 
+    def requirements(value) -> list[str]:
+        # pyproject.toml is not ours to validate: anything but a list of strings is skipped.
+        return [r for r in value if isinstance(r, str)] if isinstance(value, list) else []
+
     project = (pyproject or {}).get("project", {})
     if isinstance(project, dict):
-        for requirement in project.get("dependencies", []) or []:
-            if isinstance(requirement, str):
-                record(requirement, f"pyproject.toml: {requirement.strip()}")
-        optional = project.get("optional-dependencies", {}) or {}
+        for requirement in requirements(project.get("dependencies")):
+            record(requirement, f"pyproject.toml: {requirement.strip()}")
+        optional = project.get("optional-dependencies")
         if isinstance(optional, dict):
-            for extra in sorted(optional):
-                for requirement in optional[extra] or []:
-                    if isinstance(requirement, str):
-                        record(requirement, f"pyproject.toml [{extra}]: {requirement.strip()}")
+            for extra in sorted(optional, key=str):
+                for requirement in requirements(optional[extra]):
+                    record(requirement, f"pyproject.toml [{extra}]: {requirement.strip()}")
     for path in sorted(project_root.glob("requirements*.txt")):
         try:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
