@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -138,7 +137,7 @@ def check(
     )
     stdin_data = b""
     if reading_stdin:
-        stdin_data = click.get_binary_stream("stdin").read()
+        stdin_data = sys.stdin.buffer.read()
         result = check_stdin(stdin_data, stdin_filename, settings, options)
     else:
         result = check_paths(list(paths), settings, options, force_exclude=force_exclude)
@@ -157,7 +156,7 @@ def check(
         # unchanged when it could not be decoded or fixed: an editor replaces its buffer
         # with whatever is printed here.
         sys.stdout.flush()
-        stream = click.get_binary_stream("stdout")
+        stream = sys.stdout.buffer
         stream.write(_fixed_stdin(stdin_data, result.files[0].fixed_source))
         stream.flush()
 
@@ -282,7 +281,84 @@ def clean(path: Path) -> None:
         settings = resolve_settings(path)
     except ConfigError as error:
         _fail(str(error))
+    from ckptlint.cache import clear_cache
+
     cache_dir = settings.cache_dir
-    if cache_dir is not None and cache_dir.is_dir():
-        shutil.rmtree(cache_dir, ignore_errors=True)
+    if cache_dir is not None and clear_cache(cache_dir):
         click.echo(f"Removed {cache_dir}")
+
+
+@main.command()
+@click.argument("target")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of text.")
+@click.option(
+    "--report",
+    "report_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a self-contained HTML report (tables and a memory chart) to this file.",
+)
+@click.option("--rtol", type=click.FloatRange(min=0), help="Relative tolerance (default: exact for float32 on CPU, else from the dtype).")
+@click.option("--atol", type=click.FloatRange(min=0), help="Absolute tolerance (default: exact for float32 on CPU, else from the dtype).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Script mode: seconds the script may run before its first training step.",
+)
+@click.option("--repeat", type=click.IntRange(min=1), default=2, show_default=True, help="Timed steps of each kind (the fastest counts).")
+@click.option("--no-peak", is_flag=True, help="Skip the peak-memory measurement (on CPU: one profiled step of each kind).")
+def verify(
+    target: str,
+    script_args: tuple[str, ...],
+    as_json: bool,
+    report_file: Path | None,
+    rtol: float | None,
+    atol: float | None,
+    timeout: float,
+    repeat: int,
+    no_peak: bool,
+) -> None:
+    """Replay one training step with and without checkpointing, and compare.
+
+    TARGET is `file.py:make_case` (a function returning `model`, `inputs` and optionally
+    `loss_fn`) or a training script `train.py`, run unmodified up to its first training
+    step (pass its arguments after `--`). Exit 0 pass, 1 fail, 2 error.
+    """
+    import contextlib
+    import traceback
+
+    try:
+        from ckptlint import runtime_check
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] == "torch":
+            _fail("`ckptlint verify` needs torch, which is not installed: pip install 'ckptlint[runtime]'")
+        raise
+
+    try:
+        # The model's and the script's prints go to stderr: stdout carries the report.
+        with contextlib.redirect_stdout(sys.stderr):
+            report = runtime_check.verify_target(
+                target,
+                tuple(script_args),
+                timeout=timeout,
+                rtol=rtol,
+                atol=atol,
+                repeat=repeat,
+                measure_peak=not no_peak,
+            )
+    except runtime_check.VerifyError as error:
+        _fail(str(error))
+    except Exception as error:  # a bug in ckptlint, not in the user's step
+        traceback.print_exc()
+        _fail(f"internal error while verifying {target}: {type(error).__name__}: {error}")
+
+    if report_file is not None:
+        try:
+            report_file.write_text(report.to_html(), encoding="utf-8")
+        except OSError as error:
+            _fail(f"cannot write {report_file}: {error.strerror or error}")
+        click.echo(f"wrote {report_file}", err=True)
+    click.echo(report.to_json() if as_json else report.to_text(), nl=False)
+    sys.exit(report.exit_code)

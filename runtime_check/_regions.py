@@ -1,0 +1,270 @@
+"""What each checkpoint call of the baseline run looked like, and what changed before backward.
+
+With checkpointing off, every `checkpoint(...)` call still passes through the patched
+internals (see `_switch`), which hand it to `RegionRecorder`. Right after the region's
+function returns, the recorder fingerprints what a recomputation would read again: the
+cells of the function's closure, its non-tensor arguments, and the plain attributes of the
+module it belongs to. After the forward (and loss), before backward, it looks again: a
+closure cell bound to another object is a late-binding closure (CKPT030); a container,
+flag or tensor-in-a-container that changed is state mutated across recompute (CKPT031).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ckptlint.runtime_check._state import MODULE_INTERNALS, describe_value, plain_fingerprint, render_plain
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A reason a recomputation saw something the forward did not."""
+
+    code: str
+    subject: str
+    message: str
+
+
+@dataclass
+class RegionCall:
+    implementation: str  # "reentrant" | "non-reentrant"
+    preserve_rng_state: bool
+    inputs_require_grad: bool
+    description: str
+    module: str | None  # the qualified name of the module the region runs, when it runs one
+    function: Callable[..., Any]
+    arguments: tuple[Any, ...]
+    keywords: dict[str, Any]
+    watched: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+
+class RegionRecorder:
+    """Collects the checkpoint calls of one step; `names` maps id(module) to its qualified name."""
+
+    def __init__(self, names: dict[int, str], watch: bool = True) -> None:
+        self.names = names
+        self.watch = watch
+        self.calls: list[RegionCall] = []
+
+    def record(self, implementation: str, function: Callable[..., Any], preserve_rng_state: bool, args: tuple, kwargs: dict) -> RegionCall:
+        call = RegionCall(
+            implementation=implementation,
+            preserve_rng_state=bool(preserve_rng_state),
+            inputs_require_grad=any(isinstance(a, torch.Tensor) and a.requires_grad for a in args),
+            description=describe_callable(function, self.names) if self.watch else "",
+            module=self._owner_name(function) if self.watch else None,
+            function=function if self.watch else None,  # type: ignore[arg-type]
+            arguments=tuple(args) if self.watch else (),
+            keywords=dict(kwargs) if self.watch else {},
+        )
+        self.calls.append(call)
+        return call
+
+    def _owner_name(self, function: Any) -> str | None:
+        owner = _owning_module(function)
+        if owner is None:
+            return None
+        name = self.names.get(id(owner))
+        return (name or "(model)") if name is not None else None
+
+    def after_call(self, call: RegionCall) -> None:
+        if self.watch:
+            call.watched = self._watch(call)
+
+    def release(self) -> None:
+        """Drop the references to the step's tensors (before backward, so that the baseline's
+        memory is not held longer than the step itself holds it)."""
+        for call in self.calls:
+            call.function = None  # type: ignore[assignment]
+            call.arguments = ()
+            call.keywords = {}
+            call.watched = {}
+
+    def causes(self) -> list[Cause]:
+        """What changed, since each region ran, that its recomputation reads. Call before backward."""
+        found: dict[tuple[str, str], Cause] = {}
+        for call in self.calls:
+            now = self._watch(call)
+            for key, before in call.watched.items():
+                after = now.get(key)
+                if after == before:
+                    continue
+                kind, name = key
+                if kind == "cell":
+                    found.setdefault(
+                        (kind, name),
+                        Cause(
+                            "CKPT030",
+                            name,
+                            f"the checkpointed function {call.description} captures `{name}`, which was "
+                            f"{before[1]} when the region ran and is {after[1] if after else 'gone'} at backward: "
+                            "the recomputation runs with the new value (a closure over a loop variable; "
+                            "bind it as a default argument or use functools.partial)",
+                        ),
+                    )
+                else:
+                    found.setdefault(
+                        (kind, name),
+                        Cause(
+                            "CKPT031",
+                            name,
+                            f"{name}, read by the checkpointed function {call.description}, changed after the "
+                            f"region ran and before backward ({_render_fingerprint(before)} -> "
+                            f"{_render_fingerprint(after)}): the recomputation sees the new value",
+                        ),
+                    )
+        # model.eval() flips every submodule: name the outermost module only.
+        suffix = ".training`"
+        flipped = {key[1][1 : -len(suffix)] for key in found if key[1].endswith(suffix)}
+
+        def inside_another(path: str) -> bool:
+            return any(outer != path and (outer == "(model)" or path.startswith(outer + ".")) for outer in flipped)
+
+        return [
+            cause
+            for key, cause in found.items()
+            if not (key[1].endswith(suffix) and inside_another(key[1][1 : -len(suffix)]))
+        ]
+
+    def _watch(self, call: RegionCall) -> dict[tuple[str, str], Any]:
+        watched: dict[tuple[str, str], Any] = {}
+        function = call.function
+        if function is None:
+            return watched
+        for name, value in _closure_cells(function):
+            watched[("cell", name)] = (id(value), describe_value(value, self.names))
+            contents = _contents_fingerprint(value)
+            if contents is not None:
+                watched[("cell contents", f"the contents of `{name}`")] = contents
+        bound = list(call.arguments) + list(_partial_arguments(function))
+        for index, value in enumerate(bound):
+            contents = _contents_fingerprint(value)
+            if contents is not None:
+                watched[("argument", f"argument {index} ({type(value).__name__})")] = contents
+        for key, value in [*call.keywords.items(), *_partial_keywords(function).items()]:
+            contents = _contents_fingerprint(value)
+            if contents is not None:
+                watched[("argument", f"keyword argument `{key}`")] = contents
+        owner = _owning_module(function)
+        if owner is not None:
+            prefix = self.names.get(id(owner), "")
+            for suffix, module in owner.named_modules():
+                qualified = ".".join(p for p in (prefix, suffix) if p) or "(model)"
+                # model.eval()/.train() between forward and backward changes what dropout and
+                # BatchNorm do in the recomputation.
+                watched[("attribute", f"`{qualified}.training`")] = ("value", module.training)
+                for attribute, value in vars(module).items():
+                    if attribute in MODULE_INTERNALS:
+                        continue
+                    fingerprint = plain_fingerprint(value)
+                    if fingerprint is not None:
+                        watched[("attribute", f"`{qualified}.{attribute}`")] = fingerprint
+        return watched
+
+
+def describe_callable(function: Any, names: dict[int, str]) -> str:
+    if isinstance(function, functools.partial):
+        return f"functools.partial({describe_callable(function.func, names)})"
+    if isinstance(function, torch.nn.Module):
+        return f"module '{names.get(id(function), '?')}' ({type(function).__name__})"
+    if inspect.ismethod(function):
+        owner = function.__self__
+        if isinstance(owner, torch.nn.Module):
+            return f"{type(owner).__name__}.{function.__name__} of '{names.get(id(owner), '?') or '(model)'}'"
+        return f"{type(owner).__name__}.{function.__name__}"
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        filename = code.co_filename
+        try:
+            filename = os.path.relpath(filename)
+        except ValueError:
+            pass
+        return f"{getattr(function, '__qualname__', function.__name__)} ({filename}:{code.co_firstlineno})"
+    return type(function).__name__
+
+
+def _closure_cells(function: Any) -> list[tuple[str, Any]]:
+    while isinstance(function, functools.partial):
+        function = function.func
+    code = getattr(function, "__code__", None)
+    closure = getattr(function, "__closure__", None)
+    if code is None or not closure:
+        return []
+    cells = []
+    for name, cell in zip(code.co_freevars, closure):
+        try:
+            cells.append((name, cell.cell_contents))
+        except ValueError:  # an empty cell (not yet assigned)
+            continue
+    return cells
+
+
+def _partial_arguments(function: Any) -> tuple[Any, ...]:
+    found: tuple[Any, ...] = ()
+    while isinstance(function, functools.partial):
+        found += tuple(function.args)
+        function = function.func
+    return found
+
+
+def _partial_keywords(function: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    while isinstance(function, functools.partial):
+        found.update(function.keywords)
+        function = function.func
+    return found
+
+
+def _owning_module(function: Any) -> torch.nn.Module | None:
+    while isinstance(function, functools.partial):
+        function = function.func
+    if isinstance(function, torch.nn.Module):
+        return function
+    owner = getattr(function, "__self__", None)
+    return owner if isinstance(owner, torch.nn.Module) else None
+
+
+def _leaf(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", id(value), value._version if not value.is_inference() else 0)
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return value
+    return ("object", id(value))
+
+
+def _contents_fingerprint(value: Any) -> Any:
+    """One level into a mutable container: None for anything else."""
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _leaf(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("list", tuple(_leaf(v) for v in value))
+    if isinstance(value, set):
+        return ("set", len(value))
+    return None
+
+
+def _render_fingerprint(fingerprint: Any) -> str:
+    if fingerprint is None:
+        return "gone"
+    kind = fingerprint[0] if isinstance(fingerprint, tuple) and fingerprint else None
+    if kind == "dict":
+        return "{" + ", ".join(f"{k}: {_render_leaf(v)}" for k, v in fingerprint[1]) + "}"
+    if kind == "list":
+        return "[" + ", ".join(_render_leaf(v) for v in fingerprint[1]) + "]"
+    if kind == "set":
+        return f"a set of {fingerprint[1]}"
+    return render_plain(fingerprint)
+
+
+def _render_leaf(leaf: Any) -> str:
+    if isinstance(leaf, tuple) and leaf and leaf[0] == "tensor":
+        return f"tensor (version {leaf[2]})"
+    if isinstance(leaf, tuple) and leaf and leaf[0] == "object":
+        return "object"
+    return repr(leaf)

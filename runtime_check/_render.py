@@ -1,0 +1,314 @@
+"""A report as text (verdict line first, then a table) and as a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import Counter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ckptlint.runtime_check._types import MemoryFigure, Report, Series
+
+MAX_LISTED = 12
+
+
+def _mib(size: int) -> str:
+    """Bytes for people: KiB below one MiB, so small models do not read as 0.00 MiB."""
+    if abs(size) < 2**20:
+        return f"{size / 2**10:.1f} KiB"
+    if abs(size) < 2**30:
+        return f"{size / 2**20:.2f} MiB"
+    return f"{size / 2**30:.2f} GiB"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _saving(figure: "MemoryFigure") -> str:
+    if figure.baseline_bytes <= 0:
+        return "n/a"
+    if figure.saving >= 0:
+        return f"{figure.saving:.1%} saved"
+    return f"{-figure.saving:.1%} more"
+
+
+def headline(report: "Report") -> str:
+    if report.passed:
+        extra = f"gradients of {report.gradients.compared} tensors identical" if report.tolerance.exact else (
+            f"gradients of {report.gradients.compared} tensors within tolerance"
+        )
+        return f"PASS  {report.target}: {extra}; activation memory {_saving(report.memory.activations)}"
+    codes = sorted({f.code for f in report.errors if f.code})
+    count = len(report.errors)
+    return f"FAIL  {report.target}: {count} finding{'s' * (count != 1)}" + (f" ({', '.join(codes)})" if codes else "")
+
+
+def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
+    checkpointed_ok = report.loss.checkpointed is not None
+    rows = [("check", "without checkpointing", "checkpointed", "result")]
+    loss = report.loss
+    rows.append(
+        (
+            "loss",
+            f"{loss.baseline:.8g}",
+            f"{loss.checkpointed:.8g}" if loss.checkpointed is not None else "raised",
+            ("identical" if loss.abs_diff == 0 else f"diff {loss.abs_diff:.3g}") if loss.matches else (
+                f"DIFFERS by {loss.abs_diff:.3g}" if loss.abs_diff is not None else "not compared"
+            ),
+        )
+    )
+    gradients = report.gradients
+    if not checkpointed_ok:
+        gradient_result = "not compared"
+    elif gradients.mismatched:
+        kinds = Counter(m.kind for m in gradients.mismatched)
+        details = []
+        if kinds["value"]:
+            details.append(f"{kinds['value']} by value, max abs {gradients.max_abs_diff:.3g}")
+        if kinds["missing_checkpointed"]:
+            details.append(f"{kinds['missing_checkpointed']} missing with checkpointing")
+        if kinds["missing_baseline"]:
+            details.append(f"{kinds['missing_baseline']} missing without checkpointing")
+        if kinds["shape"]:
+            details.append(f"{kinds['shape']} by shape")
+        gradient_result = f"{len(gradients.mismatched)} DIFFER ({'; '.join(details)})"
+    elif gradients.max_abs_diff == 0:
+        gradient_result = "identical"
+    else:
+        gradient_result = f"within tolerance (max abs {gradients.max_abs_diff:.3g}, rel {gradients.max_rel_diff:.3g})"
+    rows.append((f"gradients ({gradients.compared})", "", "", gradient_result))
+    rows.append(
+        (
+            f"buffers ({report.buffers.compared})",
+            "",
+            "",
+            (f"{len(report.buffers.mismatched)} DIFFER" if report.buffers.mismatched else "identical") if checkpointed_ok else "not compared",
+        )
+    )
+    rows.append(
+        ("module attributes", "", "", (f"{len(report.attributes)} DIFFER" if report.attributes else "identical") if checkpointed_ok else "not compared")
+    )
+    rows.append(
+        (
+            f"RNG state ({', '.join(report.rng.generators)})",
+            "",
+            "",
+            (f"DIFFERS ({', '.join(report.rng.mismatched)})" if report.rng.mismatched else "identical") if checkpointed_ok else "not compared",
+        )
+    )
+    recomputation = report.recomputation
+    rows.append(
+        (
+            "recomputed in backward",
+            f"{recomputation.baseline_module_forwards} module forwards",
+            f"{recomputation.checkpointed_module_forwards} module forwards",
+            f"{recomputation.regions} checkpoint call(s)",
+        )
+    )
+    activations = report.memory.activations
+    rows.append(("activation memory", _mib(activations.baseline_bytes), _mib(activations.checkpointed_bytes), _saving(activations)))
+    peak = report.memory.peak
+    if peak is not None:
+        label = "peak memory (CUDA)" if peak.metric.startswith("cuda") else "peak memory (CPU profiler)"
+        rows.append((label, _mib(peak.baseline_bytes), _mib(peak.checkpointed_bytes), _saving(peak)))
+    timing = report.time
+    if timing.checkpointed_s > 0:
+        rows.append(("step time", _seconds(timing.baseline_s), _seconds(timing.checkpointed_s), f"x{timing.overhead:.2f}"))
+    return rows
+
+
+def render_text(report: "Report") -> str:
+    lines = [headline(report)]
+    lines.append(
+        f"model {report.model} on {report.device} ({report.dtype}); tolerance: {report.tolerance.source}"
+        + ("" if report.tolerance.exact else f" (rtol {report.tolerance.rtol:g}, atol {report.tolerance.atol:g})")
+    )
+    lines.append("")
+    rows = table_rows(report)
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    if report.findings:
+        lines.append("")
+        lines.append("findings:")
+        for finding in report.findings[:MAX_LISTED]:
+            lines.append(f"  {finding.severity:<7}  {finding.code or '-':<7}  {finding.subject}: {finding.message}")
+        if len(report.findings) > MAX_LISTED:
+            lines.append(f"  ... and {len(report.findings) - MAX_LISTED} more (--json lists them all)")
+    if report.notes:
+        lines.append("")
+        lines.append("notes:")
+        lines.extend(f"  - {note}" for note in report.notes)
+    lines.append("")
+    lines.append(f"verified in {report.duration_s:.2f} s")
+    return "\n".join(lines) + "\n"
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
+.verdict{font-size:1.3em;font-weight:600;padding:.5em .8em;border-radius:6px;display:inline-block}
+.pass{background:#e3f5e1;color:#1b5e20}.fail{background:#fde2e1;color:#b71c1c}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left;vertical-align:top;font-size:.92em}
+th{background:#f5f5f5}.error{color:#b71c1c;font-weight:600}.warning{color:#8a6d00;font-weight:600}
+code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.95em}.muted{color:#666}
+svg text{font-family:system-ui,Helvetica,Arial,sans-serif;font-size:11px;fill:#333}
+"""
+
+_COLORS = {"without checkpointing": "#7f7f7f", "checkpointed": "#1f77b4"}
+
+
+def render_html(report: "Report") -> str:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>ckptlint verify: {e(report.verdict.upper())} {e(report.target)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>ckptlint verify <code>{e(report.target)}</code></h1>",
+        f'<p class="verdict {e(report.verdict)}">{e(headline(report))}</p>',
+        f'<p class="muted">model <code>{e(report.model)}</code> on {e(report.device)} ({e(report.dtype)}); '
+        f"tolerance: {e(report.tolerance.source)}; verified in {report.duration_s:.2f} s</p>",
+        "<h2>Summary</h2>",
+        _html_table(table_rows(report)),
+    ]
+    if report.findings:
+        rows = [("severity", "code", "subject", "message")] + [
+            (f.severity, f.code or "", f.subject, f.message) for f in report.findings
+        ]
+        parts += ["<h2>Findings</h2>", _html_table(rows, severity_column=0)]
+    if report.gradients.mismatched:
+        rows = [("parameter", "kind", "max abs diff", "max rel diff", "without", "checkpointed", "code")] + [
+            (
+                m.name,
+                m.kind,
+                _format(m.max_abs_diff),
+                _format(m.max_rel_diff),
+                m.baseline,
+                m.checkpointed,
+                m.code or "",
+            )
+            for m in report.gradients.mismatched
+        ]
+        parts += ["<h2>Gradients that differ</h2>", _html_table(rows)]
+    if report.buffers.mismatched:
+        rows = [("buffer", "module", "kind", "max abs diff", "without", "checkpointed", "code")] + [
+            (m.name, m.module or "", m.kind, _format(m.max_abs_diff), m.baseline, m.checkpointed, m.code or "")
+            for m in report.buffers.mismatched
+        ]
+        parts += ["<h2>Buffers that differ</h2>", _html_table(rows)]
+    if report.attributes:
+        rows = [("module", "attribute", "without", "checkpointed")] + [
+            (a.module, a.attribute, a.baseline, a.checkpointed) for a in report.attributes
+        ]
+        parts += ["<h2>Module attributes that differ</h2>", _html_table(rows)]
+    timelines = report.timelines
+    if timelines is not None:
+        parts.append("<h2>Live saved-activation bytes over the step</h2>")
+        parts.append(
+            '<p class="muted">Bytes of tensors saved for backward and still held (parameters and buffers excluded), '
+            "from the first forward op to the end of backward; each run's forward fills the left half, its backward "
+            "the right half.</p>"
+        )
+        parts.append(_chart([s for s in (timelines.saved_baseline, timelines.saved_checkpointed) if s is not None]))
+        live = [s for s in (timelines.live_baseline, timelines.live_checkpointed) if s is not None]
+        if live:
+            parts.append("<h2>Live allocator bytes over the step (CPU profiler)</h2>")
+            parts.append(
+                '<p class="muted">Everything the step allocated and had not freed yet: activations, recomputation '
+                "transients, gradients. Its maximum is the peak in the summary.</p>"
+            )
+            parts.append(_chart(live))
+    if report.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _format(value: float | None) -> str:
+    if value is None:
+        return ""
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.3g}"
+
+
+def _html_table(rows: list[tuple[str, ...]], severity_column: int | None = None) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(cell)}</th>" for cell in rows[0])
+    body = []
+    for row in rows[1:]:
+        cells = []
+        for index, cell in enumerate(row):
+            css = f' class="{e(cell)}"' if index == severity_column else ""
+            cells.append(f"<td{css}>{e(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _downsample(points: tuple[int, ...], limit: int) -> list[tuple[float, int]]:
+    """(position in [0, 1], bytes), at most `limit` points, keeping each bucket's maximum."""
+    count = len(points)
+    if count == 0:
+        return []
+    if count == 1:
+        return [(0.0, points[0]), (1.0, points[0])]
+    if count <= limit:
+        return [(i / (count - 1), p) for i, p in enumerate(points)]
+    sampled = []
+    for bucket in range(limit):
+        start = bucket * count // limit
+        end = max(start + 1, (bucket + 1) * count // limit)
+        index = max(range(start, end), key=lambda i: points[i])
+        sampled.append((index / (count - 1), points[index]))
+    sampled.append((1.0, points[-1]))
+    return sampled
+
+
+def _chart(series: list["Series"]) -> str:
+    width, height = 760, 280
+    left, right, top, bottom = 78, 16, 16, 42
+    plot_w, plot_h = width - left - right, height - top - bottom
+    largest = max((max(s.points) for s in series if s.points), default=0) or 1
+
+    def x(position: float) -> float:
+        return left + position * plot_w
+
+    def y(value: int) -> float:
+        return top + plot_h - (value / largest) * plot_h
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="live bytes over forward and backward">',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#ccc"/>',
+        f'<line x1="{x(0.5):.1f}" y1="{top}" x2="{x(0.5):.1f}" y2="{top + plot_h}" stroke="#999" stroke-dasharray="4 3"/>',
+        f'<text x="{x(0.25):.1f}" y="{height - 22}" text-anchor="middle">forward</text>',
+        f'<text x="{x(0.75):.1f}" y="{height - 22}" text-anchor="middle">backward</text>',
+    ]
+    for fraction in (0.0, 0.5, 1.0):
+        value = int(largest * fraction)
+        out.append(
+            f'<line x1="{left - 4}" y1="{y(value):.1f}" x2="{left}" y2="{y(value):.1f}" stroke="#666"/>'
+            f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{html.escape(_mib(value))}</text>'
+        )
+    for index, item in enumerate(series):
+        color = _COLORS.get(item.label, "#d62728")
+        boundary = min(max(item.boundary, 0), max(len(item.points) - 1, 0))
+        forward = item.points[: boundary + 1] or (0,)
+        backward = item.points[boundary:] or (forward[-1],)
+        coordinates = [(0.5 * p, v) for p, v in _downsample(forward, 300)]
+        coordinates += [(0.5 + 0.5 * p, v) for p, v in _downsample(backward, 300)]
+        path = " ".join(f"{x(p):.1f},{y(v):.1f}" for p, v in coordinates)
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{path}"/>')
+        peak = max(item.points) if item.points else 0
+        legend_x = left + 10 + index * 300
+        out.append(
+            f'<rect x="{legend_x}" y="{height - 14}" width="14" height="4" fill="{color}"/>'
+            f'<text x="{legend_x + 20}" y="{height - 9}">{html.escape(item.label)} (max {html.escape(_mib(peak))})</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out)

@@ -1,0 +1,329 @@
+"""The values a verification produces: frozen dataclasses, rendered by `_render`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+PASS, FAIL = "pass", "fail"
+ERROR, WARNING = "error", "warning"
+
+
+class VerifyError(Exception):
+    """The step could not be verified (exit 2): bad target, failing step, nothing to compare."""
+
+
+class NoCheckpointingFound(VerifyError):
+    """The configured step recomputed nothing in backward: there is no checkpointing to verify."""
+
+
+class NoTrainingStep(VerifyError):
+    """Script mode: the script ended or timed out before a training-mode forward."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that differs (error) or deserves attention (warning).
+
+    `subject` names the parameter, buffer, module or attribute concerned; `code` is the
+    static rule the failure corresponds to, when one does.
+    """
+
+    severity: str
+    code: str | None
+    subject: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "subject": self.subject, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+    source: str  # "exact (CPU float32)", "dtype defaults (bfloat16)", "--rtol/--atol"
+
+    @property
+    def exact(self) -> bool:
+        return self.rtol == 0 and self.atol == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rtol": self.rtol, "atol": self.atol, "exact": self.exact, "source": self.source}
+
+
+@dataclass(frozen=True)
+class LossComparison:
+    source: str  # where the loss came from: "loss_fn", "output.loss", "random projection of ..."
+    baseline: float
+    checkpointed: float | None  # None when the checkpointed step raised
+    abs_diff: float | None
+    matches: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "baseline": _number(self.baseline),
+            "checkpointed": _number(self.checkpointed),
+            "abs_diff": _number(self.abs_diff),
+            "matches": self.matches,
+        }
+
+
+@dataclass(frozen=True)
+class TensorMismatch:
+    """A gradient or buffer that differs between the two runs.
+
+    kind: "value", "shape", "missing_checkpointed" (None with checkpointing only),
+    "missing_baseline" (None without checkpointing only).
+    """
+
+    name: str
+    kind: str
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    baseline: str
+    checkpointed: str
+    code: str | None = None
+    module: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        payload = {
+            "name": self.name,
+            "kind": self.kind,
+            "max_abs_diff": _number(self.max_abs_diff),
+            "max_rel_diff": _number(self.max_rel_diff),
+            "baseline": self.baseline,
+            "checkpointed": self.checkpointed,
+            "code": self.code,
+        }
+        if self.module is not None:
+            payload["module"] = self.module
+        return payload
+
+
+@dataclass(frozen=True)
+class GradientComparison:
+    compared: int  # parameters (and input tensors) with a gradient on at least one side
+    max_abs_diff: float
+    max_rel_diff: float
+    mismatched: tuple[TensorMismatch, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compared": self.compared,
+            "max_abs_diff": _number(self.max_abs_diff),
+            "max_rel_diff": _number(self.max_rel_diff),
+            "mismatched": [m.to_dict() for m in self.mismatched],
+        }
+
+
+@dataclass(frozen=True)
+class BufferComparison:
+    compared: int
+    mismatched: tuple[TensorMismatch, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"compared": self.compared, "mismatched": [m.to_dict() for m in self.mismatched]}
+
+
+@dataclass(frozen=True)
+class AttributeChange:
+    """A plain Python attribute of a module that ended the two steps with different values."""
+
+    module: str
+    attribute: str
+    baseline: str
+    checkpointed: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"module": self.module, "attribute": self.attribute, "baseline": self.baseline, "checkpointed": self.checkpointed}
+
+
+@dataclass(frozen=True)
+class RngComparison:
+    generators: tuple[str, ...]  # "cpu", "cuda:0", ...
+    mismatched: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"compared": list(self.generators), "mismatched": list(self.mismatched)}
+
+
+@dataclass(frozen=True)
+class MemoryFigure:
+    metric: str
+    baseline_bytes: int
+    checkpointed_bytes: int
+
+    @property
+    def saving(self) -> float:
+        """The fraction of the baseline that checkpointing saved (negative: it costs more)."""
+        if self.baseline_bytes <= 0:
+            return 0.0
+        return 1.0 - self.checkpointed_bytes / self.baseline_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "baseline_bytes": self.baseline_bytes,
+            "checkpointed_bytes": self.checkpointed_bytes,
+            "saving": round(self.saving, 6),
+        }
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Activation bytes held between forward and backward, and (when measured) the peak."""
+
+    activations: MemoryFigure
+    peak: MemoryFigure | None
+
+    def to_dict(self) -> dict[str, Any]:
+        payload = self.activations.to_dict()
+        payload["peak"] = self.peak.to_dict() if self.peak else None
+        return payload
+
+
+@dataclass(frozen=True)
+class Timing:
+    baseline_s: float
+    checkpointed_s: float
+    repeats: int
+
+    @property
+    def overhead(self) -> float:
+        return self.checkpointed_s / self.baseline_s if self.baseline_s > 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline_s": round(self.baseline_s, 6),
+            "checkpointed_s": round(self.checkpointed_s, 6),
+            "overhead": _number(round(self.overhead, 4) if math.isfinite(self.overhead) else self.overhead),
+            "repeats": self.repeats,
+        }
+
+
+@dataclass(frozen=True)
+class Recomputation:
+    """What the forward-pre-hook and the checkpoint internals saw.
+
+    regions: checkpoint calls made during the step (seen while checkpointing was off);
+    *_module_forwards: module forwards that ran inside backward (recomputation);
+    checkpointed_region_recomputes: checkpointed functions re-run inside backward.
+    """
+
+    regions: int
+    reentrant_regions: int
+    baseline_module_forwards: int
+    checkpointed_module_forwards: int
+    checkpointed_region_recomputes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "regions": self.regions,
+            "reentrant_regions": self.reentrant_regions,
+            "baseline_module_forwards_in_backward": self.baseline_module_forwards,
+            "checkpointed_module_forwards_in_backward": self.checkpointed_module_forwards,
+            "checkpointed_region_recomputes": self.checkpointed_region_recomputes,
+        }
+
+
+@dataclass(frozen=True)
+class Series:
+    """Bytes over one step, for the HTML chart; `boundary` is the index where backward starts."""
+
+    label: str
+    points: tuple[int, ...]
+    boundary: int
+
+
+@dataclass(frozen=True)
+class Timelines:
+    saved_baseline: Series
+    saved_checkpointed: Series | None
+    live_baseline: Series | None = None
+    live_checkpointed: Series | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """The outcome of one verification; `verdict` is "pass" or "fail"."""
+
+    verdict: str
+    target: str
+    model: str
+    device: str
+    dtype: str
+    tolerance: Tolerance
+    loss: LossComparison
+    gradients: GradientComparison
+    buffers: BufferComparison
+    attributes: tuple[AttributeChange, ...]
+    rng: RngComparison
+    memory: MemoryReport
+    time: Timing
+    recomputation: Recomputation
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    timelines: Timelines | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == ERROR)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == WARNING)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "target": self.target,
+            "model": self.model,
+            "device": self.device,
+            "dtype": self.dtype,
+            "tolerance": self.tolerance.to_dict(),
+            "loss": self.loss.to_dict(),
+            "gradients": self.gradients.to_dict(),
+            "buffers": self.buffers.to_dict(),
+            "attributes": {"mismatched": [a.to_dict() for a in self.attributes]},
+            "rng": self.rng.to_dict(),
+            "memory": self.memory.to_dict(),
+            "time": self.time.to_dict(),
+            "recomputation": self.recomputation.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
+            "duration_s": round(self.duration_s, 3),
+        }
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    def to_text(self) -> str:
+        from ckptlint.runtime_check._render import render_text
+
+        return render_text(self)
+
+    def to_html(self) -> str:
+        from ckptlint.runtime_check._render import render_html
+
+        return render_html(self)
+
+
+def _number(value: float | None) -> float | None:
+    """JSON has no infinity or NaN: those become null."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value

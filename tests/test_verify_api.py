@@ -1,0 +1,604 @@
+"""The runtime verifier's Python API (`ckptlint.runtime_check`), on the fixtures under
+fixtures/verify/ and on small models written here, all on CPU. Verdicts, the parameters and
+modules named, and the rule codes are exact; so is "the model is left as it was"."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
+
+import torch.utils.checkpoint as torch_checkpoint  # noqa: E402
+from ckptlint.runtime_check import (  # noqa: E402
+    AttributeChange,
+    NoCheckpointingFound,
+    NoTrainingStep,
+    Report,
+    VerifyError,
+    verify,
+    verify_case,
+    verify_script,
+)
+
+pytestmark = pytest.mark.torch
+
+VERIFY = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
+REAL_FUNCTION = torch_checkpoint.CheckpointFunction
+REAL_GENERATOR = torch_checkpoint._checkpoint_without_reentrant_generator
+MODULE_CALL = torch.nn.Module.__call__
+
+JSON_KEYS = {
+    "verdict", "target", "model", "device", "dtype", "tolerance", "loss", "gradients", "buffers",
+    "attributes", "rng", "memory", "time", "recomputation", "findings", "notes", "duration_s",
+}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=None)
+def case_report(name: str) -> Report:
+    """Each fixture verified once per test session (the tests below read the same report)."""
+    return verify_case(VERIFY / f"{name}.py")
+
+
+def load_fixture(name: str):
+    spec = importlib.util.spec_from_file_location(f"verify_fixture_{name}", VERIFY / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def error_codes(report: Report) -> set[str | None]:
+    return {f.code for f in report.errors}
+
+
+def assert_checkpointing_restored() -> None:
+    assert torch_checkpoint.CheckpointFunction is REAL_FUNCTION
+    assert torch_checkpoint._checkpoint_without_reentrant_generator is REAL_GENERATOR
+    composable = sys.modules.get("torch.distributed._composable.checkpoint_activation")
+    if composable is not None:
+        assert composable._checkpoint_without_reentrant_generator is REAL_GENERATOR
+
+
+# --- the fixtures -----------------------------------------------------------------------------
+
+
+def test_per_layer_checkpointed_transformer_passes_with_its_saving():
+    report = case_report("transformer_stack")
+    assert report.verdict == "pass" and report.passed and report.exit_code == 0
+    assert report.findings == ()
+    assert report.gradients.compared == 53
+    assert report.gradients.mismatched == ()
+    assert report.gradients.max_abs_diff == 0.0 and report.gradients.max_rel_diff == 0.0
+    assert report.loss.matches and report.loss.abs_diff == 0.0 and report.loss.source == "loss_fn"
+    assert report.tolerance.exact
+    assert report.rng.generators == ("cpu",) and report.rng.mismatched == ()
+    recomputation = report.recomputation
+    assert (recomputation.regions, recomputation.reentrant_regions) == (4, 0)
+    assert recomputation.baseline_module_forwards == 0
+    assert recomputation.checkpointed_region_recomputes == 4
+    assert recomputation.checkpointed_module_forwards == 48  # 12 modules per block
+    activations = report.memory.activations
+    assert activations.metric == "saved_tensor_bytes"
+    assert activations.saving >= 0.5
+    assert 0 < activations.checkpointed_bytes < activations.baseline_bytes
+    peak = report.memory.peak
+    assert peak is not None and peak.metric == "cpu_profiler_peak_live_bytes"
+    assert 0 < peak.checkpointed_bytes < peak.baseline_bytes
+    assert report.time.baseline_s > 0 and report.time.checkpointed_s > 0
+    assert report.time.overhead == report.time.checkpointed_s / report.time.baseline_s
+
+
+def test_batchnorm_in_a_region_fails_naming_each_norm_layer():
+    report = case_report("batchnorm_in_checkpoint")
+    assert report.verdict == "fail" and report.exit_code == 1
+    assert [(f.code, f.subject) for f in report.errors] == [("CKPT010", "stages.0.bn"), ("CKPT010", "stages.1.bn")]
+    assert "num_batches_tracked is 2 with checkpointing, 1 without" in report.errors[0].message
+    assert "BatchNorm2d" in report.errors[0].message
+    counters = [m for m in report.buffers.mismatched if m.name.endswith("num_batches_tracked")]
+    assert [(m.name, m.baseline, m.checkpointed, m.code, m.module) for m in counters] == [
+        ("stages.0.bn.num_batches_tracked", "1", "2", "CKPT010", "stages.0.bn"),
+        ("stages.1.bn.num_batches_tracked", "1", "2", "CKPT010", "stages.1.bn"),
+    ]
+    assert {m.name for m in report.buffers.mismatched} == {
+        f"stages.{i}.bn.{b}" for i in (0, 1) for b in ("running_mean", "running_var", "num_batches_tracked")
+    }
+    assert report.buffers.compared == 6
+    # Train-mode BatchNorm normalises with batch statistics: the gradients are exact.
+    assert report.gradients.mismatched == () and report.gradients.max_abs_diff == 0.0
+
+
+def test_late_binding_lambda_fails_naming_the_parameters_and_the_variable():
+    report = case_report("late_binding_lambda")
+    assert report.verdict == "fail"
+    assert error_codes(report) == {"CKPT030"}
+    assert {(m.name, m.kind, m.code) for m in report.gradients.mismatched} == {
+        (f"layers.{i}.{p}", "value", "CKPT030") for i in (0, 1, 2) for p in ("weight", "bias")
+    }
+    assert all(m.max_abs_diff > 1e-3 for m in report.gradients.mismatched)
+    closure = [f for f in report.errors if f.subject == "layer"]
+    assert len(closure) == 1
+    assert "captures `layer`" in closure[0].message
+    assert "module 'layers.0' (Linear)" in closure[0].message and "module 'layers.3' (Linear)" in closure[0].message
+    assert "late_binding_lambda.py:24" in closure[0].message
+    assert report.loss.matches  # the forward is right; only the recomputation is wrong
+
+
+def test_dropout_without_rng_state_fails_on_gradients_and_rng():
+    report = case_report("dropout_without_rng_state")
+    assert report.verdict == "fail"
+    assert error_codes(report) == {"CKPT033"}
+    assert report.rng.mismatched == ("cpu",)
+    rng = [f for f in report.errors if f.subject == "rng"]
+    assert len(rng) == 1 and "preserve_rng_state=False" in rng[0].message and "3 region(s)" in rng[0].message
+    assert {m.name for m in report.gradients.mismatched} == {
+        "blocks.0.0.weight", "blocks.0.0.bias", "blocks.0.3.weight", "blocks.0.3.bias",
+        "blocks.1.0.weight", "blocks.1.0.bias", "blocks.1.3.weight", "blocks.1.3.bias",
+        "blocks.2.0.weight", "blocks.2.0.bias", "blocks.2.3.weight",
+    }  # fmt: skip
+    assert {m.code for m in report.gradients.mismatched} == {"CKPT033"}
+    assert report.loss.matches
+
+
+@pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad=True")
+def test_reentrant_checkpoint_after_frozen_embedding_fails_with_missing_gradients():
+    report = case_report("reentrant_frozen_input")
+    assert report.verdict == "fail"
+    assert error_codes(report) == {"CKPT021"}
+    block_parameters = {
+        f"blocks.{i}.{p}" for i in (0, 1) for p in ("norm.weight", "norm.bias", "ff.0.weight", "ff.0.bias", "ff.2.weight", "ff.2.bias")
+    }
+    assert {m.name for m in report.gradients.mismatched} == block_parameters
+    assert {(m.kind, m.checkpointed) for m in report.gradients.mismatched} == {("missing_checkpointed", "None")}
+    assert report.gradients.compared == 14  # 12 block parameters and the head; the embedding is frozen
+    explanation = [f for f in report.errors if f.subject == "blocks.0"]
+    assert len(explanation) == 1 and "2 reentrant checkpoint call(s) received no input that requires grad" in explanation[0].message
+    assert report.recomputation.reentrant_regions == 2
+    assert report.recomputation.checkpointed_module_forwards == 0
+    assert report.recomputation.checkpointed_region_recomputes == 0
+
+
+def test_stateful_counter_fails_naming_module_and_attributes():
+    report = case_report("stateful_counter")
+    assert report.verdict == "fail"
+    assert report.attributes == (
+        AttributeChange("block", "calls", "1", "2"),
+        AttributeChange("block", "seen", "list of length 1", "list of length 2"),
+    )
+    assert [(f.code, f.subject) for f in report.errors] == [("CKPT011", "block.calls"), ("CKPT011", "block.seen")]
+    assert "CountingBlock" in report.errors[0].message
+    assert report.gradients.mismatched == ()
+
+
+def test_hugging_face_model_with_gradient_checkpointing_passes():
+    pytest.importorskip("transformers")
+    report = case_report("hf_tiny_llama")
+    assert report.verdict == "pass" and report.findings == ()
+    assert report.model == "LlamaForCausalLM"
+    assert report.loss.source == "output.loss"
+    assert report.gradients.compared == 21 and report.gradients.max_abs_diff == 0.0
+    assert report.recomputation.regions == 2 and report.recomputation.checkpointed_region_recomputes == 2
+    assert report.memory.activations.saving > 0.5
+
+
+def test_training_script_passes_in_script_mode():
+    report = verify_script(VERIFY / "train.py", ["--steps", "2"])
+    assert report.verdict == "pass"
+    assert report.model == "TinyGPT"
+    assert report.gradients.compared == 41  # 3 blocks
+    assert report.recomputation.regions == 3
+    assert report.notes[0] == "script mode: captured the first training-mode forward of TinyGPT in train.py"
+    assert report.loss.source == "fixed random projection of 1 floating output(s)"
+    assert sys.argv[0] != str(VERIFY / "train.py")  # sys.argv restored
+    assert str(VERIFY) not in sys.path
+    assert torch.nn.Module.__call__ is MODULE_CALL
+    assert_checkpointing_restored()
+
+
+def test_script_that_never_trains_is_an_error():
+    with pytest.raises(NoTrainingStep, match="finished without training"):
+        verify_script(VERIFY / "evaluate.py")
+    assert torch.nn.Module.__call__ is MODULE_CALL
+
+
+def test_json_has_the_documented_keys():
+    payload = json.loads(case_report("batchnorm_in_checkpoint").to_json())
+    assert set(payload) == JSON_KEYS
+    assert payload["verdict"] == "fail"
+    assert set(payload["gradients"]) == {"compared", "max_abs_diff", "max_rel_diff", "mismatched"}
+    assert set(payload["buffers"]) == {"compared", "mismatched"}
+    assert set(payload["memory"]) == {"metric", "baseline_bytes", "checkpointed_bytes", "saving", "peak"}
+    assert set(payload["memory"]["peak"]) == {"metric", "baseline_bytes", "checkpointed_bytes", "saving"}
+    assert set(payload["time"]) == {"baseline_s", "checkpointed_s", "overhead", "repeats"}
+    assert {(f["severity"], f["code"], f["subject"]) for f in payload["findings"]} == {
+        ("error", "CKPT010", "stages.0.bn"),
+        ("error", "CKPT010", "stages.1.bn"),
+    }
+    counter = next(b for b in payload["buffers"]["mismatched"] if b["name"] == "stages.1.bn.num_batches_tracked")
+    assert counter == {
+        "name": "stages.1.bn.num_batches_tracked",
+        "kind": "value",
+        "max_abs_diff": 1.0,
+        "max_rel_diff": 1.0,
+        "baseline": "1",
+        "checkpointed": "2",
+        "code": "CKPT010",
+        "module": "stages.1.bn",
+    }
+
+
+def test_text_starts_with_the_verdict_and_html_is_self_contained():
+    passing, failing = case_report("transformer_stack"), case_report("late_binding_lambda")
+    assert passing.to_text().startswith("PASS  ")
+    assert failing.to_text().startswith("FAIL  ") and "(CKPT030)" in failing.to_text().splitlines()[0]
+    page = failing.to_html()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert page.count("<svg") == 2 and page.count("<polyline") == 4  # saved bytes and live bytes, two runs each
+    assert "layers.0.weight" in page and "CKPT030" in page
+    for fetch in ("src=", "href=", "@import", "url(", "<script"):
+        assert fetch not in page
+    assert page.count("http") == page.count('xmlns="http://www.w3.org/2000/svg"')
+
+
+def test_report_is_frozen():
+    report = case_report("transformer_stack")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.verdict = "fail"  # type: ignore[misc]
+
+
+# --- the model is handed back as it came -------------------------------------------------------
+
+
+def test_model_gradients_rng_and_python_state_are_unchanged():
+    counter = load_fixture("stateful_counter").make_case()
+    norm = load_fixture("batchnorm_in_checkpoint").make_case()
+    for model, inputs in ((counter["model"], counter["inputs"]), (norm.model, norm.inputs)):
+        for parameter in model.parameters():
+            parameter.grad = torch.full_like(parameter, 0.5)
+        grads = [p.grad for p in model.parameters()]
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        buffers = [b for b in model.buffers()]
+        attributes = {n: dict(vars(m)) for n, m in model.named_modules()}
+        torch_rng, python_rng = torch.get_rng_state(), random.getstate()
+        report = verify(model, inputs)
+        assert report.verdict == "fail"
+        assert [p.grad for p in model.parameters()] == grads  # the same tensor objects
+        assert all(torch.equal(p.grad, torch.full_like(p, 0.5)) for p in model.parameters())
+        assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+        assert [b for b in model.buffers()] == buffers
+        assert {n: dict(vars(m)) for n, m in model.named_modules()} == attributes
+        assert torch.equal(torch.get_rng_state(), torch_rng) and random.getstate() == python_rng
+        assert model.training
+    assert counter["model"].block.calls == 0 and counter["model"].block.seen == []
+    assert norm.model.stages[0].bn.num_batches_tracked.item() == 0
+    assert_checkpointing_restored()
+
+
+def test_input_gradients_are_compared_and_restored():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8))
+    wrapped = _Checkpointed(model, use_reentrant=True)
+    x = torch.randn(4, 8, requires_grad=True)
+    report = verify(wrapped, x)
+    assert report.verdict == "pass"
+    assert report.gradients.compared == 5  # four parameters and input[0]
+    assert x.grad is None
+
+
+# --- checkpoint paths, and what is not checkpointing -------------------------------------------
+
+
+class _Checkpointed(nn.Module):
+    def __init__(self, inner: nn.Module, use_reentrant: bool) -> None:
+        super().__init__()
+        self.inner, self.use_reentrant = inner, use_reentrant
+
+    def forward(self, x):
+        return checkpoint(self.inner, x, use_reentrant=self.use_reentrant)
+
+
+def _mlp(width: int = 16) -> nn.Module:
+    return nn.Sequential(nn.Linear(width, 2 * width), nn.Tanh(), nn.Linear(2 * width, width))
+
+
+class _Sequential(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(*[_mlp() for _ in range(4)])
+
+    def forward(self, x):
+        return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)
+
+
+class _FunctionalRegion(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 16) / 4)
+
+    def forward(self, x):
+        return checkpoint(lambda t: torch.tanh(t @ self.weight) @ self.weight, x, use_reentrant=False)
+
+
+def _wrapped(implementation: str) -> nn.Module:
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        apply_activation_checkpointing,
+        checkpoint_wrapper,
+    )
+
+    model = nn.Sequential(_mlp(), _mlp(), nn.Linear(16, 1))
+    impl = CheckpointImpl.REENTRANT if implementation == "reentrant" else CheckpointImpl.NO_REENTRANT
+    apply_activation_checkpointing(
+        model,
+        checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, checkpoint_impl=impl),
+        check_fn=lambda module: isinstance(module, nn.Sequential) and len(module) == 3,
+    )
+    return model
+
+
+def _composable() -> nn.Module:
+    from torch.distributed._composable import checkpoint as composable_checkpoint
+
+    model = nn.Sequential(_mlp(), _mlp())
+    composable_checkpoint(model[0])
+    return model
+
+
+PASSING = {
+    "reentrant": lambda: _Checkpointed(_mlp(), use_reentrant=True),
+    "non-reentrant": lambda: _Checkpointed(_mlp(), use_reentrant=False),
+    "checkpoint_sequential": _Sequential,
+    "function region": _FunctionalRegion,
+    "apply_activation_checkpointing reentrant": lambda: _wrapped("reentrant"),
+    "apply_activation_checkpointing non-reentrant": lambda: _wrapped("non-reentrant"),
+    "fsdp2 composable checkpoint": _composable,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PASSING))
+def test_every_checkpoint_path_is_switched_off_and_verified(kind):
+    torch.manual_seed(0)
+    x = torch.randn(8, 16, requires_grad=True)  # reentrant regions need an input that requires grad
+    report = verify(PASSING[kind](), x)
+    assert report.verdict == "pass", report.to_text()
+    assert report.recomputation.regions >= 1
+    assert report.recomputation.baseline_module_forwards == 0
+    assert report.recomputation.checkpointed_region_recomputes >= 1
+    assert report.gradients.max_abs_diff == 0.0
+    assert_checkpointing_restored()
+
+
+def test_no_checkpointing_is_an_error():
+    with pytest.raises(NoCheckpointingFound, match="^no checkpointing found: the step made no torch.utils.checkpoint call"):
+        verify(_mlp(), torch.randn(4, 16))
+    assert_checkpointing_restored()
+
+
+def test_torch_compiled_model_is_verified_through_its_eager_module():
+    torch.manual_seed(0)
+    compiled = torch.compile(_Sequential(), backend="eager")
+    report = verify(compiled, torch.randn(8, 16))
+    assert report.verdict == "pass"
+    assert report.model == "_Sequential"
+    assert any("`_orig_mod`" in note for note in report.notes)
+
+
+# --- state the recomputation reads ---------------------------------------------------------------
+
+
+class _MutatedArgument(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(16, 16)
+
+    def forward(self, x):
+        options = {"scale": 1.0}
+        y = checkpoint(lambda t, o: torch.tanh(self.linear(t) * o["scale"]), x, options, use_reentrant=False)
+        options["scale"] = 3.0
+        return y
+
+
+class _Flag(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(16, 16)
+        self.use_tanh = True
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x)) if self.use_tanh else torch.relu(self.linear(x))
+
+
+class _FlagToggledBeforeBackward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Flag()
+
+    def forward(self, x):
+        y = checkpoint(self.inner, x, use_reentrant=False)
+        self.inner.use_tanh = not self.inner.use_tanh
+        return y
+
+
+class _EvalBeforeBackward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5), nn.Linear(16, 16))
+
+    def forward(self, x):
+        y = checkpoint(self.block, x, use_reentrant=False)
+        self.block.eval()
+        return y
+
+
+def test_argument_changed_before_backward_is_ckpt031():
+    torch.manual_seed(0)
+    report = verify(_MutatedArgument(), torch.randn(8, 16))
+    assert report.verdict == "fail"
+    assert error_codes(report) == {"CKPT031"}
+    assert {m.name for m in report.gradients.mismatched} == {"linear.weight", "linear.bias"}
+    cause = next(f for f in report.errors if f.subject == "argument 1 (dict)")
+    assert "{'scale': 1.0} -> {'scale': 3.0}" in cause.message
+
+
+def test_flag_changed_before_backward_is_ckpt031():
+    torch.manual_seed(0)
+    report = verify(_FlagToggledBeforeBackward(), torch.randn(8, 16))
+    assert report.verdict == "fail"
+    assert error_codes(report) == {"CKPT031"}
+    cause = next(f for f in report.errors if f.subject == "`inner.use_tanh`")
+    assert "(True -> False)" in cause.message
+    # The model keeps its flag: the step was replayed, not run for real.
+    assert report.attributes == ()
+
+
+def test_checkpointed_step_that_raises_is_a_failure():
+    torch.manual_seed(0)
+    model = _EvalBeforeBackward().train()
+    report = verify(model, torch.randn(8, 16))
+    assert report.verdict == "fail"
+    step = next(f for f in report.errors if f.subject == "step")
+    assert step.code == "CKPT031"
+    assert "raises CheckpointError" in step.message
+    assert [f.subject for f in report.errors if f.subject != "step"] == ["`block.training`"]
+    assert report.loss.checkpointed is None
+    assert model.block.training  # handed back in training mode
+    assert_checkpointing_restored()
+
+
+# --- options and errors -------------------------------------------------------------------------
+
+
+def test_tolerance_defaults_and_overrides():
+    torch.manual_seed(0)
+    model = _Checkpointed(_mlp(), use_reentrant=False)
+    x = torch.randn(8, 16)
+    assert verify(model, x).tolerance.source == "exact (CPU float32 recomputation is deterministic)"
+    loose = verify(model, x, rtol=1e-3, atol=1e-6)
+    assert (loose.tolerance.rtol, loose.tolerance.atol, loose.tolerance.exact) == (1e-3, 1e-6, False)
+    half = verify(_Checkpointed(_mlp(), use_reentrant=False).to(torch.bfloat16), x.to(torch.bfloat16))
+    assert half.dtype == "bfloat16"
+    assert (half.tolerance.rtol, half.tolerance.atol, half.tolerance.source) == (1.6e-2, 1e-5, "bfloat16 on cpu")
+
+
+def test_tolerance_absorbs_differences_but_not_rng_or_buffers():
+    report = verify_case(VERIFY / "dropout_without_rng_state.py", rtol=10.0, atol=10.0)
+    assert report.gradients.mismatched == ()
+    assert report.gradients.max_abs_diff > 0
+    assert error_codes(report) == {"CKPT033"}  # the RNG state still differs
+
+
+def test_unusable_steps_raise_verify_error():
+    model = _Checkpointed(_mlp(), use_reentrant=False)
+    with pytest.raises(VerifyError, match=r"the loss \(loss_fn\) is not a scalar tensor: got a tensor of shape \[4, 16\]"):
+        verify(model, torch.randn(4, 16), loss_fn=lambda output: output)
+    frozen = _Checkpointed(_mlp(), use_reentrant=False).requires_grad_(False)
+    with pytest.raises(VerifyError, match="no parameter that requires grad"):
+        verify(frozen, torch.randn(4, 16))
+    with pytest.raises(VerifyError, match="fails with checkpointing switched off"):
+        verify(model, torch.randn(4, 3))
+    with pytest.raises(VerifyError, match="must be a torch.nn.Module"):
+        verify(lambda x: x, torch.randn(4, 16))
+    assert_checkpointing_restored()
+
+
+def test_case_target_errors(tmp_path):
+    with pytest.raises(VerifyError, match="target not found"):
+        verify_case(tmp_path / "missing.py")
+    (tmp_path / "broken.py").write_text("import not_a_module_anywhere\n")
+    with pytest.raises(VerifyError, match="cannot import .*ModuleNotFoundError"):
+        verify_case(tmp_path / "broken.py")
+    (tmp_path / "incomplete.py").write_text("def make_case():\n    return {'model': None}\n")
+    with pytest.raises(VerifyError, match=r"must return a mapping or object with `model` and `inputs` \(no model and inputs\)"):
+        verify_case(tmp_path / "incomplete.py")
+    with pytest.raises(VerifyError, match="defines no `build`"):
+        verify_case(tmp_path / "incomplete.py", "build")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_step_reports_cuda_figures():
+    module = load_fixture("transformer_stack")
+    case = module.make_case()
+    model, tokens = case["model"].cuda(), case["inputs"].cuda()
+    torch.cuda.manual_seed_all(0)
+    report = verify(model, tokens)
+    assert report.verdict == "pass", report.to_text()
+    assert report.device.startswith("cuda")
+    assert report.memory.peak is not None and report.memory.peak.metric == "cuda_max_memory_allocated"
+    assert report.memory.peak.checkpointed_bytes < report.memory.peak.baseline_bytes
+    assert "cuda:0" in report.rng.generators
+    assert not report.tolerance.exact
+
+
+def test_script_mode_replays_the_scripts_autocast(tmp_path):
+    (tmp_path / "amp.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        if not torch.is_autocast_enabled('cpu'):\n"
+        "            raise RuntimeError('this model runs under autocast only')\n"
+        "        return checkpoint(self.body, x, use_reentrant=False)\n"
+        "\n"
+        "model = Net()\n"
+        "with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+        "    loss = model(torch.randn(4, 8)).float().pow(2).mean()\n"
+        "loss.backward()\n"
+    )
+    report = verify_script(tmp_path / "amp.py")
+    assert "replayed under torch.autocast('cpu', dtype=torch.bfloat16), as the script ran it" in report.notes
+    assert report.verdict == "pass"  # without autocast the replayed forward would raise
+    assert not torch.is_autocast_enabled("cpu")
+
+
+def test_kwargs_to_reentrant_checkpoint_points_to_ckpt032():
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return checkpoint(lambda t, mask: self.linear(t) * mask, x, mask=torch.ones(4), use_reentrant=True)
+
+    with pytest.raises(VerifyError, match=r"ValueError: Unexpected keyword arguments: mask \(CKPT032"):
+        verify(Masked(), torch.randn(2, 4, requires_grad=True))
+
+
+def test_script_that_swallows_the_capture_still_yields_its_first_step(tmp_path):
+    (tmp_path / "stubborn.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return checkpoint(self.body, x, use_reentrant=False)\n"
+        "\n"
+        "model = Net()\n"
+        "for step in range(3):\n"
+        "    try:\n"
+        "        model(torch.randn(4, 8)).sum().backward()\n"
+        "    except:  # noqa: E722\n"
+        "        print('ignored')\n"
+    )
+    report = verify_script(tmp_path / "stubborn.py")
+    assert report.verdict == "pass"
+    assert report.recomputation.regions == 1
+    assert torch.nn.Module.__call__ is MODULE_CALL
