@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 MAX_LISTED = 12
 
 
-def _mib(size: int) -> str:
+def format_bytes(size: int) -> str:
     """Bytes for people: KiB below one MiB, so small models do not read as 0.00 MiB."""
     if abs(size) < 2**20:
         return f"{size / 2**10:.1f} KiB"
@@ -108,11 +108,11 @@ def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
         )
     )
     activations = report.memory.activations
-    rows.append(("activation memory", _mib(activations.baseline_bytes), _mib(activations.checkpointed_bytes), _saving(activations)))
+    rows.append(("activation memory", format_bytes(activations.baseline_bytes), format_bytes(activations.checkpointed_bytes), _saving(activations)))
     peak = report.memory.peak
     if peak is not None:
         label = "peak memory (CUDA)" if peak.metric.startswith("cuda") else "peak memory (CPU profiler)"
-        rows.append((label, _mib(peak.baseline_bytes), _mib(peak.checkpointed_bytes), _saving(peak)))
+        rows.append((label, format_bytes(peak.baseline_bytes), format_bytes(peak.checkpointed_bytes), _saving(peak)))
     timing = report.time
     if timing.checkpointed_s > 0:
         rows.append(("step time", _seconds(timing.baseline_s), _seconds(timing.checkpointed_s), f"x{timing.overhead:.2f}"))
@@ -293,7 +293,7 @@ def _chart(series: list["Series"]) -> str:
         value = int(largest * fraction)
         out.append(
             f'<line x1="{left - 4}" y1="{y(value):.1f}" x2="{left}" y2="{y(value):.1f}" stroke="#666"/>'
-            f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{html.escape(_mib(value))}</text>'
+            f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{html.escape(format_bytes(value))}</text>'
         )
     for index, item in enumerate(series):
         color = _COLORS.get(item.label, "#d62728")
@@ -308,7 +308,7 @@ def _chart(series: list["Series"]) -> str:
         legend_x = left + 10 + index * 300
         out.append(
             f'<rect x="{legend_x}" y="{height - 14}" width="14" height="4" fill="{color}"/>'
-            f'<text x="{legend_x + 20}" y="{height - 9}">{html.escape(item.label)} (max {html.escape(_mib(peak))})</text>'
+            f'<text x="{legend_x + 20}" y="{height - 9}">{html.escape(item.label)} (max {html.escape(format_bytes(peak))})</text>'
         )
     out.append("</svg>")
     return "\n".join(out)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
+from ckptlint.runtime_check._render import format_bytes
 from ckptlint.runtime_check._regions import Cause, RegionCall, RegionRecorder
 from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints, render_plain
 from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
@@ -698,7 +699,7 @@ def _memory_warnings(activations: MemoryFigure, peak: MemoryFigure | None, findi
                 None,
                 "memory",
                 f"checkpointing saves {activations.saving:.1%} of the activation memory held between forward and "
-                f"backward ({_mib(activations.baseline_bytes)} -> {_mib(activations.checkpointed_bytes)}): the "
+                f"backward ({format_bytes(activations.baseline_bytes)} -> {format_bytes(activations.checkpointed_bytes)}): the "
                 "checkpointed regions are not where the activations are, or they are too small to matter",
             )
         )
@@ -708,8 +709,8 @@ def _memory_warnings(activations: MemoryFigure, peak: MemoryFigure | None, findi
                 WARNING,
                 None,
                 "memory",
-                f"the peak memory rises with checkpointing ({_mib(peak.baseline_bytes)} -> "
-                f"{_mib(peak.checkpointed_bytes)}): what recomputation allocates in backward outweighs the activations "
+                f"the peak memory rises with checkpointing ({format_bytes(peak.baseline_bytes)} -> "
+                f"{format_bytes(peak.checkpointed_bytes)}): what recomputation allocates in backward outweighs the activations "
                 "it saves (sqrt(L) groups of transformer blocks, for example, peak higher than checkpointing each "
                 "layer)",
             )
@@ -720,11 +721,3 @@ def _first_paragraph(error: BaseException) -> str:
     """torch's errors append pages of tips after a blank line; the first paragraph says it."""
     return str(error).strip().split("\n\n", 1)[0].replace("\n", " ")
 
-
-def _mib(size: int) -> str:
-    """Bytes for people: KiB below one MiB, so small models do not read as 0.00 MiB."""
-    if abs(size) < 2**20:
-        return f"{size / 2**10:.1f} KiB"
-    if abs(size) < 2**30:
-        return f"{size / 2**20:.2f} MiB"
-    return f"{size / 2**30:.2f} GiB"

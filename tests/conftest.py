@@ -12,6 +12,13 @@ from click.testing import CliRunner
 from ckptlint.cli import main
 
 
+@pytest.fixture(autouse=True)
+def _no_colour_overrides(monkeypatch):
+    """The in-process runs must not depend on the colour settings of the shell running pytest."""
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def make_project(tmp_path: Path):
     """Write `{relative path: source}` under a fresh project root (with a pyproject.toml)."""

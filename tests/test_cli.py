@@ -71,13 +71,6 @@ DIFF_SAFE = """\
 ANSI = "\x1b["
 
 
-@pytest.fixture(autouse=True)
-def _no_colour_overrides(monkeypatch):
-    """The in-process runs must not depend on the colour settings of the shell running pytest."""
-    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def project(make_project) -> Path:
     return make_project({"src/model.py": MODEL}, pyproject=PYPROJECT)

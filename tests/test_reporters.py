@@ -53,13 +53,6 @@ EXPECTED = [
 URL = "https://github.com/ckptlint/ckptlint/blob/main/docs/rules/{}.md"
 
 
-@pytest.fixture(autouse=True)
-def _no_colour_overrides(monkeypatch):
-    """The in-process runs must not depend on the colour settings of the shell running pytest."""
-    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def project(make_project) -> Path:
     return make_project({"src/a_broken.py": BROKEN, "src/model.py": MODEL}, pyproject=PYPROJECT)
