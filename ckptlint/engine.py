@@ -276,12 +276,13 @@ def parse_module(text: str, display: str, *, with_libcst: bool) -> cst.Module | 
         return _parse_error(display, 1, 1, "the file is nested too deeply for Python's parser")
     except SyntaxError as error:
         message = f"{error.msg}"
-        if any(marker in message for marker in _PATHOLOGICAL) or not with_libcst:
+        if any(marker in message for marker in _PATHOLOGICAL):
             return _parse_error(display, error.lineno or 1, error.offset or 1, message)
         try:
-            return cst.parse_module(text)
+            module = cst.parse_module(text)
         except (cst.ParserSyntaxError, RecursionError):
             return _parse_error(display, error.lineno or 1, error.offset or 1, message)
+        return module if with_libcst else None
     except ValueError as error:  # e.g. "source code string cannot contain null bytes"
         return _parse_error(display, 1, 1, str(error))
     if not with_libcst:

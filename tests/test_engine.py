@@ -220,3 +220,19 @@ def test_a_failing_rule_is_reported_and_the_others_still_run():
     assert len(outcome.internal_errors) == 1
     assert "internal error in rule CKPT099 (exploding)" in outcome.internal_errors[0]
     assert "ZeroDivisionError: boom" in outcome.internal_errors[0]
+
+
+@pytest.mark.parametrize("triggered", [True, False])
+def test_syntax_newer_than_the_running_python_is_not_a_parse_error(triggered):
+    # PEP 695 (Python 3.12): CPython 3.11's parser rejects it, libcst knows the grammar.
+    source = "type Alias = int\ndef f[T](x: T) -> T:\n    return g(x)\n"
+    if triggered:
+        source = "from torch.utils.checkpoint import checkpoint\n" + source.replace("g(x)", "checkpoint(g, x)")
+    assert findings(source) == ([("CKPT001", 4, 12)] if triggered else [])
+
+
+def test_a_real_syntax_error_keeps_cpython_s_message_and_line():
+    outcome = lint_text("import torch\nx = (1,\n", ROOT / "m.py", SETTINGS)
+    assert [(d.code, d.location.row, d.message) for d in outcome.diagnostics] == [
+        ("CKPT900", 2, "SyntaxError: '(' was never closed")
+    ]
