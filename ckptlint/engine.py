@@ -226,7 +226,7 @@ def _lint_text(
         for rule in (selected_rules(settings) if rules is None else rules)
         if settings.target_versions.applies(rule.targets) is not Applies.NO
     ]
-    triggered = any(trigger in text for rule in rules for trigger in _str_triggers(rule))
+    triggered = any(rule.may_apply_to(text) for rule in rules)
     parsed = parse_module(text, display, with_libcst=triggered)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
@@ -334,10 +334,6 @@ def on_deep_stack(function, *args):
 
 
 _STACK_SIZE_LOCK = threading.Lock()
-
-
-def _str_triggers(rule: type[Rule]) -> tuple[str, ...]:
-    return tuple(t.decode() for t in rule.triggers)
 
 
 def _run_rules(

@@ -78,8 +78,24 @@ class Rule(cst.BatchableCSTVisitor):
     fix: ClassVar[Applicability | None] = None
     # The hazard exists only where the targeted versions fall in every range.
     targets: ClassVar[tuple[VersionRange, ...]] = ()
-    # Byte strings one of which a file must contain for the rule to find anything in it.
+    # Byte strings one of which a file must contain for the rule to find anything in it,
+    # and ones it must contain all of: the cheap test that keeps most files from libcst.
     triggers: ClassVar[tuple[bytes, ...]] = (b"checkpoint",)
+    requires: ClassVar[tuple[bytes, ...]] = ()
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        return all(word in text for word in cls._words("requires")) and any(
+            word in text for word in cls._words("triggers")
+        )
+
+    @classmethod
+    def _words(cls, kind: str) -> tuple[str, ...]:
+        cache = cls.__dict__.get("_decoded_words")
+        if cache is None:
+            cache = {"triggers": tuple(t.decode() for t in cls.triggers), "requires": tuple(t.decode() for t in cls.requires)}
+            cls._decoded_words = cache
+        return cache[kind]
     # Codes this rule implies at the same node; those are dropped when this one fires.
     supersedes: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[Sequence[Valid]] = ()

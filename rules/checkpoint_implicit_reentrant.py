@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
@@ -74,6 +74,7 @@ class CheckpointImplicitReentrant(Rule):
     # `use_reentrant` exists from torch 1.11; before it, passing it raises.
     targets = (VersionRange.of("torch", min="1.11"),)
     triggers = SITE_TRIGGERS
+    requires = SITE_REQUIRES
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import (
+    SITE_REQUIRES,
     SITE_TRIGGERS,
     CheckpointApi,
     CheckpointSite,
@@ -70,6 +71,7 @@ class KwargsToReentrantCheckpoint(Rule):
     fix = Applicability.SAFE
     targets = (VersionRange.of("torch", min="1.11"),)
     triggers = SITE_TRIGGERS
+    requires = SITE_REQUIRES
     supersedes = ("CKPT001",)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:

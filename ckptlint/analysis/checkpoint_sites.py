@@ -43,7 +43,9 @@ API_BY_QUALIFIED_NAME = {api.value: api for api in CheckpointApi}
 # Every way to reach torch.utils.checkpoint in a file spells one of these (`import
 # torch.utils.checkpoint`, `from torch.utils import checkpoint`, `torch.utils.checkpoint.x`,
 # `import torch.utils as tu; tu.checkpoint.x`, `from torch import utils`): a file without
-# them has no site.
+# them has no site; and every one of them names `checkpoint` (SITE_REQUIRES), which keeps
+# the many `from torch.utils import data` files out.
+SITE_REQUIRES = (b"checkpoint",)
 SITE_TRIGGERS = (b"utils.checkpoint", b"torch.utils import", b"import torch.utils as", b"from torch import utils")
 
 # The keyword arguments `torch.utils.checkpoint.checkpoint` itself consumes (torch 2.13);
