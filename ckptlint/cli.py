@@ -140,7 +140,22 @@ def check(
         stdin_data = sys.stdin.buffer.read()
         result = check_stdin(stdin_data, stdin_filename, settings, options)
     else:
-        result = check_paths(list(paths), settings, options, force_exclude=force_exclude)
+        import signal
+        import threading
+
+        def _terminate(signum, frame):
+            raise KeyboardInterrupt  # unwinds like Ctrl-C: temp files removed, workers stopped
+
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        previous_handler = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+        try:
+            result = check_paths(list(paths), settings, options, force_exclude=force_exclude)
+        except KeyboardInterrupt:
+            click.echo("ckptlint: interrupted", err=True)
+            sys.exit(130)
+        finally:
+            if in_main_thread:
+                signal.signal(signal.SIGTERM, previous_handler)
 
     diagnostics = result.diagnostics
     fixed = result.fixed_count

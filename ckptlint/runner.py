@@ -155,8 +155,13 @@ def check_paths(
     jobs = options.jobs or os.cpu_count() or 1
     work = [(path, settings, options) for path, _, _ in pending]
     if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        try:
             fresh = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
+        finally:
+            # On an interrupt, drop the queued work: the workers finish what they hold (each
+            # write is atomic) and exit, rather than run on as orphans writing files.
+            pool.shutdown(wait=True, cancel_futures=True)
     else:
         fresh = [_check_one(item) for item in work]
 
