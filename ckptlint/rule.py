@@ -14,6 +14,7 @@ import traceback
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -71,6 +72,11 @@ class Replacement:
     replacement: cst.CSTNode
 
 
+@lru_cache(maxsize=None)
+def _decoded(words: tuple[bytes, ...]) -> tuple[str, ...]:
+    return tuple(word.decode() for word in words)
+
+
 class Rule(cst.BatchableCSTVisitor):
     code: ClassVar[str]
     name: ClassVar[str]
@@ -85,17 +91,9 @@ class Rule(cst.BatchableCSTVisitor):
 
     @classmethod
     def may_apply_to(cls, text: str) -> bool:
-        return all(word in text for word in cls._words("requires")) and any(
-            word in text for word in cls._words("triggers")
+        return all(word in text for word in _decoded(cls.requires)) and any(
+            word in text for word in _decoded(cls.triggers)
         )
-
-    @classmethod
-    def _words(cls, kind: str) -> tuple[str, ...]:
-        cache = cls.__dict__.get("_decoded_words")
-        if cache is None:
-            cache = {"triggers": tuple(t.decode() for t in cls.triggers), "requires": tuple(t.decode() for t in cls.requires)}
-            cls._decoded_words = cache
-        return cache[kind]
     # Codes this rule implies at the same node; those are dropped when this one fires.
     supersedes: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[Sequence[Valid]] = ()

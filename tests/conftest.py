@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -46,6 +47,16 @@ def cli(monkeypatch):
         return CliRunner().invoke(main, args, input=input, catch_exceptions=False)
 
     return run
+
+
+def json_findings(result, root: Path, *, with_message: bool = False) -> list[tuple]:
+    """(path relative to root, row, column, code[, message]) from a `--output-format json` run."""
+    assert "Traceback" not in result.stderr, result.stderr
+    return [
+        (Path(os.path.relpath(d["filename"], root)).as_posix(), d["location"]["row"], d["location"]["column"], d["code"])
+        + ((d["message"],) if with_message else ())
+        for d in json.loads(result.stdout)
+    ]
 
 
 def run_subprocess(args: list[str], cwd: Path, input: bytes | None = None) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_subprocess
+from conftest import json_findings, run_subprocess
 
 PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['torch>=2.1']\n"
 IMPORT = b"from torch.utils.checkpoint import checkpoint\n"
@@ -107,18 +107,8 @@ CASES: dict[str, tuple[bytes, list[tuple[int, int | None, str]], str | None]] = 
 }
 
 
-def findings(result, root: Path) -> list[tuple[str, int, int, str, str]]:
-    assert "Traceback" not in result.stderr, result.stderr
-    return [
-        (
-            Path(os.path.relpath(d["filename"], root)).as_posix(),
-            d["location"]["row"],
-            d["location"]["column"],
-            d["code"],
-            d["message"],
-        )
-        for d in json.loads(result.stdout)
-    ]
+def findings(result, root: Path) -> list[tuple]:
+    return json_findings(result, root, with_message=True)
 
 
 def assert_case(found, name: str) -> None:

@@ -5,12 +5,12 @@ result cache, whose key is the resolved configuration."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 import ckptlint.runner
+from conftest import json_findings
 from ckptlint.config import (
     DEFAULT_EXCLUDE,
     ConfigError,
@@ -37,18 +37,8 @@ ALLOWED_KEYS = (
 )
 
 
-def findings(result, root: Path) -> list[tuple[str, int, int, str]]:
-    """(path relative to root, row, column, code) from a `--output-format json` run."""
-    assert "Traceback" not in result.stderr, result.stderr
-    return [
-        (
-            Path(os.path.relpath(d["filename"], root)).as_posix(),
-            d["location"]["row"],
-            d["location"]["column"],
-            d["code"],
-        )
-        for d in json.loads(result.stdout)
-    ]
+def findings(result, root: Path) -> list[tuple]:
+    return json_findings(result, root)
 
 
 def lint(cli, root: Path, *args: str):
