@@ -66,27 +66,32 @@ class ResultCache:
 
     def save(self) -> None:
         """Write atomically; concurrent runs each write a whole file and the last one wins."""
-        if not self._dirty:
-            return
+        if self._dirty:
+            save_cache_file(self.directory, self.path, {"version": __version__, "files": self._entries})
+
+
+def save_cache_file(directory: Path, path: Path, payload: dict) -> None:
+    """Write one cache file atomically under `directory`; a read-only checkout still lints,
+    it just is not cached."""
+    try:
+        # Mark the directory as ours only when we create it: a configured cache-dir that
+        # already holds files keeps its own README and .gitignore.
+        created = not directory.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if created:
+            (directory / "README").write_text(CACHE_README)
+            (directory / ".gitignore").write_text("*\n")
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
-            # Mark the directory as ours only when we create it: a configured cache-dir that
-            # already holds files keeps its own README and .gitignore.
-            created = not self.directory.exists()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if created:
-                (self.directory / "README").write_text(CACHE_README)
-                (self.directory / ".gitignore").write_text("*\n")
-            descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            try:
-                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                    json.dump({"version": __version__, "files": self._entries}, handle)
-                os.replace(temporary, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-        except OSError:
-            pass  # a read-only checkout still lints; it just is not cached
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump(payload, handle)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError:
+        pass
 
 
 def _diagnostic_from_json(item: dict) -> Diagnostic:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,23 @@ class Settings:
     respect_gitignore: bool = True
     # Where each resolved setting came from, for `--show-settings`.
     origins: Mapping[str, str] = field(default_factory=dict)
+    # The root `per-file-ignores` patterns are relative to: the run's project root, also for
+    # files of a nested project.
+    config_root: Path | None = None
+
+    def for_project(self, root: Path) -> Settings:
+        """The settings for a nested project (a directory below the run's root holding its
+        own pyproject.toml, setup.py, setup.cfg or .git): the same configuration, with the
+        versions that project declares (explicit target versions still win)."""
+        if root == self.project_root:
+            return self
+        pyproject_path = root / "pyproject.toml"
+        try:
+            pyproject = _read_toml(pyproject_path) if pyproject_path.is_file() else None
+        except ConfigError:
+            pyproject = None
+        versions = self.target_versions.with_declared(declared_versions(root, pyproject))
+        return replace(self, project_root=root, target_versions=versions, config_root=self.config_root or self.project_root)
 
     @classmethod
     def default(
@@ -88,6 +105,11 @@ class Settings:
             per_file_ignores=(),
             target_versions=TargetVersions(versions, use_installed=use_installed),
         )
+
+    def ignored_codes_for_path(self, path: Path) -> tuple[str, ...]:
+        from ckptlint.discovery import relative_to_root
+
+        return self.ignored_codes_for(relative_to_root(path.absolute(), self.config_root or self.project_root))
 
     def ignored_codes_for(self, relative_path: str) -> tuple[str, ...]:
         from ckptlint.discovery import matches_any

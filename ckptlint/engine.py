@@ -11,7 +11,7 @@ import ast
 import re
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Qualif
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
-from ckptlint.discovery import relative_to_root
+from ckptlint.project import ProjectIndex
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_rules, rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
@@ -45,9 +45,15 @@ class FileContext:
     versions: TargetVersions
     settings: Settings
     wrapper: MetadataWrapper
+    # The project the file belongs to, with this file's facts taken from `text`.
+    project: ProjectIndex
+    relative_path: str  # to the project root
     line_index: LineIndex = field(init=False)
     # Every checkpoint site of the file, known before the first `visit_checkpoint_site`.
     sites: list[CheckpointSite] = field(default_factory=list)
+    # Qualified names of a name, attribute or call (through imports, scopes); available from
+    # the hooks that run after the traversal.
+    qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
@@ -209,25 +215,40 @@ def lint_text(
     *,
     display_path: str | None = None,
     rules: Sequence[type[Rule]] | None = None,
+    project: ProjectIndex | None = None,
 ) -> LintOutcome:
     """Lint one file's text. Every file is syntax-checked with CPython's own parser (fast);
     only files that contain a selected rule's trigger words are parsed with libcst and
-    analysed."""
-    return on_deep_stack(_lint_text, text, path, settings, display_path or str(path), rules)
+    analysed. Cross-file rules see `project` (by default a project of this file alone)."""
+    return on_deep_stack(_lint_text, text, path, settings, display_path or str(path), rules, project)
 
 
 def _lint_text(
-    text: str, path: Path, settings: Settings, display: str, rules: Sequence[type[Rule]] | None
+    text: str,
+    path: Path,
+    settings: Settings,
+    display: str,
+    rules: Sequence[type[Rule]] | None,
+    project: ProjectIndex | None,
 ) -> LintOutcome:
     if SKIP_FILE.search(text):
         return LintOutcome(())
     rules = [
         rule
         for rule in (selected_rules(settings) if rules is None else rules)
-        if settings.target_versions.applies(rule.targets) is not Applies.NO
+        if settings.target_versions.applies(rule.targets) is not Applies.NO and rule.may_apply_to(text)
     ]
-    triggered = any(rule.may_apply_to(text) for rule in rules)
-    parsed = parse_module(text, display, with_libcst=triggered)
+    root = project.root if project is not None else settings.project_root
+    relative_path = _relative(path, root)
+    project = project or ProjectIndex(root)
+    if any(rule.uses_project for rule in rules):
+        # The file's own facts, from the text being linted; with them, the project rules
+        # that can find nothing here are dropped before the (expensive) libcst parse.
+        project = project.with_file(relative_path, text)
+        rules = [
+            rule for rule in rules if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings)
+        ]
+    parsed = parse_module(text, display, with_libcst=bool(rules))
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:
@@ -235,7 +256,7 @@ def _lint_text(
 
     errors: list[str] = []
     try:
-        diagnostics = _run_rules(parsed, text, path, display, settings, rules, errors)
+        diagnostics = _run_rules(parsed, text, path, display, settings, rules, errors, project, relative_path)
     except RecursionError:
         return LintOutcome(
             (_parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
@@ -244,9 +265,16 @@ def _lint_text(
     return LintOutcome(_reportable(diagnostics, path, settings), tuple(errors))
 
 
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return path.name
+
+
 def _reportable(diagnostics: Iterable[Diagnostic], path: Path, settings: Settings) -> tuple[Diagnostic, ...]:
     """Drop what per-file-ignores or the selection (for the engine's own codes) exclude."""
-    ignored = settings.ignored_codes_for(relative_to_root(path.absolute(), settings.project_root))
+    ignored = settings.ignored_codes_for_path(path)
     return tuple(
         sorted(
             (
@@ -344,9 +372,13 @@ def _run_rules(
     settings: Settings,
     rule_classes: Sequence[type[Rule]],
     errors: list[str],
+    project: ProjectIndex,
+    relative_path: str,
 ) -> list[Diagnostic]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    context = FileContext(path, display, text, module, settings.target_versions, settings, wrapper)
+    context = FileContext(
+        path, display, text, module, settings.target_versions, settings, wrapper, project, relative_path
+    )
     analyzer = FileAnalyzer()
     rules = [rule_class(context) for rule_class in rule_classes]
     wrapper.visit_batched([analyzer, *rules])
@@ -356,9 +388,11 @@ def _run_rules(
         visitor.metadata = wrapper.resolve_many(visitor.get_inherited_dependencies())
 
     context.sites = sites = analyzer.checkpoint_sites()
+    context.qualified_names = analyzer.qualified_names
     for rule in rules:
         for site in sites:
             rule.run_guarded(rule.visit_checkpoint_site, site)
+        rule.run_guarded(rule.finish)
 
     reported: list[Diagnostic] = []
     for rule in rules:
@@ -453,18 +487,26 @@ class FixOutcome:
     error: str | None = None
 
 
-def fix_text(text: str, path: Path, settings: Settings, *, unsafe: bool, display_path: str | None = None) -> FixOutcome:
+def fix_text(
+    text: str,
+    path: Path,
+    settings: Settings,
+    *,
+    unsafe: bool,
+    display_path: str | None = None,
+    project: ProjectIndex | None = None,
+) -> FixOutcome:
     """Fix until nothing changes (bounded). If a round produces code that does not parse,
     that round is discarded and the error reported; the text stays at the last good state."""
     display = display_path or str(path)
     applied: list[AppliedFix] = []
-    outcome = lint_text(text, path, settings, display_path=display)
+    outcome = lint_text(text, path, settings, display_path=display, project=project)
     error = None
     for _ in range(MAX_FIX_ITERATIONS):
         new_text, fixed = apply_fixes(text, outcome.diagnostics, unsafe)
         if not fixed or new_text == text:
             break
-        new_outcome = lint_text(new_text, path, settings, display_path=display)
+        new_outcome = lint_text(new_text, path, settings, display_path=display, project=project)
         if not new_outcome.parsed:
             error = f"{display}: fixes for {', '.join(sorted({d.code for d in fixed}))} produced invalid code; file left unchanged by them"
             break

@@ -24,7 +24,9 @@ from ckptlint.versions import Applies, VersionRange
 
 if TYPE_CHECKING:
     from ckptlint.analysis.checkpoint_sites import CheckpointSite
+    from ckptlint.config import Settings
     from ckptlint.engine import FileContext
+    from ckptlint.project import ProjectIndex
 
 RULE_DOCS_URL = "https://github.com/ckptlint/ckptlint/blob/main/docs/rules/{code}.md"
 
@@ -88,6 +90,15 @@ class Rule(cst.BatchableCSTVisitor):
     # and ones it must contain all of: the cheap test that keeps most files from libcst.
     triggers: ClassVar[tuple[bytes, ...]] = (b"checkpoint",)
     requires: ClassVar[tuple[bytes, ...]] = ()
+    # Whether the rule reads the project index (`self.context.project`): a run builds the
+    # index only when a selected rule does.
+    uses_project: ClassVar[bool] = False
+
+    @classmethod
+    def may_apply_to_project(cls, project: ProjectIndex, relative_path: str, settings: Settings) -> bool:
+        """For rules that use the project: whether the index (with this file's facts) leaves
+        anything for the rule to find in the file. False skips the file's libcst parse."""
+        return True
 
     @classmethod
     def may_apply_to(cls, text: str) -> bool:
@@ -130,6 +141,10 @@ class Rule(cst.BatchableCSTVisitor):
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         """Called once per resolved checkpoint site, after the traversal."""
+
+    def finish(self) -> None:
+        """Called once after the traversal and the checkpoint sites: for rules that collect
+        candidates while visiting and decide once the whole file (and its metadata) is known."""
 
     # --- reporting ---------------------------------------------------------------------
 

@@ -4,19 +4,19 @@ writing. The CLI is a shell over `check_paths` and `check_stdin`."""
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
-import stat
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckptlint.cache import ResultCache, content_digest
+from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
-from ckptlint.discovery import discover, relative_to_root
-from ckptlint.engine import decode_for_lint, fix_text, lint_text, unreadable
-from ckptlint.source import DecodedSource
+from ckptlint.discovery import discover
+from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unreadable
+from ckptlint.indexing import Projects
+from ckptlint.project import ProjectIndex
+from ckptlint.source import DecodedSource, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult
 from ckptlint.writer import ChangedOnDisk, replace_atomically
 
@@ -44,12 +44,19 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def check_decoded(decoded: DecodedSource, path: Path, display: str, settings: Settings, options: RunOptions) -> FileResult:
+def check_decoded(
+    decoded: DecodedSource,
+    path: Path,
+    display: str,
+    settings: Settings,
+    options: RunOptions,
+    project: ProjectIndex | None = None,
+) -> FileResult:
     """Lint (and with fixes on, fix in memory) one decoded file."""
     if not options.computes_fixes:
-        outcome = lint_text(decoded.text, path, settings, display_path=display)
+        outcome = lint_text(decoded.text, path, settings, display_path=display, project=project)
         return FileResult(display, outcome.diagnostics, internal_errors=outcome.internal_errors)
-    fixed = fix_text(decoded.text, path, settings, unsafe=options.unsafe_fixes, display_path=display)
+    fixed = fix_text(decoded.text, path, settings, unsafe=options.unsafe_fixes, display_path=display, project=project)
     changed = fixed.text != decoded.text
     return FileResult(
         display,
@@ -63,31 +70,13 @@ def check_decoded(decoded: DecodedSource, path: Path, display: str, settings: Se
 
 def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: Settings) -> FileResult:
     """A file ckptlint could not read or decode: CKPT901 unless deselected or ignored for it."""
-    ignored = settings.ignored_codes_for(relative_to_root(path.absolute(), settings.project_root))
+    ignored = settings.ignored_codes_for_path(path)
     if problem.code not in settings.enabled_codes or any(problem.code.startswith(p) for p in ignored):
         return FileResult(display)
     return FileResult(display, (problem,))
 
 
-def read_source_bytes(path: Path) -> bytes:
-    """The bytes of a regular file. Anything else is refused, not read: reading a FIFO named
-    `x.py` would block forever, and a device such as /dev/zero never ends."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
-        with os.fdopen(descriptor, "rb") as handle:
-            descriptor = -1  # closed by the file object
-            return handle.read()
-    finally:
-        if descriptor >= 0:
-            os.close(descriptor)
-
-
-def check_file(path: Path, settings: Settings, options: RunOptions) -> FileResult:
+def check_file(path: Path, settings: Settings, options: RunOptions, project: ProjectIndex | None = None) -> FileResult:
     display = display_path(path)
     try:
         data = read_source_bytes(path)
@@ -96,7 +85,7 @@ def check_file(path: Path, settings: Settings, options: RunOptions) -> FileResul
     decoded, problem = decode_for_lint(data, display)
     if problem is not None:
         return _unreadable_result(path, display, problem, settings)
-    result = check_decoded(decoded, path, display, settings, options)
+    result = check_decoded(decoded, path, display, settings, options, project)
     if result.fixed_source is None or options.diff:
         return result
     try:
@@ -109,13 +98,34 @@ def check_file(path: Path, settings: Settings, options: RunOptions) -> FileResul
         else:
             message = f"{display}: could not write fixes: {error.strerror or error}"
         # Nothing was written: the file still has every finding it had before the fixes.
-        unfixed = check_decoded(decoded, path, display, settings, dataclasses.replace(options, fix=False, diff=False))
+        unfixed = check_decoded(
+            decoded, path, display, settings, dataclasses.replace(options, fix=False, diff=False), project
+        )
         return dataclasses.replace(unfixed, internal_errors=unfixed.internal_errors + (message,))
     return result
 
 
-def _check_one(args: tuple[Path, Settings, RunOptions]) -> FileResult:
-    return check_file(*args)
+# The indexes of the run's projects, installed once per worker process (an index can be
+# large; sending it with every file would cost more than linting).
+_WORKER_INDEXES: dict[Path, ProjectIndex] = {}
+
+
+def _install_indexes(indexes: dict[Path, ProjectIndex]) -> None:
+    _WORKER_INDEXES.update(indexes)
+
+
+def _check_one(args: tuple[Path, Settings, RunOptions, Path]) -> FileResult:
+    path, settings, options, root = args
+    return check_file(path, settings, options, _WORKER_INDEXES.get(root))
+
+
+def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
+    return Projects(
+        settings,
+        use_cache=options.use_cache and not options.computes_fixes,
+        jobs=options.jobs,
+        build=any(rule.uses_project for rule in selected_rules(settings)),
+    )
 
 
 def check_paths(
@@ -133,29 +143,35 @@ def check_paths(
         _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
         for p, reason in found.problems
     ]
+    projects = projects_for_run(settings, options)
     cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
-    pending: list[tuple[Path, bytes | None, str | None]] = []
+    pending: list[tuple[Path, Settings, Path, str | None]] = []
     for path in found.files:
+        root = projects.root_of(path)
+        file_settings = projects.settings_for(root)
+        index = projects.index_for(root)
         if cache is None:
-            pending.append((path, None, None))
+            pending.append((path, file_settings, root, None))
             continue
         try:
             data = read_source_bytes(path)
         except OSError:
-            pending.append((path, None, None))  # check_file reports it
+            pending.append((path, file_settings, root, None))  # check_file reports it
             continue
-        digest = content_digest(data)
+        # A result depends on the file, its project's settings, and what the index knows.
+        digest = ":".join((content_digest(data), settings_fingerprint(file_settings), index.fingerprint))
         cached = cache.get(str(path.absolute()), digest)
         if cached is None:
-            pending.append((path, data, digest))
+            pending.append((path, file_settings, root, digest))
         else:
             display = display_path(path)
             results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
 
     jobs = options.jobs or os.cpu_count() or 1
-    work = [(path, settings, options) for path, _, _ in pending]
+    indexes = projects.indexes()
+    work = [(path, file_settings, options, root) for path, file_settings, root, _ in pending]
     if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
-        pool = ProcessPoolExecutor(max_workers=jobs)
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_install_indexes, initargs=(indexes,))
         try:
             fresh = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
         finally:
@@ -163,9 +179,9 @@ def check_paths(
             # write is atomic) and exit, rather than run on as orphans writing files.
             pool.shutdown(wait=True, cancel_futures=True)
     else:
-        fresh = [_check_one(item) for item in work]
+        fresh = [check_file(path, file_settings, options, indexes.get(root)) for path, file_settings, _, root in work]
 
-    for (path, data, digest), result in zip(pending, fresh):
+    for (path, _, _, digest), result in zip(pending, fresh):
         results.append(result)
         if cache is not None and digest is not None and not result.internal_errors:
             cache.put(str(path.absolute()), digest, result.diagnostics)
@@ -180,4 +196,8 @@ def check_stdin(data: bytes, filename: str | None, settings: Settings, options: 
     decoded, problem = decode_for_lint(data, display)
     if problem is not None:
         return RunResult((_unreadable_result(path, display, problem, settings),))
-    return RunResult((check_decoded(decoded, path, display, settings, options),))
+    projects = projects_for_run(settings, options)
+    root = projects.root_of(path)
+    return RunResult(
+        (check_decoded(decoded, path, display, projects.settings_for(root), options, projects.index_for(root)),)
+    )

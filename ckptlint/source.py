@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
+from pathlib import Path
 
 from ckptlint.types import Location
 
@@ -101,3 +105,21 @@ class LineIndex:
         start = self.line_starts[row - 1]
         end = self.line_starts[row] if row < len(self.line_starts) else len(self.text)
         return self.text[start:end]
+
+
+def read_source_bytes(path: Path) -> bytes:
+    """The bytes of a regular file. Anything else is refused, not read: reading a FIFO named
+    `x.py` would block forever, and a device such as /dev/zero never ends."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        with os.fdopen(descriptor, "rb") as handle:
+            descriptor = -1  # closed by the file object
+            return handle.read()
+    finally:
+        if descriptor >= 0:
+            os.close(descriptor)

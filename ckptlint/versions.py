@@ -111,6 +111,16 @@ class TargetVersions:
                     self._resolved[package] = installed
         return self._resolved.get(package)
 
+    def with_declared(self, declared: Mapping[str, TargetVersion]) -> TargetVersions:
+        """These versions for another project: its declared versions replace this one's,
+        explicit ones (command line, configuration) stay."""
+        explicit = {
+            name: target
+            for name, target in self._resolved.items()
+            if target.source in (VersionSource.CLI, VersionSource.CONFIG)
+        }
+        return TargetVersions({**declared, **explicit}, use_installed=self._use_installed)
+
     def applies(self, ranges: Iterable[VersionRange]) -> Applies:
         """Whether the targeted versions fall in every range (unknown packages: UNKNOWN)."""
         verdict = Applies.YES

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.reentrancy import reports_implicit_reentrant
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
@@ -76,16 +77,8 @@ class CheckpointImplicitReentrant(Rule):
     triggers = SITE_TRIGGERS
     requires = SITE_REQUIRES
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._calls_setting_flag: dict[cst.Call, list[bool]] = {}
-
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        if "use_reentrant" in site.keywords or site.has_star_kwargs:
-            return
-        if site.kind is SiteKind.CALL and site.via_partial is not None:
-            return  # reported at the partial, where the fix belongs
-        if site.kind is SiteKind.PARTIAL and self._every_call_passes_flag(site.node):
+        if not reports_implicit_reentrant(site, self.context.sites):
             return
         self.report(
             site.node,
@@ -93,14 +86,6 @@ class CheckpointImplicitReentrant(Rule):
             replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
             fix_message="Add `use_reentrant=False`",
         )
-
-    def _every_call_passes_flag(self, partial: cst.Call) -> bool:
-        calls = [
-            "use_reentrant" in s.keywords or s.has_star_kwargs
-            for s in self.context.sites
-            if s.kind is SiteKind.CALL and s.via_partial is partial
-        ]
-        return bool(calls) and all(calls)
 
     valid = [
         Valid(

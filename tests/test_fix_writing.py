@@ -261,8 +261,8 @@ def test_a_file_changed_during_the_run_is_not_overwritten(cli, make_project, mon
     concurrent = SIMPLE + "# edited in the editor meanwhile\n"
     original = ckptlint.runner.check_decoded
 
-    def edit_meanwhile(decoded, path, display, settings, options):
-        result = original(decoded, path, display, settings, options)
+    def edit_meanwhile(decoded, path, display, settings, options, project=None):
+        result = original(decoded, path, display, settings, options, project)
         if Path(path).name == "a.py":
             Path(path).write_text(concurrent)  # after ckptlint read it, before it writes
         return result

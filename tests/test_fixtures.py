@@ -23,18 +23,34 @@ from click.testing import CliRunner
 from ckptlint.cli import main
 from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
-from ckptlint.registry import all_codes
+from ckptlint.indexing import Projects
+from ckptlint.project import ProjectIndex
+from ckptlint.types import Applicability
+from ckptlint.registry import all_codes, all_rules
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
 MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
-FIXED_CODES = {"CKPT001", "CKPT032"}
+# Codes whose findings carry a fix: every one of them must be fixed away by `--unsafe-fixes`.
+FIXED_CODES = {rule.code for rule in all_rules() if rule.fix is not None}
 
 
 def settings() -> Settings:
     # An explicit target so the results do not depend on the torch installed here.
     return Settings.default(REPO_ROOT, target_versions={"torch": "2.13"})
+
+
+@functools.lru_cache(maxsize=None)
+def _projects() -> Projects:
+    return Projects(settings(), use_cache=False)
+
+
+def project_of(path: Path) -> tuple[Settings, ProjectIndex]:
+    """The fixture's project as a run over `fixtures/` sees it: a directory with its own
+    pyproject.toml is a project of its own, with its declared versions and its own index."""
+    root = _projects().root_of(path)
+    return _projects().settings_for(root), _projects().index_for(root)
 
 
 def relative(path: Path) -> str:
@@ -62,7 +78,8 @@ def expected_findings(path: Path) -> set[tuple[str, int, str]]:
 
 @functools.lru_cache(maxsize=None)
 def actual_findings(path: Path) -> set[tuple[str, int, str]]:
-    outcome = lint_text(path.read_text(encoding="utf-8"), path, settings(), display_path=relative(path))
+    project_settings, index = project_of(path)
+    outcome = lint_text(path.read_text(encoding="utf-8"), path, project_settings, display_path=relative(path), project=index)
     assert outcome.parsed, f"{relative(path)} does not parse"
     assert outcome.internal_errors == ()
     return {(relative(path), d.location.row, d.code) for d in outcome.diagnostics}
@@ -105,54 +122,55 @@ def test_all_findings_match_all_markers():
 def test_fixes(path: Path):
     text = path.read_text(encoding="utf-8")
     markers = expected_findings(path)
-    outcome = fix_text(text, path, settings(), unsafe=True, display_path=relative(path))
+    project_settings, index = project_of(path)
+    outcome = fix_text(text, path, project_settings, unsafe=True, display_path=relative(path), project=index)
     assert outcome.error is None
     fixed = outcome.text
     ast.parse(fixed, filename=relative(path))
 
-    # One fix per finding, and nothing of the two fixed rules left.
-    assert Counter(f.code for f in outcome.applied) == Counter(code for _, _, code in markers if code in FIXED_CODES)
-    remaining = lint_text(fixed, path, settings(), display_path=relative(path))
-    assert not [d for d in remaining.diagnostics if d.code in FIXED_CODES]
+    # Every finding that offers a fix is fixed, and nothing fixable is left.
+    before = lint_text(text, path, project_settings, project=index).diagnostics
+    with_fix = [d for d in before if d.fix is not None]
+    assert len(outcome.applied) >= len(with_fix)
+    remaining = lint_text(fixed, path, project_settings, display_path=relative(path), project=index)
+    assert not [d for d in remaining.diagnostics if d.fix is not None]
     assert {d.code for d in outcome.remaining.diagnostics} == {d.code for d in remaining.diagnostics}
 
-    # Comments survive, and only the reported calls changed.
+    # Comments survive, and only the text the fixes' edits cover changed.
     assert comments(fixed) == comments(text)
-    reported_rows = {line for _, line, code in markers if code in FIXED_CODES}
-    spans = [
-        (d.location.row, d.end_location.row)
-        for d in lint_text(text, path, settings()).diagnostics
-        if d.location.row in reported_rows
-    ]
+    spans = [(e.location.row, e.end_location.row) for d in with_fix for e in d.fix.edits]
     old_lines, new_lines = text.splitlines(), fixed.splitlines()
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
         # 1-based rows of the original that changed (an insertion: the row it goes before).
         for row in range(i1 + 1, max(i1 + 1, i2) + 1):
-            assert any(start <= row <= end for start, end in spans), (
-                f"{relative(path)}:{row}: changed outside any reported call"
+            assert any(start <= row <= end + 1 for start, end in spans), (
+                f"{relative(path)}:{row}: changed outside any fix's edits"
             )
 
     # A second pass is a no-op.
-    again = fix_text(fixed, path, settings(), unsafe=True, display_path=relative(path))
+    again = fix_text(fixed, path, project_settings, unsafe=True, display_path=relative(path), project=index)
     assert again.text == fixed
     assert again.applied == ()
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
 def test_safe_fixes_leave_only_unsafe_findings(path: Path):
-    """Without --unsafe-fixes only CKPT032 (safe) is fixed; CKPT001 (unsafe) stays reported."""
+    """Without --unsafe-fixes only the safe fixes are applied; findings with unsafe fixes stay."""
     text = path.read_text(encoding="utf-8")
     markers = expected_findings(path)
-    outcome = fix_text(text, path, settings(), unsafe=False, display_path=relative(path))
+    project_settings, index = project_of(path)
+    before = lint_text(text, path, project_settings, project=index).diagnostics
+    outcome = fix_text(text, path, project_settings, unsafe=False, display_path=relative(path), project=index)
     assert outcome.error is None
     ast.parse(outcome.text)
-    assert {f.code for f in outcome.applied} <= {"CKPT032"}
-    assert len(outcome.applied) == sum(code == "CKPT032" for _, _, code in markers)
-    left = {(d.location.row, d.code) for d in outcome.remaining.diagnostics}
-    assert {code for _, code in left} <= {"CKPT001"}
-    assert left <= {(line, code) for _, line, code in markers}
+    safe = [d for d in before if d.fix is not None and d.fix.applicability is Applicability.SAFE]
+    assert {f.code for f in outcome.applied} <= {d.code for d in safe}
+    assert len(outcome.applied) >= len(safe)
+    left = outcome.remaining.diagnostics
+    assert not [d for d in left if d.fix is not None and d.fix.applicability is Applicability.SAFE]
+    assert {(d.location.row, d.code) for d in left} <= {(line, code) for _, line, code in markers}
 
 
 REQUIRED_FORMS = {

@@ -63,3 +63,18 @@ def _separator(call: cst.Call) -> cst.BaseParenthesizableWhitespace:
     if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         return call.whitespace_before_args
     return cst.SimpleWhitespace(" ")
+
+
+def remove_keyword(call: cst.Call, name: str) -> cst.Call:
+    """`call` without keyword argument `name`, the layout of the others kept: removing the
+    last argument hands its comma (a trailing one, or none) to the one before."""
+    args = list(call.args)
+    for index, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == name:
+            break
+    else:
+        return call
+    removed = args.pop(index)
+    if index == len(args) and args:
+        args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+    return call.with_changes(args=args)

@@ -1,0 +1,171 @@
+"""What the FSDP rules ask of a file being linted, and of its project.
+
+The project index (`ckptlint.project`) knows where FSDP is used and what functions do to the
+models passed to them; this module answers, for the file's libcst tree, which names are
+torch's FSDP and activation-checkpointing APIs, and whether the project counts as an FSDP
+project (detected, or forced by the `fsdp` setting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import QualifiedNameSource
+
+from ckptlint.project import (
+    CHECKPOINT_IMPL_NO_REENTRANT,
+    CHECKPOINT_IMPL_REENTRANT,
+    CHECKPOINT_WRAPPER,
+    Event,
+    EventKind,
+    FsdpUse,
+    FunctionFacts,
+    Impl,
+    ParameterEffect,
+    ProjectIndex,
+    absolute_import,
+    module_name,
+)
+
+if TYPE_CHECKING:
+    from ckptlint.engine import FileContext
+
+PARTIAL = "functools.partial"
+
+
+def absolute_names(context: FileContext, expr: cst.BaseExpression) -> set[str]:
+    """The absolute names an expression may refer to: imports as imported, the file's own
+    definitions prefixed with its module, relative imports resolved against it."""
+    module = module_name(context.relative_path)
+    is_package = context.relative_path.endswith("__init__.py")
+    names = set()
+    for qualified in context.qualified_names(expr):
+        name = qualified.name
+        if qualified.source is QualifiedNameSource.LOCAL:
+            name = f"{module}.{name}"
+        elif name.startswith("."):
+            name = absolute_import(module, is_package, name)
+        names.add(name)
+    return names
+
+
+def resolves_to(context: FileContext, expr: cst.BaseExpression, candidates: frozenset[str] | set[str]) -> bool:
+    """Every binding of `expr` is one of `candidates` (and there is one)."""
+    names = absolute_names(context, expr)
+    return bool(names) and names <= candidates
+
+
+def project_fsdp(context: FileContext) -> str | None:
+    """How the project uses torch FSDP, for a message; None when it does not (or `fsdp = "no"`)."""
+    mode = context.settings.fsdp
+    if mode == "no":
+        return None
+    if mode == "yes":
+        return '`fsdp = "yes"` in the configuration'
+    uses = context.project.fsdp_uses
+    if not uses:
+        return None
+    # The file's own use first: that is the one the reader sees.
+    own = [use for use in uses if use.path == context.relative_path]
+    return describe_use((own or list(uses))[0])
+
+
+def describe_use(use: FsdpUse) -> str:
+    return f"`{use.kind.value}` at {use.path}:{use.line}"
+
+
+def checkpoint_wrapper_impl(context: FileContext, call: cst.Call) -> tuple[Impl, cst.BaseExpression | None]:
+    """The implementation a `checkpoint_wrapper(module, checkpoint_impl=...)` call (or a
+    `partial(checkpoint_wrapper, ...)`) selects, and the expression that selects it."""
+    partial = is_partial(context, call)
+    # A partial binds the implementation by keyword; a call may also pass it second.
+    arguments = list(call.args[1:] if partial else call.args)
+    value = None
+    for arg in arguments:
+        if arg.keyword is not None and arg.keyword.value == "checkpoint_impl":
+            value = arg.value
+    positional = [arg for arg in arguments if arg.keyword is None and not arg.star]
+    if value is None and not partial and len(positional) >= 2:
+        value = positional[1].value
+    if any(arg.star for arg in arguments) and value is None:
+        return Impl.UNKNOWN, None
+    if value is None:
+        return Impl.NON_REENTRANT, None  # torch's default
+    names = absolute_names(context, value)
+    if names == {CHECKPOINT_IMPL_REENTRANT}:
+        return Impl.REENTRANT, value
+    if names == {CHECKPOINT_IMPL_NO_REENTRANT}:
+        return Impl.NON_REENTRANT, value
+    return Impl.UNKNOWN, value
+
+
+def is_partial(context: FileContext, call: cst.Call) -> bool:
+    return PARTIAL in absolute_names(context, call.func)
+
+
+def is_checkpoint_wrapper(context: FileContext, call: cst.Call) -> bool:
+    """`checkpoint_wrapper(...)` or `partial(checkpoint_wrapper, ...)`."""
+    if resolves_to(context, call.func, CHECKPOINT_WRAPPER):
+        return True
+    return (
+        is_partial(context, call)
+        and bool(call.args)
+        and call.args[0].keyword is None
+        and resolves_to(context, call.args[0].value, CHECKPOINT_WRAPPER)
+    )
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    """Something done to a model object in one function: directly (`event` is the call), or
+    inside a project function it was passed to (`event` is that call, `effect` says what
+    the function did and where)."""
+
+    kind: EventKind
+    model: int  # the same number for names bound to the same object
+    name: str  # the name it has in this function
+    event: Event
+    effect: ParameterEffect | None
+    impl: Impl
+    auto_wrap: bool
+
+    def where(self, path: str) -> str:
+        if self.effect is None:
+            return f"{path}:{self.event.line}"
+        return f"{self.effect.path}:{self.effect.line}, through `{self.effect.function.rsplit('.', 1)[-1]}` at {path}:{self.event.line}"
+
+
+def model_steps(function: FunctionFacts, project: ProjectIndex) -> list[ModelStep]:
+    """What `function` does to the model objects it names, in order, aliases followed
+    (`fsdp_model = FSDP(model)` is the same model's layers)."""
+    models: dict[str, int] = {}
+
+    def model_of(name: str) -> int:
+        return models.setdefault(name, len(models))
+
+    steps: list[ModelStep] = []
+    for event in function.events:
+        if event.kind is EventKind.ALIAS:
+            models[event.target] = model_of(event.source)
+        elif event.kind is EventKind.CALL:
+            for effect in project.parameter_effects(event.callee, event.parameter):
+                steps.append(
+                    ModelStep(effect.kind, model_of(event.target), event.target, event, effect, effect.impl, effect.auto_wrap)
+                )
+        else:
+            steps.append(ModelStep(event.kind, model_of(event.target), event.target, event, None, event.impl, event.auto_wrap))
+    return steps
+
+
+def call_at(context: FileContext, calls: list[cst.Call], line: int, byte_column: int) -> cst.Call | None:
+    """The collected call starting at `line` and the 0-based UTF-8 `byte_column` (as `ast`
+    reports positions)."""
+    text_line = context.line_index.line(line)
+    column = len(text_line.encode("utf-8")[:byte_column].decode("utf-8", errors="replace"))
+    for call in calls:
+        position = context.position(call)
+        if position.start.line == line and position.start.column == column:
+            return call
+    return None

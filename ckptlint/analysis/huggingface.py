@@ -1,0 +1,133 @@
+"""Hugging Face gradient checkpointing: which implementation a configuration really runs.
+
+transformers turns `gradient_checkpointing_kwargs` into `partial(checkpoint, **kwargs)`, and
+applies its own default only when the kwargs are `None`:
+
+    transformers < 5.0:  None -> {"use_reentrant": True}
+    transformers >= 5.0: None -> {"use_reentrant": False}
+    any version:         {"preserve_rng_state": False} (a dict without the key) -> torch's
+                         default, which is reentrant (with torch's warning)
+
+The `Trainer` path differs in one detail: from 5.0 it pops `every_n_layers` / `offload` from
+`TrainingArguments.gradient_checkpointing_kwargs` and passes `kwargs or None`, so `{}` or
+`{"offload": True}` there still gets the library default.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.analysis.checkpoint_sites import Reentrancy, literal_bool
+from ckptlint.versions import Applies, TargetVersions, VersionRange
+
+GC_ENABLE = "gradient_checkpointing_enable"
+GC_KWARGS = "gradient_checkpointing_kwargs"
+# transformers' default for `gradient_checkpointing_kwargs=None` is reentrant before 5.0.
+REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
+# Keys the Trainer (transformers >= 5.0) consumes itself before calling checkpoint.
+TRAINER_OWN_KEYS = frozenset({"every_n_layers", "offload"})
+
+TRAINING_ARGUMENTS_CLASSES = frozenset(
+    {
+        "transformers.TrainingArguments",
+        "transformers.training_args.TrainingArguments",
+        "transformers.Seq2SeqTrainingArguments",
+        "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+        # TRL's configs subclass TrainingArguments.
+        *(
+            f"trl.{name}"
+            for name in (
+                "SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "ORPOConfig", "KTOConfig",
+                "PPOConfig", "RLOOConfig", "CPOConfig", "BCOConfig", "GKDConfig", "PRMConfig",
+                "OnlineDPOConfig", "XPOConfig", "NashMDConfig", "AlignPropConfig", "DDPOConfig",
+            )
+        ),
+    }
+)
+
+
+class KwargsShape(str, enum.Enum):
+    DEFAULT = "not given (the library default applies)"
+    WITH_FLAG = "a dict with `use_reentrant`"
+    WITHOUT_FLAG = "a dict without `use_reentrant`"
+    UNKNOWN = "not known statically"
+
+
+@dataclass(frozen=True)
+class HfCheckpointingKwargs:
+    """What a `gradient_checkpointing_kwargs` expression is, as far as reentrancy goes."""
+
+    shape: KwargsShape
+    flag: Reentrancy = Reentrancy.UNKNOWN  # the literal `use_reentrant` value, for WITH_FLAG
+    node: cst.BaseExpression | None = None  # the dict (or None) written in the code, if any
+
+    @classmethod
+    def of(cls, value: cst.BaseExpression | None, *, trainer_path: bool = False) -> HfCheckpointingKwargs:
+        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+            return cls(KwargsShape.DEFAULT, node=value)
+        if isinstance(value, cst.Dict):
+            keys: dict[str, cst.BaseExpression] = {}
+            for element in value.elements:
+                if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                    return cls(KwargsShape.UNKNOWN, node=value)  # `**other` or a computed key
+                keys[element.key.evaluated_value] = element.value
+            if "use_reentrant" in keys:
+                return cls(KwargsShape.WITH_FLAG, literal_bool(keys["use_reentrant"]), value)
+            if trainer_path and set(keys) <= TRAINER_OWN_KEYS:
+                # From 5.0 the Trainer passes `kwargs or None`; before 5.0 these keys did not
+                # exist. Either way not a dict torch sees without the flag.
+                return cls(KwargsShape.UNKNOWN, node=value)
+            return cls(KwargsShape.WITHOUT_FLAG, node=value)
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+            if any(arg.star or arg.keyword is None for arg in value.args):
+                return cls(KwargsShape.UNKNOWN, node=value)
+            names = {arg.keyword.value: arg.value for arg in value.args}
+            if "use_reentrant" in names:
+                return cls(KwargsShape.WITH_FLAG, literal_bool(names["use_reentrant"]), value)
+            if trainer_path and set(names) <= TRAINER_OWN_KEYS:
+                return cls(KwargsShape.UNKNOWN, node=value)
+            return cls(KwargsShape.WITHOUT_FLAG, node=value)
+        return cls(KwargsShape.UNKNOWN, node=value)
+
+    def reentrancy(self, versions: TargetVersions) -> tuple[Reentrancy, Applies]:
+        """The implementation transformers will run, and whether that depends on a version
+        that is not known (UNKNOWN: reentrant if the targeted transformers is < 5.0)."""
+        if self.shape is KwargsShape.WITH_FLAG:
+            return self.flag, Applies.YES
+        if self.shape is KwargsShape.WITHOUT_FLAG:
+            return Reentrancy.IMPLICIT, Applies.YES
+        if self.shape is KwargsShape.DEFAULT:
+            applies = versions.applies((REENTRANT_DEFAULT_VERSIONS,))
+            if applies is Applies.NO:
+                return Reentrancy.EXPLICIT_FALSE, Applies.YES
+            return Reentrancy.EXPLICIT_TRUE, applies
+        return Reentrancy.UNKNOWN, Applies.YES
+
+
+def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def has_star_kwargs(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def is_gc_enable_call(call: cst.Call) -> bool:
+    """`<anything>.gradient_checkpointing_enable(...)`: transformers models (and PEFT models,
+    which forward it) are built dynamically, so the method name is what can be seen."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == GC_ENABLE
+
+
+def gc_enable_kwargs(call: cst.Call) -> HfCheckpointingKwargs:
+    """The kwargs of a `gradient_checkpointing_enable(...)` call (first positional or keyword)."""
+    if has_star_kwargs(call) or any(arg.star == "*" for arg in call.args):
+        return HfCheckpointingKwargs(KwargsShape.UNKNOWN)
+    positional = [arg for arg in call.args if arg.keyword is None]
+    value = positional[0].value if positional else keyword_value(call, GC_KWARGS)
+    return HfCheckpointingKwargs.of(value)

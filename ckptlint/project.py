@@ -1,0 +1,797 @@
+"""The project index: facts gathered from every Python file under a project root, for the
+rules whose hazards cross files (the model calls `checkpoint` in `model.py`, the training
+script wraps it with FSDP in `train.py`, and pre-commit passes only `model.py`).
+
+Facts are extracted with CPython's `ast` (an order of magnitude faster than libcst, and
+enough for what is recorded here), only from files holding one of the index's trigger
+words, and cached by file content, so a second run re-reads only what changed.
+
+Per file (`FileFacts`): how torch FSDP is used, the classes and their bases, the classes
+that get wrapped by `checkpoint_wrapper` / `apply_activation_checkpointing`, and for every
+function (module-level code counts as one) the ordered events that matter for
+checkpointing and sharding a model object: checkpointing applied to it, FSDP wrapping it, HF
+gradient checkpointing enabled on it, names bound from it, and calls that pass it to another
+function of the project. `ProjectIndex` aggregates them and answers what a call to a project
+function does to the objects passed to it, transitively.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ckptlint.analysis.huggingface import TRAINING_ARGUMENTS_CLASSES
+
+INDEX_TRIGGERS = (
+    "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config",
+)
+
+MODULE_LEVEL = "<module>"
+
+_CHECKPOINT_WRAPPER_MODULE = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+APPLY_ACTIVATION_CHECKPOINTING = frozenset(
+    {
+        f"{_CHECKPOINT_WRAPPER_MODULE}.apply_activation_checkpointing",
+        f"{_CHECKPOINT_WRAPPER_MODULE}.apply_activation_checkpointing_wrapper",  # torch < 1.13
+    }
+)
+CHECKPOINT_WRAPPER = frozenset({f"{_CHECKPOINT_WRAPPER_MODULE}.checkpoint_wrapper"})
+CHECKPOINT_IMPL_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.REENTRANT"
+CHECKPOINT_IMPL_NO_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.NO_REENTRANT"
+# The composable (FSDP2-era) checkpoint: always the non-reentrant implementation.
+COMPOSABLE_CHECKPOINT = frozenset(
+    {"torch.distributed._composable.checkpoint", "torch.distributed._composable.checkpoint_activation.checkpoint"}
+)
+FSDP1 = frozenset(
+    {
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+FSDP2 = frozenset(
+    {
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed.fsdp._fully_shard.fully_shard",
+        "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+    }
+)
+ACCELERATE_FSDP_PLUGIN = frozenset(
+    {
+        "accelerate.FullyShardedDataParallelPlugin",
+        "accelerate.utils.FullyShardedDataParallelPlugin",
+        "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin",
+    }
+)
+_LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric")
+LIGHTNING_FSDP_STRATEGY = frozenset(
+    f"{package}.strategies{sub}.FSDPStrategy" for package in _LIGHTNING_PACKAGES for sub in ("", ".fsdp")
+)
+LIGHTNING_ENTRY_POINTS = frozenset(
+    {"lightning.Trainer", "lightning.Fabric", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+     "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+)
+# Calls that hand back the model they are given (possibly wrapped): a name bound from one
+# still refers to the same layers.
+_PASS_THROUGH_METHODS = frozenset({"to", "cuda", "cpu", "half", "bfloat16", "float", "train", "requires_grad_"})
+_PASS_THROUGH_FUNCTIONS = frozenset(
+    {"torch.compile", "peft.get_peft_model", "peft.prepare_model_for_kbit_training",
+     "torch.nn.parallel.DistributedDataParallel"}
+)
+
+
+class FsdpKind(str, enum.Enum):
+    FSDP1 = "FullyShardedDataParallel"
+    FSDP2 = "fully_shard"
+    HF_TRAINER = "TrainingArguments(fsdp=...)"
+    ACCELERATE = "accelerate FullyShardedDataParallelPlugin"
+    LIGHTNING = "Lightning FSDPStrategy"
+
+
+class EventKind(str, enum.Enum):
+    CHECKPOINT = "checkpointing applied"  # apply_activation_checkpointing / checkpoint_wrapper
+    FSDP1 = "FullyShardedDataParallel"
+    FSDP2 = "fully_shard"
+    HF_GC = "gradient_checkpointing_enable"
+    ALIAS = "bound from"  # target = <source>, or a pass-through wrapper of it
+    CALL = "passed to"  # a call of a project function with the target as an argument
+
+
+class Impl(str, enum.Enum):
+    REENTRANT = "reentrant"
+    NON_REENTRANT = "non-reentrant"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class FsdpUse:
+    kind: FsdpKind
+    path: str  # relative to the project root
+    line: int
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing a function does to an object it names (`target`, a dotted name such as
+    `model` or `self.model`), in source order."""
+
+    kind: EventKind
+    target: str
+    line: int
+    column: int  # 0-based, of the call
+    api: str = ""  # what was called, as written
+    impl: Impl = Impl.UNKNOWN  # CHECKPOINT: the implementation
+    auto_wrap: bool = False  # FSDP1: an auto-wrap policy is given
+    direct: bool = True  # CHECKPOINT: the model itself (apply_activation_checkpointing), not a layer
+    source: str = ""  # ALIAS: the name it is bound from
+    callee: str = ""  # CALL: absolute name of the project function
+    parameter: str | int = 0  # CALL: the callee's parameter (name, or position) receiving the target
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    name: str  # absolute: `pkg.train.main`, `pkg.model.Model.forward`, `pkg.train.<module>`
+    parameters: tuple[str, ...]
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    name: str  # absolute
+    line: int
+    bases: tuple[str, ...]  # absolute where resolvable, else as written
+
+
+@dataclass(frozen=True)
+class WrappedClass:
+    """A class whose instances get wrapped for activation checkpointing (through
+    `check_fn=lambda m: isinstance(m, Block)`, a wrap policy, `checkpoint_wrapper(Block(...))`,
+    Lightning's `activation_checkpointing_policy`, accelerate's class-name list)."""
+
+    name: str  # absolute, or the bare class name when only that is written (a string)
+    line: int
+    api: str
+    impl: Impl = Impl.NON_REENTRANT
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    module: str
+    fsdp: tuple[FsdpUse, ...] = ()
+    classes: tuple[ClassFacts, ...] = ()
+    functions: tuple[FunctionFacts, ...] = ()
+    wrapped_classes: tuple[WrappedClass, ...] = ()
+    # `TrainingArguments`-like calls with an FSDP `fsdp=` value, by callee, for subclasses
+    # defined in the project (resolved once every file's classes are known).
+    fsdp_argument_calls: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> FileFacts:
+        return cls(
+            module=data["module"],
+            fsdp=tuple(FsdpUse(FsdpKind(u["kind"]), u["path"], u["line"]) for u in data["fsdp"]),
+            classes=tuple(ClassFacts(c["name"], c["line"], tuple(c["bases"])) for c in data["classes"]),
+            functions=tuple(
+                FunctionFacts(
+                    f["name"],
+                    tuple(f["parameters"]),
+                    tuple(
+                        Event(**{**e, "kind": EventKind(e["kind"]), "impl": Impl(e["impl"])}) for e in f["events"]
+                    ),
+                )
+                for f in data["functions"]
+            ),
+            wrapped_classes=tuple(WrappedClass(**{**w, "impl": Impl(w["impl"])}) for w in data["wrapped_classes"]),
+            fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
+        )
+
+
+def text_digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
+
+
+# --- module names ----------------------------------------------------------------------
+
+
+def module_name(relative_path: str) -> str:
+    """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`."""
+    parts = relative_path.removesuffix(".pyi").removesuffix(".py").split("/")
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def absolute_import(module: str, is_package: bool, relative: str) -> str:
+    """`from ..x import y` seen in `module`: the absolute name `..x.y` stands for."""
+    level = len(relative) - len(relative.lstrip("."))
+    if level == 0:
+        return relative
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - (level - 1)] if level > 1 else package
+    rest = relative[level:]
+    return ".".join([*base, rest] if rest else base)
+
+
+# --- extraction ------------------------------------------------------------------------
+
+
+def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> FileFacts:
+    """The facts of one file; a file without trigger words (unless `prefilter` is off), or
+    that does not parse, has none."""
+    module = module_name(relative_path)
+    if prefilter and not any(word in text for word in INDEX_TRIGGERS):
+        return FileFacts(module)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return FileFacts(module)
+    try:
+        return _Extractor(module, relative_path).run(tree)
+    except RecursionError:
+        return FileFacts(module)
+
+
+class _Extractor:
+    def __init__(self, module: str, relative_path: str) -> None:
+        self.module = module
+        self.path = relative_path
+        self.is_package = relative_path.endswith("__init__.py")
+        self.imports: dict[str, str] = {}
+        self.top_level: set[str] = set()
+        self.fsdp: list[FsdpUse] = []
+        self.classes: list[ClassFacts] = []
+        self.functions: list[FunctionFacts] = []
+        self.wrapped: list[WrappedClass] = []
+        self.fsdp_argument_calls: list[tuple[str, int]] = []
+        # Predicates (`def is_block(m): return isinstance(m, Block)`) and assigned lambdas,
+        # by name, for `check_fn=`.
+        self.predicates: dict[str, ast.AST] = {}
+        # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
+        self.assigned_calls: dict[str, ast.Call] = {}
+
+    def run(self, tree: ast.Module) -> FileFacts:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        self.imports[head] = head
+            elif isinstance(node, ast.ImportFrom):
+                base = absolute_import(self.module, self.is_package, "." * node.level + (node.module or ""))
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.predicates.setdefault(node.name, node)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Call)):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        table = self.predicates if isinstance(node.value, ast.Lambda) else self.assigned_calls
+                        table.setdefault(target.id, node.value)
+        for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.top_level.add(statement.name)
+        self._function(f"{self.module}.{MODULE_LEVEL}", (), tree.body, enclosing_class=None)
+        return FileFacts(
+            self.module,
+            tuple(self.fsdp),
+            tuple(self.classes),
+            tuple(self.functions),
+            tuple(self.wrapped),
+            tuple(self.fsdp_argument_calls),
+        )
+
+    # names ------------------------------------------------------------------------------
+
+    def resolve(self, expr: ast.AST, enclosing_class: str | None = None) -> str | None:
+        """The absolute name an expression refers to, when it is an imported or top-level
+        name (or an attribute of one); `self.method` resolves to the enclosing class's."""
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        parts.reverse()
+        if expr.id == "self" and enclosing_class is not None and len(parts) == 1:
+            return f"{enclosing_class}.{parts[0]}"
+        if expr.id in self.imports:
+            return ".".join([self.imports[expr.id], *parts])
+        if expr.id in self.top_level:
+            return ".".join([self.module, expr.id, *parts])
+        return None
+
+    # walking ----------------------------------------------------------------------------
+
+    def _function(
+        self, name: str, parameters: tuple[str, ...], body: Sequence[ast.stmt], enclosing_class: str | None
+    ) -> None:
+        events: list[Event] = []
+        loop_sources: dict[str, str] = {}  # loop variable -> the dotted name iterated over
+        prefix = name.removesuffix(f".{MODULE_LEVEL}")
+        in_class_body = name == enclosing_class
+        for node in _walk_own_code(body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))
+                if in_class_body and params and params[0] in ("self", "cls"):
+                    params = params[1:]
+                # A function nested in a method shares its `self`.
+                self._function(f"{prefix}.{node.name}", params, node.body, enclosing_class)
+            elif isinstance(node, ast.ClassDef):
+                qualified = f"{prefix}.{node.name}"
+                self.classes.append(
+                    ClassFacts(qualified, node.lineno, tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases))
+                )
+                self._function(qualified, (), node.body, enclosing_class=qualified)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                source = _root(node.iter)
+                if source is not None:
+                    for target in _names(node.target):
+                        loop_sources[target] = source
+            elif isinstance(node, ast.Call):
+                self._call(node, events, loop_sources, enclosing_class)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                self._assignment(node, events, enclosing_class)
+        events.sort(key=lambda e: (e.line, e.column))
+        if events:
+            self.functions.append(FunctionFacts(name, parameters, tuple(events)))
+
+    def _assignment(self, node: ast.Assign | ast.AnnAssign, events: list[Event], enclosing_class: str | None) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        source = self._model_source(node.value, enclosing_class)
+        if source is None:
+            return
+        for target in targets:
+            name = _dotted(target)
+            if name is not None and name != source:
+                events.append(Event(EventKind.ALIAS, name, node.lineno, node.col_offset, source=source))
+
+    def _model_source(self, value: ast.AST, enclosing_class: str | None) -> str | None:
+        """The name a value is the same model as: `m`, `m.to(d)`, `FSDP(m, ...)`,
+        `accelerator.prepare(m)`, `torch.compile(m)`, `get_peft_model(m, cfg)`."""
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            return _dotted(value)
+        if not isinstance(value, ast.Call) or not value.args:
+            return None
+        first = value.args[0]
+        if isinstance(value.func, ast.Attribute) and value.func.attr in _PASS_THROUGH_METHODS:
+            return _dotted(value.func.value)
+        callee = self.resolve(value.func, enclosing_class)
+        if callee in FSDP1 | FSDP2 | _PASS_THROUGH_FUNCTIONS or (
+            isinstance(value.func, ast.Attribute) and value.func.attr == "prepare" and len(value.args) == 1
+        ):
+            return _dotted(first)
+        return None
+
+    def _call(self, call: ast.Call, events: list[Event], loop_sources: Mapping[str, str], enclosing_class: str | None) -> None:
+        callee = self.resolve(call.func, enclosing_class)
+        line, column = call.lineno, call.col_offset
+        first = call.args[0] if call.args else _keyword(call, "module") or _keyword(call, "model")
+        if callee in FSDP1:
+            self.fsdp.append(FsdpUse(FsdpKind.FSDP1, self.path, line))
+            policy = _keyword(call, "auto_wrap_policy")
+            auto_wrap = policy is not None and not _is_none(policy)
+            target = _dotted(first) if first is not None else None
+            if target is not None:
+                events.append(Event(EventKind.FSDP1, target, line, column, api=_dotted(call.func) or "", auto_wrap=auto_wrap))
+        elif callee in FSDP2:
+            self.fsdp.append(FsdpUse(FsdpKind.FSDP2, self.path, line))
+            target = _dotted(first) if first is not None else None
+            if target is not None:
+                events.append(Event(EventKind.FSDP2, target, line, column, api=_dotted(call.func) or ""))
+        elif callee in ACCELERATE_FSDP_PLUGIN:
+            self.fsdp.append(FsdpUse(FsdpKind.ACCELERATE, self.path, line))
+            if _truthy(_keyword(call, "activation_checkpointing")):
+                names = _keyword(call, "transformer_cls_names_to_wrap")
+                for text in _strings(names):
+                    self.wrapped.append(WrappedClass(text, line, "FullyShardedDataParallelPlugin"))
+        elif callee in LIGHTNING_FSDP_STRATEGY:
+            self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
+            for keyword in ("activation_checkpointing_policy", "activation_checkpointing"):
+                for cls in self._classes_in(_keyword(call, keyword), enclosing_class):
+                    self.wrapped.append(WrappedClass(cls, line, "FSDPStrategy"))
+        elif callee in LIGHTNING_ENTRY_POINTS or (callee or "").startswith(tuple(p + "." for p in _LIGHTNING_PACKAGES)):
+            strategy = _keyword(call, "strategy")
+            if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str) and strategy.value.startswith("fsdp"):
+                self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
+        elif callee in APPLY_ACTIVATION_CHECKPOINTING:
+            impl = self._wrapper_impl(_keyword(call, "checkpoint_wrapper_fn"), enclosing_class)
+            target = _dotted(first) if first is not None else None
+            if target is not None:
+                events.append(Event(EventKind.CHECKPOINT, target, line, column, api=_dotted(call.func) or "", impl=impl))
+            for cls in self._check_fn_classes(call, enclosing_class):
+                self.wrapped.append(WrappedClass(cls, line, "apply_activation_checkpointing", impl))
+        elif callee in CHECKPOINT_WRAPPER or callee in COMPOSABLE_CHECKPOINT:
+            impl = Impl.NON_REENTRANT if callee in COMPOSABLE_CHECKPOINT else self._impl_of(call, enclosing_class)
+            if first is not None:
+                root = _root(first)
+                root = loop_sources.get(root, root) if root is not None else None
+                if root is not None:
+                    events.append(
+                        Event(EventKind.CHECKPOINT, root, line, column, api=_dotted(call.func) or "", impl=impl,
+                              direct=_dotted(first) == root)
+                    )
+                if isinstance(first, ast.Call):
+                    cls = self.resolve(first.func, enclosing_class)
+                    if cls is not None:
+                        self.wrapped.append(WrappedClass(cls, line, "checkpoint_wrapper", impl))
+        elif isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
+            target = _dotted(call.func.value)
+            if target is not None:
+                events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable"))
+        if _fsdp_argument(call):
+            if callee is not None:
+                if callee in TRAINING_ARGUMENTS_CLASSES:
+                    self.fsdp.append(FsdpUse(FsdpKind.HF_TRAINER, self.path, line))
+                else:
+                    self.fsdp_argument_calls.append((callee, line))
+        # A project function receiving a model: what it does to it is resolved later.
+        if callee is not None and not callee.startswith(_LIBRARY_PREFIXES):
+            for position, arg in enumerate(call.args):
+                target = _dotted(arg) if not isinstance(arg, ast.Starred) else None
+                if target is not None:
+                    events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=position))
+            for keyword in call.keywords:
+                target = _dotted(keyword.value) if keyword.arg else None
+                if target is not None:
+                    events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg))
+
+    def _impl_of(self, call: ast.Call, enclosing_class: str | None) -> Impl:
+        """`checkpoint_wrapper(m, checkpoint_impl=...)`: non-reentrant by default."""
+        value = _keyword(call, "checkpoint_impl")
+        if value is None and len(call.args) >= 2:
+            value = call.args[1]
+        if value is None:
+            return Impl.NON_REENTRANT
+        resolved = self.resolve(value, enclosing_class)
+        if resolved == CHECKPOINT_IMPL_REENTRANT:
+            return Impl.REENTRANT
+        if resolved == CHECKPOINT_IMPL_NO_REENTRANT:
+            return Impl.NON_REENTRANT
+        return Impl.UNKNOWN
+
+    def _wrapper_impl(self, wrapper_fn: ast.AST | None, enclosing_class: str | None) -> Impl:
+        """`checkpoint_wrapper_fn=`: torch's `checkpoint_wrapper` by default, or a partial of it."""
+        if wrapper_fn is None:
+            return Impl.NON_REENTRANT
+        resolved = self.resolve(wrapper_fn, enclosing_class)
+        if resolved in CHECKPOINT_WRAPPER:
+            return Impl.NON_REENTRANT
+        partial = wrapper_fn if isinstance(wrapper_fn, ast.Call) else self._assigned_call(wrapper_fn)
+        if (
+            isinstance(partial, ast.Call)
+            and self.resolve(partial.func, enclosing_class) == "functools.partial"
+            and partial.args
+            and self.resolve(partial.args[0], enclosing_class) in CHECKPOINT_WRAPPER
+        ):
+            if any(k.arg is None for k in partial.keywords):
+                return Impl.UNKNOWN
+            inner = ast.Call(func=partial.args[0], args=[ast.Constant(None), *partial.args[1:]], keywords=partial.keywords)
+            return self._impl_of(inner, enclosing_class)
+        return Impl.UNKNOWN
+
+    def _assigned_call(self, expr: ast.AST) -> ast.Call | None:
+        return self.assigned_calls.get(expr.id) if isinstance(expr, ast.Name) else None
+
+    def _check_fn_classes(self, call: ast.Call, enclosing_class: str | None) -> list[str]:
+        found: list[str] = []
+        check_fn = _keyword(call, "check_fn")
+        if isinstance(check_fn, ast.Name):
+            check_fn = self.predicates.get(check_fn.id)
+        if check_fn is not None:
+            for node in ast.walk(check_fn):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "isinstance"
+                    and len(node.args) == 2
+                ):
+                    found.extend(self._classes_in(node.args[1], enclosing_class))
+        policy = _keyword(call, "auto_wrap_policy")
+        if policy is not None:
+            for node in ast.walk(policy):
+                if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+                    found.extend(self._classes_in(node, enclosing_class))
+        return found
+
+    def _classes_in(self, expr: ast.AST | None, enclosing_class: str | None) -> list[str]:
+        if expr is None:
+            return []
+        if isinstance(expr, (ast.Set, ast.List, ast.Tuple)):
+            return [name for element in expr.elts for name in self._classes_in(element, enclosing_class)]
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return [expr.value]
+        resolved = self.resolve(expr, enclosing_class)
+        return [resolved] if resolved is not None else []
+
+
+_LIBRARY_PREFIXES = (
+    "torch.", "transformers.", "peft.", "accelerate.", "trl.", "lightning", "pytorch_lightning.", "deepspeed.",
+    "functools.", "builtins.", "numpy.", "os.", "sys.", "logging.", "typing.", "math.", "json.",
+)
+
+
+def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a function body in source order, descending into nested blocks but not
+    into nested function or class bodies (those are visited as themselves)."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        children = list(ast.iter_child_nodes(node))
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            # The loop header binds before the body runs.
+            children = [node.iter, node.target, *node.body, *node.orelse]
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            children = [*node.generators, node.elt]
+        elif isinstance(node, ast.DictComp):
+            children = [*node.generators, node.key, node.value]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            # The value is evaluated (its calls run) before the name is bound.
+            value = [node.value] if node.value is not None else []
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            children = [*value, *targets]
+        stack.extend(reversed(children))
+
+
+def _keyword(call: ast.Call, name: str) -> ast.AST | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _dotted(expr: ast.AST | None) -> str | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    return ".".join([expr.id, *reversed(parts)])
+
+
+def _root(expr: ast.AST) -> str | None:
+    """The object an expression is part of: `model.layers[i]` -> `model`,
+    `self.model.layers` -> `self.model`, `model.named_children()` -> `model`."""
+    while True:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "list", "reversed", "zip") and expr.args:
+            expr = expr.args[0]
+        elif isinstance(expr, ast.Attribute):
+            dotted = _dotted(expr)
+            if dotted is not None:
+                head = dotted.split(".")
+                return ".".join(head[:2]) if head[0] == "self" else head[0]
+            expr = expr.value
+        elif isinstance(expr, ast.Name):
+            return expr.id
+        else:
+            return None
+
+
+def _names(target: ast.AST) -> list[str]:
+    return [node.id for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def _is_none(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def _truthy(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and bool(expr.value) and expr.value is not None
+
+
+def _strings(expr: ast.AST | None) -> list[str]:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return [s.strip() for s in expr.value.split(",") if s.strip()]
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return [s for element in expr.elts for s in _strings(element)]
+    return []
+
+
+def _fsdp_argument(call: ast.Call) -> bool:
+    """`fsdp=` with a value that turns FSDP on: a non-empty string or list, or True."""
+    value = _keyword(call, "fsdp")
+    if isinstance(value, ast.Constant):
+        return value.value is True or (isinstance(value.value, str) and bool(value.value.strip()))
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return bool(value.elts)
+    if isinstance(value, ast.Attribute) and _dotted(value.value) in ("FSDPOption",):
+        return True
+    return False
+
+
+# --- the index -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParameterEffect:
+    """What calling a project function does to the object passed as one of its parameters."""
+
+    kind: EventKind  # CHECKPOINT, FSDP1, FSDP2 or HF_GC
+    impl: Impl
+    auto_wrap: bool
+    path: str
+    line: int
+    function: str
+
+
+@dataclass
+class ProjectIndex:
+    root: Path
+    files: dict[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
+    # relative path -> content digest of the text the facts were extracted from
+    digests: dict[str, str] = field(default_factory=dict)
+
+    # queries -----------------------------------------------------------------------------
+
+    @cached_property
+    def fsdp_uses(self) -> tuple[FsdpUse, ...]:
+        uses = [use for facts in self.files.values() for use in facts.fsdp]
+        subclasses = self.training_arguments_classes
+        for path, facts in self.files.items():
+            for callee, line in facts.fsdp_argument_calls:
+                if self._resolve_name(callee, subclasses):
+                    uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
+        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    @cached_property
+    def classes(self) -> dict[str, ClassFacts]:
+        return {c.name: c for facts in self.files.values() for c in facts.classes}
+
+    @cached_property
+    def functions(self) -> dict[str, FunctionFacts]:
+        return {f.name: f for facts in self.files.values() for f in facts.functions}
+
+    @cached_property
+    def _function_paths(self) -> dict[str, str]:
+        return {f.name: path for path, facts in self.files.items() for f in facts.functions}
+
+    @cached_property
+    def _suffixes(self) -> dict[str, list[str]]:
+        """Every dotted suffix (of two or more parts) of every function and class name: a
+        script's `from helpers import f` names `scripts.helpers.f` as `helpers.f`, and a
+        src-layout package is imported without its `src.`."""
+        table: dict[str, list[str]] = {}
+        for name in (*self.functions, *self.classes):
+            parts = name.split(".")
+            for start in range(1, len(parts) - 1):
+                table.setdefault(".".join(parts[start:]), []).append(name)
+        return table
+
+    def _resolve_name(self, name: str, table: Iterable[str]) -> str | None:
+        names = set(table)
+        if name in names:
+            return name
+        candidates = [c for c in self._suffixes.get(name, ()) if c in names]
+        return candidates[0] if len(candidates) == 1 else None
+
+    def function(self, name: str) -> FunctionFacts | None:
+        resolved = self._resolve_name(name, self.functions)
+        return self.functions.get(resolved) if resolved else None
+
+    def class_named(self, name: str) -> ClassFacts | None:
+        resolved = self._resolve_name(name, self.classes)
+        return self.classes.get(resolved) if resolved else None
+
+    def ancestors(self, name: str) -> list[str]:
+        """The class and its bases defined in the project (and external bases by name)."""
+        found: list[str] = []
+        pending = [name]
+        while pending and len(found) < 64:
+            current = pending.pop()
+            facts = self.class_named(current)
+            resolved = facts.name if facts else current
+            if resolved in found:
+                continue
+            found.append(resolved)
+            if facts is not None:
+                pending.extend(facts.bases)
+        return found
+
+    @cached_property
+    def training_arguments_classes(self) -> frozenset[str]:
+        """transformers' and TRL's argument classes, and the project's subclasses of them."""
+        known = set(TRAINING_ARGUMENTS_CLASSES)
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.classes.values():
+                if cls.name not in known and any(b in known or self._resolve_name(b, known) for b in cls.bases):
+                    known.add(cls.name)
+                    changed = True
+        return frozenset(known)
+
+    def is_training_arguments(self, name: str) -> bool:
+        known = self.training_arguments_classes
+        if name in known:
+            return True
+        facts = self.class_named(name)
+        return facts is not None and facts.name in known
+
+    @cached_property
+    def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
+        """(relative path, entry) for every class wrapped for activation checkpointing."""
+        return tuple(
+            sorted(((path, w) for path, facts in self.files.items() for w in facts.wrapped_classes),
+                   key=lambda item: (item[0], item[1].line))
+        )
+
+    def wrapping_of(self, class_name: str) -> tuple[str, WrappedClass] | None:
+        """Where instances of `class_name` (or of one of its bases) get checkpoint-wrapped."""
+        lineage = self.ancestors(class_name)
+        simple = {name.rsplit(".", 1)[-1] for name in lineage}
+        for path, wrapped in self.wrapped_classes:
+            resolved = self._resolve_name(wrapped.name, self.classes) or wrapped.name
+            if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
+                return path, wrapped
+        return None
+
+    def parameter_effects(self, name: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> list[ParameterEffect]:
+        """What calling project function `name` does to the object passed as `parameter`
+        (a position or a keyword), following calls to other project functions."""
+        facts = self.function(name)
+        if facts is None or facts.name in _seen or len(_seen) > 16:
+            return []
+        if isinstance(parameter, int):
+            if parameter >= len(facts.parameters):
+                return []
+            parameter = facts.parameters[parameter]
+        elif parameter not in facts.parameters:
+            return []
+        path = self._function_paths[facts.name]
+        effects: list[ParameterEffect] = []
+        names = {parameter}
+        for event in facts.events:
+            if event.kind is EventKind.ALIAS:
+                if event.source in names:
+                    names.add(event.target)
+                elif event.target in names:
+                    names.discard(event.target)
+                continue
+            if event.target not in names:
+                continue
+            if event.kind is EventKind.CALL:
+                effects.extend(self.parameter_effects(event.callee, event.parameter, _seen | {facts.name}))
+            elif event.kind in (EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC):
+                effects.append(ParameterEffect(event.kind, event.impl, event.auto_wrap, path, event.line, facts.name))
+        return effects
+
+    @cached_property
+    def fingerprint(self) -> str:
+        import hashlib
+
+        digest = hashlib.blake2b(digest_size=12)
+        for path in sorted(self.files):
+            digest.update(path.encode())
+            digest.update(json.dumps(self.files[path].to_json(), sort_keys=True).encode())
+        return digest.hexdigest()
+
+    def with_file(self, relative_path: str, text: str) -> ProjectIndex:
+        """The index with one file's facts taken from `text` (the version being linted, which
+        a rule has found worth analysing: no trigger-word prefilter)."""
+        if self.digests.get(relative_path) == text_digest(text) and any(word in text for word in INDEX_TRIGGERS):
+            return self  # indexed from this very text, without the prefilter skipping it
+        facts = extract_facts(text, relative_path, prefilter=False)
+        if self.files.get(relative_path) == facts:
+            return self
+        return ProjectIndex(self.root, {**self.files, relative_path: facts}, self.digests)

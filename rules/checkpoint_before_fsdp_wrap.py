@@ -1,0 +1,357 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.analysis.fsdp import ModelStep, call_at, model_steps
+from ckptlint.project import EventKind, Impl, ProjectIndex
+from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.types import Applicability
+from ckptlint.versions import Applies, VersionRange
+
+# The release with FSDP1's guard that skips the pre-forward unshard while a unit is being
+# recomputed in backward (`BACKWARD_PRE` state check in `_runtime_utils._pre_forward`).
+NESTING_FIXED = VersionRange.of("torch", max="2.1")
+
+
+class CheckpointBeforeFsdpWrap(Rule):
+    """Activation checkpointing applied to a model before FSDP1 auto-wraps it.
+
+    ## What it does
+    Finds `apply_activation_checkpointing(model, ...)`, or `checkpoint_wrapper` applied to
+    `model`'s layers, followed by `FullyShardedDataParallel(model, auto_wrap_policy=...)` on
+    the same model: in the same function, or through functions of the project that the
+    model is passed to (`apply_ac(model)` in one module, `shard(model)` in another).
+
+    ## Why is this bad?
+    The auto-wrap policy then looks inside the checkpoint wrappers and puts the FSDP units
+    *inside* them: `CheckpointWrapper(FSDP(Block))` instead of `FSDP(CheckpointWrapper(Block))`.
+    Old torch failed outright on that nesting (pytorch/pytorch#82203: "Error when wrapping
+    FSDP inside `checkpoint_wrapper`", with both implementations). On torch 2.13 the model is
+    still sharded into the same units, but with the reentrant implementation every unit is
+    all-gathered twice in backward (8 all-gathers instead of 4 for 4 blocks), because the
+    recomputation runs the FSDP unit's forward again outside its backward hooks; several
+    reentrant regions in one unit crash backward.
+
+    Reported for reentrant wrappers on every torch version, and for non-reentrant ones only
+    when the targeted torch predates 2.1 (or is unknown).
+
+    ## Example
+    ```python
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=reentrant_wrapper, check_fn=is_block)
+    model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))
+    ```
+
+    ## Use instead
+    ```python
+    model = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}))
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=reentrant_wrapper, check_fn=is_block)
+    ```
+
+    ## Fix safety
+    The fix moves the checkpointing call after the wrap, applied to the wrapped model. It is
+    **unsafe** (the code between the two may rely on the checkpointing being applied) and
+    offered only when both statements sit in one block, the wrap's result is assigned to a
+    name, and nothing in between rebinds a name the moved call reads.
+
+    Not reported for FSDP2's `fully_shard` (checkpointing first is the documented order, as
+    torchtitan does), when FSDP wraps the checkpoint wrapper itself
+    (`FSDP(checkpoint_wrapper(layer))`), or when the wrap has no auto-wrap policy.
+
+    ## Evidence
+    torch 2.13 on CPU (gloo, 2 ranks, `stem -> 4 x Block -> head`, EVIDENCE Q5): AC then
+    `FSDP(ModuleWrapPolicy({Block}))` gives 5 units, half the parameter bytes per rank, and
+    the nesting `CheckpointWrapper(FSDP(Block))`; backward all-gathers 8 times with
+    `CheckpointImpl.REENTRANT` (4 with `NO_REENTRANT`, or when AC is applied after the
+    wrap). The guard that makes the nested non-reentrant case work, FSDP1 skipping its
+    pre-forward unshard while a handle is in `BACKWARD_PRE`, is in
+    `torch/distributed/fsdp/_runtime_utils.py` from torch 2.1 (pytorch/pytorch#105090
+    added the check for the composable path); pytorch/pytorch#82203 (torch 1.12) is the
+    original failure.
+    """
+
+    code = "CKPT003"
+    name = "checkpoint-before-fsdp-wrap"
+    message = "activation checkpointing applied before the FSDP1 auto-wrap"
+    fix = Applicability.UNSAFE
+    # Checkpointing may be applied by a project function: only the wrap must be visible.
+    triggers = (b"FullyShardedDataParallel", b"FSDP", b"fsdp")
+    requires = ()
+    uses_project = True
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._calls: list[cst.Call] = []
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings) -> bool:
+        return bool(_checkpointed_then_wrapped(project, relative_path))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._calls.append(node)
+
+    def finish(self) -> None:
+        for checkpointing, wrap in _checkpointed_then_wrapped(self.context.project, self.context.relative_path):
+            self._check(checkpointing, wrap)
+
+    def _check(self, checkpointing: ModelStep, wrap: ModelStep) -> None:
+        if checkpointing.impl is not Impl.REENTRANT:
+            applies = self.context.versions.applies((NESTING_FIXED,))
+            if applies is Applies.NO:
+                return
+        node = call_at(self.context, self._calls, checkpointing.event.line, checkpointing.event.column)
+        if node is None:
+            return
+        path = self.context.relative_path
+        impl = {
+            Impl.REENTRANT: "the reentrant implementation all-gathers every unit twice in backward",
+            Impl.NON_REENTRANT: f"{NESTING_FIXED} fails on that nesting"
+            + (" (target version unknown)" if self.context.versions.applies((NESTING_FIXED,)) is Applies.UNKNOWN else ""),
+            Impl.UNKNOWN: "torch < 2.1 fails on that nesting, and the reentrant implementation all-gathers every unit "
+            "twice in backward",
+        }[checkpointing.impl]
+        wrapped_at = wrap.where(path)
+        message = (
+            f"activation checkpointing on `{checkpointing.name}` (at {checkpointing.where(path)}) before "
+            f"`FullyShardedDataParallel(..., auto_wrap_policy=...)` wraps it (at {wrapped_at}): the FSDP units end "
+            f"up inside the checkpoint wrappers, `CheckpointWrapper(FSDP(Block))`, and {impl}; apply "
+            "checkpointing to the wrapped model after the wrap"
+        )
+        self.report(node, message, replacements=self._move(checkpointing, wrap, node), fix_message="Move the checkpointing after the FSDP wrap")
+
+    def _move(self, checkpointing: ModelStep, wrap: ModelStep, call: cst.Call) -> list[Replacement]:
+        if checkpointing.effect is not None or wrap.effect is not None or not checkpointing.event.direct:
+            return []
+        wrap_call = call_at(self.context, self._calls, wrap.event.line, wrap.event.column)
+        if wrap_call is None:
+            return []
+        found = _statements_in_one_block(self.context.module, call, wrap_call)
+        if found is None:
+            return []
+        block, first, second = found
+        statements = list(block.body)
+        moved, target = statements[first], statements[second]
+        assign = target.body[0]
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+            return []
+        wrapped_name = assign.targets[0].target
+        if not isinstance(wrapped_name, (cst.Name, cst.Attribute)) or not call.args:
+            return []
+        read = {n.value for n in _names(call)}
+        rebound = {n.value for statement in statements[first + 1 : second] for n in _assigned_names(statement)}
+        if read & rebound:
+            return []
+        new_call = call.with_changes(args=[call.args[0].with_changes(value=wrapped_name), *call.args[1:]])
+        new_statement = moved.deep_replace(call, new_call).with_changes(leading_lines=())
+        after_removed = statements[first + 1].with_changes(
+            leading_lines=(*moved.leading_lines, *statements[first + 1].leading_lines)
+        )
+        # The statement after the moved one keeps the comments and blank lines above it.
+        between = [after_removed, *statements[first + 2 : second + 1]]
+        new_body = [*statements[:first], *between, new_statement, *statements[second + 1 :]]
+        return [Replacement(block, block.with_changes(body=new_body))]
+
+    valid = [
+        # FSDP2: checkpointing first is the documented order (torchtitan).
+        Valid(
+            """
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+            from torch.distributed.fsdp import fully_shard
+
+            for layer_id, block in model.layers.named_children():
+                block = checkpoint_wrapper(block)
+                model.layers.register_module(layer_id, block)
+            for block in model.layers.values():
+                fully_shard(block)
+            fully_shard(model)
+            """
+        ),
+        # FSDP wraps the checkpoint wrapper itself; and the right order.
+        Valid(
+            """
+            from functools import partial
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+
+            layers = [FSDP(checkpoint_wrapper(Block())) for _ in range(4)]
+            model = FSDP(model, auto_wrap_policy=policy)
+            wrapper = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+            """
+        ),
+        # No auto-wrap policy: one unit, nothing nested inside the wrappers.
+        Valid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            apply_activation_checkpointing(model)
+            model = FSDP(model)
+            """
+        ),
+        # Non-reentrant on a torch with the fix.
+        Valid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+            model = FSDP(model, auto_wrap_policy=policy)
+            """,
+            target_versions={"torch": "2.4"},
+        ),
+    ]
+    invalid = [
+        # Non-reentrant, on a torch that fails on the nesting.
+        Invalid(
+            """
+            import functools
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+
+            def setup(model, policy):
+                wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+                # checkpoint every block
+                apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+                sharded = FSDP(model, auto_wrap_policy=policy, use_orig_params=True)
+                return sharded
+            """,
+            line=10,
+            column=5,
+            target_versions={"torch": "2.0"},
+            expected_fix="""
+            import functools
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+
+            def setup(model, policy):
+                wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+                # checkpoint every block
+                sharded = FSDP(model, auto_wrap_policy=policy, use_orig_params=True)
+                apply_activation_checkpointing(sharded, checkpoint_wrapper_fn=wrapper)
+                return sharded
+            """,
+        ),
+        # Layers wrapped one by one in a loop, then auto-wrapped; torch version unknown.
+        Invalid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            for i, layer in enumerate(model.layers):
+                model.layers[i] = checkpoint_wrapper(layer)
+            model = FullyShardedDataParallel(model, auto_wrap_policy=wrap_policy)
+            """,
+            line=5,
+            column=23,
+        ),
+        # Reentrant: reported on torch 2.13 too.
+        Invalid(
+            """
+            from functools import partial
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+
+            reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=reentrant, check_fn=is_block)
+            model = FSDP(model, auto_wrap_policy=policy)
+            """,
+            line=8,
+            column=1,
+            target_versions={"torch": "2.13"},
+            message_contains="all-gathers every unit twice",
+            # Together with CKPT002's fix of the partial (a fix run applies every rule's).
+            expected_fix="""
+            from functools import partial
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+
+            reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+            model = FSDP(model, auto_wrap_policy=policy)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=reentrant, check_fn=is_block)
+            """,
+        ),
+    ]
+
+
+def _checkpointed_then_wrapped(project: ProjectIndex, relative_path: str) -> list[tuple[ModelStep, ModelStep]]:
+    """(checkpointing, FSDP1 auto-wrap) of the same model, in that order, in the file's functions."""
+    found = []
+    facts = project.files.get(relative_path)
+    for function in facts.functions if facts is not None else ():
+        checkpointed: dict[int, ModelStep] = {}
+        for step in model_steps(function, project):
+            if step.kind is EventKind.CHECKPOINT:
+                checkpointed.setdefault(step.model, step)
+            elif step.kind is EventKind.FSDP1 and step.auto_wrap and step.model in checkpointed:
+                found.append((checkpointed.pop(step.model), step))
+    return found
+
+
+def _statements_in_one_block(
+    module: cst.Module, first_call: cst.Call, second_call: cst.Call
+) -> tuple[cst.Module | cst.IndentedBlock, int, int] | None:
+    """The block holding `first_call` as an expression statement and `second_call` as the
+    value of an assignment, later in the same block."""
+    finder = _BlockFinder(first_call, second_call)
+    module.visit(finder)
+    return finder.found
+
+
+class _BlockFinder(cst.CSTVisitor):
+    def __init__(self, first: cst.Call, second: cst.Call) -> None:
+        self.first, self.second = first, second
+        self.found = None
+
+    def _look(self, block) -> None:
+        first = second = None
+        for index, statement in enumerate(block.body):
+            if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+                continue
+            small = statement.body[0]
+            if isinstance(small, cst.Expr) and small.value is self.first:
+                first = index
+            elif isinstance(small, cst.Assign) and small.value is self.second:
+                second = index
+        if first is not None and second is not None and first < second:
+            self.found = (block, first, second)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._look(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._look(node)
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+    node.visit(Collector())
+    return found
+
+
+def _assigned_names(statement: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+            found.extend(_names(target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            found.extend(_names(node.target))
+
+    statement.visit(Collector())
+    return found

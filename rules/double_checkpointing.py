@@ -1,0 +1,273 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
+from ckptlint.analysis.fsdp import ModelStep, call_at, model_steps
+from ckptlint.analysis.huggingface import gc_enable_kwargs
+from ckptlint.project import EventKind, Impl, ProjectIndex, module_name
+from ckptlint.versions import Applies, VersionRange
+from ckptlint.rule import Invalid, Rule, Valid
+
+# Flags that switch a block's own checkpointing on (`if self.gradient_checkpointing:`,
+# `if self.use_checkpoint:`): such a block checkpoints only when asked to.
+_FLAG_WORDS = ("checkpoint", "ckpt")
+# Non-reentrant checkpointing nested in non-reentrant recomputes once from torch 2.1.
+NESTING_SUPPORTED = VersionRange.of("torch", max="2.1")
+
+
+class DoubleCheckpointing(Rule):
+    """The same layers checkpointed twice.
+
+    ## What it does
+    Finds two checkpointing mechanisms applied to the same layers:
+
+    - Hugging Face `model.gradient_checkpointing_enable()` and torch's
+      `apply_activation_checkpointing` (or `checkpoint_wrapper` on the model's layers) on the
+      same model, also when the model was wrapped by FSDP in between or one of them happens
+      in a project function the model is passed to;
+    - a `checkpoint(...)` call inside a module class whose instances are also wrapped by
+      `checkpoint_wrapper` (`apply_activation_checkpointing(check_fn=lambda m:
+      isinstance(m, Block))`, a wrap policy naming the class, `checkpoint_wrapper(Block())`,
+      Lightning's `activation_checkpointing_policy`, accelerate's
+      `transformer_cls_names_to_wrap` with activation checkpointing on), in any file of the
+      project.
+
+    Both sites are named in the message.
+
+    Reported when the nesting really recomputes twice: one of the two is reentrant (HF
+    gradient checkpointing on transformers < 5.0 without kwargs, a kwargs dict without
+    `use_reentrant`, `CheckpointImpl.REENTRANT`, `use_reentrant=True` or omitted), or the
+    targeted torch is older than 2.1 (or unknown). Non-reentrant nested in non-reentrant on
+    torch >= 2.1 is not reported: torch's non-reentrant implementation supports nesting and
+    recomputes each layer once.
+
+    ## Why is this bad?
+    With a reentrant implementation on either side, each layer's forward runs three times
+    per step instead of two: the outer recomputation runs the inner checkpoint, whose
+    backward recomputes again. It saves no extra memory, and under FSDP every extra
+    recomputation can all-gather the layer again.
+
+    ## Example
+    ```python
+    model.gradient_checkpointing_enable()
+    model = FSDP(model, auto_wrap_policy=policy)
+    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))
+    ```
+
+    ## Use instead
+    ```python
+    model = FSDP(model, auto_wrap_policy=policy)
+    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))
+    ```
+
+    A block that checkpoints its own forward only behind a flag (`if self.gradient_checkpointing:`)
+    is not reported: it checkpoints only when asked to.
+
+    ## Evidence
+    torch 2.13 (CPU), two blocks whose forward may call `checkpoint` on their inner function,
+    wrapped or not by `apply_activation_checkpointing`; calls of the inner function per step:
+    no checkpointing 2; either one alone 4; inner non-reentrant in a `NO_REENTRANT` wrapper
+    4; inner non-reentrant in a `REENTRANT` wrapper 6; inner reentrant in either wrapper 6.
+    Gradients match in every case. `tests/test_fsdp_rules.py` re-measures this.
+    """
+
+    code = "CKPT005"
+    name = "double-checkpointing"
+    message = "the same layers are checkpointed twice"
+    triggers = (b"gradient_checkpointing_enable", b"checkpoint_wrapper", b"apply_activation_checkpointing", b"checkpoint")
+    requires = (b"checkpoint",)
+    uses_project = True
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._calls: list[cst.Call] = []
+        self._classes: list[str] = []
+        self._flag_guards = 0
+        self._call_class: dict[cst.Call, str] = {}
+        self._behind_flag: set[cst.Call] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if _reads_flag(node.test):
+            self._flag_guards += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        if _reads_flag(original_node.test):
+            self._flag_guards -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._calls.append(node)
+        if self._classes:
+            self._call_class[node] = ".".join(self._classes)
+        if self._flag_guards:
+            self._behind_flag.add(node)
+
+    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        if site.kind is not SiteKind.CALL or site.node in self._behind_flag:
+            return
+        class_name = self._call_class.get(site.node)
+        if class_name is None:
+            return
+        absolute = f"{module_name(self.context.relative_path)}.{class_name}"
+        wrapping = self.context.project.wrapping_of(absolute)
+        if wrapping is None:
+            return
+        path, wrapped = wrapping
+        if not self._recomputes_twice(site.reentrancy.is_reentrant, wrapped.impl is Impl.REENTRANT):
+            return
+        self.report(
+            site.node,
+            f"`{site.api.short_name}` inside `{class_name}`, whose instances are also wrapped for activation "
+            f"checkpointing by `{wrapped.api}` at {path}:{wrapped.line}: each layer is recomputed twice in backward "
+            "for no extra memory saving; keep one of the two",
+        )
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings) -> bool:
+        facts = project.files.get(relative_path)
+        if facts is None:
+            return False
+        return bool(_same_model_twice(project, relative_path)) or any(
+            project.wrapping_of(cls_facts.name) is not None for cls_facts in facts.classes
+        )
+
+    def finish(self) -> None:
+        path = self.context.relative_path
+        for step, other in _same_model_twice(self.context.project, path):
+            node = call_at(self.context, self._calls, step.event.line, step.event.column)
+            if node is None or not self._recomputes_twice(self._reentrant(step), self._reentrant(other)):
+                continue
+            self.report(
+                node,
+                f"`{_describe(step)}` on `{step.name}` (at {step.where(path)}) after `{_describe(other)}` on the "
+                f"same model (at {other.where(path)}): its layers are checkpointed twice and each is recomputed "
+                "twice in backward; keep one of the two",
+            )
+
+    def _reentrant(self, step: ModelStep) -> bool:
+        if step.kind is not EventKind.HF_GC:
+            return step.impl is Impl.REENTRANT
+        node = call_at(self.context, self._calls, step.event.line, step.event.column) if step.effect is None else None
+        if node is None:
+            return False  # enabled in another file: its kwargs are not known here
+        return gc_enable_kwargs(node).reentrancy(self.context.versions)[0].is_reentrant
+
+    def _recomputes_twice(self, *reentrant: bool) -> bool:
+        return any(reentrant) or self.context.versions.applies((NESTING_SUPPORTED,)) is not Applies.NO
+
+    valid = [
+        # Both non-reentrant on torch >= 2.1: torch's nesting support recomputes once.
+        Valid(
+            """
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            model.gradient_checkpointing_enable()
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, DecoderLayer))
+            """,
+            target_versions={"torch": "2.13", "transformers": "5.17"},
+        ),
+        # One mechanism per model; HF GC on one model, torch's on another.
+        Valid(
+            """
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            teacher.gradient_checkpointing_enable()
+            apply_activation_checkpointing(student, check_fn=lambda m: isinstance(m, Block))
+            """
+        ),
+        # A block that checkpoints itself only behind its flag, also wrapped: the flag is off
+        # unless someone turns it on.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            class Block(nn.Module):
+                def forward(self, x):
+                    if self.gradient_checkpointing and self.training:
+                        return checkpoint(self.inner, x, use_reentrant=False)
+                    return self.inner(x)
+
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+            """
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            model.gradient_checkpointing_enable()
+            model = FSDP(model)
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, DecoderLayer))
+            """,
+            line=6,
+            column=1,
+            target_versions={"torch": "2.13", "transformers": "4.46"},
+            message_contains="after `gradient_checkpointing_enable` on the same model (at example.py:4)",
+        ),
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            class Block(nn.Module):
+                def forward(self, x):
+                    return checkpoint(self.inner, x, use_reentrant=True)
+
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+            """,
+            target_versions={"torch": "2.13"},
+            line=7,
+            column=16,
+            message_contains="by `apply_activation_checkpointing` at example.py:9",
+        ),
+    ]
+
+
+def _same_model_twice(project: ProjectIndex, relative_path: str) -> list[tuple[ModelStep, ModelStep]]:
+    """(later, earlier) pairs of HF gradient checkpointing and torch's wrappers applied to
+    the same model in one of the file's functions."""
+    found = []
+    facts = project.files.get(relative_path)
+    for function in facts.functions if facts is not None else ():
+        first: dict[int, dict[EventKind, ModelStep]] = {}
+        for step in model_steps(function, project):
+            if step.kind not in (EventKind.CHECKPOINT, EventKind.HF_GC):
+                continue
+            other_kind = EventKind.CHECKPOINT if step.kind is EventKind.HF_GC else EventKind.HF_GC
+            seen = first.setdefault(step.model, {})
+            other = seen.pop(other_kind, None)
+            if other is not None:
+                found.append((step, other))
+            else:
+                seen.setdefault(step.kind, step)
+    return found
+
+
+def _describe(step: ModelStep) -> str:
+    if step.kind is EventKind.HF_GC:
+        return "gradient_checkpointing_enable"
+    return step.event.api.rsplit(".", 1)[-1] if step.effect is None else "activation checkpointing"
+
+
+def _reads_flag(test: cst.BaseExpression) -> bool:
+    found = False
+
+    class Reader(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            if any(word in node.value.lower() for word in _FLAG_WORDS):
+                found = True
+
+    test.visit(Reader())
+    return found

@@ -1,0 +1,444 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.fsdp import absolute_names, checkpoint_wrapper_impl, is_checkpoint_wrapper, project_fsdp, resolves_to
+from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
+from ckptlint.analysis.huggingface import (
+    GC_KWARGS,
+    REENTRANT_DEFAULT_VERSIONS,
+    HfCheckpointingKwargs,
+    KwargsShape,
+    gc_enable_kwargs,
+    is_gc_enable_call,
+    keyword_value,
+)
+from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
+from ckptlint.analysis.transforms import set_keyword
+from ckptlint.project import Impl
+from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.types import Applicability
+from ckptlint.versions import Applies
+
+WHY = (
+    "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
+    "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"
+)
+
+
+class ReentrantCheckpointUnderFsdp(Rule):
+    """Reentrant activation checkpointing in a project that shards its model with torch FSDP.
+
+    ## What it does
+    In a project that uses torch FSDP anywhere (`FullyShardedDataParallel`, `fully_shard`,
+    `TrainingArguments(fsdp=...)`, accelerate's `FullyShardedDataParallelPlugin`, Lightning's
+    `FSDPStrategy`, in any file under the project root), finds checkpointing that runs the
+    *reentrant* implementation:
+
+    - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
+      the argument (torch's default is reentrant);
+    - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly or
+      through a `functools.partial` handed to `apply_activation_checkpointing`;
+    - Hugging Face gradient checkpointing whose effective kwargs are reentrant:
+      `gradient_checkpointing_enable()` without kwargs when the targeted transformers is
+      older than 5.0 (it defaults to `{"use_reentrant": True}` there), a
+      `gradient_checkpointing_kwargs` dict without `use_reentrant` in any version
+      (transformers applies its default only when the kwargs are `None`, so
+      `{"preserve_rng_state": False}` runs torch's reentrant default), or
+      `{"use_reentrant": True}` in a call, a `TrainingArguments(...)` or an assignment to
+      `args.gradient_checkpointing_kwargs`.
+
+    The finding is at the checkpoint call even when FSDP is set up in another file: the
+    model's `forward` in `model.py`, the wrap in `train.py`.
+
+    ## Why is this bad?
+    The reentrant implementation recomputes the region inside a nested backward that FSDP's
+    hooks do not expect. Measured on torch 2.13 (CPU, gloo, 2 ranks, 4 blocks each an FSDP1
+    unit): a reentrant `checkpoint` around each unit gives correct gradients but 8
+    all-gathers in backward instead of 4 (every unit is unsharded again for the
+    recomputation; transformers warns about this "redundant AllGather"); with several
+    reentrant regions inside one FSDP1 unit, backward crashes (`RuntimeError: Expected
+    weight to be of same shape as normalized_shape, but got weight of shape [0]`). With
+    FSDP2, reentrant checkpointing leaks memory (pytorch/pytorch#169349). The non-reentrant
+    implementation has none of these problems in any layout measured.
+
+    ## Example
+    ```python
+    # model.py
+    def forward(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=True)
+        return x
+
+    # train.py
+    model = FSDP(Model(), auto_wrap_policy=ModuleWrapPolicy({Block}))
+    ```
+
+    ## Use instead
+    ```python
+    x = checkpoint(block, x, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    The fix sets `use_reentrant=False`, `CheckpointImpl.NO_REENTRANT`, or
+    `gradient_checkpointing_kwargs={"use_reentrant": False}`. It is **unsafe**: it switches
+    the implementation (see CKPT001).
+
+    Not reported: `checkpoint_wrapper` without `checkpoint_impl` (its default is
+    non-reentrant), values only known at runtime (a variable, `**kwargs`, a config field),
+    projects without torch FSDP (DeepSpeed ZeRO, fairscale and DataParallel are not torch
+    FSDP). The `fsdp` setting (`auto`/`yes`/`no`) overrides the detection. Reported instead of
+    CKPT001 at the same call; CKPT004 is reported instead of this rule for a
+    `TrainingArguments` that also sets `fsdp="full_shard"`.
+
+    ## Evidence
+    torch 2.13 FSDP1 and FSDP2 on CPU with gloo (EVIDENCE Q5); transformers 5.17
+    `gradient_checkpointing_enable` replaces `None` kwargs by `{"use_reentrant": False}` and
+    uses any dict as given (EVIDENCE Q4); transformers 4.x replaced `None` by
+    `{"use_reentrant": True}` (`modeling_utils.py`, 4.35 to 4.57). transformers issue 30404
+    is the redundant all-gather warning.
+    """
+
+    code = "CKPT002"
+    name = "reentrant-checkpoint-under-fsdp"
+    message = "reentrant checkpointing in a project that uses FSDP"
+    fix = Applicability.UNSAFE
+    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing")
+    requires = (b"checkpoint",)
+    supersedes = ("CKPT001",)
+    uses_project = True
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings) -> bool:
+        return settings.fsdp == "yes" or (settings.fsdp == "auto" and bool(project.fsdp_uses))
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.fsdp = project_fsdp(context)
+        self._calls: list[cst.Call] = []
+        self._assignments: list[cst.Assign] = []
+
+    # --- collection --------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.fsdp is None:
+            return
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if is_gc_enable_call(node) or name in ("checkpoint_wrapper", "partial") or "checkpoint_wrapper" in name:
+            self._calls.append(node)
+        elif keyword_value(node, "gradient_checkpointing") is not None:
+            self._calls.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.fsdp is not None and any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == GC_KWARGS for t in node.targets
+        ):
+            self._assignments.append(node)
+
+    # --- torch checkpoint sites ---------------------------------------------------------
+
+    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        if self.fsdp is None:
+            return
+        if reports_explicit_reentrant(site):
+            how, call = "`use_reentrant=True`", site.keywords["use_reentrant"].call
+        elif reports_implicit_reentrant(site, self.context.sites):
+            how, call = "`use_reentrant` omitted: torch defaults to reentrant", site.node
+        else:
+            return
+        self.report(
+            site.node,
+            f"reentrant `{site.api.short_name}` ({how}) in a project that uses FSDP ({self.fsdp}): "
+            f"{WHY}; pass `use_reentrant=False`",
+            replacements=[Replacement(call, set_keyword(call, "use_reentrant", cst.Name("False")))],
+            fix_message="Set `use_reentrant=False`",
+        )
+
+    # --- wrappers and Hugging Face --------------------------------------------------------
+
+    def finish(self) -> None:
+        for call in self._calls:
+            if is_gc_enable_call(call):
+                self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
+            elif is_checkpoint_wrapper(self.context, call):
+                self._check_wrapper(call)
+            elif self._is_training_arguments(call):
+                enabled = keyword_value(call, "gradient_checkpointing")
+                if isinstance(enabled, cst.Name) and enabled.value == "True":
+                    kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
+                    self._check_hf(call, kwargs, f"`{_callee(call)}(gradient_checkpointing=True)`")
+        for assignment in self._assignments:
+            kwargs = HfCheckpointingKwargs.of(assignment.value, trainer_path=True)
+            reentrancy, applies = kwargs.reentrancy(self.context.versions)
+            if kwargs.shape is KwargsShape.DEFAULT or not reentrancy.is_reentrant:
+                continue
+            new_value = non_reentrant(assignment.value)
+            self.report(
+                assignment,
+                self._hf_message("`gradient_checkpointing_kwargs`", kwargs),
+                replacements=[Replacement(assignment.value, new_value)] if new_value is not None else [],
+                fix_message='Set `"use_reentrant": False`',
+            )
+
+    def _is_training_arguments(self, call: cst.Call) -> bool:
+        names = absolute_names(self.context, call.func)
+        return bool(names) and all(self.context.project.is_training_arguments(name) for name in names)
+
+    def _check_hf(self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False) -> None:
+        reentrancy, applies = kwargs.reentrancy(self.context.versions)
+        if not reentrancy.is_reentrant:
+            return
+        note = f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)" if applies is Applies.UNKNOWN else ""
+        new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional)
+        self.report(
+            call,
+            self._hf_message(what, kwargs) + note,
+            replacements=[Replacement(call, new_call)] if new_call is not None else [],
+            fix_message='Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`',
+        )
+
+    def _hf_message(self, what: str, kwargs: HfCheckpointingKwargs) -> str:
+        why = {
+            KwargsShape.DEFAULT: "transformers < 5.0 defaults to `use_reentrant=True`",
+            KwargsShape.WITHOUT_FLAG: "a kwargs dict without `use_reentrant` replaces transformers' default, "
+            "so torch's reentrant default applies",
+            KwargsShape.WITH_FLAG: "`use_reentrant: True`",
+        }[kwargs.shape]
+        return (
+            f"Hugging Face gradient checkpointing runs reentrant here ({what}: {why}) in a project that uses "
+            f'FSDP ({self.fsdp}): {WHY}; pass `gradient_checkpointing_kwargs={{"use_reentrant": False}}`'
+        )
+
+    def _check_wrapper(self, call: cst.Call) -> None:
+        impl, value = checkpoint_wrapper_impl(self.context, call)
+        if impl is not Impl.REENTRANT or value is None:
+            return
+        replacement = (
+            value.with_changes(attr=cst.Name("NO_REENTRANT")) if isinstance(value, cst.Attribute) else None
+        )
+        self.report(
+            call,
+            f"`checkpoint_wrapper` with `CheckpointImpl.REENTRANT` in a project that uses FSDP ({self.fsdp}): "
+            f"{WHY}; use `CheckpointImpl.NO_REENTRANT` (the default)",
+            replacements=[Replacement(value, replacement)] if replacement is not None else [],
+            fix_message="Use `CheckpointImpl.NO_REENTRANT`",
+        )
+
+    valid = [
+        # Non-reentrant everywhere, FSDP in the same project.
+        Valid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=False)
+
+            model = FSDP(Model())
+            """
+        ),
+        # No FSDP anywhere in the project: CKPT001's business, not this rule's.
+        Valid(
+            """
+            import deepspeed
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=True)
+
+            engine, *_ = deepspeed.initialize(model=Model(), config="ds.json")
+            """
+        ),
+        # checkpoint_wrapper's own default is non-reentrant; a variable is not known.
+        Valid(
+            """
+            import functools
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing, checkpoint_wrapper,
+            )
+            from torch.distributed.fsdp import fully_shard
+
+            def setup(model, impl):
+                wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=impl)
+                apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+                apply_activation_checkpointing(model, checkpoint_wrapper_fn=checkpoint_wrapper)
+                fully_shard(model)
+            """
+        ),
+        # transformers 5 defaults to non-reentrant; kwargs from a variable are unknown.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM, TrainingArguments
+            from torch.distributed.fsdp import FullyShardedDataParallel
+
+            model = AutoModelForCausalLM.from_pretrained("x")
+            model.gradient_checkpointing_enable()
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=cfg.gc_kwargs)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model = FullyShardedDataParallel(model)
+            """,
+            target_versions={"transformers": "5.0"},
+        ),
+        # A project function called `checkpoint_wrapper` is not torch's.
+        Valid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            def checkpoint_wrapper(module, checkpoint_impl=None):
+                return module
+
+            layer = checkpoint_wrapper(Block(), checkpoint_impl=CheckpointImpl.REENTRANT)
+            model = FSDP(model)
+            """
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=True)
+
+            model = FSDP(Model())
+            """,
+            line=5,
+            column=12,
+            expected_fix="""
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x):
+                return checkpoint(self.block, x, use_reentrant=False)
+
+            model = FSDP(Model())
+            """,
+        ),
+        # Omitted: torch's default is reentrant. Reported instead of CKPT001.
+        Invalid(
+            """
+            import torch
+            from torch.distributed.fsdp import fully_shard
+
+            y = torch.utils.checkpoint.checkpoint(block, x)
+            fully_shard(model)
+            """,
+            line=4,
+            column=5,
+            expected_fix="""
+            import torch
+            from torch.distributed.fsdp import fully_shard
+
+            y = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+            fully_shard(model)
+            """,
+        ),
+        # The wrapper through a partial handed to apply_activation_checkpointing.
+        Invalid(
+            """
+            from functools import partial
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+            from torch.distributed.fsdp import fully_shard
+
+            wrapper = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+            fully_shard(model)
+            """,
+            line=7,
+            column=11,
+            expected_fix="""
+            from functools import partial
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+            )
+            from torch.distributed.fsdp import fully_shard
+
+            wrapper = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+            fully_shard(model)
+            """,
+        ),
+        # transformers 4.x: no kwargs means `{"use_reentrant": True}`.
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            model.gradient_checkpointing_enable()
+            """,
+            line=4,
+            column=1,
+            target_versions={"transformers": "4.46"},
+            message_contains="transformers < 5.0 defaults to `use_reentrant=True`",
+            expected_fix="""
+            from accelerate import FullyShardedDataParallelPlugin
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
+        ),
+        # A dict without the key replaces transformers' default in every version.
+        Invalid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel
+
+            model.gradient_checkpointing_enable({"preserve_rng_state": False})
+            model = FullyShardedDataParallel(model)
+            """,
+            line=3,
+            column=1,
+            target_versions={"transformers": "5.17"},
+            expected_fix="""
+            from torch.distributed.fsdp import FullyShardedDataParallel
+
+            model.gradient_checkpointing_enable({"preserve_rng_state": False, "use_reentrant": False})
+            model = FullyShardedDataParallel(model)
+            """,
+        ),
+        # The Trainer path, with FSDP from a Lightning-free accelerate plugin elsewhere.
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import TrainingArguments
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            """,
+            line=5,
+            column=8,
+            target_versions={"transformers": "4.40"},
+            expected_fix="""
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import TrainingArguments
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
+        ),
+        Invalid(
+            """
+            from torch.distributed.fsdp import fully_shard
+
+            fully_shard(model)
+            training_args.gradient_checkpointing_kwargs = {"use_reentrant": True}
+            """,
+            line=4,
+            column=1,
+            expected_fix="""
+            from torch.distributed.fsdp import fully_shard
+
+            fully_shard(model)
+            training_args.gradient_checkpointing_kwargs = {"use_reentrant": False}
+            """,
+        ),
+    ]
+
+
+def _callee(call: cst.Call) -> str:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "..."

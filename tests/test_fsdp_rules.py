@@ -1,0 +1,372 @@
+"""The FSDP rules (CKPT002-CKPT005) on multi-file projects, as users run them: the whole
+project, or only the model file (as pre-commit passes it); and the project index behind
+them (caching, invalidation, nested projects, the `fsdp` setting)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+import ckptlint.indexing
+from ckptlint.project import EventKind, Impl, ProjectIndex, extract_facts
+from tests.conftest import json_findings
+
+PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['torch>=2.4']\n"
+
+MODEL = """
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU())
+
+    def forward(self, x):
+        return x + self.mlp(x)
+
+
+class Model(nn.Module):
+    def __init__(self, dim=64, layers=4):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(dim) for _ in range(layers))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x)
+        return x
+"""
+
+TRAIN_FSDP1 = """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+from pkg.model import Block, Model
+
+
+def main():
+    model = FSDP(Model(), auto_wrap_policy=ModuleWrapPolicy({Block}))
+    return model
+"""
+
+TRAIN_DEEPSPEED = """
+import deepspeed
+
+from pkg.model import Model
+
+
+def main(args):
+    engine, *_ = deepspeed.initialize(args=args, model=Model())
+    return engine
+"""
+
+
+def run(cli, root, *args):
+    result = cli(["--output-format", "json", "--no-cache", *args], root)
+    return json_findings(result, root)
+
+
+def test_fsdp_in_another_file_makes_the_checkpoint_call_ckpt002(cli, make_project):
+    root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP1}, pyproject=PYPROJECT)
+    whole = run(cli, root, ".")
+    assert whole == [("pkg/model.py", 21, 17, "CKPT002")]
+    # pre-commit passes only the changed model file: the index still sees train.py.
+    assert run(cli, root, "pkg/model.py") == whole
+
+
+def test_deepspeed_is_not_torch_fsdp(cli, make_project):
+    root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_DEEPSPEED}, pyproject=PYPROJECT)
+    assert run(cli, root, ".") == [("pkg/model.py", 21, 17, "CKPT001")]
+
+
+@pytest.mark.parametrize(
+    ("setting", "train", "code"),
+    [("no", TRAIN_FSDP1, "CKPT001"), ("yes", TRAIN_DEEPSPEED, "CKPT002"), ("auto", TRAIN_FSDP1, "CKPT002")],
+)
+def test_fsdp_setting_overrides_detection(cli, make_project, setting, train, code):
+    pyproject = PYPROJECT + f'\n[tool.ckptlint]\nfsdp = "{setting}"\n'
+    root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": train}, pyproject=pyproject)
+    assert run(cli, root, ".") == [("pkg/model.py", 21, 17, code)]
+
+
+def test_result_cache_follows_changes_in_other_files(cli, make_project):
+    """A cached result of model.py must not survive FSDP disappearing from train.py."""
+    root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP1}, pyproject=PYPROJECT)
+    first = json_findings(cli(["--output-format", "json", "pkg/model.py"], root), root)
+    assert [f[3] for f in first] == ["CKPT002"]
+    (root / "train.py").write_text(textwrap.dedent(TRAIN_DEEPSPEED))
+    second = json_findings(cli(["--output-format", "json", "pkg/model.py"], root), root)
+    assert [f[3] for f in second] == ["CKPT001"]
+
+
+def test_index_reextracts_only_changed_files(cli, make_project, monkeypatch):
+    root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP1}, pyproject=PYPROJECT)
+    extracted: list[str] = []
+    original = ckptlint.indexing.extract_facts
+
+    def counting(text, relative):
+        extracted.append(relative)
+        return original(text, relative)
+
+    monkeypatch.setattr(ckptlint.indexing, "extract_facts", counting)
+    cli(["pkg/model.py"], root)
+    assert sorted(extracted) == ["pkg/__init__.py", "pkg/model.py", "train.py"]
+    extracted.clear()
+    cli(["pkg/model.py"], root)
+    assert extracted == []
+    (root / "train.py").write_text(textwrap.dedent(TRAIN_FSDP1) + "\n# touched\n")
+    cli(["pkg/model.py"], root)
+    assert extracted == ["train.py"]
+
+
+def test_nested_project_is_its_own_project(cli, make_project):
+    """A directory with its own pyproject.toml: its FSDP use does not leak into the outer
+    project, and its declared versions apply to its files."""
+    root = make_project(
+        {
+            "model.py": MODEL,
+            "examples/fsdp/pyproject.toml": "[project]\nname = 'ex'\ndependencies = ['transformers==4.46.0']\n",
+            "examples/fsdp/train.py": """
+                from accelerate import FullyShardedDataParallelPlugin
+
+                plugin = FullyShardedDataParallelPlugin()
+                model.gradient_checkpointing_enable()
+            """,
+        },
+        pyproject=PYPROJECT,
+    )
+    assert run(cli, root, ".") == [("examples/fsdp/train.py", 4, 1, "CKPT002"), ("model.py", 21, 17, "CKPT001")]
+
+
+def test_fsdp2_checkpoint_first_is_untouched(cli, make_project):
+    root = make_project(
+        {
+            "parallelize.py": """
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+                from torch.distributed.fsdp import fully_shard
+
+
+                def apply_ac(model):
+                    for name, block in model.layers.named_children():
+                        model.layers.register_module(name, checkpoint_wrapper(block))
+
+
+                def parallelize(model):
+                    apply_ac(model)
+                    for block in model.layers:
+                        fully_shard(block)
+                    fully_shard(model)
+            """,
+        },
+        pyproject=PYPROJECT,
+    )
+    assert run(cli, root, ".") == []
+
+
+SETUP_HELPERS = """
+import functools
+
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+)
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def apply_ac(model):
+    wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+
+
+def shard(model, policy):
+    return FSDP(model, auto_wrap_policy=policy)
+"""
+
+
+@pytest.mark.parametrize(("torch_version", "expected"), [("2.0", [("train.py", 6, 5, "CKPT003")]), ("2.4", [])])
+def test_ckpt003_along_a_call_chain_in_other_modules(cli, make_project, torch_version, expected):
+    root = make_project(
+        {
+            "setup_utils.py": SETUP_HELPERS,
+            "train.py": """
+                from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+                from setup_utils import apply_ac
+
+
+                def main(model, policy):
+                    apply_ac(model)
+                    model = FSDP(model, auto_wrap_policy=policy)
+                    return model
+            """,
+        },
+        pyproject=f"[project]\nname = 'demo'\ndependencies = ['torch>={torch_version}']\n",
+    )
+    assert run(cli, root, ".") == expected
+
+
+def test_ckpt003_when_both_steps_are_project_functions(cli, make_project):
+    """Files without FSDP or checkpoint words are not analysed: the chain is followed from
+    files that mention them (here, `shard_fsdp` names the sharding)."""
+    root = make_project(
+        {
+            "setup_utils.py": SETUP_HELPERS,
+            "train.py": """
+                from setup_utils import apply_ac, shard as shard_fsdp
+
+
+                def main(model, policy):
+                    apply_ac(model)
+                    model = shard_fsdp(model, policy)
+                    return model
+            """,
+        },
+        pyproject="[project]\nname = 'demo'\ndependencies = ['torch>=2.0']\n",
+    )
+    assert run(cli, root, ".") == [("train.py", 5, 5, "CKPT003")]
+
+
+def test_unsafe_fixes_leave_a_clean_project(cli, make_project):
+    root = make_project(
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": MODEL,
+            "train.py": """
+                import functools
+                from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+                )
+                from transformers import TrainingArguments
+
+
+                def main(model, policy):
+                    wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)
+                    apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+                    model = FSDP(model, auto_wrap_policy=policy)
+                    args = TrainingArguments("out", fsdp="full_shard", gradient_checkpointing=True)
+                    return model, args
+            """,
+        },
+        pyproject=PYPROJECT,
+    )
+    before = run(cli, root, ".")
+    assert [f[3] for f in before] == ["CKPT002", "CKPT002", "CKPT003", "CKPT004"]
+    result = cli(["--fix", "--unsafe-fixes", "--no-cache", "."], root)
+    assert result.exit_code == 0, result.stdout
+    for path in ("pkg/model.py", "train.py"):
+        ast.parse((root / path).read_text())
+    assert run(cli, root, ".") == []
+    fixed = (root / "train.py").read_text()
+    assert "model = FSDP(model, auto_wrap_policy=policy)\n    apply_activation_checkpointing(model," in fixed
+    assert 'fsdp_config={"activation_checkpointing": True}' in fixed and "gradient_checkpointing=True" not in fixed
+
+
+def test_class_wrapped_in_another_file_double_checkpointing(cli, make_project):
+    root = make_project(
+        {
+            "blocks.py": """
+                import torch.nn as nn
+                from torch.utils.checkpoint import checkpoint
+
+
+                class ResidualBlock(nn.Module):
+                    def forward(self, x):
+                        return x + checkpoint(self.body, x, use_reentrant=True)
+            """,
+            "train.py": """
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+                from blocks import ResidualBlock
+
+                apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, ResidualBlock))
+            """,
+        },
+        pyproject=PYPROJECT,
+    )
+    result = cli(["--output-format", "json", "--no-cache", "blocks.py"], root)
+    findings = json_findings(result, root, with_message=True)
+    assert [f[:4] for f in findings] == [("blocks.py", 7, 20, "CKPT005")]
+    assert "train.py:5" in findings[0][4]
+
+
+# --- the index ---------------------------------------------------------------------------
+
+
+def test_index_facts_round_trip_through_json():
+    facts = extract_facts(textwrap.dedent(SETUP_HELPERS), "setup_utils.py")
+    from ckptlint.project import FileFacts
+
+    assert FileFacts.from_json(facts.to_json()) == facts
+    [apply_ac] = [f for f in facts.functions if f.name == "setup_utils.apply_ac"]
+    assert [(e.kind, e.target, e.impl) for e in apply_ac.events] == [
+        (EventKind.CHECKPOINT, "model", Impl.NON_REENTRANT)
+    ]
+
+
+def test_index_follows_parameters_through_project_functions():
+    index = ProjectIndex(
+        None,
+        {
+            "setup_utils.py": extract_facts(textwrap.dedent(SETUP_HELPERS), "setup_utils.py"),
+            "wrap.py": extract_facts("from setup_utils import shard\ndef outer(m, p):\n    return shard(m, p)\n", "wrap.py", prefilter=False),
+        },
+    )
+    effects = index.parameter_effects("wrap.outer", 0)
+    assert [(e.kind, e.auto_wrap, e.path, e.line) for e in effects] == [(EventKind.FSDP1, True, "setup_utils.py", 16)]
+    assert index.parameter_effects("wrap.outer", 1) == []
+
+
+# --- torch evidence ------------------------------------------------------------------------
+
+
+def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
+    """CKPT005's evidence: calls of a block's inner function per training step."""
+    torch = pytest.importorskip("torch")
+    import functools
+    import warnings
+
+    import torch.nn as nn
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        apply_activation_checkpointing,
+        checkpoint_wrapper,
+    )
+    from torch.utils.checkpoint import checkpoint
+
+    calls = 0
+
+    class Block(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+            self.inner_reentrant = inner
+
+        def body(self, x):
+            nonlocal calls
+            calls += 1
+            return torch.tanh(self.lin(x))
+
+        def forward(self, x):
+            if self.inner_reentrant is None:
+                return self.body(x)
+            return checkpoint(self.body, x, use_reentrant=self.inner_reentrant)
+
+    def calls_per_step(inner, outer):
+        nonlocal calls
+        model = nn.Sequential(nn.Linear(8, 8), Block(inner), Block(inner))
+        if outer is not None:
+            wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=outer)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper, check_fn=lambda m: isinstance(m, Block))
+        calls = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model(torch.randn(4, 8)).sum().backward()
+        return calls
+
+    assert calls_per_step(None, None) == 2
+    assert calls_per_step(False, None) == 4
+    assert calls_per_step(False, CheckpointImpl.NO_REENTRANT) == 4
+    assert calls_per_step(False, CheckpointImpl.REENTRANT) == 6
+    assert calls_per_step(True, CheckpointImpl.NO_REENTRANT) == 6
