@@ -21,7 +21,7 @@ import ast
 import enum
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -199,6 +199,18 @@ def text_digest(text: str) -> str:
     import hashlib
 
     return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
+
+
+def _parameter_events(function: FunctionFacts) -> tuple:
+    """The events of a function that concern its parameters (and names bound from them)."""
+    names = set(function.parameters)
+    events = []
+    for event in function.events:
+        if event.kind is EventKind.ALIAS and event.source in names:
+            names.add(event.target)
+        if event.target in names:
+            events.append(event)
+    return (function.name, function.parameters, tuple(events))
 
 
 # --- module names ----------------------------------------------------------------------
@@ -778,12 +790,23 @@ class ProjectIndex:
 
     @cached_property
     def fingerprint(self) -> str:
+        """What other files can observe of the project: FSDP use, wrapped classes, classes
+        and their bases (not their lines), and what functions do to their parameters. A
+        result cached for one file stays valid while this is unchanged, so editing an
+        ordinary model file does not invalidate every other file's result."""
         import hashlib
 
         digest = hashlib.blake2b(digest_size=12)
         for path in sorted(self.files):
-            digest.update(path.encode())
-            digest.update(json.dumps(self.files[path].to_json(), sort_keys=True).encode())
+            facts = self.files[path]
+            exported = (
+                facts.fsdp,
+                facts.wrapped_classes,
+                facts.fsdp_argument_calls,
+                tuple(replace(c, line=0) for c in facts.classes),
+                tuple(_parameter_events(f) for f in facts.functions if f.parameters),
+            )
+            digest.update(f"{path}\0{exported!r}\0".encode())
         return digest.hexdigest()
 
     def with_file(self, relative_path: str, text: str) -> ProjectIndex:

@@ -104,7 +104,11 @@ class ReentrantCheckpointUnderFsdp(Rule):
     name = "reentrant-checkpoint-under-fsdp"
     message = "reentrant checkpointing in a project that uses FSDP"
     fix = Applicability.UNSAFE
-    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing")
+    # Not bare `gradient_checkpointing`: every transformers model file sets that flag.
+    triggers = (
+        *SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable", b"gradient_checkpointing_kwargs",
+        b"gradient_checkpointing=",
+    )
     requires = (b"checkpoint",)
     supersedes = ("CKPT001",)
     uses_project = True

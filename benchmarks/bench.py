@@ -1,0 +1,184 @@
+"""ckptlint against its peers on real code: the Python sources of the installed `torch` and
+`transformers` packages (about 5,000 files, 2.3 million lines nobody here wrote).
+
+    python benchmarks/bench.py                 # torch + transformers
+    python benchmarks/bench.py --packages transformers --repeat 3
+
+The sources are copied into a scratch directory first (so ckptlint's cache and the
+one-file edit never touch site-packages), then, in one run on the same files:
+
+- ckptlint cold: a fresh cache directory (everything parsed, the cache written)
+- ckptlint warm: the same cache, nothing changed
+- ckptlint warm, one file touched: one file edited, everything else from the cache
+- TorchFix (`torchfix --select TOR003`, the other tool with a checkpoint rule), if installed
+- `grep -rl checkpoint`: the floor of reading the files
+
+Each tool runs as a subprocess; wall time, files/s and the peak resident memory of its
+process tree (`wait4`) are reported, with ratios. The run fails (exit 1) if ckptlint reports
+an internal error for any file. Nothing is imported from torch or transformers: their
+locations come from `importlib.util.find_spec`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Timing:
+    name: str
+    seconds: float
+    peak_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"package {name!r} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def copy_sources(packages: list[str], destination: Path) -> tuple[int, int]:
+    """Copy every .py file of the packages; returns (files, lines)."""
+    files = lines = 0
+    for name in packages:
+        source = package_dir(name)
+        for path in sorted(source.rglob("*.py")):
+            if not path.is_file():
+                continue
+            target = destination / name / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            target.write_bytes(data)
+            files += 1
+            lines += data.count(b"\n")
+    return files, lines
+
+
+def run(name: str, command: list[str], cwd: Path) -> Timing:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, text=True)
+        # wait4 reaps the child itself and gives its resource usage; ru_maxrss covers the
+        # largest of the child and the workers it waited for (KiB on Linux).
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Timing(name, elapsed, usage.ru_maxrss / 1024, process.returncode, out.read(), err.read())
+
+
+def timed(name: str, command: list[str], cwd: Path, repeat: int) -> Timing:
+    runs = [run(name, command, cwd) for _ in range(repeat)]
+    best = min(runs, key=lambda t: t.seconds)
+    return Timing(name, best.seconds, max(t.peak_rss_mb for t in runs), best.returncode, best.stdout, best.stderr)
+
+
+def internal_errors(timing: Timing) -> list[str]:
+    return [line for line in timing.stderr.splitlines() if "internal error" in line]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--packages", nargs="+", default=["torch", "transformers"])
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement (the best is reported)")
+    parser.add_argument("--jobs", type=int, default=None, help="ckptlint --jobs (default: the cores)")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="ckptlint-bench-"))
+    try:
+        tree = scratch / "tree"
+        files, lines = copy_sources(args.packages, tree)
+        # A project root of its own, so nothing above the scratch directory is indexed.
+        (tree / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+        cache = scratch / "cache"
+        ckptlint = [sys.executable, "-m", "ckptlint", "check", "--exit-zero", "--output-format", "json",
+                    "--cache-dir", str(cache)]
+        if args.jobs:
+            ckptlint += ["--jobs", str(args.jobs)]
+        targets = list(args.packages)
+        results: list[Timing] = []
+
+        colds = []
+        for _ in range(args.repeat):
+            shutil.rmtree(cache, ignore_errors=True)
+            colds.append(run("ckptlint cold", ckptlint + targets, tree))
+        best = min(colds, key=lambda t: t.seconds)
+        results.append(Timing(best.name, best.seconds, max(t.peak_rss_mb for t in colds), best.returncode,
+                              best.stdout, best.stderr))
+        results.append(timed("ckptlint warm", ckptlint + targets, tree, args.repeat))
+        touched = next((tree / targets[0]).rglob("*.py"))
+        touched.write_text(touched.read_text(encoding="utf-8", errors="replace") + "\n# touched by the benchmark\n")
+        results.append(timed("ckptlint warm, 1 file touched", ckptlint + targets, tree, 1))
+        single = [*ckptlint, str(touched.relative_to(tree))]
+        results.append(timed("ckptlint, that one file", single, tree, args.repeat))
+
+        if importlib.util.find_spec("torchfix") is not None:
+            torchfix = [sys.executable, "-m", "torchfix", "--select", "TOR003", *targets]
+            results.append(timed("torchfix --select TOR003", torchfix, tree, args.repeat))
+        else:
+            print("torchfix is not installed (pip install torchfix==0.7.0): not compared", file=sys.stderr)
+        grep = shutil.which("grep")
+        if grep:
+            results.append(timed("grep -rl checkpoint", [grep, "-rl", "checkpoint", *targets], tree, args.repeat))
+
+        errors = [e for t in results if t.name.startswith("ckptlint") for e in internal_errors(t)]
+        bad_exit = [t.name for t in results if t.name.startswith("ckptlint") and t.returncode != 0]
+        findings = len(json.loads(results[0].stdout or "[]"))
+        report(results, files, lines, findings)
+        if args.json:
+            args.json.write_text(json.dumps(
+                {"machine": machine(), "files": files, "lines": lines, "findings": findings,
+                 "results": [{"name": t.name, "seconds": t.seconds, "peak_rss_mb": t.peak_rss_mb} for t in results]},
+                indent=2,
+            ))
+        if errors or bad_exit:
+            print(f"\nFAILED: {len(errors)} internal errors, non-zero exits: {bad_exit}", file=sys.stderr)
+            for line in errors[:20]:
+                print("  " + line, file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def report(results: list[Timing], files: int, lines: int, findings: int) -> None:
+    by_name = {t.name: t for t in results}
+    print(f"machine: {machine()}")
+    print(f"files:   {files} Python files, {lines:,} lines; ckptlint findings: {findings}\n")
+    print(f"{'tool':34} {'wall s':>8} {'files/s':>9} {'peak MB':>8}")
+    for t in results:
+        rate = files / t.seconds if "one file" not in t.name else 1 / t.seconds
+        print(f"{t.name:34} {t.seconds:8.2f} {rate:9.0f} {t.peak_rss_mb:8.0f}")
+    cold, warm = by_name["ckptlint cold"], by_name["ckptlint warm"]
+    print()
+    if "torchfix --select TOR003" in by_name:
+        print(f"TorchFix / ckptlint cold:           {by_name['torchfix --select TOR003'].seconds / cold.seconds:6.1f}x")
+    if "grep -rl checkpoint" in by_name:
+        print(f"ckptlint warm / grep:               {warm.seconds / by_name['grep -rl checkpoint'].seconds:6.1f}x")
+    print(f"ckptlint cold / warm:               {cold.seconds / warm.seconds:6.1f}x")
+    print(f"one touched file, whole tree:       {by_name['ckptlint warm, 1 file touched'].seconds:6.2f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
