@@ -198,6 +198,8 @@ def check(
         summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
         click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
 
+    for message in result.notices:
+        click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
     for message in [*result.errors, *result.internal_errors]:
         click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
     if result.errors or result.internal_errors:

@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import ast
+import ctypes
+import os
 import re
 import sys
 import threading
@@ -220,7 +222,14 @@ def lint_text(
     """Lint one file's text. Every file is syntax-checked with CPython's own parser (fast);
     only files that contain a selected rule's trigger words are parsed with libcst and
     analysed. Cross-file rules see `project` (by default a project of this file alone)."""
-    return on_deep_stack(_lint_text, text, path, settings, display_path or str(path), rules, project)
+    display = display_path or str(path)
+    try:
+        return on_deep_stack(_lint_text, text, path, settings, display, rules, project)
+    except AnalysisTimeout:
+        return LintOutcome(
+            (_parse_error(display, 1, 1, f"analysis stopped after {file_time_limit():g} s (the per-file time limit)", kind=""),),
+            parsed=False,
+        )
 
 
 def _lint_text(
@@ -324,6 +333,20 @@ def parse_module(text: str, display: str, *, with_libcst: bool) -> cst.Module | 
         return _parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)")
 
 
+class AnalysisTimeout(BaseException):
+    """One file's analysis ran past the per-file time limit. A BaseException, so that the
+    guards around rules (which turn exceptions into internal errors) let it through."""
+
+
+def file_time_limit() -> float:
+    """Seconds one file may take (`CKPTLINT_FILE_TIME_LIMIT`, default 120): a pathological
+    file cannot stall the run."""
+    try:
+        return max(0.01, float(os.environ.get("CKPTLINT_FILE_TIME_LIMIT", "120")))
+    except ValueError:
+        return 120.0
+
+
 _DEEP_STACK_BYTES = 512 << 20
 _DEEP_RECURSION_LIMIT = 60_000
 
@@ -354,7 +377,13 @@ def on_deep_stack(function, *args):
             thread.start()
         finally:
             threading.stack_size(previous_size)
-    thread.join()
+    thread.join(file_time_limit())
+    if thread.is_alive():
+        # Past the limit: raise AnalysisTimeout inside the thread at its next bytecode (a
+        # native parse finishes first), and wait for it to unwind. Never abandon it: a
+        # thread still running at interpreter exit aborts the process.
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AnalysisTimeout))
+        thread.join()
     ok, value = result[0]
     if not ok:
         raise value
@@ -424,10 +453,10 @@ def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return kept
 
 
-def _parse_error(display: str, row: int, column: int, message: str) -> Diagnostic:
+def _parse_error(display: str, row: int, column: int, message: str, *, kind: str = "SyntaxError: ") -> Diagnostic:
     return Diagnostic(
         code=PARSE_ERROR.code,
-        message=f"SyntaxError: {message.strip()}",
+        message=f"{kind}{message.strip()}",
         path=display,
         location=Location(max(row, 1), max(column, 1)),
         end_location=Location(max(row, 1), max(column, 1)),

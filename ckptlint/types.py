@@ -73,6 +73,8 @@ class FileResult:
     fixed_source: str | None = None
     internal_errors: tuple[str, ...] = ()
     skipped: bool = False
+    # Warnings that do not change the exit code (a file too large to analyse).
+    notices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,10 @@ class RunResult:
     @property
     def internal_errors(self) -> list[str]:
         return [e for f in self.files for e in f.internal_errors]
+
+    @property
+    def notices(self) -> list[str]:
+        return [n for f in self.files for n in f.notices]
 
     @property
     def fixed_count(self) -> int:
