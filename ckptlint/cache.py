@@ -37,11 +37,13 @@ def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-class ResultCache:
-    def __init__(self, settings: Settings) -> None:
-        directory = settings.cache_dir or settings.project_root / ".ckptlint_cache"
+class CacheFile:
+    """One JSON file of entries by key under the cache directory's version directory: read
+    whole (anything unreadable or malformed counts as empty), written whole and atomically."""
+
+    def __init__(self, directory: Path, name: str) -> None:
         self.directory = directory
-        self.path = directory / f"{__version__}" / f"{settings_fingerprint(settings)}.json"
+        self.path = directory / __version__ / name
         self._entries: dict[str, dict] = {}
         self._dirty = False
         try:
@@ -50,6 +52,17 @@ class ResultCache:
                 self._entries = data["files"]
         except (OSError, ValueError, RecursionError):
             self._entries = {}
+
+    def save(self) -> None:
+        """Write atomically; concurrent runs each write a whole file and the last one wins."""
+        if self._dirty:
+            save_cache_file(self.directory, self.path, {"version": __version__, "files": self._entries})
+
+
+class ResultCache(CacheFile):
+    def __init__(self, settings: Settings) -> None:
+        directory = settings.cache_dir or settings.project_root / ".ckptlint_cache"
+        super().__init__(directory, f"{settings_fingerprint(settings)}.json")
 
     def get(self, key: str, digest: str) -> tuple[Diagnostic, ...] | None:
         entry = self._entries.get(key)
@@ -63,12 +76,6 @@ class ResultCache:
     def put(self, key: str, digest: str, diagnostics: tuple[Diagnostic, ...]) -> None:
         self._entries[key] = {"digest": digest, "diagnostics": [asdict(d) for d in diagnostics]}
         self._dirty = True
-
-    def save(self) -> None:
-        """Write atomically; concurrent runs each write a whole file and the last one wins."""
-        if self._dirty:
-            save_cache_file(self.directory, self.path, {"version": __version__, "files": self._entries})
-
 
 def save_cache_file(directory: Path, path: Path, payload: dict) -> None:
     """Write one cache file atomically under `directory`; a read-only checkout still lints,

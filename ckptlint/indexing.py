@@ -10,13 +10,11 @@ part of the enclosing project's index.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ckptlint import __version__
-from ckptlint.cache import save_cache_file
+from ckptlint.cache import CacheFile
 from ckptlint.config import ROOT_MARKERS, Settings
 from ckptlint.discovery import discover, relative_to_root
 from ckptlint.source import read_source_bytes
@@ -157,22 +155,12 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
     return ProjectIndex(root, dict(sorted(files.items())), digests)
 
 
-class _IndexCache:
+class _IndexCache(CacheFile):
     """Facts by relative path and content digest, one file per project root."""
 
     def __init__(self, settings: Settings, root: Path) -> None:
-        directory = settings.cache_dir or root / ".ckptlint_cache"
-        self.directory = directory
         key = hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:16]
-        self.path = directory / __version__ / f"index-{key}.json"
-        self._entries: dict[str, dict] = {}
-        self._dirty = False
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and isinstance(data.get("files"), dict):
-                self._entries = data["files"]
-        except (OSError, ValueError, RecursionError):
-            self._entries = {}
+        super().__init__(settings.cache_dir or root / ".ckptlint_cache", f"index-{key}.json")
 
     def get(self, relative: str, digest: str) -> FileFacts | None:
         entry = self._entries.get(relative)
@@ -186,7 +174,3 @@ class _IndexCache:
     def put(self, relative: str, digest: str, facts: FileFacts) -> None:
         self._entries[relative] = {"digest": digest, "facts": facts.to_json()}
         self._dirty = True
-
-    def save(self) -> None:
-        if self._dirty:
-            save_cache_file(self.directory, self.path, {"version": __version__, "files": self._entries})

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property

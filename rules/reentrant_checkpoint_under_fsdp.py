@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
-from ckptlint.analysis.fsdp import absolute_names, checkpoint_wrapper_impl, is_checkpoint_wrapper, project_fsdp, resolves_to
+from ckptlint.analysis.fsdp import absolute_names, checkpoint_wrapper_impl, is_checkpoint_wrapper, project_fsdp
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import (
     GC_KWARGS,
