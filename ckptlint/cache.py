@@ -53,10 +53,12 @@ class CacheFile:
         except (OSError, ValueError, RecursionError):
             self._entries = {}
 
-    def save(self) -> None:
-        """Write atomically; concurrent runs each write a whole file and the last one wins."""
+    def save(self) -> str | None:
+        """Write atomically; concurrent runs each write a whole file and the last one wins.
+        Returns a warning when the cache cannot be written."""
         if self._dirty:
-            save_cache_file(self.directory, self.path, {"version": __version__, "files": self._entries})
+            return save_cache_file(self.directory, self.path, {"version": __version__, "files": self._entries})
+        return None
 
 
 class ResultCache(CacheFile):
@@ -77,9 +79,9 @@ class ResultCache(CacheFile):
         self._entries[key] = {"digest": digest, "diagnostics": [asdict(d) for d in diagnostics]}
         self._dirty = True
 
-def save_cache_file(directory: Path, path: Path, payload: dict) -> None:
-    """Write one cache file atomically under `directory`; a read-only checkout still lints,
-    it just is not cached."""
+def save_cache_file(directory: Path, path: Path, payload: dict) -> str | None:
+    """Write one cache file atomically under `directory`. A read-only checkout still lints,
+    it just is not cached: the problem comes back as a warning."""
     try:
         # Mark the directory as ours only when we create it: a configured cache-dir that
         # already holds files keeps its own README and .gitignore.
@@ -97,8 +99,9 @@ def save_cache_file(directory: Path, path: Path, payload: dict) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
-    except OSError:
-        pass
+    except OSError as error:
+        return f"cache not written ({directory}): {error.strerror or error}; results are not cached"
+    return None
 
 
 def _diagnostic_from_json(item: dict) -> Diagnostic:

@@ -107,6 +107,10 @@ def check(
     paths = paths or (Path("."),)
     if Path("-") in paths and not reading_stdin:
         _fail("`-` (standard input) cannot be combined with other paths")
+    if stdin_filename is not None and not reading_stdin:
+        _fail("--stdin-filename names standard input: use it with the path `-` (or no path), not with files")
+    if no_cache and cache_dir is not None:
+        _fail("--no-cache and --cache-dir contradict each other: give one of them")
     start = Path(stdin_filename).parent if reading_stdin and stdin_filename else paths[0]
     try:
         # Validated (and upper-cased) before use: `--select ckpt001` means CKPT001.

@@ -202,9 +202,8 @@ def check_paths(
         results.append(result)
         if cache is not None and digest is not None and not result.internal_errors and not result.notices:
             cache.put(str(path.absolute()), digest, result.diagnostics)
-    if cache is not None:
-        cache.save()
-    return RunResult(tuple(sorted(results, key=lambda r: r.path)))
+    warning = cache.save() if cache is not None else None
+    return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=(warning,) if warning else ())
 
 
 def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:

@@ -82,6 +82,8 @@ class RunResult:
     files: tuple[FileResult, ...] = ()
     # Messages for problems outside any file (unwritable outputs, files changed underneath us).
     errors: tuple[str, ...] = field(default=())
+    # Warnings outside any file that leave the results intact (an unwritable cache).
+    warnings: tuple[str, ...] = field(default=())
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -93,7 +95,7 @@ class RunResult:
 
     @property
     def notices(self) -> list[str]:
-        return [n for f in self.files for n in f.notices]
+        return [*self.warnings, *(n for f in self.files for n in f.notices)]
 
     @property
     def fixed_count(self) -> int:

@@ -950,3 +950,20 @@ def test_parallel_run_matches_serial(cli, make_project):
     assert parallel.stdout == serial.stdout
     assert serial.stdout.splitlines()[-3] == "Found 140 errors."
     assert cli(["--jobs", "0", "src"], cwd=root).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--stdin-filename", "a.py", "a.py"], "--stdin-filename names standard input"),
+        (["--no-cache", "--cache-dir", "c", "."], "--no-cache and --cache-dir contradict each other"),
+        (["-", "a.py"], "`-` (standard input) cannot be combined with other paths"),
+    ],
+)
+def test_conflicting_options_exit_2_before_linting(cli, make_project, args, message):
+    root = make_project({"a.py": "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"})
+    result = cli(args, root, input="")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert message in result.stderr
+    assert not (root / ".ckptlint_cache").exists() and not (root / "c").exists()
