@@ -1,0 +1,68 @@
+"""CKPT030's runtime evidence: a late-binding lambda gives wrong gradients, silently, and the
+fixed code (as `--fix` writes it) gives exactly the unchecked run's."""
+
+from __future__ import annotations
+
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from ckptlint.config import Settings
+from ckptlint.engine import fix_text, lint_text
+
+MODEL = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Stack(nn.Module):
+        def __init__(self, checkpointed):
+            super().__init__()
+            self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+            self.checkpointed = checkpointed
+
+        def forward(self, x):
+            for block in self.blocks:
+                if self.checkpointed:
+                    x = checkpoint(lambda t: torch.tanh(block(t)), x, use_reentrant=False)
+                else:
+                    x = torch.tanh(block(x))
+            return x
+    """
+).lstrip()
+
+
+def gradients(source: str, checkpointed: bool):
+    torch = pytest.importorskip("torch")
+    module = types.ModuleType("closure_model")
+    exec(compile(source, "closure_model.py", "exec"), module.__dict__)
+    torch.manual_seed(0)
+    model = module.Stack(checkpointed)
+    model(torch.randn(4, 8, generator=torch.Generator().manual_seed(1))).sum().backward()
+    return [p.grad for p in model.parameters()]
+
+
+def settings() -> Settings:
+    return Settings.default(Path("/project"), target_versions={"torch": "2.13"})
+
+
+def test_late_binding_lambda_gives_silently_wrong_gradients_and_the_fix_restores_them():
+    torch = pytest.importorskip("torch")
+    reference = gradients(MODEL, checkpointed=False)
+    late = gradients(MODEL, checkpointed=True)
+    differences = [float((a - b).abs().max()) for a, b in zip(reference, late)]
+    assert max(differences[:4]) > 1e-3  # the first two blocks were recomputed as the last one
+    assert differences[4:] == [0.0, 0.0]  # the last block is the one the lambda saw
+
+    path = Path("/project/model.py")
+    [finding] = lint_text(MODEL, path, settings()).diagnostics
+    assert (finding.code, finding.location.row) == ("CKPT030", 15)
+    fixed = fix_text(MODEL, path, settings(), unsafe=False)
+    assert "lambda t, block=block: torch.tanh(block(t))" in fixed.text
+    assert lint_text(fixed.text, path, settings()).diagnostics == ()
+    for a, b in zip(reference, gradients(fixed.text, checkpointed=True)):
+        assert torch.equal(a, b)
