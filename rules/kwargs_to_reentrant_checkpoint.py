@@ -26,6 +26,14 @@ class KwargsToReentrantCheckpoint(Rule):
     `context_fn` / `debug`, while the reentrant implementation is in use: `use_reentrant=True`
     written out, or omitted (torch then defaults to reentrant).
 
+    Also, with any implementation: keyword arguments passed through `checkpoint` to a
+    function defined in the file that cannot accept them: a function by name, `self.<method>`,
+    or the inner function of a local factory (`create_custom_forward(module)` returning
+    `def custom_forward(*inputs)`, diffusers issue 11214). The non-reentrant implementation
+    forwards the keywords, and the call raises `TypeError: ...custom_forward() got an
+    unexpected keyword argument 'encoder_hidden_states'` (torch 2.13). No fix for this form:
+    switching implementation cannot help.
+
     ## Why is this bad?
     The reentrant implementation cannot forward keyword arguments. The call raises
     `ValueError: Unexpected keyword arguments: <names>` (or, for `context_fn` / `debug`,
@@ -74,12 +82,78 @@ class KwargsToReentrantCheckpoint(Rule):
     requires = SITE_REQUIRES
     supersedes = ("CKPT001",)
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Functions defined in the file, by name (a name defined twice resolves to nothing),
+        # and the methods of each class, for `self.<method>`.
+        self._functions: dict[str, list[cst.FunctionDef]] = {}
+        self._methods: dict[tuple[str, str], cst.FunctionDef] = {}
+        self._classes: list[str] = []
+        self._call_class: dict[cst.Call, str] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.setdefault(node.name.value, []).append(node)
+        if self._classes:
+            self._methods[(self._classes[-1], node.name.value)] = node
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._classes:
+            self._call_class[node] = self._classes[-1]
+
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
             return
+        extra = site.extra_keywords()
+        callee = self._local_callee(site) if extra else None
+        if callee is not None:
+            rejected = [name for name in extra if not _accepts_keyword(callee, name)]
+            if rejected:
+                self._report_rejected(site, callee, rejected)
+                return
+        self._check_reentrant(site, extra)
+
+    def _report_rejected(self, site: CheckpointSite, callee: cst.FunctionDef, rejected: list[str]) -> None:
+        names = ", ".join(f"`{name}`" for name in rejected)
+        signature = cst.Module([]).code_for_node(callee.params)
+        self.report(
+            site.node,
+            f"keyword argument{'s' if len(rejected) > 1 else ''} {names} passed through `checkpoint` to "
+            f"`{callee.name.value}({signature})`, which cannot accept "
+            f"{'them' if len(rejected) > 1 else 'it'}: a TypeError as soon as checkpointing is on (a ValueError "
+            "with the reentrant implementation); pass them positionally or give the function the parameters",
+        )
+
+    def _local_callee(self, site: CheckpointSite) -> cst.FunctionDef | None:
+        """The function defined in this file that checkpoint will call: a function by name,
+        `self.<method>` of the enclosing class, or the inner function a local factory returns
+        (`create_custom_forward(module)`)."""
+        function = site.function
+        if isinstance(function, cst.Name):
+            found = self._functions.get(function.value, [])
+            return found[0] if len(found) == 1 else None
+        if (
+            isinstance(function, cst.Attribute)
+            and isinstance(function.value, cst.Name)
+            and function.value.value == "self"
+            and site.node in self._call_class
+        ):
+            method = self._methods.get((self._call_class[site.node], function.attr.value))
+            return _without_self(method) if method is not None else None
+        if isinstance(function, cst.Call) and isinstance(function.func, cst.Name):
+            factories = self._functions.get(function.func.value, [])
+            if len(factories) == 1:
+                return _returned_function(factories[0])
+        return None
+
+    def _check_reentrant(self, site: CheckpointSite, extra: list[str]) -> None:
         if not site.reentrancy.is_reentrant:
             return  # non-reentrant, or unknown (a variable, or a **kwargs splat that may set it)
-        extra = site.extra_keywords()
         non_reentrant_only = site.non_reentrant_only_keywords()
         if extra:
             what = "keyword argument" + ("s " if len(extra) > 1 else " ") + ", ".join(f"`{k}`" for k in extra)
@@ -101,6 +175,20 @@ class KwargsToReentrantCheckpoint(Rule):
         )
 
     valid = [
+        # Non-reentrant, and the local function accepts the keywords (by name or **kwargs).
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def run(hidden, mask=None):
+                return hidden
+            def run_any(hidden, **extra):
+                return hidden
+
+            y = checkpoint(run, x, mask=m, use_reentrant=False)
+            z = checkpoint(run_any, x, scale=2.0, use_reentrant=False)
+            """
+        ),
         Valid(
             """
             from torch.utils.checkpoint import checkpoint
@@ -147,6 +235,25 @@ class KwargsToReentrantCheckpoint(Rule):
         ),
     ]
     invalid = [
+        # A local factory's inner function takes only *inputs (diffusers issue 11214).
+        Invalid(
+            """
+            import torch.utils.checkpoint
+
+            def create_custom_forward(module):
+                def custom_forward(*inputs):
+                    return module(*inputs)
+                return custom_forward
+
+            def forward(self, hidden, context):
+                return torch.utils.checkpoint.checkpoint(
+                    create_custom_forward(self.attn), hidden, encoder_hidden_states=context, use_reentrant=False
+                )
+            """,
+            line=9,
+            column=12,
+            message_contains="`encoder_hidden_states` passed through `checkpoint` to `custom_forward(*inputs)`",
+        ),
         Invalid(
             """
             from torch.utils.checkpoint import checkpoint
@@ -208,3 +315,34 @@ class KwargsToReentrantCheckpoint(Rule):
             """,
         ),
     ]
+
+
+def _accepts_keyword(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    if isinstance(params.star_kwarg, cst.Param):
+        return True
+    return any(p.name.value == name for p in (*params.params, *params.kwonly_params))
+
+
+def _without_self(method: cst.FunctionDef) -> cst.FunctionDef:
+    params = method.params
+    if params.params and params.params[0].name.value in ("self", "cls"):
+        return method.with_changes(params=params.with_changes(params=params.params[1:]))
+    if params.posonly_params and params.posonly_params[0].name.value in ("self", "cls"):
+        return method.with_changes(params=params.with_changes(posonly_params=params.posonly_params[1:]))
+    return method
+
+
+def _returned_function(factory: cst.FunctionDef) -> cst.FunctionDef | None:
+    """The nested function a factory returns by name, when it returns exactly that."""
+    if not isinstance(factory.body, cst.IndentedBlock):
+        return None
+    nested = {s.name.value: s for s in factory.body.body if isinstance(s, cst.FunctionDef)}
+    returned = [
+        small.value.value
+        for statement in factory.body.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)
+    ]
+    return nested.get(returned[0]) if len(returned) == 1 else None

@@ -66,3 +66,21 @@ def test_late_binding_lambda_gives_silently_wrong_gradients_and_the_fix_restores
     assert lint_text(fixed.text, path, settings()).diagnostics == ()
     for a, b in zip(reference, gradients(fixed.text, checkpointed=True)):
         assert torch.equal(a, b)
+
+
+def test_keywords_a_local_function_cannot_take_are_a_type_error():
+    """CKPT032's local-callable form: the keywords reach the function and it rejects them."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.checkpoint import checkpoint
+
+    def create_custom_forward(module):
+        def custom_forward(*inputs):
+            return module(*inputs)
+
+        return custom_forward
+
+    x = torch.randn(2, 4, requires_grad=True)
+    with pytest.raises(TypeError, match="custom_forward\\(\\) got an unexpected keyword argument 'encoder_hidden_states'"):
+        checkpoint(create_custom_forward(torch.tanh), x, encoder_hidden_states=x, use_reentrant=False)
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: encoder_hidden_states"):
+        checkpoint(create_custom_forward(torch.tanh), x, encoder_hidden_states=x, use_reentrant=True)
