@@ -84,3 +84,37 @@ def test_keywords_a_local_function_cannot_take_are_a_type_error():
         checkpoint(create_custom_forward(torch.tanh), x, encoder_hidden_states=x, use_reentrant=False)
     with pytest.raises(ValueError, match="Unexpected keyword arguments: encoder_hidden_states"):
         checkpoint(create_custom_forward(torch.tanh), x, encoder_hidden_states=x, use_reentrant=True)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_dict_changed_after_the_call_changes_the_recomputation(reentrant):
+    """CKPT031's evidence: the recomputation takes the branch the changed dict selects."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    from torch.utils.checkpoint import checkpoint
+
+    def region(t, cfg):
+        return torch.tanh(t) if cfg["act"] == "tanh" else torch.sigmoid(t)
+
+    x0 = torch.linspace(-1, 1, 4)
+    reference = x0.clone().requires_grad_()
+    region(reference, {"act": "tanh"}).sum().backward()
+    x = x0.clone().requires_grad_()
+    cfg = {"act": "tanh"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = checkpoint(region, x, cfg, use_reentrant=reentrant)
+        cfg["act"] = "sigmoid"
+        y.sum().backward()
+    assert float((x.grad - reference.grad).abs().max()) > 0.4
+
+    # A number read by the region: only the reentrant implementation rebuilds the graph with it.
+    x = torch.ones(3, requires_grad=True)
+    scale = {"value": 2.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = checkpoint(lambda t, s: t * s["value"], x, scale, use_reentrant=reentrant)
+        scale["value"] = 3.0
+        y.sum().backward()
+    assert x.grad.tolist() == ([3.0] * 3 if reentrant else [2.0] * 3)
