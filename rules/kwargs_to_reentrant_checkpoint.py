@@ -34,6 +34,13 @@ class KwargsToReentrantCheckpoint(Rule):
     unexpected keyword argument 'encoder_hidden_states'` (torch 2.13). No fix for this form:
     switching implementation cannot help.
 
+    And: a value the non-checkpointed branch of the same `if` passes by keyword
+    (`r(x, attn_mask=attn_mask)`) that the checkpointed branch passes positionally into a
+    parameter of another name (`checkpoint(r, x, attn_mask)` lands in `k_x` of
+    `forward(self, q_x, k_x=None, v_x=None, attn_mask=None)`), when the callee is a function
+    of the file or the class of a module attribute built in `__init__`. Training with
+    checkpointing then silently computes something else than without it. No fix.
+
     ## Why is this bad?
     The reentrant implementation cannot forward keyword arguments. The call raises
     `ValueError: Unexpected keyword arguments: <names>` (or, for `context_fn` / `debug`,
@@ -90,9 +97,38 @@ class KwargsToReentrantCheckpoint(Rule):
         self._methods: dict[tuple[str, str], cst.FunctionDef] = {}
         self._classes: list[str] = []
         self._call_class: dict[cst.Call, str] = {}
+        self._class_nodes: dict[str, cst.ClassDef] = {}
+        # `self.<attr>` -> the class its value (or every element of it) is built from.
+        self._attribute_classes: dict[tuple[str, str], str] = {}
+        # Loop variable -> the expression iterated, for the loops that hold each call.
+        self._loops: list[tuple[str, cst.BaseExpression]] = []
+        self._call_loops: dict[cst.Call, tuple[tuple[str, cst.BaseExpression], ...]] = {}
+        self._ifs: list[cst.If] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append(node.name.value)
+        self._class_nodes.setdefault(node.name.value, node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self._classes or len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            built = _built_class(node.value)
+            if built is not None:
+                self._attribute_classes[(self._classes[-1], target.attr.value)] = built
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name):
+            self._loops.append((node.target.value, node.iter))
+        else:
+            self._loops.append(("", node.iter))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loops.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._ifs.append(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._classes.pop()
@@ -105,6 +141,8 @@ class KwargsToReentrantCheckpoint(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self._classes:
             self._call_class[node] = self._classes[-1]
+        if self._loops:
+            self._call_loops[node] = tuple(self._loops)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
@@ -116,7 +154,68 @@ class KwargsToReentrantCheckpoint(Rule):
             if rejected:
                 self._report_rejected(site, callee, rejected)
                 return
+        if self._check_positional_slots(site):
+            return
         self._check_reentrant(site, extra)
+
+    def _check_positional_slots(self, site: CheckpointSite) -> bool:
+        """The checkpointed call passes a value positionally into another parameter than the
+        one the plain call of the other branch names for it."""
+        callee = self._local_callee(site) or self._module_forward(site)
+        if callee is None or site.function is None:
+            return False
+        function_code = _code(site.function)
+        plain = [call for call in self._other_branch_calls(site) if _code(call.func) == function_code]
+        if len(plain) != 1:
+            return False
+        slots = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+        keywords = {_code(arg.value): arg.keyword.value for arg in plain[0].args if arg.keyword is not None}
+        for position, arg in enumerate(site.positional):
+            expected = keywords.get(_code(arg.value))
+            if arg.star or expected is None or position >= len(slots):
+                continue
+            slot = slots[position]
+            if slot != expected:
+                self.report(
+                    site.node,
+                    f"`{_code(arg.value)}` is passed positionally into parameter `{slot}` of "
+                    f"`{callee.name.value}`, while the non-checkpointed branch passes it as `{expected}=`: with "
+                    f"checkpointing on, the value lands in the wrong parameter; pass the inputs in `{callee.name.value}`'s "
+                    "parameter order",
+                )
+                return True
+        return False
+
+    def _other_branch_calls(self, site: CheckpointSite) -> list[cst.Call]:
+        for node in self._ifs:
+            branches = [node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None]
+            for index, branch in enumerate(branches):
+                other = branches[1 - index]
+                if branch is not None and other is not None and _contains(branch, site.node):
+                    return _calls_in(other)
+        return []
+
+    def _module_forward(self, site: CheckpointSite) -> cst.FunctionDef | None:
+        """`forward` of the class of a module attribute (`self.block`), or of the elements of
+        one the enclosing loop iterates (`for block in self.blocks`)."""
+        owner = self._call_class.get(site.node)
+        function = site.function
+        if owner is None or function is None:
+            return None
+        attribute = None
+        if isinstance(function, cst.Attribute) and _is_self(function.value):
+            attribute = function.attr.value
+        elif isinstance(function, cst.Name):
+            for variable, iterated in reversed(self._call_loops.get(site.node, ())):
+                if variable == function.value and isinstance(iterated, cst.Attribute) and _is_self(iterated.value):
+                    attribute = iterated.attr.value
+                    break
+        class_name = self._attribute_classes.get((owner, attribute)) if attribute else None
+        node = self._class_nodes.get(class_name) if class_name else None
+        if node is None:
+            return None
+        forwards = [s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"]
+        return _without_self(forwards[0]) if len(forwards) == 1 else None
 
     def _report_rejected(self, site: CheckpointSite, callee: cst.FunctionDef, rejected: list[str]) -> None:
         names = ", ".join(f"`{name}`" for name in rejected)
@@ -175,6 +274,30 @@ class KwargsToReentrantCheckpoint(Rule):
         )
 
     valid = [
+        # The right slots: `None, None` fill k_x and v_x.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class ResidualAttentionBlock(nn.Module):
+                def forward(self, q_x, k_x=None, v_x=None, attn_mask=None):
+                    return q_x
+
+            class Transformer(nn.Module):
+                def __init__(self, layers):
+                    super().__init__()
+                    self.resblocks = nn.ModuleList([ResidualAttentionBlock() for _ in range(layers)])
+
+                def forward(self, x, attn_mask=None):
+                    for r in self.resblocks:
+                        if self.grad_checkpointing:
+                            x = checkpoint(r, x, None, None, attn_mask, use_reentrant=False)
+                        else:
+                            x = r(x, attn_mask=attn_mask)
+                    return x
+            """
+        ),
         # Non-reentrant, and the local function accepts the keywords (by name or **kwargs).
         Valid(
             """
@@ -235,6 +358,34 @@ class KwargsToReentrantCheckpoint(Rule):
         ),
     ]
     invalid = [
+        # open_clip-style: the plain branch names `attn_mask`, the checkpointed one puts it
+        # in the second slot, `k_x`.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class ResidualAttentionBlock(nn.Module):
+                def forward(self, q_x, k_x=None, v_x=None, attn_mask=None):
+                    return q_x
+
+            class Transformer(nn.Module):
+                def __init__(self, layers):
+                    super().__init__()
+                    self.resblocks = nn.ModuleList([ResidualAttentionBlock() for _ in range(layers)])
+
+                def forward(self, x, attn_mask=None):
+                    for r in self.resblocks:
+                        if self.grad_checkpointing:
+                            x = checkpoint(r, x, attn_mask, use_reentrant=False)
+                        else:
+                            x = r(x, attn_mask=attn_mask)
+                    return x
+            """,
+            line=16,
+            column=21,
+            message_contains="`attn_mask` is passed positionally into parameter `k_x` of `forward`",
+        ),
         # A local factory's inner function takes only *inputs (diffusers issue 11214).
         Invalid(
             """
@@ -346,3 +497,50 @@ def _returned_function(factory: cst.FunctionDef) -> cst.FunctionDef | None:
         if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)
     ]
     return nested.get(returned[0]) if len(returned) == 1 else None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
+
+
+def _built_class(value: cst.BaseExpression) -> str | None:
+    """`Block(...)`, or `nn.ModuleList([Block(...) for ...])` / `nn.ModuleList(Block(...) for ...)`
+    / `nn.Sequential(*[Block(...) ...])`: the class name when it is a plain name."""
+    if not isinstance(value, cst.Call):
+        return None
+    if isinstance(value.func, cst.Name):
+        return value.func.value
+    if isinstance(value.func, cst.Attribute) and value.func.attr.value in ("ModuleList", "Sequential") and value.args:
+        inner = value.args[0].value
+        if isinstance(inner, (cst.ListComp, cst.GeneratorExp)):
+            return _built_class(inner.elt)
+    return None
+
+
+def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, current: cst.CSTNode) -> bool:
+            nonlocal found
+            if current is node:
+                found = True
+            return not found
+
+    tree.visit(Finder())
+    return found
+
+
+def _calls_in(tree: cst.CSTNode) -> list[cst.Call]:
+    calls: list[cst.Call] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            calls.append(call)
+
+    tree.visit(Collector())
+    return calls
