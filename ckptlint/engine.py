@@ -255,7 +255,9 @@ def _lint_text(
         # that can find nothing here are dropped before the (expensive) libcst parse.
         project = project.with_file(relative_path, text)
         rules = [
-            rule for rule in rules if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings)
+            rule
+            for rule in rules
+            if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)
         ]
     parsed = parse_module(text, display, with_libcst=bool(rules))
     if isinstance(parsed, Diagnostic):

@@ -46,6 +46,9 @@ CHECKPOINT_IMPL_NO_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.NO_
 COMPOSABLE_CHECKPOINT = frozenset(
     {"torch.distributed._composable.checkpoint", "torch.distributed._composable.checkpoint_activation.checkpoint"}
 )
+TORCH_CHECKPOINT_FUNCTIONS = frozenset(
+    {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"}
+)
 FSDP1 = frozenset(
     {
         "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -100,6 +103,7 @@ class EventKind(str, enum.Enum):
     HF_GC = "gradient_checkpointing_enable"
     ALIAS = "bound from"  # target = <source>, or a pass-through wrapper of it
     CALL = "passed to"  # a call of a project function with the target as an argument
+    RUNS_CHECKPOINTED = "run under checkpoint"  # the target is the function torch's checkpoint runs
 
 
 class Impl(str, enum.Enum):
@@ -268,6 +272,7 @@ class _Extractor:
         # Predicates (`def is_block(m): return isinstance(m, Block)`) and assigned lambdas,
         # by name, for `check_fn=`.
         self.predicates: dict[str, ast.AST] = {}
+        self._parameters: list[tuple[str, ...]] = []
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
 
@@ -332,6 +337,7 @@ class _Extractor:
     ) -> None:
         events: list[Event] = []
         loop_sources: dict[str, str] = {}  # loop variable -> the dotted name iterated over
+        self._parameters.append(parameters)
         prefix = name.removesuffix(f".{MODULE_LEVEL}")
         in_class_body = name == enclosing_class
         for node in _walk_own_code(body):
@@ -356,6 +362,7 @@ class _Extractor:
                 self._call(node, events, loop_sources, enclosing_class)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 self._assignment(node, events, enclosing_class)
+        self._parameters.pop()
         events.sort(key=lambda e: (e.line, e.column))
         if events:
             self.functions.append(FunctionFacts(name, parameters, tuple(events)))
@@ -439,6 +446,11 @@ class _Extractor:
                     cls = self.resolve(first.func, enclosing_class)
                     if cls is not None:
                         self.wrapped.append(WrappedClass(cls, line, "checkpoint_wrapper", impl))
+        elif callee in TORCH_CHECKPOINT_FUNCTIONS:
+            # A project's own checkpoint wrapper: it runs one of its parameters checkpointed.
+            target = _dotted(first) if first is not None else None
+            if target is not None and target in self._parameters[-1]:
+                events.append(Event(EventKind.RUNS_CHECKPOINTED, target, line, column, api=callee))
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
             target = _dotted(call.func.value)
             if target is not None:
@@ -755,6 +767,29 @@ class ProjectIndex:
             resolved = self._resolve_name(wrapped.name, self.classes) or wrapped.name
             if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
                 return path, wrapped
+        return None
+
+    @cached_property
+    def checkpoint_wrappers(self) -> tuple[str, ...]:
+        """The project's functions that run one of their parameters under torch's checkpoint."""
+        return tuple(
+            sorted(
+                f.name
+                for f in self.functions.values()
+                if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
+            )
+        )
+
+    def checkpointed_parameter(self, name: str) -> int | None:
+        """For a project function that hands one of its parameters to torch's checkpoint as
+        the function to run (timm's `checkpoint_seq`, fairseq's `checkpoint_wrapper`-style
+        helpers): that parameter's position."""
+        facts = self.function(name)
+        if facts is None:
+            return None
+        for event in facts.events:
+            if event.kind is EventKind.RUNS_CHECKPOINTED and event.target in facts.parameters:
+                return facts.parameters.index(event.target)
         return None
 
     def parameter_effects(self, name: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> list[ParameterEffect]:

@@ -95,9 +95,10 @@ class Rule(cst.BatchableCSTVisitor):
     uses_project: ClassVar[bool] = False
 
     @classmethod
-    def may_apply_to_project(cls, project: ProjectIndex, relative_path: str, settings: Settings) -> bool:
-        """For rules that use the project: whether the index (with this file's facts) leaves
-        anything for the rule to find in the file. False skips the file's libcst parse."""
+    def may_apply_to_project(cls, project: ProjectIndex, relative_path: str, settings: Settings, text: str) -> bool:
+        """For rules that use the project: whether the index (with this file's facts) and
+        the text leave anything for the rule to find in the file. False skips the file's
+        libcst parse."""
         return True
 
     @classmethod

@@ -83,7 +83,7 @@ class CheckpointBeforeFsdpWrap(Rule):
         self._calls: list[cst.Call] = []
 
     @classmethod
-    def may_apply_to_project(cls, project, relative_path, settings) -> bool:
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         return bool(_checkpointed_then_wrapped(project, relative_path))
 
     def visit_Call(self, node: cst.Call) -> None:

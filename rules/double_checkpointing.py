@@ -129,7 +129,7 @@ class DoubleCheckpointing(Rule):
         )
 
     @classmethod
-    def may_apply_to_project(cls, project, relative_path, settings) -> bool:
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         facts = project.files.get(relative_path)
         if facts is None:
             return False

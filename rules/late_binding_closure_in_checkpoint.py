@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 
@@ -26,8 +27,10 @@ class LateBindingClosureInCheckpoint(Rule):
     ## What it does
     Finds a `lambda` or a function defined inside a `for` / `while` loop or a comprehension,
     given to `torch.utils.checkpoint.checkpoint` (or in the function list of
-    `checkpoint_sequential`), whose body reads a variable the loop binds without binding it
-    itself (as a parameter, a default, or an assignment).
+    `checkpoint_sequential`, or to one of the project's own checkpoint wrappers: a function,
+    in any file of the project, that hands one of its parameters to torch's checkpoint; or
+    to a function listed in `checkpoint-functions`), whose body reads a variable the loop
+    binds without binding it itself (as a parameter, a default, or an assignment).
 
     ## Why is this bad?
     Python closures capture variables, not values. The forward pass calls the closure during
@@ -73,8 +76,17 @@ class LateBindingClosureInCheckpoint(Rule):
     name = "late-binding-closure-in-checkpoint"
     message = "late-binding closure given to checkpoint"
     fix = Applicability.SAFE
-    triggers = SITE_TRIGGERS
-    requires = SITE_REQUIRES
+    # Also the project's own checkpoint wrappers (found by the index) and `checkpoint-functions`.
+    triggers = (*SITE_TRIGGERS, b"checkpoint", b"ckpt")
+    requires = ()
+    uses_project = True
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        if any(word.decode() in text for word in SITE_TRIGGERS) and all(w.decode() in text for w in SITE_REQUIRES):
+            return True
+        names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
+        return any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -86,6 +98,9 @@ class LateBindingClosureInCheckpoint(Rule):
         self._function_stack: list[cst.CSTNode] = []
         # The function each call sits in, to find a name's definition in the same function.
         self._call_owner: dict[cst.Call, int] = {}
+        self._wrapper_calls: list[cst.Call] = []  # calls inside loops: maybe a project wrapper
+        self._checked: set[cst.Call] = set()
+        self._reported: set[cst.Call] = set()
 
     # --- where callables are defined --------------------------------------------------
 
@@ -150,13 +165,40 @@ class LateBindingClosureInCheckpoint(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._call_owner[node] = self._owner()
+        if self._live_loop_names() and node.args:
+            self._wrapper_calls.append(node)
+
+    def finish(self) -> None:
+        """Calls of the project's checkpoint wrappers (a function that hands one of its
+        parameters to torch's checkpoint) and of configured `checkpoint-functions`."""
+        configured = set(self.context.settings.checkpoint_functions)
+        for call in self._wrapper_calls:
+            names = absolute_names(self.context, call.func)
+            if not names:
+                continue
+            positions = {
+                0 if name in configured else self.context.project.checkpointed_parameter(name) for name in names
+            }
+            if call in self._checked or len(positions) != 1 or None in positions:
+                continue
+            position = positions.pop()
+            positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+            if position < len(positional):
+                label = cst.Module([]).code_for_node(call.func)
+                self._check(call, [positional[position].value], label)
 
     # --- the check --------------------------------------------------------------------
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.function is None:
             return
-        for callable_node in self._callables(site):
+        self._checked.add(site.node)
+        self._check(site.node, self._callables(site.function, site.node), site.api.short_name)
+
+    def _check(self, call: cst.Call, callables: list[Callable], api: str) -> None:
+        if call in self._reported:
+            return
+        for callable_node in callables:
             definition = self._definitions.get(callable_node)
             if definition is None:
                 continue
@@ -166,9 +208,10 @@ class LateBindingClosureInCheckpoint(Rule):
             what = "lambda" if isinstance(callable_node, cst.Lambda) else f"function `{callable_node.name.value}`"
             names = ", ".join(f"`{name}`" for name in captured)
             bound = ", ".join(f"{name}={name}" for name in captured)
+            self._reported.add(call)
             self.report(
-                site.node,
-                f"{what} given to `{site.api.short_name}` reads loop variable{'s' if len(captured) > 1 else ''} "
+                call,
+                f"{what} given to `{api}` reads loop variable{'s' if len(captured) > 1 else ''} "
                 f"{names} when it runs: the recomputation in backward runs after the loop has moved on and "
                 f"sees the last value, so gradients silently differ from the forward pass; bind it "
                 f"as a default ({bound})",
@@ -177,8 +220,7 @@ class LateBindingClosureInCheckpoint(Rule):
             )
             return
 
-    def _callables(self, site: CheckpointSite) -> list[Callable]:
-        function = site.function
+    def _callables(self, function: cst.BaseExpression, call: cst.Call) -> list[Callable]:
         if isinstance(function, cst.Lambda):
             return [function]
         if isinstance(function, (cst.List, cst.Tuple)):
@@ -186,7 +228,7 @@ class LateBindingClosureInCheckpoint(Rule):
         if isinstance(function, (cst.ListComp, cst.GeneratorExp)) and isinstance(function.elt, cst.Lambda):
             return [function.elt]
         if isinstance(function, cst.Name):
-            found = self._named.get((self._call_owner.get(site.node, 0), function.value), [])
+            found = self._named.get((self._call_owner.get(call, 0), function.value), [])
             return found if len(found) == 1 else []
         return []
 
@@ -239,6 +281,33 @@ class LateBindingClosureInCheckpoint(Rule):
         ),
     ]
     invalid = [
+        # Through the project's own wrapper (in any file; here the same one).
+        Invalid(
+            """
+            import torch.utils.checkpoint as cp
+
+            def run_checkpointed(function, *inputs):
+                return cp.checkpoint(function, *inputs, use_reentrant=False)
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = run_checkpointed(lambda t: block(t), x)
+                return x
+            """,
+            line=8,
+            column=13,
+            expected_fix="""
+            import torch.utils.checkpoint as cp
+
+            def run_checkpointed(function, *inputs):
+                return cp.checkpoint(function, *inputs, use_reentrant=False)
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = run_checkpointed(lambda t, block=block: block(t), x)
+                return x
+            """,
+        ),
         Invalid(
             """
             from torch.utils.checkpoint import checkpoint

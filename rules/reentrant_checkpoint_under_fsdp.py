@@ -114,7 +114,7 @@ class ReentrantCheckpointUnderFsdp(Rule):
     uses_project = True
 
     @classmethod
-    def may_apply_to_project(cls, project, relative_path, settings) -> bool:
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         return settings.fsdp == "yes" or (settings.fsdp == "auto" and bool(project.fsdp_uses))
 
     def __init__(self, context) -> None:

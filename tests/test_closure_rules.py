@@ -118,3 +118,45 @@ def test_a_dict_changed_after_the_call_changes_the_recomputation(reentrant):
         scale["value"] = 3.0
         y.sum().backward()
     assert x.grad.tolist() == ([3.0] * 3 if reentrant else [2.0] * 3)
+
+
+def test_late_binding_through_a_wrapper_defined_in_another_module(cli, make_project):
+    from conftest import json_findings
+
+    root = make_project(
+        {
+            "utils.py": """
+                import torch.utils.checkpoint as cp
+
+
+                def run_checkpointed(function, *inputs):
+                    return cp.checkpoint(function, *inputs, use_reentrant=False)
+            """,
+            "model.py": """
+                from utils import run_checkpointed
+
+
+                def forward(blocks, x):
+                    for block in blocks:
+                        x = run_checkpointed(lambda t: block(t), x)
+                    for block in blocks:
+                        x = run_checkpointed(lambda t, block=block: block(t), x)
+                    return x
+            """,
+            "vendor_model.py": """
+                from timm.models import checkpoint_seq
+
+
+                def forward(stages, x):
+                    for stage in stages:
+                        x = checkpoint_seq(lambda t: stage(t), x)
+                    return x
+            """,
+        },
+        pyproject="[project]\nname = 'demo'\n\n[tool.ckptlint]\ncheckpoint-functions = ['timm.models.checkpoint_seq']\n",
+    )
+    result = cli(["--output-format", "json", "--no-cache", "."], root)
+    assert json_findings(result, root) == [("model.py", 6, 13, "CKPT030"), ("vendor_model.py", 6, 13, "CKPT030")]
+    # The model file alone, as pre-commit passes it: the wrapper is still known.
+    alone = cli(["--output-format", "json", "--no-cache", "model.py"], root)
+    assert json_findings(alone, root) == [("model.py", 6, 13, "CKPT030")]
