@@ -27,7 +27,7 @@ from pathlib import Path
 from ckptlint.analysis.huggingface import TRAINING_ARGUMENTS_CLASSES
 
 INDEX_TRIGGERS = (
-    "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config",
+    "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config", "Module",
 )
 
 MODULE_LEVEL = "<module>"
@@ -145,10 +145,24 @@ class FunctionFacts:
 
 
 @dataclass(frozen=True)
+class MethodFacts:
+    """What one method does that a checkpointed region cares about."""
+
+    name: str
+    random: tuple[str, ...] = ()  # random operations it calls, described (`F.dropout(p=0.1)`)
+    attributes: tuple[str, ...] = ()  # `self.<attr>` it reads
+    methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls
+
+
+@dataclass(frozen=True)
 class ClassFacts:
     name: str  # absolute
     line: int
     bases: tuple[str, ...]  # absolute where resolvable, else as written
+    # `self.<attr> = Cls(...)` (also the members of `nn.Sequential(...)` / `nn.ModuleList(...)`),
+    # by attribute: the classes it holds, absolute where resolvable.
+    modules: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    methods: tuple[MethodFacts, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,7 +196,19 @@ class FileFacts:
         return cls(
             module=data["module"],
             fsdp=tuple(FsdpUse(FsdpKind(u["kind"]), u["path"], u["line"]) for u in data["fsdp"]),
-            classes=tuple(ClassFacts(c["name"], c["line"], tuple(c["bases"])) for c in data["classes"]),
+            classes=tuple(
+                ClassFacts(
+                    c["name"],
+                    c["line"],
+                    tuple(c["bases"]),
+                    tuple((attr, tuple(classes)) for attr, classes in c.get("modules", ())),
+                    tuple(
+                        MethodFacts(m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]))
+                        for m in c.get("methods", ())
+                    ),
+                )
+                for c in data["classes"]
+            ),
             functions=tuple(
                 FunctionFacts(
                     f["name"],
@@ -252,13 +278,14 @@ def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> F
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return FileFacts(module)
     try:
-        return _Extractor(module, relative_path).run(tree)
+        return _Extractor(module, relative_path, text).run(tree)
     except RecursionError:
         return FileFacts(module)
 
 
 class _Extractor:
-    def __init__(self, module: str, relative_path: str) -> None:
+    def __init__(self, module: str, relative_path: str, text: str = "") -> None:
+        self.lines = text.splitlines()
         self.module = module
         self.path = relative_path
         self.is_package = relative_path.endswith("__init__.py")
@@ -350,7 +377,13 @@ class _Extractor:
             elif isinstance(node, ast.ClassDef):
                 qualified = f"{prefix}.{node.name}"
                 self.classes.append(
-                    ClassFacts(qualified, node.lineno, tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases))
+                    ClassFacts(
+                        qualified,
+                        node.lineno,
+                        tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases),
+                        self._modules_of(node),
+                        self._methods_of(node),
+                    )
                 )
                 self._function(qualified, (), node.body, enclosing_class=qualified)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
@@ -472,6 +505,87 @@ class _Extractor:
                 if target is not None:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg))
 
+    # class summaries -------------------------------------------------------------------
+
+    def _modules_of(self, node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        found: dict[str, list[str]] = {}
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for statement in ast.walk(method):
+                if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+                    continue
+                target = statement.targets[0]
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    classes = self._constructed(statement.value)
+                    if classes:
+                        found.setdefault(target.attr, []).extend(classes)
+        return tuple((attr, tuple(dict.fromkeys(classes))) for attr, classes in sorted(found.items()))
+
+    def _constructed(self, value: ast.AST) -> list[str]:
+        """The module classes a value builds: `Cls(...)`, and the members of containers."""
+        if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+            return self._constructed(value.elt)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return [c for element in value.elts for c in self._constructed(element)]
+        if isinstance(value, ast.Starred):
+            return self._constructed(value.value)
+        if not isinstance(value, ast.Call):
+            return []
+        name = self.resolve(value.func) or _dotted(value.func)
+        if name is None:
+            return []
+        if name.rsplit(".", 1)[-1] in _CONTAINER_MODULES:
+            return [c for arg in value.args for c in self._constructed(arg)]
+        if name in RANDOM_MODULES and _inactive_dropout(value):
+            return []
+        return [name]
+
+    def _methods_of(self, node: ast.ClassDef) -> tuple[MethodFacts, ...]:
+        # Only classes whose text can matter to a region are summarised method by method.
+        text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
+        if not any(word in text for word in _REGION_WORDS):
+            return ()
+        methods = []
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name == "__init__":
+                continue
+            random: list[str] = []
+            attributes: set[str] = set()
+            called: set[str] = set()
+            for inner in ast.walk(method):
+                if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
+                    attributes.add(inner.attr)
+                elif isinstance(inner, ast.Call):
+                    if (
+                        isinstance(inner.func, ast.Attribute)
+                        and isinstance(inner.func.value, ast.Name)
+                        and inner.func.value.id == "self"
+                    ):
+                        called.add(inner.func.attr)
+                    description = self._random_call(inner)
+                    if description:
+                        random.append(f"{description} (line {inner.lineno})")
+            methods.append(MethodFacts(method.name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called))))
+        return tuple(methods)
+
+    def _random_call(self, call: ast.Call) -> str | None:
+        name = self.resolve(call.func) or ""
+        short = name.rsplit(".", 1)[-1]
+        if name in RANDOM_FUNCTIONS:
+            probability = _keyword(call, "p") or (call.args[1] if len(call.args) > 1 else None)
+            if _is_zero(probability) or _is_false(_keyword(call, "training")):
+                return None
+            return f"`{short}`"
+        if short == "scaled_dot_product_attention" and name.startswith("torch."):
+            probability = _keyword(call, "dropout_p") or (call.args[4] if len(call.args) > 4 else None)
+            if probability is None or _is_zero(probability):
+                return None
+            if isinstance(probability, ast.IfExp) and _is_zero(probability.orelse):
+                pass  # `dropout_p if self.training else 0.0`: random in training
+            return "`scaled_dot_product_attention(dropout_p=...)`"
+        return None
+
     def _impl_of(self, call: ast.Call, enclosing_class: str | None) -> Impl:
         """`checkpoint_wrapper(m, checkpoint_impl=...)`: non-reentrant by default."""
         value = _keyword(call, "checkpoint_impl")
@@ -539,6 +653,35 @@ class _Extractor:
             return [expr.value]
         resolved = self.resolve(expr, enclosing_class)
         return [resolved] if resolved is not None else []
+
+
+RANDOM_MODULES = frozenset(
+    {f"torch.nn.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")}
+    | {f"torch.nn.modules.dropout.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")}
+    | {"timm.layers.DropPath", "timm.models.layers.DropPath", "timm.layers.drop.DropPath"}
+)
+RANDOM_FUNCTIONS = frozenset(
+    {f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                                "feature_alpha_dropout")}
+    | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
+       "timm.layers.drop.drop_path"}
+)
+_CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+_REGION_WORDS = ("checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p")
+
+
+def _is_zero(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and not isinstance(expr.value, bool) and expr.value == 0
+
+
+def _is_false(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is False
+
+
+def _inactive_dropout(call: ast.Call) -> bool:
+    """`nn.Dropout(0.0)` / `nn.Dropout(p=0)`: no randomness."""
+    probability = _keyword(call, "p") or (call.args[0] if call.args else None)
+    return _is_zero(probability)
 
 
 _LIBRARY_PREFIXES = (
@@ -768,6 +911,51 @@ class ProjectIndex:
             if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
                 return path, wrapped
         return None
+
+    def class_modules(self, name: str) -> dict[str, tuple[str, ...]]:
+        """A class's module attributes, its bases' included (its own win)."""
+        found: dict[str, tuple[str, ...]] = {}
+        for ancestor in reversed(self.ancestors(name)):
+            facts = self.class_named(ancestor)
+            if facts is not None:
+                found.update(dict(facts.modules))
+        return found
+
+    def class_method(self, name: str, method: str) -> MethodFacts | None:
+        for ancestor in self.ancestors(name):
+            facts = self.class_named(ancestor)
+            for candidate in facts.methods if facts is not None else ():
+                if candidate.name == method:
+                    return candidate
+        return None
+
+    def randomness(self, name: str, extra_random: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """Where instances of a class draw random numbers in training, as paths
+        (`Block.attn -> Attention.dropout (torch.nn.Dropout)`); transitive over its module
+        attributes and bases, memoised."""
+        key = (name, extra_random)
+        if key in self._randomness:
+            return self._randomness[key]
+        self._randomness[key] = ()  # a cycle contributes nothing
+        short = name.rsplit(".", 1)[-1]
+        if name in RANDOM_MODULES or name in extra_random:
+            found = [f"({name})"]
+        else:
+            found = []
+            for ancestor in self.ancestors(name):
+                facts = self.class_named(ancestor)
+                for method in facts.methods if facts is not None else ():
+                    found.extend(f"{short}.{method.name}: {random}" for random in method.random)
+            for attribute, classes in self.class_modules(name).items():
+                for cls in classes:
+                    found.extend(f"{short}.{attribute} -> {path}" for path in self.randomness(cls, extra_random))
+        result = tuple(dict.fromkeys(path.replace(f"{short}.{short}", short) for path in found))
+        self._randomness[key] = result
+        return result
+
+    @cached_property
+    def _randomness(self) -> dict:
+        return {}
 
     @cached_property
     def checkpoint_wrappers(self) -> tuple[str, ...]:

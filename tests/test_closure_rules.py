@@ -160,3 +160,78 @@ def test_late_binding_through_a_wrapper_defined_in_another_module(cli, make_proj
     # The model file alone, as pre-commit passes it: the wrapper is still known.
     alone = cli(["--output-format", "json", "--no-cache", "model.py"], root)
     assert json_findings(alone, root) == [("model.py", 6, 13, "CKPT030")]
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_dropout_recomputed_without_the_rng_state_draws_another_mask(reentrant):
+    """CKPT033's evidence: without the saved RNG state the recomputed mask differs."""
+    torch = pytest.importorskip("torch")
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5)).train()
+
+    def input_gradient(**options):
+        torch.manual_seed(1)
+        x = torch.randn(8, 16, requires_grad=True)
+        if options:
+            y = checkpoint(block, x, use_reentrant=reentrant, **options)
+        else:
+            y = block(x)
+        y.pow(2).sum().backward()
+        return x.grad
+
+    reference = input_gradient()
+    assert torch.equal(input_gradient(preserve_rng_state=True), reference)
+    assert not torch.allclose(input_gradient(preserve_rng_state=False), reference)
+
+
+def test_dropout_two_modules_away_in_another_file(cli, make_project):
+    from conftest import json_findings
+
+    root = make_project(
+        {
+            "layers.py": """
+                import torch.nn as nn
+
+
+                class Attention(nn.Module):
+                    def __init__(self, width):
+                        super().__init__()
+                        self.qkv = nn.Linear(width, 3 * width)
+                        self.attn_drop = nn.Dropout(0.1)
+
+
+                class Mixer(nn.Module):
+                    def __init__(self, width):
+                        super().__init__()
+                        self.norm = nn.LayerNorm(width)
+                        self.attention = Attention(width)
+            """,
+            "model.py": """
+                import torch.nn as nn
+                from torch.utils.checkpoint import checkpoint
+
+                from layers import Mixer
+
+
+                class Model(nn.Module):
+                    def __init__(self, width, depth):
+                        super().__init__()
+                        self.mixers = nn.ModuleList([Mixer(width) for _ in range(depth)])
+                        self.norms = nn.ModuleList([nn.LayerNorm(width) for _ in range(depth)])
+
+                    def forward(self, x):
+                        for mixer in self.mixers:
+                            x = checkpoint(mixer, x, use_reentrant=False, preserve_rng_state=False)
+                        for norm in self.norms:
+                            x = checkpoint(norm, x, use_reentrant=False, preserve_rng_state=False)
+                        return x
+            """,
+        }
+    )
+    result = cli(["--output-format", "json", "--no-cache", "model.py"], root)
+    findings = json_findings(result, root, with_message=True)
+    assert [f[:4] for f in findings] == [("model.py", 15, 17, "CKPT033")]
+    assert "Model.mixers -> Mixer.attention -> Attention.attn_drop -> (torch.nn.Dropout)" in findings[0][4]
