@@ -152,6 +152,7 @@ class MethodFacts:
     random: tuple[str, ...] = ()  # random operations it calls, described (`F.dropout(p=0.1)`)
     attributes: tuple[str, ...] = ()  # `self.<attr>` it reads
     methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls
+    evaluated: tuple[str, ...] = ()  # `self.<attr>.eval()` / `.train(False)`: put in eval mode
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,10 @@ class FileFacts:
                     tuple(c["bases"]),
                     tuple((attr, tuple(classes)) for attr, classes in c.get("modules", ())),
                     tuple(
-                        MethodFacts(m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]))
+                        MethodFacts(
+                            m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]),
+                            tuple(m.get("evaluated", ())),
+                        )
                         for m in c.get("methods", ())
                     ),
                 )
@@ -539,6 +543,8 @@ class _Extractor:
             return [c for arg in value.args for c in self._constructed(arg)]
         if name in RANDOM_MODULES and _inactive_dropout(value):
             return []
+        if name in NORMS_WITH_RUNNING_STATS and not _tracks_running_stats(name, value):
+            return []
         return [name]
 
     def _methods_of(self, node: ast.ClassDef) -> tuple[MethodFacts, ...]:
@@ -553,6 +559,7 @@ class _Extractor:
             random: list[str] = []
             attributes: set[str] = set()
             called: set[str] = set()
+            evaluated: set[str] = set()
             for inner in ast.walk(method):
                 if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
                     attributes.add(inner.attr)
@@ -563,10 +570,22 @@ class _Extractor:
                         and inner.func.value.id == "self"
                     ):
                         called.add(inner.func.attr)
+                    if (
+                        isinstance(inner.func, ast.Attribute)
+                        and (inner.func.attr == "eval" or (inner.func.attr == "train" and _is_false(_first(inner))))
+                        and isinstance(inner.func.value, ast.Attribute)
+                        and isinstance(inner.func.value.value, ast.Name)
+                        and inner.func.value.value.id == "self"
+                    ):
+                        evaluated.add(inner.func.value.attr)
                     description = self._random_call(inner)
                     if description:
                         random.append(f"{description} (line {inner.lineno})")
-            methods.append(MethodFacts(method.name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called))))
+            methods.append(
+                MethodFacts(
+                    method.name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated))
+                )
+            )
         return tuple(methods)
 
     def _random_call(self, call: ast.Call) -> str | None:
@@ -666,12 +685,36 @@ RANDOM_FUNCTIONS = frozenset(
     | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
        "timm.layers.drop.drop_path"}
 )
+_BATCH_NORMS = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+                "LazyBatchNorm3d")
+_INSTANCE_NORMS = ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+                   "LazyInstanceNorm3d")
+NORMS_WITH_RUNNING_STATS = frozenset(
+    f"{prefix}.{name}" for prefix in ("torch.nn", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm")
+    for name in (*_BATCH_NORMS, *_INSTANCE_NORMS)
+)
+
+
+def _tracks_running_stats(name: str, call: ast.Call) -> bool:
+    """BatchNorm tracks by default, InstanceNorm does not; `track_running_stats=` decides."""
+    value = _keyword(call, "track_running_stats")
+    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+        return value.value
+    if value is not None:
+        return True  # not known: counted, as the default of BatchNorm
+    return "InstanceNorm" not in name
+
+
 _CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
-_REGION_WORDS = ("checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p")
+_REGION_WORDS = ("checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(")
 
 
 def _is_zero(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and not isinstance(expr.value, bool) and expr.value == 0
+
+
+def _first(call: ast.Call) -> ast.AST | None:
+    return call.args[0] if call.args else _keyword(call, "mode")
 
 
 def _is_false(expr: ast.AST | None) -> bool:
@@ -931,25 +974,37 @@ class ProjectIndex:
 
     def randomness(self, name: str, extra_random: frozenset[str] = frozenset()) -> tuple[str, ...]:
         """Where instances of a class draw random numbers in training, as paths
-        (`Block.attn -> Attention.dropout (torch.nn.Dropout)`); transitive over its module
+        (`Block.attn -> Attention.dropout -> (torch.nn.Dropout)`); transitive over its module
         attributes and bases, memoised."""
-        key = (name, extra_random)
+        return self._paths(name, RANDOM_MODULES | extra_random, with_random_calls=True)
+
+    def running_stats(self, name: str, extra_stateful: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """Paths to the BatchNorm-like modules (running statistics updated in training) an
+        instance of a class holds."""
+        return self._paths(name, NORMS_WITH_RUNNING_STATS | extra_stateful, with_random_calls=False)
+
+    def _paths(self, name: str, leaves: frozenset[str], *, with_random_calls: bool) -> tuple[str, ...]:
+        key = (name, leaves, with_random_calls)
         if key in self._randomness:
             return self._randomness[key]
         self._randomness[key] = ()  # a cycle contributes nothing
         short = name.rsplit(".", 1)[-1]
-        if name in RANDOM_MODULES or name in extra_random:
+        if name in leaves or short in leaves:
             found = [f"({name})"]
         else:
             found = []
-            for ancestor in self.ancestors(name):
-                facts = self.class_named(ancestor)
-                for method in facts.methods if facts is not None else ():
-                    found.extend(f"{short}.{method.name}: {random}" for random in method.random)
+            if with_random_calls:
+                for ancestor in self.ancestors(name):
+                    facts = self.class_named(ancestor)
+                    for method in facts.methods if facts is not None else ():
+                        found.extend(f"{short}.{method.name}: {random}" for random in method.random)
             for attribute, classes in self.class_modules(name).items():
                 for cls in classes:
-                    found.extend(f"{short}.{attribute} -> {path}" for path in self.randomness(cls, extra_random))
-        result = tuple(dict.fromkeys(path.replace(f"{short}.{short}", short) for path in found))
+                    found.extend(
+                        f"{short}.{attribute} -> {path}"
+                        for path in self._paths(cls, leaves, with_random_calls=with_random_calls)
+                    )
+        result = tuple(dict.fromkeys(found))
         self._randomness[key] = result
         return result
 

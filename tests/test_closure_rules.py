@@ -235,3 +235,22 @@ def test_dropout_two_modules_away_in_another_file(cli, make_project):
     findings = json_findings(result, root, with_message=True)
     assert [f[:4] for f in findings] == [("model.py", 15, 17, "CKPT033")]
     assert "Model.mixers -> Mixer.attention -> Attention.attn_drop -> (torch.nn.Dropout)" in findings[0][4]
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpointed_batchnorm_counts_every_batch_twice(reentrant):
+    """CKPT010's evidence: one checkpointed training step, num_batches_tracked == 2."""
+    torch = pytest.importorskip("torch")
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)).train()
+    plain = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)).train()
+    plain.load_state_dict(block.state_dict())
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    plain(x).sum().backward()
+    checkpoint(block, x, use_reentrant=reentrant).sum().backward()
+    assert int(plain[1].num_batches_tracked) == 1
+    assert int(block[1].num_batches_tracked) == 2
+    assert not torch.allclose(block[1].running_mean, plain[1].running_mean)

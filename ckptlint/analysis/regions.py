@@ -76,6 +76,40 @@ def region_of(
     return None
 
 
+def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
+    """Paths to the modules with running statistics the region runs."""
+    short = region.owner.rsplit(".", 1)[-1]
+    modules = project.class_modules(region.owner)
+    found: list[str] = []
+    for attribute in sorted(_region_attributes(region, project)):
+        for cls in modules[attribute]:
+            found.extend(f"{short}.{attribute} -> {path}" for path in project.running_stats(cls, extra))
+    return list(dict.fromkeys(found))
+
+
+def _region_attributes(region: Region, project: ProjectIndex) -> set[str]:
+    """The module attributes the region runs: its own, and those its methods use."""
+    modules = project.class_modules(region.owner)
+    attributes = set(region.attributes)
+    evaluated: set[str] = set()
+    pending, seen = list(region.methods), set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        method = project.class_method(region.owner, name)
+        if method is None:
+            if name in modules:
+                attributes.add(name)
+            continue
+        attributes |= {a for a in method.attributes if a in modules}
+        evaluated |= set(method.evaluated)
+        pending.extend(method.methods)
+    # A module the region itself puts in eval mode updates no running statistics.
+    return attributes - evaluated
+
+
 def region_randomness(region: Region, project: ProjectIndex, extra_random: frozenset[str] = frozenset()) -> list[str]:
     """Paths to the random operations the region runs."""
     short = region.owner.rsplit(".", 1)[-1]

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.regions import region_of, region_running_stats
+from ckptlint.project import module_name
+from ckptlint.rule import Invalid, Rule, Valid
+
+
+class CheckpointedBatchnorm(Rule):
+    """A checkpointed region holds BatchNorm (or another module with running statistics).
+
+    ## What it does
+    Finds checkpoint calls whose region (resolved through the project index, across files:
+    `checkpoint(self.block, x)`, `checkpoint(self._forward, x)`, a lambda using `self`, a
+    loop over `self.blocks`, `checkpoint_sequential(self.stage, ...)`) holds a
+    `BatchNorm1d/2d/3d`, `SyncBatchNorm`, `LazyBatchNorm*`, an `InstanceNorm*` with
+    `track_running_stats=True`, or a class listed in the `stateful-modules` setting (e.g.
+    `timm.layers.BatchNormAct2d`). The message names the path to the module
+    (`Stage.block -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)`).
+
+    ## Why is this bad?
+    In training mode BatchNorm updates `running_mean`, `running_var` and
+    `num_batches_tracked` on every forward. The recomputation in backward is a second
+    forward: the statistics are updated twice per step with the same batch (momentum applied
+    twice, `num_batches_tracked` counts double), so the model evaluates with statistics that
+    differ from the ones training without checkpointing produces. SyncBatchNorm also
+    all-reduces again in backward.
+
+    ## Example
+    ```python
+    x = checkpoint(self.conv_bn_act, x, use_reentrant=False)
+    ```
+
+    ## Use instead
+    Checkpoint the convolutions and keep the BatchNorm outside the region, or use
+    GroupNorm/LayerNorm, or put BatchNorm in eval mode (frozen statistics) when fine-tuning.
+
+    Not reported for GroupNorm/LayerNorm/RMSNorm, `track_running_stats=False`, a BatchNorm
+    the region's own code puts in eval mode (`self.bn.eval()`), or regions that cannot be
+    resolved. No fix.
+
+    ## Evidence
+    torch 2.13 (CPU): a `Conv2d -> BatchNorm2d` block run once in training through
+    `checkpoint` ends the step with `num_batches_tracked == 2` with either implementation
+    (1 without checkpointing), and `running_mean` moved twice (`tests/test_closure_rules.py`).
+    """
+
+    code = "CKPT010"
+    name = "checkpointed-batchnorm"
+    message = "a checkpointed region holds BatchNorm"
+    triggers = SITE_TRIGGERS
+    requires = SITE_REQUIRES
+    uses_project = True
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classes: list[str] = []
+        self._call_class: dict[cst.Call, str] = {}
+        self._loops: list[dict[str, cst.BaseExpression]] = [{}]
+        self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        sources = dict(self._loops[-1])
+        if isinstance(node.target, cst.Name):
+            sources[node.target.value] = node.iter
+        self._loops.append(sources)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loops.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._classes:
+            self._call_class[node] = ".".join(self._classes)
+            self._call_loops[node] = self._loops[-1]
+
+    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        if site.kind is not SiteKind.CALL:
+            return
+        class_name = self._call_class.get(site.node)
+        owner = f"{module_name(self.context.relative_path)}.{class_name}" if class_name else None
+        region = region_of(site, owner, self.context.project, self._call_loops.get(site.node, {}))
+        if region is None:
+            return
+        paths = region_running_stats(region, self.context.project, frozenset(self.context.settings.stateful_modules))
+        if not paths:
+            return
+        shown = "; ".join(paths[:3]) + (f"; and {len(paths) - 3} more" if len(paths) > 3 else "")
+        self.report(
+            site.node,
+            f"`{site.api.short_name}` recomputes a region holding modules with running statistics ({shown}): in "
+            "training their statistics are updated twice per step (and SyncBatchNorm all-reduces again in backward); "
+            "keep BatchNorm outside the checkpointed region, or use GroupNorm/LayerNorm",
+        )
+
+    valid = [
+        # LayerNorm / GroupNorm; BatchNorm without running statistics; BN in eval mode.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.ln = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GroupNorm(2, 8))
+                    self.bn = nn.BatchNorm1d(8, track_running_stats=False)
+                    self.frozen = nn.BatchNorm1d(8)
+
+                def _frozen(self, x):
+                    self.frozen.eval()
+                    return self.frozen(x)
+
+                def forward(self, x):
+                    x = checkpoint(self.ln, x, use_reentrant=False)
+                    x = checkpoint(self.bn, x, use_reentrant=False)
+                    return checkpoint(self._frozen, x, use_reentrant=False)
+            """
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class ConvBNAct(nn.Module):
+                def __init__(self, channels):
+                    super().__init__()
+                    self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+                    self.bn = nn.BatchNorm2d(channels)
+
+            class Stage(nn.Module):
+                def __init__(self, channels, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([ConvBNAct(channels) for _ in range(depth)])
+
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = checkpoint(block, x, use_reentrant=False)
+                    return x
+            """,
+            line=17,
+            column=17,
+            message_contains="Stage.blocks -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)",
+        ),
+    ]
