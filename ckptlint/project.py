@@ -153,6 +153,8 @@ class MethodFacts:
     attributes: tuple[str, ...] = ()  # `self.<attr>` it reads
     methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls
     evaluated: tuple[str, ...] = ()  # `self.<attr>.eval()` / `.train(False)`: put in eval mode
+    # Writes to state that outlives the call, outside guards that rule training out, described.
+    mutations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ class FileFacts:
                     tuple(
                         MethodFacts(
                             m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]),
-                            tuple(m.get("evaluated", ())),
+                            tuple(m.get("evaluated", ())), tuple(m.get("mutations", ())),
                         )
                         for m in c.get("methods", ())
                     ),
@@ -583,7 +585,8 @@ class _Extractor:
                         random.append(f"{description} (line {inner.lineno})")
             methods.append(
                 MethodFacts(
-                    method.name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated))
+                    method.name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
+                    tuple(_state_mutations(method.body)),
                 )
             )
         return tuple(methods)
@@ -706,11 +709,90 @@ def _tracks_running_stats(name: str, call: ast.Call) -> bool:
 
 
 _CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
-_REGION_WORDS = ("checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(")
+_REGION_WORDS = (
+    "checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(",
+    "self.", "global ", "nonlocal ",
+)
 
 
 def _is_zero(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and not isinstance(expr.value, bool) and expr.value == 0
+
+
+_IN_PLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_add_",
+                                "scatter_", "masked_fill_", "lerp_"})
+_CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "clear"})
+
+
+def _self_attribute(expr: ast.AST) -> str | None:
+    """`self.x`, `self.x[i]`, `self.x.y`: the `self` attribute written through."""
+    while isinstance(expr, (ast.Subscript, ast.Attribute)):
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return expr.attr
+        expr = expr.value
+    return None
+
+
+def _rules_out_training(test: ast.AST) -> bool | None:
+    """True if an `if` test can only hold outside training (`not self.training`,
+    `torch.jit.is_scripting()`), False if only in training (`self.training`), else None."""
+    text = ast.unparse(test)
+    if text in ("not self.training", "self.training is False", "self.training == False"):
+        return True
+    if text in ("torch.jit.is_scripting()", "torch.jit.is_tracing()"):
+        return True
+    if text == "self.training":
+        return False
+    return None
+
+
+def _state_mutations(body: Sequence[ast.stmt]) -> list[str]:
+    """Writes to `self` state (assignments, in-place tensor methods, container mutators) and
+    `global` / `nonlocal` writes, skipping branches that cannot run in training."""
+    found: list[str] = []
+    declared: set[str] = set()
+
+    def scan(node: ast.AST) -> None:
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                for target in targets:
+                    if _self_attribute(target) is not None:
+                        found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
+                    elif isinstance(target, ast.Name) and target.id in declared:
+                        found.append(f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})")
+            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                if _self_attribute(inner.func.value) is not None and inner.func.attr in _IN_PLACE_METHODS | _CONTAINER_MUTATORS:
+                    found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
+
+    def visit(statements: Sequence[ast.stmt]) -> None:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, (ast.Global, ast.Nonlocal)):
+                declared.update(statement.names)
+            elif isinstance(statement, ast.If):
+                outside_training = _rules_out_training(statement.test)
+                if outside_training is not True:
+                    visit(statement.body)
+                if outside_training is not False:
+                    visit(statement.orelse)
+            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+                visit(statement.body)
+                visit(statement.orelse)
+            elif isinstance(statement, (ast.With, ast.AsyncWith)):
+                visit(statement.body)
+            elif isinstance(statement, ast.Try):
+                visit(statement.body)
+                for handler in statement.handlers:
+                    visit(handler.body)
+                visit(statement.orelse)
+                visit(statement.finalbody)
+            else:
+                scan(statement)
+
+    visit(body)
+    return list(dict.fromkeys(found))
 
 
 def _first(call: ast.Call) -> ast.AST | None:

@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import libcst as cst
-
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
-from ckptlint.analysis.regions import region_of, region_running_stats
-from ckptlint.project import module_name
-from ckptlint.rule import Invalid, Rule, Valid
+from ckptlint.analysis.checkpoint_sites import CheckpointSite
+from ckptlint.analysis.regions import RegionRule, region_running_stats, shown
+from ckptlint.rule import Invalid, Valid
 
 
-class CheckpointedBatchnorm(Rule):
+class CheckpointedBatchnorm(RegionRule):
     """A checkpointed region holds BatchNorm (or another module with running statistics).
 
     ## What it does
@@ -50,52 +47,17 @@ class CheckpointedBatchnorm(Rule):
     code = "CKPT010"
     name = "checkpointed-batchnorm"
     message = "a checkpointed region holds BatchNorm"
-    triggers = SITE_TRIGGERS
-    requires = SITE_REQUIRES
-    uses_project = True
-
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._classes: list[str] = []
-        self._call_class: dict[cst.Call, str] = {}
-        self._loops: list[dict[str, cst.BaseExpression]] = [{}]
-        self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
-
-    def visit_For(self, node: cst.For) -> None:
-        sources = dict(self._loops[-1])
-        if isinstance(node.target, cst.Name):
-            sources[node.target.value] = node.iter
-        self._loops.append(sources)
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self._loops.pop()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self._classes:
-            self._call_class[node] = ".".join(self._classes)
-            self._call_loops[node] = self._loops[-1]
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        if site.kind is not SiteKind.CALL:
-            return
-        class_name = self._call_class.get(site.node)
-        owner = f"{module_name(self.context.relative_path)}.{class_name}" if class_name else None
-        region = region_of(site, owner, self.context.project, self._call_loops.get(site.node, {}))
+        region = self.site_region(site)
         if region is None:
             return
         paths = region_running_stats(region, self.context.project, frozenset(self.context.settings.stateful_modules))
         if not paths:
             return
-        shown = "; ".join(paths[:3]) + (f"; and {len(paths) - 3} more" if len(paths) > 3 else "")
         self.report(
             site.node,
-            f"`{site.api.short_name}` recomputes a region holding modules with running statistics ({shown}): in "
+            f"`{site.api.short_name}` recomputes a region holding modules with running statistics ({shown(paths)}): in "
             "training their statistics are updated twice per step (and SyncBatchNorm all-reduces again in backward); "
             "keep BatchNorm outside the checkpointed region, or use GroupNorm/LayerNorm",
         )

@@ -1,16 +1,13 @@
 from __future__ import annotations
 
-import libcst as cst
-
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, SiteKind, literal_bool
-from ckptlint.analysis.regions import region_of, region_randomness
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, literal_bool
+from ckptlint.analysis.regions import RegionRule, region_randomness, shown
 from ckptlint.analysis.transforms import remove_keyword
-from ckptlint.project import module_name
-from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 
 
-class RngStateNotPreservedWithDropout(Rule):
+class RngStateNotPreservedWithDropout(RegionRule):
     """`preserve_rng_state=False` on a checkpoint whose region draws random numbers.
 
     ## What it does
@@ -61,52 +58,21 @@ class RngStateNotPreservedWithDropout(Rule):
     fix = Applicability.SAFE
     triggers = SITE_TRIGGERS
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
-    uses_project = True
-
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._classes: list[str] = []
-        self._call_class: dict[cst.Call, str] = {}
-        self._loops: list[dict[str, cst.BaseExpression]] = [{}]
-        self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
-
-    def visit_For(self, node: cst.For) -> None:
-        sources = dict(self._loops[-1])
-        if isinstance(node.target, cst.Name):
-            sources[node.target.value] = node.iter
-        self._loops.append(sources)
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self._loops.pop()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self._classes:
-            self._call_class[node] = ".".join(self._classes)
-            self._call_loops[node] = self._loops[-1]
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         keyword = site.keywords.get("preserve_rng_state")
-        if site.kind is not SiteKind.CALL or keyword is None or literal_bool(keyword.value) is not Reentrancy.EXPLICIT_FALSE:
+        if keyword is None or literal_bool(keyword.value) is not Reentrancy.EXPLICIT_FALSE:
             return
-        class_name = self._call_class.get(site.node)
-        owner = f"{module_name(self.context.relative_path)}.{class_name}" if class_name else None
-        region = region_of(site, owner, self.context.project, self._call_loops.get(site.node, {}))
+        region = self.site_region(site)
         if region is None:
             return
         random = region_randomness(region, self.context.project, frozenset(self.context.settings.stateful_modules))
         if not random:
             return
-        shown = "; ".join(random[:3]) + (f"; and {len(random) - 3} more" if len(random) > 3 else "")
         self.report(
             site.node,
             f"`{site.api.short_name}` with `preserve_rng_state=False` recomputes a region that draws random numbers "
-            f"({shown}): the recomputation in backward draws new masks, so gradients belong to a different network "
+            f"({shown(random)}): the recomputation in backward draws new masks, so gradients belong to a different network "
             "than the loss; remove `preserve_rng_state=False`",
             replacements=[Replacement(keyword.call, remove_keyword(keyword.call, "preserve_rng_state"))],
             fix_message="Remove `preserve_rng_state=False`",

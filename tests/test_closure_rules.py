@@ -254,3 +254,25 @@ def test_checkpointed_batchnorm_counts_every_batch_twice(reentrant):
     assert int(plain[1].num_batches_tracked) == 1
     assert int(block[1].num_batches_tracked) == 2
     assert not torch.allclose(block[1].running_mean, plain[1].running_mean)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_checkpointed_counter_counts_twice(reentrant):
+    """CKPT011's evidence: every write in the region happens again in backward."""
+    torch = pytest.importorskip("torch")
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return self.linear(x)
+
+    block = Counting()
+    checkpoint(block, torch.randn(2, 4, requires_grad=True), use_reentrant=reentrant).sum().backward()
+    assert block.calls == 2

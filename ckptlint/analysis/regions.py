@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.project import ProjectIndex
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.project import ProjectIndex, module_name
+from ckptlint.rule import Rule
 
 
 
@@ -135,3 +136,94 @@ def region_randomness(region: Region, project: ProjectIndex, extra_random: froze
         for cls in modules[attribute]:
             found.extend(f"{short}.{attribute} -> {path}" for path in project.randomness(cls, extra_random))
     return list(dict.fromkeys(found))
+
+
+def _reachable_methods(owner: str, start: list[str], project: ProjectIndex) -> list:
+    """The methods of `owner` reachable from `start` through `self.<method>(...)` calls."""
+    found, pending, seen = [], list(start), set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        method = project.class_method(owner, name)
+        if method is not None:
+            found.append(method)
+            pending.extend(method.methods)
+    return found
+
+
+def _class_mutations(name: str, project: ProjectIndex, seen: set[str]) -> list[str]:
+    """State writes an instance's `forward` makes, transitively through its modules."""
+    if name in seen or project.class_named(name) is None:
+        return []
+    seen.add(name)
+    short = name.rsplit(".", 1)[-1]
+    found = [f"{short}.{m.name}: {what}" for m in _reachable_methods(name, ["forward"], project) for what in m.mutations]
+    modules = project.class_modules(name)
+    used = {a for m in _reachable_methods(name, ["forward"], project) for a in (*m.attributes, *m.methods) if a in modules}
+    for attribute in sorted(used):
+        for cls in modules[attribute]:
+            found.extend(f"{short}.{attribute} -> {path}" for path in _class_mutations(cls, project, seen))
+    return found
+
+
+def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
+    """State the region writes that outlives the call, as paths."""
+    short = region.owner.rsplit(".", 1)[-1]
+    found = [
+        f"{short}.{m.name}: {what}" for m in _reachable_methods(region.owner, list(region.methods), project)
+        for what in m.mutations
+    ]
+    modules = project.class_modules(region.owner)
+    for attribute in sorted(_region_attributes(region, project)):
+        for cls in modules[attribute]:
+            found.extend(f"{short}.{attribute} -> {path}" for path in _class_mutations(cls, project, {region.owner}))
+    return list(dict.fromkeys(found))
+
+
+class RegionRule(Rule):
+    """Base of the rules about what a checkpoint site recomputes: tracks, during the
+    traversal, the class and the loops each call sits in, and resolves a site's region."""
+
+    triggers = SITE_TRIGGERS
+    requires = SITE_REQUIRES
+    uses_project = True
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classes: list[str] = []
+        self._call_class: dict[cst.Call, str] = {}
+        self._loops: list[dict[str, cst.BaseExpression]] = [{}]
+        self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        sources = dict(self._loops[-1])
+        if isinstance(node.target, cst.Name):
+            sources[node.target.value] = node.iter
+        self._loops.append(sources)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loops.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._classes:
+            self._call_class[node] = ".".join(self._classes)
+            self._call_loops[node] = self._loops[-1]
+
+    def site_region(self, site: CheckpointSite) -> Region | None:
+        if site.kind is not SiteKind.CALL:
+            return None
+        class_name = self._call_class.get(site.node)
+        owner = f"{module_name(self.context.relative_path)}.{class_name}" if class_name else None
+        return region_of(site, owner, self.context.project, self._call_loops.get(site.node, {}))
+
+
+def shown(paths: list[str], limit: int = 3) -> str:
+    return "; ".join(paths[:limit]) + (f"; and {len(paths) - limit} more" if len(paths) > limit else "")

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+from ckptlint.analysis.checkpoint_sites import CheckpointSite
+from ckptlint.analysis.regions import RegionRule, region_mutations, shown
+from ckptlint.rule import Invalid, Valid
+
+
+class CheckpointedStatefulForward(RegionRule):
+    """A checkpointed region mutates state that outlives the call.
+
+    ## What it does
+    Finds checkpoint calls whose region (resolved through the project index, across files)
+    writes state that outlives the call: an assignment or augmented assignment to
+    `self.<attr>` outside `__init__`, an in-place tensor method on a buffer or attribute
+    (`self.count.add_(1)`, `mul_`, `copy_`, `fill_`, `zero_`, index assignment),
+    `append` / `extend` / `update` / item assignment on a container held by `self`, or a
+    `global` / `nonlocal` write. The message names the write and the path to it.
+
+    ## Why is this bad?
+    The recomputation in backward runs the region's forward again: every write happens
+    twice per step. Usage counters of MoE routers count double, caches get a second entry,
+    EMA statistics move twice, and anything the write feeds back into the computation makes
+    the recomputed forward differ from the original one.
+
+    ## Example
+    ```python
+    class Router(nn.Module):
+        def forward(self, x):
+            self.calls += 1
+            ...
+
+    x = checkpoint(self.router, x, use_reentrant=False)
+    ```
+
+    ## Use instead
+    Move the bookkeeping out of the checkpointed region (do it once in the caller), or guard
+    it so that it cannot run during the recomputation.
+
+    Not reported: writes guarded so they cannot run in training (`if not self.training:`,
+    `torch.jit.is_scripting()` branches), writes in `__init__`, writes to locals, regions
+    that cannot be resolved. No fix.
+
+    ## Evidence
+    torch 2.13 (CPU): a module whose forward does `self.calls += 1`, checkpointed with either
+    implementation, ends one training step with `calls == 2` (1 without checkpointing)
+    (`tests/test_closure_rules.py`).
+    """
+
+    code = "CKPT011"
+    name = "checkpointed-stateful-forward"
+    message = "a checkpointed region mutates state that outlives the call"
+
+    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        region = self.site_region(site)
+        if region is None:
+            return
+        writes = region_mutations(region, self.context.project)
+        if not writes:
+            return
+        self.report(
+            site.node,
+            f"`{site.api.short_name}` recomputes a region that writes state outliving the call ({shown(writes)}): "
+            "the recomputation in backward repeats every write, so counters, caches and statistics move twice per "
+            "step; move the write out of the region or guard it",
+        )
+
+    valid = [
+        # Writes in __init__, to locals, or guarded out of training.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Attention(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.cache = []
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    y = self.proj(x)
+                    if not self.training:
+                        self.cache.append(y)
+                    scratch = [y]
+                    scratch.append(y)
+                    return y
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.attn = Attention()
+
+                def forward(self, x):
+                    return checkpoint(self.attn, x, use_reentrant=False)
+            """
+        ),
+    ]
+    invalid = [
+        # An MoE router with a usage counter, checkpointed from the block that owns it.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Router(nn.Module):
+                def __init__(self, experts):
+                    super().__init__()
+                    self.gate = nn.Linear(8, experts)
+                    self.register_buffer("usage", None)
+
+                def forward(self, x):
+                    weights = self.gate(x).softmax(-1)
+                    self.usage.add_(weights.sum(0).detach())
+                    return weights
+
+            class MoE(nn.Module):
+                def __init__(self, experts):
+                    super().__init__()
+                    self.router = Router(experts)
+
+                def forward(self, x):
+                    return checkpoint(self.router, x, use_reentrant=False)
+            """,
+            line=21,
+            column=16,
+            message_contains="MoE.router -> Router.forward: `self.usage.add_(...)` (line 12)",
+        ),
+    ]
