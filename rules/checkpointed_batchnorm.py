@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.regions import RegionRule, region_running_stats, shown
+from ckptlint.analysis.regions import RegionRule, class_region, region_running_stats, shown
 from ckptlint.rule import Invalid, Valid
 
 
@@ -50,14 +50,19 @@ class CheckpointedBatchnorm(RegionRule):
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         region = self.site_region(site)
-        if region is None:
-            return
+        if region is not None:
+            self.check_region(site.node, region, site.api.short_name)
+
+    def check_class(self, node, class_name, api) -> None:
+        self.check_region(node, class_region(class_name), api)
+
+    def check_region(self, node, region, api) -> None:
         paths = region_running_stats(region, self.context.project, frozenset(self.context.settings.stateful_modules))
         if not paths:
             return
         self.report(
-            site.node,
-            f"`{site.api.short_name}` recomputes a region holding modules with running statistics ({shown(paths)}): in "
+            node,
+            f"`{api}` recomputes a region holding modules with running statistics ({shown(paths)}): in "
             "training their statistics are updated twice per step (and SyncBatchNorm all-reduces again in backward); "
             "keep BatchNorm outside the checkpointed region, or use GroupNorm/LayerNorm",
         )
@@ -88,6 +93,27 @@ class CheckpointedBatchnorm(RegionRule):
         ),
     ]
     invalid = [
+        # A class wrapped by apply_activation_checkpointing(check_fn=...).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            class Bottleneck(nn.Module):
+                def __init__(self, channels):
+                    super().__init__()
+                    self.conv = nn.Conv2d(channels, channels, 1)
+                    self.bn = nn.BatchNorm2d(channels)
+
+                def forward(self, x):
+                    return self.bn(self.conv(x))
+
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Bottleneck))
+            """,
+            line=13,
+            column=1,
+            message_contains="Bottleneck.bn -> (torch.nn.BatchNorm2d)",
+        ),
         Invalid(
             """
             import torch.nn as nn

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.regions import RegionRule, region_mutations, shown
+from ckptlint.analysis.regions import RegionRule, class_region, region_mutations, shown
 from ckptlint.rule import Invalid, Valid
 
 
@@ -52,14 +52,19 @@ class CheckpointedStatefulForward(RegionRule):
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         region = self.site_region(site)
-        if region is None:
-            return
+        if region is not None:
+            self.check_region(site.node, region, site.api.short_name)
+
+    def check_class(self, node, class_name, api) -> None:
+        self.check_region(node, class_region(class_name), api)
+
+    def check_region(self, node, region, api) -> None:
         writes = region_mutations(region, self.context.project)
         if not writes:
             return
         self.report(
-            site.node,
-            f"`{site.api.short_name}` recomputes a region that writes state outliving the call ({shown(writes)}): "
+            node,
+            f"`{api}` recomputes a region that writes state outliving the call ({shown(writes)}): "
             "the recomputation in backward repeats every write, so counters, caches and statistics move twice per "
             "step; move the write out of the region or guard it",
         )

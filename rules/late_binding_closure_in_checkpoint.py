@@ -4,8 +4,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.fsdp import absolute_names
+from ckptlint.analysis.regions import mentions_checkpointing
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 
@@ -83,10 +84,7 @@ class LateBindingClosureInCheckpoint(Rule):
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        if any(word.decode() in text for word in SITE_TRIGGERS) and all(w.decode() in text for w in SITE_REQUIRES):
-            return True
-        names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
-        return any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names)
+        return mentions_checkpointing(project, relative_path, settings, text)
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -59,6 +59,10 @@ class RngStateNotPreservedWithDropout(RegionRule):
     triggers = SITE_TRIGGERS
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
 
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        return True  # only torch's checkpoint calls are checked: the trigger words decide
+
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         keyword = site.keywords.get("preserve_rng_state")
         if keyword is None or literal_bool(keyword.value) is not Reentrancy.EXPLICIT_FALSE:

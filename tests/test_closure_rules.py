@@ -276,3 +276,81 @@ def test_a_checkpointed_counter_counts_twice(reentrant):
     block = Counting()
     checkpoint(block, torch.randn(2, 4, requires_grad=True), use_reentrant=reentrant).sum().backward()
     assert block.calls == 2
+
+
+def test_batchnorm_defined_in_one_module_checkpointed_in_another_four_ways(cli, make_project):
+    from conftest import json_findings
+
+    root = make_project(
+        {
+            "blocks.py": """
+                import torch.nn as nn
+
+
+                class ConvBN(nn.Module):
+                    def __init__(self, channels):
+                        super().__init__()
+                        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+                        self.bn = nn.BatchNorm2d(channels)
+
+                    def forward(self, x):
+                        return self.bn(self.conv(x))
+
+
+                class ConvGN(nn.Module):
+                    def __init__(self, channels):
+                        super().__init__()
+                        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+                        self.norm = nn.GroupNorm(4, channels)
+                        self.frozen = nn.BatchNorm2d(channels, track_running_stats=False)
+
+                    def forward(self, x):
+                        return self.frozen(self.norm(self.conv(x)))
+            """,
+            "helpers.py": """
+                from torch.utils.checkpoint import checkpoint
+
+
+                def run_checkpointed(module, *inputs):
+                    return checkpoint(module, *inputs, use_reentrant=False)
+            """,
+            "model.py": """
+                import torch.nn as nn
+                from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+                from blocks import ConvBN, ConvGN
+                from helpers import run_checkpointed
+
+
+                class Net(nn.Module):
+                    def __init__(self, channels):
+                        super().__init__()
+                        self.stage = nn.Sequential(ConvBN(channels), ConvBN(channels))
+                        self.head = ConvBN(channels)
+                        self.gn_stage = nn.Sequential(ConvGN(channels), ConvGN(channels))
+
+                    def forward(self, x):
+                        x = checkpoint(self.stage, x, use_reentrant=False)
+                        x = checkpoint_sequential(self.stage, 2, x, use_reentrant=False)
+                        x = run_checkpointed(self.head, x)
+                        x = checkpoint(self.gn_stage, x, use_reentrant=False)
+                        return x
+
+
+                def build(channels):
+                    net = Net(channels)
+                    apply_activation_checkpointing(net, check_fn=lambda m: isinstance(m, ConvBN))
+                    return net
+            """,
+        }
+    )
+    result = cli(["--output-format", "json", "--no-cache", "--select", "CKPT010", "."], root)
+    findings = json_findings(result, root, with_message=True)
+    assert [f[:4] for f in findings] == [
+        ("model.py", 17, 13, "CKPT010"),
+        ("model.py", 18, 13, "CKPT010"),
+        ("model.py", 19, 13, "CKPT010"),
+        ("model.py", 26, 5, "CKPT010"),
+    ]
+    assert "Net.stage -> ConvBN.bn -> (torch.nn.BatchNorm2d)" in findings[0][4]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.project import ProjectIndex, module_name
 from ckptlint.rule import Rule
 
@@ -51,12 +52,15 @@ def _self_uses(node: cst.CSTNode) -> tuple[set[str], set[str]]:
 
 
 def region_of(
-    site: CheckpointSite, owner: str | None, project: ProjectIndex, loop_sources: dict[str, cst.BaseExpression]
+    function: cst.BaseExpression | None,
+    owner: str | None,
+    project: ProjectIndex,
+    loop_sources: dict[str, cst.BaseExpression],
 ) -> Region | None:
-    """The region of a site inside class `owner` (absolute), or None when not resolvable."""
-    if owner is None or site.function is None:
+    """The region of a checkpointed callable written inside class `owner` (absolute), or
+    None when not resolvable."""
+    if owner is None or function is None:
         return None
-    function = site.function
     if isinstance(function, cst.Attribute) and isinstance(function.value, cst.Name) and function.value.value == "self":
         name = function.attr.value
         if name in project.class_modules(owner):
@@ -168,6 +172,11 @@ def _class_mutations(name: str, project: ProjectIndex, seen: set[str]) -> list[s
     return found
 
 
+def class_region(class_name: str) -> Region:
+    """The region of a wrapped instance: its whole forward."""
+    return Region(class_name, frozenset(), frozenset({"forward"}))
+
+
 def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
     """State the region writes that outlives the call, as paths."""
     short = region.owner.rsplit(".", 1)[-1]
@@ -182,13 +191,31 @@ def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, text: str) -> bool:
+    """Whether a file can run something checkpointed: it names torch's checkpoint, wraps
+    classes for checkpointing, or calls one of the project's own checkpoint wrappers (or a
+    configured `checkpoint-functions` entry)."""
+    if any(w.decode() in text for w in SITE_TRIGGERS) and all(w.decode() in text for w in SITE_REQUIRES):
+        return True
+    facts = project.files.get(relative_path)
+    if facts is not None and facts.wrapped_classes:
+        return True
+    names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
+    return any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names)
+
+
 class RegionRule(Rule):
     """Base of the rules about what a checkpoint site recomputes: tracks, during the
     traversal, the class and the loops each call sits in, and resolves a site's region."""
 
-    triggers = SITE_TRIGGERS
-    requires = SITE_REQUIRES
+    # Also the project's own checkpoint wrappers and classes wrapped for checkpointing.
+    triggers = (*SITE_TRIGGERS, b"checkpoint", b"ckpt")
+    requires = ()
     uses_project = True
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        return mentions_checkpointing(project, relative_path, settings, text)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -196,6 +223,7 @@ class RegionRule(Rule):
         self._call_class: dict[cst.Call, str] = {}
         self._loops: list[dict[str, cst.BaseExpression]] = [{}]
         self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
+        self._calls: list[cst.Call] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append(node.name.value)
@@ -213,6 +241,7 @@ class RegionRule(Rule):
         self._loops.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._calls.append(node)
         if self._classes:
             self._call_class[node] = ".".join(self._classes)
             self._call_loops[node] = self._loops[-1]
@@ -220,9 +249,51 @@ class RegionRule(Rule):
     def site_region(self, site: CheckpointSite) -> Region | None:
         if site.kind is not SiteKind.CALL:
             return None
-        class_name = self._call_class.get(site.node)
+        return self._region_at(site.node, site.function)
+
+    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None) -> Region | None:
+        class_name = self._call_class.get(call)
         owner = f"{module_name(self.context.relative_path)}.{class_name}" if class_name else None
-        return region_of(site, owner, self.context.project, self._call_loops.get(site.node, {}))
+        return region_of(function, owner, self.context.project, self._call_loops.get(call, {}))
+
+    # --- regions not given to torch's checkpoint directly ---------------------------------
+
+    def check_region(self, node: cst.Call, region: Region, api: str) -> None:
+        """Report what the rule finds in `region`, checkpointed by `node` (`api` names it)."""
+
+    def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
+        """Report what the rule finds in instances of `class_name`, wrapped by `node`."""
+
+    def finish(self) -> None:
+        project = self.context.project
+        configured = set(self.context.settings.checkpoint_functions)
+        # Calls of the project's own checkpoint wrappers (timm's `checkpoint_seq`-style).
+        for call in self._calls:
+            names = absolute_names(self.context, call.func) if self._call_class.get(call) else set()
+            positions = {0 if n in configured else project.checkpointed_parameter(n) for n in names}
+            if len(positions) != 1 or None in positions:
+                continue
+            positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+            position = positions.pop()
+            if position < len(positional):
+                region = self._region_at(call, positional[position].value)
+                if region is not None:
+                    self.check_region(call, region, _code(call.func))
+        # Classes this file wraps with checkpoint_wrapper / apply_activation_checkpointing.
+        facts = project.files.get(self.context.relative_path)
+        for wrapped in facts.wrapped_classes if facts is not None else ():
+            node = next(
+                (c for c in self._calls if self.context.position(c).start.line == wrapped.line
+                 and _code(c.func).rsplit(".", 1)[-1] in (wrapped.api, "checkpoint_wrapper", "apply_activation_checkpointing")),
+                None,
+            )
+            resolved = project.class_named(wrapped.name)
+            if node is not None and resolved is not None:
+                self.check_class(node, resolved.name, wrapped.api)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def shown(paths: list[str], limit: int = 3) -> str:
