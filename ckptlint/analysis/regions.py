@@ -116,27 +116,16 @@ def _region_attributes(region: Region, project: ProjectIndex) -> set[str]:
 
 
 def region_randomness(region: Region, project: ProjectIndex, extra_random: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the random operations the region runs."""
+    """Paths to the random operations the region runs (a module it puts in eval mode draws
+    none)."""
     short = region.owner.rsplit(".", 1)[-1]
+    found = [
+        f"{short}.{m.name}: {random}"
+        for m in _reachable_methods(region.owner, list(region.methods), project)
+        for random in m.random
+    ]
     modules = project.class_modules(region.owner)
-    found: list[str] = []
-    pending = list(region.methods)
-    seen_methods: set[str] = set()
-    attributes = set(region.attributes)
-    while pending:
-        name = pending.pop()
-        if name in seen_methods:
-            continue
-        seen_methods.add(name)
-        method = project.class_method(region.owner, name)
-        if method is None:
-            if name in modules:
-                attributes.add(name)  # `self.drop(x)`: a module called
-            continue
-        found.extend(f"{short}.{method.name}: {random}" for random in method.random)
-        attributes |= {a for a in method.attributes if a in modules}
-        pending.extend(method.methods)
-    for attribute in sorted(attributes):
+    for attribute in sorted(_region_attributes(region, project)):
         for cls in modules[attribute]:
             found.extend(f"{short}.{attribute} -> {path}" for path in project.randomness(cls, extra_random))
     return list(dict.fromkeys(found))
