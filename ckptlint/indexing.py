@@ -140,8 +140,12 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
 
     workers = jobs or os.cpu_count() or 1
     if workers > 1 and len(pending) >= PARALLEL_EXTRACTION_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
             extracted = list(pool.map(_extract, pending, chunksize=max(1, len(pending) // (workers * 8))))
+        finally:
+            # On an interrupt, drop the queued files instead of extracting them all first.
+            pool.shutdown(wait=True, cancel_futures=True)
     else:
         extracted = [_extract(item) for item in pending]
     for (_, relative), result in zip(pending, extracted):
