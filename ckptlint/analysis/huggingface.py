@@ -106,6 +106,17 @@ class HfCheckpointingKwargs:
             return Reentrancy.EXPLICIT_TRUE, applies
         return Reentrancy.UNKNOWN, Applies.YES
 
+    def reentrant_in(self, transformers_5: bool) -> bool | None:
+        """Whether transformers before 5.0 (`transformers_5=False`) or from 5.0 on runs these
+        kwargs with the reentrant implementation; None when that is not known statically."""
+        if self.shape is KwargsShape.WITH_FLAG:
+            return None if self.flag is Reentrancy.UNKNOWN else self.flag is Reentrancy.EXPLICIT_TRUE
+        if self.shape is KwargsShape.WITHOUT_FLAG:
+            return True
+        if self.shape is KwargsShape.DEFAULT:
+            return not transformers_5
+        return None
+
 
 def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
     for arg in call.args:

@@ -1,0 +1,424 @@
+from __future__ import annotations
+
+from ckptlint.analysis.hf_models import (
+    ModelHistory,
+    ModelStep,
+    StepKind,
+    insert_line,
+    is_simple_reference,
+    script_models,
+    source_of,
+)
+from ckptlint.rule import Invalid, Rule, Valid
+from ckptlint.types import Applicability
+from ckptlint.versions import VersionRange
+
+
+class CheckpointingWithoutUseCacheFalse(Rule):
+    """Gradient checkpointing on a generative Hugging Face model in a manual loop, `use_cache` still on.
+
+    ## What it does
+    Finds `gradient_checkpointing_enable()` (or `prepare_model_for_kbit_training(...)` on a
+    model loaded in 4 or 8 bit, which enables it) on a generative model (a decoder or
+    encoder-decoder: `AutoModelForCausalLM`, `*ForCausalLM`, `*ForConditionalGeneration`,
+    `*LMHeadModel`, `AutoModelForSeq2SeqLM`...) that the same script trains in its own loop
+    (`loss.backward()`, `accelerator.backward(loss)`, a Lightning `training_step`), when
+    nothing turns the KV cache off. The model is followed through the script: renamed,
+    wrapped by `get_peft_model`, `accelerator.prepare` or `torch.compile`, returned by a
+    helper function of the same file.
+
+    ## Why is this bad?
+    A training forward has no use for the KV cache, and under checkpointing it is worse than
+    useless. transformers before 5.0 leaves turning it off to each architecture's own
+    forward: most switch it off and log "`use_cache=True` is incompatible with gradient
+    checkpointing. Setting `use_cache=False`", some print that on every step (Blenderbot,
+    BLIP, BLIP-2, InstructBLIP, Pix2Struct, Autoformer use `logger.warning`), and some do not
+    switch it off at all and keep building the cache in every training step (in 4.46:
+    gpt_bigcode, i.e. StarCoder and SantaCoder, the Mamba family, Qwen2-Audio; models loaded
+    with `trust_remote_code=True` do whatever their code does). The script cannot tell which
+    kind it loads when the name comes from the command line.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(args.model_name)
+    model.gradient_checkpointing_enable()
+    for batch in loader:
+        loss = model(**batch).loss
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(args.model_name)
+    model.gradient_checkpointing_enable()
+    model.config.use_cache = False
+    ```
+
+    ## Fix safety
+    The fix inserts `<model>.config.use_cache = False` on the line after the call, with its
+    indentation. It is **safe**: a training forward does not read the cache, and generation
+    after training still accepts `use_cache=True` per call (or set the config back then).
+
+    Not reported when the cache is turned off anywhere for that model, before or after the
+    call, in the function or in a helper of the same file it calls: `model.config.use_cache =
+    False` (also through `model.base_model.config` or a PEFT wrapper), `setattr(model.config,
+    "use_cache", False)`, a config object with it (`AutoConfig.from_pretrained(...,
+    use_cache=False)`, `config.use_cache = False`) passed to the loader,
+    `from_pretrained(..., use_cache=False)` or `use_cache=False if args.gradient_checkpointing
+    else True` (any value but a literal `True` counts), `use_cache=False` on a forward call,
+    or a `**model_kwargs` whose contents are not known. Not reported either: models handed to
+    a `Trainer` (transformers', TRL's or a subclass: the Trainer path takes care of it),
+    encoder-only models (BERT, RoBERTa, CLIP text towers have no KV cache), `AutoModel` (any
+    architecture), `use_cache = True` set back after training, scripts with no training loop
+    of their own, models passed to a function imported from another module of the project
+    before the loop starts (it may turn the cache off; not visible from this file), and
+    projects targeting transformers >= 5.0.
+
+    ## Evidence
+    Measured on CPU with torch 2.13, tiny models built from configs (no downloads), 3
+    training steps each with checkpointing on:
+
+    - transformers 4.46.3: `LlamaForCausalLM` and `GPT2LMHeadModel` with `config.use_cache`
+      left at its default `True` logged "`use_cache=True` is incompatible with gradient
+      checkpointing. Setting `use_cache=False`." (GPT-2: "...Setting `use_cache=False`...")
+      once per process and returned no cache. `GPTBigCodeForCausalLM` logged nothing and
+      returned `past_key_values` in every training step (a list of per-layer tensors, 32,768
+      bytes for 2 layers of width 64 at batch 4 x 32 tokens; for StarCoder-1B at batch 8 x
+      2048 tokens in bf16 that is about 200 MiB held through backward), and none with
+      `use_cache=False`. Of the 118 architectures in 4.46.3 whose modeling file both
+      checkpoints layers and reads `use_cache`, 8 have no such guard (gpt_bigcode, mamba,
+      mamba2, falcon_mamba, qwen2_audio, esm, bros, tapas).
+    - transformers 4.57.6 (source): the guard moved into `GradientCheckpointingLayer` for
+      most architectures; xlstm still has none. The per-architecture state differs between
+      4.x minor versions (gpt_bigcode in 4.54.1 does not checkpoint at all).
+    - transformers 5.0.0 (source) and 5.17.0 (measured): `GradientCheckpointingLayer.__call__`
+      turns `use_cache` off (and drops `past_key_values`) for every checkpointed layer in
+      training, and `GPTBigCodeForCausalLM` returned no cache: the rule does not apply.
+
+    A test in `tests/test_hf_rules.py` re-checks on the installed transformers that a
+    checkpointed decoder in training returns no cache once `config.use_cache = False`.
+    """
+
+    code = "CKPT020"
+    name = "checkpointing-without-use-cache-false"
+    message = (
+        "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "
+        "loop while its KV cache is still on: transformers < 5.0 leaves the cache to each architecture (most "
+        "turn it off with a warning, some, such as gpt_bigcode and the Mamba family, keep building it in every "
+        "training step); set `{model}.config.use_cache = False`"
+    )
+    fix = Applicability.SAFE
+    targets = (VersionRange.of("transformers", max="5.0"),)
+    triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training")
+    uses_project = True  # which imported functions belong to the project
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        return super().may_apply_to(text) and ("backward" in text or "training_step" in text)
+
+    def finish(self) -> None:
+        reported = set()
+        for history in script_models(self.context).histories:
+            for step in _unguarded_checkpointing(history):
+                if step.node in reported:
+                    continue
+                reported.add(step.node)
+                self._report(history, step)
+
+    def _report(self, history: ModelHistory, step: ModelStep) -> None:
+        subject = step.subject if is_simple_reference(step.subject) else None
+        model = source_of(subject) if subject is not None else "model"
+        call = "gradient_checkpointing_enable()" if step.kind is StepKind.GC_ENABLED else "prepare_model_for_kbit_training()"
+        message = self.message.format(call=call, model=model, cls=history.model_class.short_name)
+        fix = insert_line(step.statement, f"{model}.config.use_cache = False", before=False) if subject is not None else None
+        self.report(
+            step.node,
+            message + self.version_note(),
+            replacements=[fix] if fix is not None else [],
+            fix_message=f"Insert `{model}.config.use_cache = False`",
+        )
+
+    valid = [
+        # Turned off on the config, hundreds of lines away (after the call counts too).
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable()
+            # far away
+            model.config.use_cache = False
+            for batch in loader:
+                model(**batch).loss.backward()
+            """.replace("# far away", ("\n" + " " * 12).join(["print('...')"] * 300))
+        ),
+        # setattr, a conditional at load time, a config object, a forward argument.
+        Valid(
+            """
+            import transformers
+            from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+            a = AutoModelForCausalLM.from_pretrained("a")
+            setattr(a.config, "use_cache", False)
+            b = transformers.AutoModelForCausalLM.from_pretrained("b", use_cache=False if args.gc else True)
+            config = AutoConfig.from_pretrained("c")
+            config.use_cache = False
+            c = AutoModelForCausalLM.from_pretrained("c", config=config)
+            d = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, use_cache=False))
+            e = AutoModelForCausalLM.from_pretrained("e")
+            for m in (a, b, c, d, e):
+                m.gradient_checkpointing_enable()
+            for batch in loader:
+                e(input_ids=batch["input_ids"], labels=batch["labels"], use_cache=False).loss.backward()
+            """
+        ),
+        # The workaround is in a helper of the same file; the model comes from another one.
+        Valid(
+            """
+            from transformers import AutoModelForSeq2SeqLM
+
+            def load(name):
+                return AutoModelForSeq2SeqLM.from_pretrained(name)
+
+            def prepare(model):
+                model.gradient_checkpointing_enable()
+                model.config.use_cache = False
+                return model
+
+            def main(args):
+                model = prepare(load(args.model))
+                for batch in loader:
+                    accelerator.backward(model(**batch).loss)
+            """
+        ),
+        # The Trainer path, and an encoder-only model.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM, BertForSequenceClassification, Trainer
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable()
+            Trainer(model=model, args=training_args, train_dataset=train).train()
+
+            encoder = BertForSequenceClassification.from_pretrained("bert-base-uncased")
+            encoder.gradient_checkpointing_enable()
+            for batch in loader:
+                encoder(**batch).loss.backward()
+            """
+        ),
+        # `use_cache = True` again after training, for generation.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.config.use_cache = False
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            model.config.use_cache = True
+            model.generate(prompt)
+            """
+        ),
+        # No training loop in this file; a helper from another module of the project.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+            from .setup import finalize
+
+            def build(name):
+                model = AutoModelForCausalLM.from_pretrained(name)
+                model.gradient_checkpointing_enable()
+                return model
+
+            model = build("gpt2")
+            finalize(model)
+            for batch in loader:
+                model(**batch).loss.backward()
+            """
+        ),
+        # transformers >= 5.0 turns the cache off in every checkpointed layer.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "5.0"},
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(args.model_name)
+            model.gradient_checkpointing_enable()  # save memory
+            for batch in loader:
+                loss = model(**batch).loss
+                loss.backward()
+            """,
+            line=4,
+            column=1,
+            target_versions={"transformers": "4.46"},
+            message_contains="`model`, a generative `AutoModelForCausalLM`",
+            expected_fix="""
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(args.model_name)
+            model.gradient_checkpointing_enable()  # save memory
+            model.config.use_cache = False
+            for batch in loader:
+                loss = model(**batch).loss
+                loss.backward()
+            """,
+        ),
+        # Enabled in a helper of the same file; a PEFT wrapper and accelerate in between.
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            def load_model(name, use_gc):
+                model = AutoModelForCausalLM.from_pretrained(name)
+                if use_gc:
+                    model.gradient_checkpointing_enable()
+                return get_peft_model(model, LoraConfig(r=8))
+
+            def train(args):
+                model = load_model(args.model, args.gc)
+                model, optimizer = accelerator.prepare(model, optimizer)
+                for batch in loader:
+                    accelerator.backward(model(**batch).loss)
+            """,
+            line=7,
+            column=9,
+            target_versions={"transformers": "4.57"},
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            def load_model(name, use_gc):
+                model = AutoModelForCausalLM.from_pretrained(name)
+                if use_gc:
+                    model.gradient_checkpointing_enable()
+                    model.config.use_cache = False
+                return get_peft_model(model, LoraConfig(r=8))
+
+            def train(args):
+                model = load_model(args.model, args.gc)
+                model, optimizer = accelerator.prepare(model, optimizer)
+                for batch in loader:
+                    accelerator.backward(model(**batch).loss)
+            """,
+        ),
+        # QLoRA: prepare_model_for_kbit_training enables checkpointing on a 4-bit model.
+        Invalid(
+            """
+            from peft import prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+            model = AutoModelForCausalLM.from_pretrained(
+                "meta-llama/Llama-2-7b-hf", quantization_config=BitsAndBytesConfig(load_in_4bit=True)
+            )
+            model = prepare_model_for_kbit_training(model)
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=7,
+            column=9,
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            from peft import prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+            model = AutoModelForCausalLM.from_pretrained(
+                "meta-llama/Llama-2-7b-hf", quantization_config=BitsAndBytesConfig(load_in_4bit=True)
+            )
+            model = prepare_model_for_kbit_training(model)
+            model.config.use_cache = False
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+        # A Lightning module: `self.model`, trained by `training_step`.
+        Invalid(
+            """
+            import lightning as L
+            from transformers import T5ForConditionalGeneration
+
+            class Summarizer(L.LightningModule):
+                def __init__(self, name):
+                    super().__init__()
+                    self.model = T5ForConditionalGeneration.from_pretrained(name)
+                    self.model.gradient_checkpointing_enable()
+
+                def training_step(self, batch, batch_idx):
+                    return self.model(**batch).loss
+            """,
+            line=8,
+            column=9,
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            import lightning as L
+            from transformers import T5ForConditionalGeneration
+
+            class Summarizer(L.LightningModule):
+                def __init__(self, name):
+                    super().__init__()
+                    self.model = T5ForConditionalGeneration.from_pretrained(name)
+                    self.model.gradient_checkpointing_enable()
+                    self.model.config.use_cache = False
+
+                def training_step(self, batch, batch_idx):
+                    return self.model(**batch).loss
+            """,
+        ),
+        # transformers version unknown: reported, and the message names the affected versions.
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2", use_cache=True)
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=4,
+            column=1,
+            message_contains="(affects transformers<5.0; target version unknown)",
+            expected_fix="""
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2", use_cache=True)
+            model.gradient_checkpointing_enable()
+            model.config.use_cache = False
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+    ]
+
+
+def _unguarded_checkpointing(history: ModelHistory) -> list[ModelStep]:
+    """The calls that turn checkpointing on for a generative model trained in this context
+    with its cache on (the first such call on each path through the code)."""
+    model_class = history.model_class
+    if model_class is None or model_class.generative is not True or history.training_starts is None:
+        return []
+    if history.has(StepKind.TRAINER, StepKind.USE_CACHE_OFF) or history.escaped_before(history.training_starts):
+        return []
+    enabling = [
+        step
+        for step in history.steps
+        if step.kind is StepKind.GC_ENABLED
+        or (step.kind is StepKind.KBIT_PREPARED and step.enables_checkpointing and history.quantized)
+    ]
+    return [
+        step
+        for index, step in enumerate(enabling)
+        if not any(not earlier.exclusive_with(step) for earlier in enabling[:index])
+    ]

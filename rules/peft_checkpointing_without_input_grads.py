@@ -1,0 +1,551 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckptlint.analysis.hf_models import (
+    MainInput,
+    ModelHistory,
+    ModelStep,
+    StepKind,
+    TrainerKind,
+    insert_line,
+    is_simple_reference,
+    line_of,
+    script_models,
+    source_of,
+)
+from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.rule import Invalid, Rule, Valid
+from ckptlint.types import Applicability
+from ckptlint.versions import Applies
+
+PEFT_WORDS = ("get_peft_model", "PeftModel", "add_adapter", "load_adapter")
+
+
+@dataclass(frozen=True)
+class _Exposure:
+    """One checkpointing step whose adapters get no gradient, and in which versions."""
+
+    step: ModelStep
+    before_5: bool  # with transformers < 5.0
+    from_5: bool  # with transformers >= 5.0
+
+
+class PeftCheckpointingWithoutInputGrads(Rule):
+    """Reentrant gradient checkpointing on a PEFT model whose checkpointed inputs do not require grad.
+
+    ## What it does
+    Follows each Hugging Face model through the script and finds where gradient
+    checkpointing is turned on (`gradient_checkpointing_enable(...)`, or
+    `TrainingArguments(gradient_checkpointing=True)` for a model handed to transformers'
+    `Trainer`) when all of these hold:
+
+    - the model has adapters: checkpointing enabled after `get_peft_model` (on the
+      `PeftModel` or on its base model), on a model loaded by `AutoPeftModelFor*` or
+      `PeftModel.from_pretrained(..., is_trainable=True)`, or enabled *before*
+      `model.add_adapter(...)` (diffusers' DreamBooth-LoRA scripts do this to the frozen text
+      encoder);
+    - the effective checkpointing is reentrant: no `gradient_checkpointing_kwargs` with
+      transformers < 5.0 (its default is `{"use_reentrant": True}`), `use_reentrant: True`,
+      or a kwargs dict without `use_reentrant` in any version (transformers applies its own
+      default only when the kwargs are `None`, so torch's reentrant default runs);
+    - nothing makes the inputs of the checkpointed layers require grad:
+      `enable_input_require_grads()`, `prepare_model_for_kbit_training` /
+      `prepare_model_for_int8_training`, checkpointing enabled before `get_peft_model` on a
+      model that is not quantized (PEFT then calls `enable_input_require_grads` itself),
+      `add_adapter` before the checkpointing call (transformers then does), an embedding's
+      `requires_grad_(True)` / `weight.requires_grad = True`, or a forward hook on the
+      embeddings that sets `requires_grad`; and transformers does not do it itself (it does
+      from 5.0, but only for models whose `main_input_name` is `input_ids`: ViT, CLIP or
+      SigLIP vision towers, Whisper, Wav2Vec2 stay exposed).
+
+    The model must be trained in the same script: a manual loop (`loss.backward()`) or
+    transformers' `Trainer`.
+
+    ## Why is this bad?
+    The reentrant implementation only records a gradient path through a checkpointed
+    region when one of its *inputs* requires grad. With a frozen base model, the hidden
+    states entering the first layer come from frozen embeddings, so no layer output requires
+    grad: the LoRA weights inside the layers get no gradient. torch only warns "None of the
+    inputs have requires_grad=True. Gradients will be None" (from a line inside torch). If
+    something outside the layers is trainable (a classifier head, `modules_to_save`, the
+    UNet beside a text encoder) the loss still backpropagates and training runs, silently
+    without updating the adapters; otherwise backward fails with `RuntimeError: element 0
+    of tensors does not require grad and does not have a grad_fn`.
+
+    ## Example
+    ```python
+    model = get_peft_model(model, lora_config)
+    model.gradient_checkpointing_enable()
+    ```
+
+    ## Use instead
+    ```python
+    model = get_peft_model(model, lora_config)
+    model.enable_input_require_grads()
+    model.gradient_checkpointing_enable()
+    ```
+    or `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant":
+    False})`.
+
+    ## Fix safety
+    The fix inserts `<model>.enable_input_require_grads()` on the line before the call, with
+    its indentation (for `TrainingArguments`, before the statement that hands the model to
+    the `Trainer`). It is **safe**: the hook it registers only marks the embedding output as
+    requiring grad; the embedding weights stay frozen, and the gradients of everything
+    already trained are unchanged.
+
+    Not reported: kwargs only known at runtime (a variable, `**kwargs`, `TrainingArguments`
+    parsed from the command line), models handed to TRL's trainers (depending on the TRL
+    version they enable input grads for PEFT models themselves) or to other trainers, models
+    passed to a function imported from another module of the project before training (it
+    may prepare them), architectures not known when transformers >= 5.0 is targeted. When
+    the transformers version is unknown, the hazard of transformers < 5.0 is reported and
+    the message says so.
+
+    ## Evidence
+    Measured on CPU with torch 2.13 (tiny models built from configs, LoRA `r=4`, one
+    backward; "grads" = LoRA tensors whose `.grad` is set after backward):
+
+    | case | transformers 4.46.3 + peft 0.13.2 | transformers 5.17.0 + peft 0.21.2 |
+    |---|---|---|
+    | Llama, `get_peft_model` then `gradient_checkpointing_enable()` (on the PeftModel or the base) | `RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`, after the warning | grads 8/8 |
+    | same with `modules_to_save=["lm_head"]`, or kwargs `{"use_reentrant": True}` / `{"preserve_rng_state": False}` | grads 0/8, only the warning | grads 8/8 |
+    | Llama, then `{"use_reentrant": False}`, or `enable_input_require_grads()`, or `embed_tokens.requires_grad_(True)`, or a forward hook calling `requires_grad_` | grads 8/8 | grads 8/8 |
+    | Llama, `gradient_checkpointing_enable()` before `get_peft_model` | grads 8/8 | grads 8/8 |
+    | `Trainer` (1 step), `TrainingArguments(gradient_checkpointing=True)`, PEFT model | the same RuntimeError; with `modules_to_save`: grads 0/8 | grads 8/8 |
+    | same with `gradient_checkpointing_kwargs={"use_reentrant": False}` | grads 8/8 | grads 8/8 |
+    | CLIP text encoder (frozen, UNet stand-in trained), `gradient_checkpointing_enable()` then `add_adapter` | grads 0/16, only the warning | grads 16/16 |
+    | same, `add_adapter` first | grads 16/16 | grads 16/16 |
+    | same, `enable_input_require_grads()` inserted before the checkpointing call (the fix) | grads 16/16 | grads 16/16 |
+    | ViT classifier (`modules_to_save=["classifier"]`), `get_peft_model` then `gradient_checkpointing_enable()` | grads 0/8 | grads 8/8 |
+    | ViT, then `{"use_reentrant": True}` or `{"preserve_rng_state": False}` | grads 0/8 | grads 0/8, only the warning |
+    | ViT, `enable_input_require_grads()` then `{"use_reentrant": True}` | grads 8/8 | grads 8/8 |
+    | ViT, `gradient_checkpointing_enable({"use_reentrant": True})` then `add_adapter` (nothing else trainable) | the RuntimeError | the RuntimeError |
+
+    Source: transformers 4.46.3 and 4.57.6 `gradient_checkpointing_enable` default to
+    `{"use_reentrant": True}` and call `enable_input_require_grads()` only when
+    `_hf_peft_config_loaded` (set by `add_adapter` / `load_adapter`); 5.0.0 and 5.17.0
+    default to `{"use_reentrant": False}` and call it when `main_input_name == "input_ids"`
+    or `_hf_peft_config_loaded`. peft 0.13.2 and 0.21.2 `PeftModel.__init__` call it when
+    `is_gradient_checkpointing` is already true and the model is not quantized;
+    `prepare_model_for_kbit_training` calls it (and enables checkpointing) only for quantized
+    models. The transformers 4.46.3 `Trainer` calls `gradient_checkpointing_enable` with
+    `args.gradient_checkpointing_kwargs` in `train()` and nothing else. TRL 0.12.2's
+    `SFTTrainer` enables input grads when it wraps the model itself (`peft_config=`); TRL
+    1.16 also for a `PeftModel` passed in. A test in `tests/test_hf_rules.py` re-checks the
+    reentrant case on the installed transformers.
+    """
+
+    code = "CKPT021"
+    name = "peft-checkpointing-without-input-grads"
+    message = (
+        "{what} {when}: {reentrant}, and nothing makes the checkpointed layers' inputs require grad{why_5}, so "
+        "the adapters get no gradient (torch only warns \"None of the inputs have requires_grad=True. Gradients "
+        "will be None\"); call `{model}.enable_input_require_grads()` first, or pass "
+        "`gradient_checkpointing_kwargs={{\"use_reentrant\": False}}`"
+    )
+    fix = Applicability.SAFE
+    triggers = (b"gradient_checkpointing",)
+    uses_project = True  # the project's Trainer and TrainingArguments subclasses, its modules
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        return super().may_apply_to(text) and any(word in text for word in PEFT_WORDS)
+
+    def finish(self) -> None:
+        before_5 = self.context.versions.applies((REENTRANT_DEFAULT_VERSIONS,))
+        reported = set()
+        for history in script_models(self.context).histories:
+            for exposure in _exposures(history):
+                affected = exposure.before_5 if before_5 is Applies.YES else exposure.from_5 if before_5 is Applies.NO else (
+                    exposure.before_5 or exposure.from_5
+                )
+                node = _reported_node(exposure.step)
+                if not affected or node in reported:
+                    continue
+                reported.add(node)
+                self._report(history, exposure, before_5)
+
+    def _report(self, history: ModelHistory, exposure: _Exposure, before_5: Applies) -> None:
+        step = exposure.step
+        subject = step.subject if is_simple_reference(step.subject) else None
+        model = source_of(subject) if subject is not None else "model"
+        if step.kind is StepKind.TRAINER:
+            what = (
+                f"`{_callee(step.arguments)}(gradient_checkpointing=True)` for `{model}`, handed to "
+                f"`{_callee(step.node)}` at line {line_of(self.context, step.node)},"
+            )
+        else:
+            what = f"gradient checkpointing enabled on `{model}`"
+        why_5 = ""
+        if exposure.from_5 and history.model_class is not None and before_5 is not Applies.YES:
+            why_5 = (
+                f" (transformers >= 5.0 does that itself only for `input_ids` models, and `{history.model_class.short_name}` "
+                "takes other inputs)"
+            )
+        note = ""
+        if before_5 is Applies.UNKNOWN and not exposure.from_5:
+            note = f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)"
+        message = self.message.format(
+            what=what,
+            when=self._when(history, step),
+            reentrant=_reentrant_reason(step.kwargs),
+            why_5=why_5,
+            model=model,
+        )
+        fix = insert_line(step.statement, f"{model}.enable_input_require_grads()", before=True) if subject else None
+        self.report(
+            _reported_node(step),
+            message + note,
+            replacements=[fix] if fix is not None else [],
+            fix_message=f"Insert `{model}.enable_input_require_grads()`",
+        )
+
+    def _when(self, history: ModelHistory, step: ModelStep) -> str:
+        wraps = [w for w in history.of_kind(StepKind.PEFT_WRAPPED) if w.order <= step.order and not w.exclusive_with(step)]
+        if wraps:
+            wrap = wraps[-1]
+            return f"after `{_callee(wrap.node)}` (line {line_of(self.context, wrap.node)})"
+        adapters = [
+            a for a in history.of_kind(StepKind.ADAPTER_ADDED) if a.order > step.order and not a.exclusive_with(step)
+        ]
+        if adapters:
+            return f"before `{_callee(adapters[0].node)}` (line {line_of(self.context, adapters[0].node)}) adds the adapters"
+        return "on a model with adapters"
+
+    valid = [
+        # Input grads enabled, hundreds of lines away; non-reentrant kwargs.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8))
+            model.enable_input_require_grads()
+            # far away
+            model.gradient_checkpointing_enable()
+            other = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8))
+            other.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            for batch in loader:
+                model(**batch).loss.backward()
+                other(**batch).loss.backward()
+            """.replace("# far away", ("\n" + " " * 12).join(["print('...')"] * 300)),
+            target_versions={"transformers": "4.46"},
+        ),
+        # Checkpointing before get_peft_model: PEFT enables input grads; QLoRA preparation.
+        Valid(
+            """
+            from peft import get_peft_model, prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+            model = AutoModelForCausalLM.from_pretrained("m")
+            model.gradient_checkpointing_enable()
+            model = get_peft_model(model, lora_config)
+
+            qmodel = AutoModelForCausalLM.from_pretrained("m", quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+            qmodel = prepare_model_for_kbit_training(qmodel)
+            qmodel = get_peft_model(qmodel, lora_config)
+            qmodel.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+                qmodel(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
+        # The workaround in a helper of the same file: an embeddings forward hook.
+        Valid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            def make_inputs_require_grad(module, inputs, output):
+                output.requires_grad_(True)
+
+            def prepare(model):
+                model.get_input_embeddings().register_forward_hook(make_inputs_require_grad)
+                return model
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            model = prepare(model)
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
+        # DreamBooth order that works: add_adapter before enabling checkpointing.
+        Valid(
+            """
+            from transformers import CLIPTextModel
+
+            text_encoder = CLIPTextModel.from_pretrained(path, subfolder="text_encoder")
+            text_encoder.requires_grad_(False)
+            text_encoder.add_adapter(text_lora_config)
+            text_encoder.gradient_checkpointing_enable()
+            for batch in loader:
+                accelerator.backward(loss_fn(unet, text_encoder, batch))
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
+        # TRL prepares the model itself; kwargs from a variable; args from the command line.
+        Valid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+            from trl import SFTConfig, SFTTrainer
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            SFTTrainer(model=model, args=SFTConfig("out", gradient_checkpointing=True)).train()
+
+            second = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            args = TrainingArguments("out", gradient_checkpointing=True, gradient_checkpointing_kwargs=gc_kwargs)
+            Trainer(model=second, args=args).train()
+
+            (training_args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+            third = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            Trainer(model=third, args=training_args).train()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
+        # transformers >= 5.0 enables input grads for text models itself, reentrant or not.
+        Valid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "5.17"},
+        ),
+        # A helper imported from another module of the project gets the model first.
+        Valid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+            from .training_utils import prepare_for_training
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            prepare_for_training(model)
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf", use_cache=False)
+            model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+            # trade compute for memory
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=7,
+            target_versions={"transformers": "4.46"},
+            message_contains="after `get_peft_model` (line 5): transformers < 5.0 runs it reentrant by default",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf", use_cache=False)
+            model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+            # trade compute for memory
+            model.enable_input_require_grads()
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+        # The Trainer path: reported at TrainingArguments, fixed before the Trainer.
+        Invalid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            args = TrainingArguments(
+                output_dir="out",
+                gradient_checkpointing=True,
+            )
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            trainer = Trainer(model=model, args=args, train_dataset=train)
+            trainer.train()
+            """,
+            line=4,
+            column=8,
+            target_versions={"transformers": "4.46"},
+            message_contains="`TrainingArguments(gradient_checkpointing=True)` for `model`, handed to `Trainer` at line 9",
+            expected_fix="""
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            args = TrainingArguments(
+                output_dir="out",
+                gradient_checkpointing=True,
+            )
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            model.enable_input_require_grads()
+            trainer = Trainer(model=model, args=args, train_dataset=train)
+            trainer.train()
+            """,
+        ),
+        # diffusers DreamBooth LoRA: the text encoder is checkpointed before add_adapter.
+        Invalid(
+            """
+            text_encoder = text_encoder_cls.from_pretrained(args.pretrained_model_name_or_path, subfolder="text_encoder")
+            text_encoder.requires_grad_(False)
+            if args.gradient_checkpointing:
+                unet.enable_gradient_checkpointing()
+                if args.train_text_encoder:
+                    text_encoder.gradient_checkpointing_enable()
+            if args.train_text_encoder:
+                text_encoder.add_adapter(text_lora_config)
+            for batch in train_dataloader:
+                accelerator.backward(compute_loss(unet, text_encoder, batch))
+            """,
+            line=6,
+            column=9,
+            target_versions={"transformers": "4.46"},
+            message_contains="before `text_encoder.add_adapter` (line 8) adds the adapters",
+            expected_fix="""
+            text_encoder = text_encoder_cls.from_pretrained(args.pretrained_model_name_or_path, subfolder="text_encoder")
+            text_encoder.requires_grad_(False)
+            if args.gradient_checkpointing:
+                unet.enable_gradient_checkpointing()
+                if args.train_text_encoder:
+                    text_encoder.enable_input_require_grads()
+                    text_encoder.gradient_checkpointing_enable()
+            if args.train_text_encoder:
+                text_encoder.add_adapter(text_lora_config)
+            for batch in train_dataloader:
+                accelerator.backward(compute_loss(unet, text_encoder, batch))
+            """,
+        ),
+        # transformers >= 5.0: a vision model with explicitly reentrant kwargs stays exposed.
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForImageClassification
+
+            model = AutoModelForImageClassification.from_pretrained("google/vit-base-patch16-224-in21k")
+            model = get_peft_model(model, LoraConfig(target_modules=["query", "value"], modules_to_save=["classifier"]))
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=6,
+            target_versions={"transformers": "5.17"},
+            message_contains="`AutoModelForImageClassification` takes other inputs",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForImageClassification
+
+            model = AutoModelForImageClassification.from_pretrained("google/vit-base-patch16-224-in21k")
+            model = get_peft_model(model, LoraConfig(target_modules=["query", "value"], modules_to_save=["classifier"]))
+            model.enable_input_require_grads()
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+        # A dict without `use_reentrant` runs reentrant; version unknown: the message says so.
+        Invalid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m", use_cache=False), lora_config)
+            model.base_model.model.gradient_checkpointing_enable({"preserve_rng_state": False})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=5,
+            message_contains="(affects transformers<5.0; target version unknown)",
+            expected_fix="""
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m", use_cache=False), lora_config)
+            model.base_model.model.enable_input_require_grads()
+            model.base_model.model.gradient_checkpointing_enable({"preserve_rng_state": False})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+    ]
+
+
+def _exposures(history: ModelHistory) -> list[_Exposure]:
+    """The checkpointing steps of a model with adapters that leave the adapters without
+    gradients, with the transformers versions in which they do."""
+    wraps = history.of_kind(StepKind.PEFT_WRAPPED)
+    adapters = history.of_kind(StepKind.ADAPTER_ADDED)
+    if not wraps and not adapters:
+        return []
+    trainers = history.of_kind(StepKind.TRAINER)
+    # TRL's trainers prepare PEFT models in some versions; unknown trainers and arguments
+    # parsed at runtime may turn checkpointing on with any kwargs.
+    if any(t.trainer is not TrainerKind.TRANSFORMERS or t.enables_checkpointing is None for t in trainers):
+        return []
+    starts = [order for order in (history.training_starts, *(t.order for t in trainers)) if order is not None]
+    if not starts or history.escaped_before(min(starts)) or history.has(StepKind.INPUT_GRADS, StepKind.KBIT_PREPARED):
+        return []
+    enabling = history.of_kind(StepKind.GC_ENABLED) + [t for t in trainers if t.enables_checkpointing]
+    enabling.sort(key=lambda step: step.order)
+    # PEFT enables input grads when checkpointing is already on (and the model is not quantized).
+    if history.quantized is not True and any(
+        g.order < w.order and not g.exclusive_with(w) for g in enabling for w in wraps
+    ):
+        return []
+    # transformers does at each checkpointing call once `add_adapter` has run.
+    if any(a.order < g.order and not a.exclusive_with(g) for g in enabling for a in adapters):
+        return []
+    main_input = history.model_class.main_input if history.model_class is not None else MainInput.UNKNOWN
+    exposures = []
+    for index, step in enumerate(enabling):
+        if any(not later.exclusive_with(step) for later in enabling[index + 1 :]):
+            continue  # a later call replaces the checkpoint function
+        if not any(w.order < step.order and not w.exclusive_with(step) for w in wraps) and not any(
+            a.order > step.order and not a.exclusive_with(step) for a in adapters
+        ):
+            continue  # no adapters on any path through this call
+        kwargs = step.kwargs or HfCheckpointingKwargs(KwargsShape.DEFAULT)
+        before_5 = kwargs.reentrant_in(transformers_5=False) is True
+        # From 5.0 transformers enables input grads itself for `input_ids` models, and the
+        # rule stays silent when the architecture is not known.
+        from_5 = kwargs.reentrant_in(transformers_5=True) is True and main_input is MainInput.OTHER
+        if before_5 or from_5:
+            exposures.append(_Exposure(step, before_5, from_5))
+    return exposures
+
+
+def _reentrant_reason(kwargs: HfCheckpointingKwargs | None) -> str:
+    shape = kwargs.shape if kwargs is not None else KwargsShape.DEFAULT
+    if shape is KwargsShape.WITH_FLAG:
+        return "`use_reentrant=True` selects torch's reentrant implementation"
+    if shape is KwargsShape.WITHOUT_FLAG:
+        return (
+            "its `gradient_checkpointing_kwargs` have no `use_reentrant`, so torch's reentrant default runs "
+            "(transformers applies its own default only to `None`)"
+        )
+    return "transformers < 5.0 runs it reentrant by default"
+
+
+def _reported_node(step: ModelStep):
+    """The call that turns checkpointing on: `gradient_checkpointing_enable(...)`, or the
+    `TrainingArguments(...)` the Trainer enables it from."""
+    return step.arguments if step.kind is StepKind.TRAINER and step.arguments is not None else step.node
+
+
+def _callee(node) -> str:
+    func = getattr(node, "func", None)
+    return source_of(func) if func is not None else "TrainingArguments"
