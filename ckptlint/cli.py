@@ -326,10 +326,21 @@ def clean(path: Path) -> None:
     type=click.FloatRange(min=0, min_open=True),
     default=300.0,
     show_default=True,
-    help="Script mode: seconds the script may run before its first training step.",
+    help="Script mode: seconds the script may run before its first training step. "
+    "With --nproc: seconds the whole distributed run may take; then every rank is stopped and reported.",
 )
 @click.option("--repeat", type=click.IntRange(min=1), default=2, show_default=True, help="Timed steps of each kind (the fastest counts).")
 @click.option("--no-peak", is_flag=True, help="Skip the peak-memory measurement (on CPU: one profiled step of each kind).")
+@click.option(
+    "--nproc",
+    type=click.IntRange(min=1),
+    help="Run the step on N ranks under torchrun (FSDP set-ups); TARGET's make_case(rank, world_size) builds each rank's model.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["gloo", "nccl"]),
+    help="With --nproc: the torch.distributed backend (default gloo; nccl needs one GPU per rank).",
+)
 def verify(
     target: str,
     script_args: tuple[str, ...],
@@ -340,16 +351,22 @@ def verify(
     timeout: float,
     repeat: int,
     no_peak: bool,
+    nproc: int | None,
+    backend: str | None,
 ) -> None:
     """Replay one training step with and without checkpointing, and compare.
 
     TARGET is `file.py:make_case` (a function returning `model`, `inputs` and optionally
     `loss_fn`) or a training script `train.py`, run unmodified up to its first training
-    step (pass its arguments after `--`). Exit 0 pass, 1 fail, 2 error.
+    step (pass its arguments after `--`). With `--nproc N` the step runs on N ranks under
+    torchrun and `make_case(rank, world_size)` builds each rank's (FSDP) model. Exit 0
+    pass, 1 fail, 2 error.
     """
     import contextlib
     import traceback
 
+    if backend is not None and nproc is None:
+        _fail("--backend applies to distributed runs: give --nproc N too")
     try:
         from ckptlint import runtime_check
     except ModuleNotFoundError as error:
@@ -360,15 +377,28 @@ def verify(
     try:
         # The model's and the script's prints go to stderr: stdout carries the report.
         with contextlib.redirect_stdout(sys.stderr):
-            report = runtime_check.verify_target(
-                target,
-                tuple(script_args),
-                timeout=timeout,
-                rtol=rtol,
-                atol=atol,
-                repeat=repeat,
-                measure_peak=not no_peak,
-            )
+            if nproc is not None:
+                report = runtime_check.verify_distributed(
+                    target,
+                    nproc,
+                    backend=backend or "gloo",
+                    timeout=timeout,
+                    script_args=tuple(script_args),
+                    rtol=rtol,
+                    atol=atol,
+                    repeat=repeat,
+                    measure_peak=not no_peak,
+                )
+            else:
+                report = runtime_check.verify_target(
+                    target,
+                    tuple(script_args),
+                    timeout=timeout,
+                    rtol=rtol,
+                    atol=atol,
+                    repeat=repeat,
+                    measure_peak=not no_peak,
+                )
     except runtime_check.VerifyError as error:
         _fail(str(error))
     except Exception as error:  # a bug in ckptlint, not in the user's step

@@ -5,18 +5,23 @@ package. Entry points:
 
 - `verify(model, inputs, loss_fn=None, ...)` for pytest and notebooks;
 - `verify_case("file.py", "make_case")` for `ckptlint verify file.py:make_case`;
-- `verify_script("train.py", args)` for `ckptlint verify train.py -- ARGS`.
+- `verify_script("train.py", args)` for `ckptlint verify train.py -- ARGS`;
+- `verify_distributed("file.py:make_case", nproc=2)` for `ckptlint verify ... --nproc 2`:
+  FSDP set-ups on N ranks under torchrun (`make_case(rank, world_size)`).
 
 Each returns a frozen `Report` (`.verdict`, `.to_text()`, `.to_json()`, `.to_html()`) or
 raises `VerifyError` (`NoCheckpointingFound`, `NoTrainingStep`) when there is nothing to
 verify. See DESIGN.md, "Runtime verifier".
 """
 
+from ckptlint.runtime_check._distributed import verify_distributed
 from ckptlint.runtime_check._step import StepInputs
 from ckptlint.runtime_check._targets import DEFAULT_TIMEOUT_S, verify_case, verify_script, verify_target
 from ckptlint.runtime_check._types import (
     AttributeChange,
     BufferComparison,
+    CollectiveComparison,
+    DistributedReport,
     Finding,
     GradientComparison,
     LossComparison,
@@ -24,12 +29,15 @@ from ckptlint.runtime_check._types import (
     MemoryReport,
     NoCheckpointingFound,
     NoTrainingStep,
+    RankStatus,
     Recomputation,
+    ReferenceComparison,
     Report,
     RngComparison,
     TensorMismatch,
     Timing,
     Tolerance,
+    UnitNesting,
     VerifyError,
 )
 from ckptlint.runtime_check._verify import verify, verify_step
@@ -38,6 +46,8 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "AttributeChange",
     "BufferComparison",
+    "CollectiveComparison",
+    "DistributedReport",
     "Finding",
     "GradientComparison",
     "LossComparison",
@@ -45,16 +55,20 @@ __all__ = [
     "MemoryReport",
     "NoCheckpointingFound",
     "NoTrainingStep",
+    "RankStatus",
     "Recomputation",
+    "ReferenceComparison",
     "Report",
     "RngComparison",
     "StepInputs",
     "TensorMismatch",
     "Timing",
     "Tolerance",
+    "UnitNesting",
     "VerifyError",
     "verify",
     "verify_case",
+    "verify_distributed",
     "verify_script",
     "verify_step",
     "verify_target",

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ckptlint.runtime_check._types import MemoryFigure, Report, Series
+    from ckptlint.runtime_check._types import Finding, MemoryFigure, Report, Series
 
 MAX_LISTED = 12
 
@@ -35,25 +35,28 @@ def _saving(figure: "MemoryFigure") -> str:
 
 
 def headline(report: "Report") -> str:
+    world = report.distributed.world_size if report.distributed is not None else 0
+    ranks = f" on {world} rank{'s' * (world != 1)}" if world else ""
     if report.passed:
         extra = f"gradients of {report.gradients.compared} tensors identical" if report.tolerance.exact else (
             f"gradients of {report.gradients.compared} tensors within tolerance"
         )
-        return f"PASS  {report.target}: {extra}; activation memory {_saving(report.memory.activations)}"
+        return f"PASS  {report.target}{ranks}: {extra}; activation memory {_saving(report.memory.activations)}"
     codes = sorted({f.code for f in report.errors if f.code})
     count = len(report.errors)
-    return f"FAIL  {report.target}: {count} finding{'s' * (count != 1)}" + (f" ({', '.join(codes)})" if codes else "")
+    return f"FAIL  {report.target}{ranks}: {count} finding{'s' * (count != 1)}" + (f" ({', '.join(codes)})" if codes else "")
 
 
 def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
     checkpointed_ok = report.loss.checkpointed is not None
+    unfinished = report.distributed.outcome if report.distributed is not None and report.distributed.outcome != "completed" else None
     rows = [("check", "without checkpointing", "checkpointed", "result")]
     loss = report.loss
     rows.append(
         (
             "loss",
-            f"{loss.baseline:.8g}",
-            f"{loss.checkpointed:.8g}" if loss.checkpointed is not None else "raised",
+            "-" if unfinished and math.isnan(loss.baseline) else f"{loss.baseline:.8g}",
+            f"{loss.checkpointed:.8g}" if loss.checkpointed is not None else (unfinished or "raised"),
             ("identical" if loss.abs_diff == 0 else f"diff {loss.abs_diff:.3g}") if loss.matches else (
                 f"DIFFERS by {loss.abs_diff:.3g}" if loss.abs_diff is not None else "not compared"
             ),
@@ -78,6 +81,10 @@ def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
         gradient_result = "identical"
     else:
         gradient_result = f"within tolerance (max abs {gradients.max_abs_diff:.3g}, rel {gradients.max_rel_diff:.3g})"
+    if unfinished:  # a distributed step that crashed or hung: nothing else was measured
+        recomputation = report.recomputation
+        rows.append(("checkpoint calls", f"{recomputation.regions}", "", f"{recomputation.reentrant_regions} reentrant"))
+        return rows
     rows.append((f"gradients ({gradients.compared})", "", "", gradient_result))
     rows.append(
         (
@@ -92,7 +99,7 @@ def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
     )
     rows.append(
         (
-            f"RNG state ({', '.join(report.rng.generators)})",
+            f"RNG state ({', '.join(report.rng.generators)})" if report.rng.generators else "RNG state",
             "",
             "",
             (f"DIFFERS ({', '.join(report.rng.mismatched)})" if report.rng.mismatched else "identical") if checkpointed_ok else "not compared",
@@ -119,6 +126,86 @@ def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _subject(finding: "Finding") -> str:
+    """The subject, and the rank a distributed run saw it on (unless the subject is the rank)."""
+    if finding.rank is None or finding.subject == f"rank {finding.rank}":
+        return finding.subject
+    return f"{finding.subject} (rank {finding.rank})"
+
+
+def distributed_lines(report: "Report") -> list[str]:
+    """How the ranks ran and how FSDP sharded the model, in sentences."""
+    run = report.distributed
+    if run is None:
+        return []
+    lines = [f"{run.world_size} rank{'s' * (run.world_size != 1)} under {run.launcher} (backend {run.backend}); {_sharding(run)}"]
+    if run.nesting:
+        lines.append("nesting: " + ", ".join(f"{n.pattern} x{n.count}" for n in run.nesting))
+    known = [b for b in run.parameter_bytes_per_rank if b is not None]
+    if known:
+        share = f" of {format_bytes(run.full_parameter_bytes)}" if run.full_parameter_bytes else ""
+        lines.append(
+            "parameters per rank: "
+            + ", ".join(f"rank {r} {format_bytes(b)}" if b is not None else f"rank {r} ?" for r, b in enumerate(run.parameter_bytes_per_rank))
+            + share
+        )
+    reference = run.reference
+    if reference is not None:
+        compared = reference.baseline
+        if compared.mismatched:
+            text = f"{len(compared.mismatched)} of {compared.compared} gradients DIFFER (max abs {compared.max_abs_diff:.3g})"
+        else:
+            text = f"gradients of {compared.compared} tensors within tolerance (max abs diff {compared.max_abs_diff:.3g})"
+        lines.append(
+            f"single-process reference (global batch): {text}; loss {reference.loss:.8g}, ranks' mean {reference.sharded_loss:.8g}"
+        )
+    for status in run.ranks:
+        text = f"rank {status.rank}: {status.state}" + ("" if status.state == "finished" else f" in '{status.phase}'")
+        if status.location:
+            text += f" ({status.location})" if status.location.startswith("inside ") else f" (at {status.location})"
+        if status.error:
+            text += f": {_short(status.error)}"
+        lines.append(text)
+    return lines
+
+
+def _sharding(run) -> str:
+    if not run.fsdp:
+        return "no FSDP unit"
+    return f"{' + '.join(run.fsdp)}, {run.units} unit{'s' * (run.units != 1)}"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def collective_rows(report: "Report") -> list[tuple[str, str, str, str]]:
+    """Collectives per rank in each phase of the step, both runs; kinds never called left out."""
+    run = report.distributed
+    if run is None:
+        return []
+    complete = all(c.complete for c in run.collectives)
+    rows = [("collectives per rank", "without checkpointing", "checkpointed" if complete else "checkpointed (until it stopped)", "result")]
+    for row in run.collectives:
+        if row.baseline == 0 and not row.checkpointed:
+            continue
+        label = f"{row.kind.replace('_', '-')}s in {row.phase}"
+        if row.checkpointed is None:
+            rows.append((label, str(row.baseline), "-", "not reached"))
+            continue
+        extra = row.checkpointed - row.baseline
+        result = "same" if extra == 0 else f"{extra:+d} with checkpointing"
+        if not row.complete:
+            result = "so far"
+        rows.append((label, str(row.baseline), str(row.checkpointed), result))
+    return rows if len(rows) > 1 else []
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
 def render_text(report: "Report") -> str:
     lines = [headline(report)]
     lines.append(
@@ -126,15 +213,20 @@ def render_text(report: "Report") -> str:
         + ("" if report.tolerance.exact else f" (rtol {report.tolerance.rtol:g}, atol {report.tolerance.atol:g})")
     )
     lines.append("")
-    rows = table_rows(report)
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        lines.append("  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    lines.extend(_aligned(table_rows(report)))
+    if report.distributed is not None:
+        collectives = collective_rows(report)
+        if collectives:
+            lines.append("")
+            lines.extend(_aligned(collectives))
+        lines.append("")
+        lines.append("distributed:")
+        lines.extend(f"  {line}" for line in distributed_lines(report))
     if report.findings:
         lines.append("")
         lines.append("findings:")
         for finding in report.findings[:MAX_LISTED]:
-            lines.append(f"  {finding.severity:<7}  {finding.code or '-':<7}  {finding.subject}: {finding.message}")
+            lines.append(f"  {finding.severity:<7}  {finding.code or '-':<7}  {_subject(finding)}: {finding.message}")
         if len(report.findings) > MAX_LISTED:
             lines.append(f"  ... and {len(report.findings) - MAX_LISTED} more (--json lists them all)")
     if report.notes:
@@ -176,9 +268,15 @@ def render_html(report: "Report") -> str:
         "<h2>Summary</h2>",
         _html_table(table_rows(report)),
     ]
+    if report.distributed is not None:
+        parts.append("<h2>Distributed</h2>")
+        collectives = collective_rows(report)
+        if collectives:
+            parts.append(_html_table(collectives))
+        parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in distributed_lines(report)) + "</ul>")
     if report.findings:
         rows = [("severity", "code", "subject", "message")] + [
-            (f.severity, f.code or "", f.subject, f.message) for f in report.findings
+            (f.severity, f.code or "", _subject(f), f.message) for f in report.findings
         ]
         parts += ["<h2>Findings</h2>", _html_table(rows, severity_column=0)]
     if report.gradients.mismatched:

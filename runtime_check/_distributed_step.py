@@ -1,0 +1,458 @@
+"""One rank's replay of the training step under FSDP, as the single-process verifier replays
+it: a warm-up step, the step with checkpointing switched off, the step as configured, then
+timed steps of each; all ranks in lockstep, since every step issues collectives.
+
+Differences from the single-process replay (`_verify`):
+- the snapshot is taken after the warm-up, once FSDP has initialised itself lazily (its
+  first forward sets up state that restoring an earlier snapshot would remove); the model
+  is not handed back, the rank's process ends with the run;
+- collectives are counted per phase of each step (`_collectives`);
+- gradients are compared in full: gathered from the shards after each step on every rank
+  (a collective) and compared on rank 0; rank 0 keeps them to compare, once the others are
+  done, with a single process running the same model on the global batch (`reference_step`,
+  `with_reference`);
+- buffers, plain attributes, the RNG state and the loss are compared on each rank, where
+  they live;
+- a checkpointed step that raises ends the rank (the other ranks are stuck in a collective
+  or crash the same way; torchrun tears them down), and the parent reports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from ckptlint.runtime_check._collectives import BACKWARD, FORWARD, CollectiveCounter
+from ckptlint.runtime_check._fsdp_structure import (
+    clean_name,
+    compute_dtypes,
+    enclosing_units,
+    gather_full_gradients,
+    is_fsdp1_unit,
+    is_unit,
+    model_class_name,
+)
+from ckptlint.runtime_check._journal import RankJournal, first_paragraph
+from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
+from ckptlint.runtime_check._rank_records import BaselineRecord, RankOutcome, RegionSites
+from ckptlint.runtime_check._regions import RegionCall, RegionRecorder, _owning_module
+from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints
+from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
+from ckptlint.runtime_check._switch import ModuleRecomputes, RegionRecomputes, checkpointing_counted, checkpointing_disabled
+from ckptlint.runtime_check._types import (
+    ERROR,
+    Finding,
+    MemoryFigure,
+    MemoryReport,
+    NoCheckpointingFound,
+    Recomputation,
+    Tolerance,
+    VerifyError,
+)
+from ckptlint.runtime_check._verify import (
+    _DTYPE_TOLERANCES,
+    _compare_attributes,
+    _compare_buffers,
+    _compare_gradients,
+    _compare_loss,
+    _compare_rng,
+    _device,
+    _dtype,
+    _eager_module,
+    _eager_stance,
+    _memory_warnings,
+    _Outcome,
+    _timed,
+    _tolerance,
+)
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import ActivationWrapper
+
+
+def region_sites(calls: list[RegionCall], holders: dict[int, tuple[str, bool]]) -> RegionSites:
+    around: list[str] = []
+    inside: Counter[str] = Counter()
+    for call in calls:
+        if call.implementation != "reentrant":
+            continue
+        owner = _owning_module(call.function)
+        holder = holders.get(id(owner)) if owner is not None else None
+        if holder is None or not holder[1]:
+            continue
+        if is_fsdp1_unit(owner):
+            around.append(holder[0])
+        else:
+            inside[holder[0]] += 1
+    return RegionSites(
+        calls=len(calls),
+        reentrant=sum(c.implementation == "reentrant" for c in calls),
+        reentrant_around_fsdp1_units=tuple(around),
+        reentrant_inside_fsdp1_units=tuple(sorted(inside.items())),
+    )
+
+
+class ReferenceUnfit(Exception):
+    """The model cannot match one process on the global batch, by design: no reference."""
+
+
+@dataclass(frozen=True)
+class ReferenceStep:
+    """One process, the same model, the global batch, checkpointing off."""
+
+    loss: float
+    grads: dict[str, torch.Tensor | None]
+    draws_random_numbers: bool
+
+
+class ShardedSavedTensorMeter(SavedTensorMeter):
+    """The saved-tensor meter, leaving out the unsharded parameters forward saves: FSDP frees
+    them after forward and gathers them again for backward, so they are not activations."""
+
+    def __init__(self, excluded_storages: set[int], model: torch.nn.Module) -> None:
+        super().__init__(excluded_storages)
+        self._flat_parameters = [
+            m._handle.flat_param for m in model.modules() if is_fsdp1_unit(m) and getattr(m, "_handle", None) is not None
+        ]
+
+    def _pack(self, tensor: torch.Tensor) -> Any:
+        # F.linear saves `weight.t()`, a view: its base is the (unsharded) parameter.
+        if isinstance(tensor, torch.nn.Parameter) or isinstance(tensor._base, torch.nn.Parameter):
+            return tensor
+        if self._in_flat_parameter(tensor):
+            return tensor
+        return super()._pack(tensor)
+
+    def _in_flat_parameter(self, tensor: torch.Tensor) -> bool:
+        if not self._flat_parameters:
+            return False
+        try:
+            pointer = tensor.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError, TypeError):
+            return False
+        return any(flat.untyped_storage().data_ptr() == pointer for flat in self._flat_parameters)
+
+
+def user_modules(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """The model's modules by clean name, without the wrappers (whose plain attributes are
+    FSDP's and checkpoint_wrapper's bookkeeping, not the model's state)."""
+    return [
+        (clean_name(name), module)
+        for name, module in model.named_modules()
+        if not is_fsdp1_unit(module) and not isinstance(module, ActivationWrapper)
+    ]
+
+
+def reference_tolerance(dtypes: set[torch.dtype], rtol: float | None, atol: float | None) -> Tolerance:
+    """Sharding changes the order of the additions (the reduce-scatter averages per-rank
+    gradients), so even float32 on CPU is compared within torch.testing's tolerance, that of
+    the least precise dtype the step computes in."""
+    if rtol is not None or atol is not None:
+        return Tolerance(float(rtol or 0.0), float(atol or 0.0), "rtol/atol given")
+    dtype = max(dtypes, key=lambda d: _DTYPE_TOLERANCES.get(d, (1.3e-6, 1e-5))[0])
+    rtol_default, atol_default = _DTYPE_TOLERANCES.get(dtype, (1.3e-6, 1e-5))
+    return Tolerance(rtol_default, atol_default, f"{str(dtype).replace('torch.', '')} defaults (sharded vs one process)")
+
+
+def batch_coupled_modules(model: torch.nn.Module) -> list[str]:
+    """Modules whose training-mode output depends on the whole (local) batch: each rank
+    normalises its slice with the slice's statistics, one process the whole batch's."""
+    return [
+        clean_name(name) or "(model)"
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
+        and not isinstance(module, torch.nn.SyncBatchNorm)
+        and module.training
+    ]
+
+
+def reference_step(model: torch.nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor] | None) -> ReferenceStep:
+    """A warm-up and one measured step with checkpointing off, in a process group of one."""
+    model = _eager_module(model, [])
+    coupled = batch_coupled_modules(model)
+    if coupled:
+        raise ReferenceUnfit(
+            f"{len(coupled)} BatchNorm layer(s) in training mode (first: '{coupled[0]}') normalise each rank's slice "
+            "of the batch with its own statistics, so one process on the whole batch computes other gradients"
+        )
+    step_inputs = StepInputs.from_inputs(inputs).detached()
+    names = {id(m): clean_name(n) for n, m in model.named_modules()}
+    loss = StepLoss(loss_fn)
+    with checkpointing_disabled(RegionRecorder(names, watch=False)):
+        run_step(model, step_inputs, loss)
+        if loss.source.startswith("fixed random projection"):
+            raise ReferenceUnfit(
+                "the loss is a random projection of the output, which is drawn for the output's shape: one rank's "
+                "slice and the whole batch get different projections (give make_case a loss_fn)"
+            )
+        for tensor in [*model.parameters(), *step_inputs.tensors()]:
+            tensor.grad = None
+        before = RngState.torch_states()
+        value = run_step(model, step_inputs, loss)
+        after = RngState.torch_states()
+    grads = {name: (g.cpu() if g is not None else None) for name, g in gather_full_gradients(model).items()}
+    draws = any(name not in after or not torch.equal(state, after[name]) for name, state in before.items())
+    return ReferenceStep(float(value), grads, draws)
+
+
+def replay(
+    model: torch.nn.Module,
+    inputs: StepInputs,
+    loss_fn: Callable[[Any], torch.Tensor] | None,
+    *,
+    journal: RankJournal,
+    counter: CollectiveCounter,
+    rank: int,
+    rtol: float | None,
+    atol: float | None,
+    repeat: int,
+    measure_peak: bool,
+    notes: tuple[str, ...] = (),
+) -> tuple[RankOutcome, GatheredGradients | None]:
+    """Run the steps on this rank (a collective affair: every rank calls it together).
+    Rank 0 also returns the gathered gradients, for `with_reference`."""
+    notes_list = list(notes)
+    model = _eager_module(model, notes_list)
+    if not any(is_unit(m) for m in model.modules()):
+        raise VerifyError(
+            "the model has no FSDP unit (FullyShardedDataParallel or fully_shard): --nproc verifies sharded "
+            "training steps; verify this model without --nproc"
+        )
+    parameters = list(model.named_parameters())
+    if not any(p.requires_grad for _, p in parameters):
+        raise VerifyError("the model has no parameter that requires grad: there is no training step to verify")
+    inputs = inputs.detached()
+    names = {id(module): clean_name(name) or "(model)" for name, module in model.named_modules()}
+    modules = user_modules(model)
+    holders = enclosing_units(model)
+    device = _device(parameters, inputs)
+    dtype = _dtype(parameters)
+    tolerance = _tolerance(device, dtype, rtol, atol)
+    loss = StepLoss(loss_fn)
+    journal.counter = counter
+
+    def outcome(value: torch.Tensor, grads: dict[str, torch.Tensor | None]) -> _Outcome:
+        with torch.no_grad():
+            buffers = {clean_name(name): b.detach().clone() for name, b in model.named_buffers()}
+        return _Outcome(float(value), grads, buffers, attribute_fingerprints(modules), RngState.torch_states())
+
+    def gathered() -> dict[str, torch.Tensor | None]:
+        grads = gather_full_gradients(model)
+        if rank != 0:
+            return {}
+        return {name: (g.cpu() if g is not None else None) for name, g in grads.items()}
+
+    with torch.no_grad():
+        initial_buffers = {id(b): b.detach().clone() for b in model.buffers()}
+    with _eager_stance(model, notes_list):
+        journal.enter("warm-up")
+        try:
+            with checkpointing_disabled(RegionRecorder(names, watch=False)):
+                run_step(model, inputs, loss)
+        except VerifyError:
+            raise
+        except Exception as error:
+            hint = ""
+            if str(error).startswith("Unexpected keyword arguments"):
+                hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
+            raise VerifyError(
+                f"the training step fails with checkpointing switched off, so there is nothing to compare: "
+                f"{type(error).__name__}: {first_paragraph(error)}{hint}"
+            ) from error
+
+        snapshot = ModelSnapshot(model, inputs.tensors())
+        # Both runs start from the buffers as make_case left them (running statistics then
+        # read as without --nproc), not as the warm-up left them.
+        snapshot.values.update((key, value) for key, value in initial_buffers.items() if key in snapshot.values)
+        excluded = snapshot.storage_pointers()
+
+        # --- without checkpointing
+        gc.collect(1)
+        snapshot.prepare_run()
+        recorder = RegionRecorder(names)
+        causes: list = []
+        sites_found: list[RegionSites] = []
+        baseline_meter, baseline_peak = ShardedSavedTensorMeter(excluded, model), PeakMeter(device, measure_peak)
+        baseline_recomputes = ModuleRecomputes()
+
+        def before_backward() -> None:
+            causes.extend(recorder.causes())
+            sites_found.append(region_sites(recorder.calls, holders))
+            recorder.release()
+            baseline_meter.start_backward()
+            counter.phase = BACKWARD
+            journal.enter("baseline backward")
+
+        counter.reset()
+        counter.phase = FORWARD
+        journal.enter("baseline forward")
+        try:
+            with checkpointing_disabled(recorder), baseline_recomputes, baseline_peak, baseline_meter:
+                baseline_loss = run_step(
+                    model, inputs, loss, on_backward=before_backward, backward_context=baseline_peak.backward_marker()
+                )
+        except Exception as error:
+            raise VerifyError(
+                f"the training step without checkpointing fails while measured: {type(error).__name__}: "
+                f"{first_paragraph(error)}"
+            ) from error
+        finally:
+            counter.phase = None
+        baseline_collectives = counter.tally()
+        calls = list(recorder.calls)
+        sites = sites_found[0] if sites_found else region_sites([], holders)
+        baseline = outcome(baseline_loss, {})
+        journal.enter("baseline gather")
+        baseline_grads = gathered()
+        baseline_record = BaselineRecord(float(baseline_loss), loss.source, baseline_collectives, sites)
+        journal.record("baseline", baseline_record)
+
+        # --- as configured: an exception here ends the rank, and is the finding
+        gc.collect(1)
+        snapshot.prepare_run()
+        region_recomputes = RegionRecomputes()
+        checkpointed_meter, checkpointed_peak = ShardedSavedTensorMeter(excluded, model), PeakMeter(device, measure_peak)
+        checkpointed_recomputes = ModuleRecomputes()
+
+        def before_checkpointed_backward() -> None:
+            checkpointed_meter.start_backward()
+            counter.phase = BACKWARD
+            journal.enter("checkpointed backward")
+
+        counter.reset()
+        counter.phase = FORWARD
+        journal.enter("checkpointed forward")
+        try:
+            with checkpointing_counted(region_recomputes), checkpointed_recomputes, checkpointed_peak, checkpointed_meter:
+                checkpointed_loss = run_step(
+                    model,
+                    inputs,
+                    loss,
+                    on_backward=before_checkpointed_backward,
+                    backward_context=checkpointed_peak.backward_marker(),
+                )
+        finally:
+            counter.phase = None
+        checkpointed_collectives = counter.tally()
+        checkpointed = outcome(checkpointed_loss, {})
+        journal.enter("checkpointed gather")
+        checkpointed_grads = gathered()
+
+        journal.enter("timing")
+        baseline_times, checkpointed_times = [], []
+        for _ in range(repeat):
+            snapshot.prepare_run()
+            with checkpointing_disabled(RegionRecorder(names, watch=False)):
+                baseline_times.append(_timed(lambda: run_step(model, inputs, loss), device))
+            snapshot.prepare_run()
+            checkpointed_times.append(_timed(lambda: run_step(model, inputs, loss), device))
+    journal.counter = None
+    journal.enter("report")
+    if not loss.source.startswith("loss_fn"):
+        notes_list.append(f"loss: {loss.source}")
+
+    recomputation = Recomputation(
+        regions=len(calls),
+        reentrant_regions=sum(c.implementation == "reentrant" for c in calls),
+        baseline_module_forwards=baseline_recomputes.count,
+        checkpointed_module_forwards=checkpointed_recomputes.count,
+        checkpointed_region_recomputes=region_recomputes.count,
+    )
+    if recomputation.baseline_module_forwards:
+        raise VerifyError(
+            f"with torch.utils.checkpoint switched off, backward still re-ran {recomputation.baseline_module_forwards} "
+            "module forward(s): the model checkpoints through an implementation that does not go through "
+            "torch.utils.checkpoint, which ckptlint cannot switch off"
+        )
+
+    local_findings: list[Finding] = []
+    frozen = [c for c in calls if c.implementation == "reentrant" and not c.inputs_require_grad]
+    no_rng = [c for c in calls if not c.preserve_rng_state]
+    loss_comparison = _compare_loss(loss.source, baseline, checkpointed, tolerance, local_findings)
+    rng = _compare_rng(baseline, checkpointed, no_rng, local_findings)
+    modules_by_name = dict(modules)
+    buffers = _compare_buffers(baseline, checkpointed, tolerance, modules_by_name, local_findings)
+    attributes = _compare_attributes(baseline, checkpointed, modules_by_name, local_findings)
+    activations = MemoryFigure("saved_tensor_bytes", baseline_meter.held_at_backward, checkpointed_meter.held_at_backward)
+    peak = None
+    if baseline_peak.peak is not None and checkpointed_peak.peak is not None:
+        peak = MemoryFigure(baseline_peak.metric, baseline_peak.peak, checkpointed_peak.peak)
+    _memory_warnings(activations, peak, local_findings)
+
+    result = RankOutcome(
+        rank=rank,
+        model=model_class_name(model),
+        device=str(device),
+        dtype=str(dtype).replace("torch.", ""),
+        loss=loss_comparison,
+        baseline=baseline_record,
+        checkpointed_collectives=checkpointed_collectives,
+        recomputation=recomputation,
+        buffers=buffers,
+        attributes=attributes,
+        rng=rng,
+        memory=MemoryReport(activations, peak),
+        baseline_s=min(baseline_times),
+        checkpointed_s=min(checkpointed_times),
+        findings=tuple(dataclasses.replace(f, rank=rank) for f in local_findings),
+        notes=tuple(notes_list),
+    )
+    if rank != 0:
+        return result, None
+
+    gradient_findings: list[Finding] = []
+    gradients = _compare_gradients(
+        _Outcome(baseline.loss, baseline_grads, {}, {}, {}),
+        _Outcome(checkpointed.loss, checkpointed_grads, {}, {}, {}),
+        tolerance,
+        causes,
+        frozen,
+        max(len(frozen), region_recomputes.reentrant_without_grad_inputs),
+        bool(rng.mismatched),
+        gradient_findings,
+    )
+    recomputed = recomputation.checkpointed_module_forwards + recomputation.checkpointed_region_recomputes
+    if recomputed == 0:
+        if not calls:
+            raise NoCheckpointingFound(
+                "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
+                "nothing, so there is nothing to verify"
+            )
+        if not any(f.severity == ERROR for f in gradient_findings + local_findings):
+            raise NoCheckpointingFound(
+                f"no checkpointing found: the step called checkpoint {len(calls)} time(s) but backward recomputed nothing"
+            )
+    result = dataclasses.replace(result, tolerance=tolerance, gradients=gradients, gradient_findings=tuple(gradient_findings))
+    return result, GatheredGradients(baseline_grads, checkpointed_grads, frozenset({dtype} | compute_dtypes(model)))
+
+
+@dataclass(frozen=True)
+class GatheredGradients:
+    """Rank 0's full gradients of both steps, kept for the single-process reference."""
+
+    baseline: dict[str, torch.Tensor | None]
+    checkpointed: dict[str, torch.Tensor | None]
+    dtypes: frozenset[torch.dtype]  # the parameters' and the mixed-precision compute dtypes
+
+
+def with_reference(
+    outcome: RankOutcome, gathered: GatheredGradients, reference: ReferenceStep, rtol: float | None, atol: float | None
+) -> RankOutcome:
+    """Rank 0's outcome, with both steps' gradients compared against the reference."""
+    tolerance = reference_tolerance(set(gathered.dtypes), rtol, atol)
+    compared = [
+        _compare_gradients(
+            _Outcome(reference.loss, reference.grads, {}, {}, {}), _Outcome(0.0, grads, {}, {}, {}), tolerance, [], [], 0, False, []
+        )
+        for grads in (gathered.baseline, gathered.checkpointed)
+    ]
+    return dataclasses.replace(
+        outcome,
+        reference_baseline=compared[0],
+        reference_checkpointed=compared[1],
+        reference_loss=reference.loss,
+        reference_tolerance=tolerance,
+    )
