@@ -31,12 +31,13 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     A training forward has no use for the KV cache, and under checkpointing it is worse than
     useless. transformers before 5.0 leaves turning it off to each architecture's own
     forward: most switch it off and log "`use_cache=True` is incompatible with gradient
-    checkpointing. Setting `use_cache=False`", some print that on every step (Blenderbot,
-    BLIP, BLIP-2, InstructBLIP, Pix2Struct, Autoformer use `logger.warning`), and some do not
-    switch it off at all and keep building the cache in every training step (in 4.46:
-    gpt_bigcode, i.e. StarCoder and SantaCoder, the Mamba family, Qwen2-Audio; models loaded
-    with `trust_remote_code=True` do whatever their code does). The script cannot tell which
-    kind it loads when the name comes from the command line.
+    checkpointing. Setting `use_cache=False`" (once; Blenderbot, BLIP, BLIP-2, InstructBLIP,
+    Pix2Struct and Autoformer log it on every forward that reaches the check), the Mamba
+    family switches it off silently, and some do not switch it off at all and keep building
+    the cache in every training step (gpt_bigcode, i.e. StarCoder and SantaCoder, in 4.46;
+    models loaded with `trust_remote_code=True` do whatever their code does). The script
+    cannot tell which kind it loads when the name comes from the command line, and relying
+    on a per-architecture fallback breaks when the architecture changes.
 
     ## Example
     ```python
@@ -58,6 +59,8 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     The fix inserts `<model>.config.use_cache = False` on the line after the call, with its
     indentation. It is **safe**: a training forward does not read the cache, and generation
     after training still accepts `use_cache=True` per call (or set the config back then).
+    No fix when the call shares its line with a compound statement (`if gc: model...()`), or
+    when the model is not named by a plain name or attribute (`get_model().…`).
 
     Not reported when the cache is turned off anywhere for that model, before or after the
     call, in the function or in a helper of the same file it calls: `model.config.use_cache =
@@ -85,12 +88,13 @@ class CheckpointingWithoutUseCacheFalse(Rule):
       returned `past_key_values` in every training step (a list of per-layer tensors, 32,768
       bytes for 2 layers of width 64 at batch 4 x 32 tokens; for StarCoder-1B at batch 8 x
       2048 tokens in bf16 that is about 200 MiB held through backward), and none with
-      `use_cache=False`. Of the 118 architectures in 4.46.3 whose modeling file both
-      checkpoints layers and reads `use_cache`, 8 have no such guard (gpt_bigcode, mamba,
-      mamba2, falcon_mamba, qwen2_audio, esm, bros, tapas).
+      `use_cache=False`. Of the 118 modeling files in 4.46.3 that both checkpoint layers and
+      read `use_cache`, 8 lack the warning: mamba, mamba2 and falcon_mamba turn the cache
+      off without it, qwen2_audio checkpoints only its audio encoder, esm, bros and tapas
+      are encoders, and gpt_bigcode is the one decoder that never turns it off.
     - transformers 4.57.6 (source): the guard moved into `GradientCheckpointingLayer` for
-      most architectures; xlstm still has none. The per-architecture state differs between
-      4.x minor versions (gpt_bigcode in 4.54.1 does not checkpoint at all).
+      most architectures, gpt_bigcode included; what each architecture does differs between
+      4.x minor versions (gpt_bigcode in 4.54.1 does not checkpoint its blocks at all).
     - transformers 5.0.0 (source) and 5.17.0 (measured): `GradientCheckpointingLayer.__call__`
       turns `use_cache` off (and drops `past_key_values`) for every checkpointed layer in
       training, and `GPTBigCodeForCausalLM` returned no cache: the rule does not apply.
@@ -104,8 +108,8 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     message = (
         "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "
         "loop while its KV cache is still on: transformers < 5.0 leaves the cache to each architecture (most "
-        "turn it off with a warning, some, such as gpt_bigcode and the Mamba family, keep building it in every "
-        "training step); set `{model}.config.use_cache = False`"
+        "turn it off with a warning; some, such as gpt_bigcode (StarCoder) in 4.46 and Hub code, keep building "
+        "it in every training step); set `{model}.config.use_cache = False`"
     )
     fix = Applicability.SAFE
     targets = (VersionRange.of("transformers", max="5.0"),)
@@ -204,6 +208,56 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             encoder.gradient_checkpointing_enable()
             for batch in loader:
                 encoder(**batch).loss.backward()
+            """
+        ),
+        # A static method of a helper class turns the cache off; a model wrapper passes
+        # `use_cache=False` in its forward; DeepSpeed's engine runs the model's forward.
+        Valid(
+            """
+            import deepspeed
+            import torch
+            from transformers import AutoModelForCausalLM
+
+            class Prep:
+                @staticmethod
+                def for_training(model):
+                    model.gradient_checkpointing_enable()
+                    model.config.use_cache = False
+                    return model
+
+            class Wrapper(torch.nn.Module):
+                def __init__(self, name):
+                    super().__init__()
+                    self.lm = AutoModelForCausalLM.from_pretrained(name)
+                    self.lm.gradient_checkpointing_enable()
+
+                def forward(self, batch):
+                    return self.lm(**batch, use_cache=False).loss
+
+            a = Prep.for_training(AutoModelForCausalLM.from_pretrained("a"))
+            b = Wrapper("b")
+            c = AutoModelForCausalLM.from_pretrained("c")
+            c.gradient_checkpointing_enable()
+            engine, optimizer, _, _ = deepspeed.initialize(model=c, config=ds_config)
+            for batch in loader:
+                a(**batch).loss.backward()
+                b(batch).backward()
+                engine.backward(engine(**batch, use_cache=False).loss)
+            """
+        ),
+        # A transformers Trainer subclass defines `training_step` too: not a manual loop.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM, Trainer
+
+            class DistillationTrainer(Trainer):
+                def __init__(self, *args, teacher_name=None, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    self.teacher = AutoModelForCausalLM.from_pretrained(teacher_name)
+                    self.teacher.gradient_checkpointing_enable()
+
+                def training_step(self, model, inputs, num_items_in_batch=None):
+                    return super().training_step(model, inputs, num_items_in_batch)
             """
         ),
         # `use_cache = True` again after training, for generation.

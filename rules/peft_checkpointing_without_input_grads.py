@@ -30,6 +30,15 @@ class _Exposure:
     before_5: bool  # with transformers < 5.0
     from_5: bool  # with transformers >= 5.0
 
+    def applies(self, before_5: Applies) -> bool:
+        """Under the targeted transformers (`before_5`: whether it is < 5.0); an unknown
+        version counts as either."""
+        if before_5 is Applies.YES:
+            return self.before_5
+        if before_5 is Applies.NO:
+            return self.from_5
+        return self.before_5 or self.from_5
+
 
 class PeftCheckpointingWithoutInputGrads(Rule):
     """Reentrant gradient checkpointing on a PEFT model whose checkpointed inputs do not require grad.
@@ -41,10 +50,10 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     `Trainer`) when all of these hold:
 
     - the model has adapters: checkpointing enabled after `get_peft_model` (on the
-      `PeftModel` or on its base model), on a model loaded by `AutoPeftModelFor*` or
-      `PeftModel.from_pretrained(..., is_trainable=True)`, or enabled *before*
-      `model.add_adapter(...)` (diffusers' DreamBooth-LoRA scripts do this to the frozen text
-      encoder);
+      `PeftModel` or on its base model), on a model loaded with trainable adapters
+      (`AutoPeftModelFor*.from_pretrained` or `PeftModel.from_pretrained` with
+      `is_trainable=True`), or enabled *before* `model.add_adapter(...)` (diffusers'
+      DreamBooth-LoRA scripts do this to the frozen text encoder);
     - the effective checkpointing is reentrant: no `gradient_checkpointing_kwargs` with
       transformers < 5.0 (its default is `{"use_reentrant": True}`), `use_reentrant: True`,
       or a kwargs dict without `use_reentrant` in any version (transformers applies its own
@@ -93,7 +102,9 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     its indentation (for `TrainingArguments`, before the statement that hands the model to
     the `Trainer`). It is **safe**: the hook it registers only marks the embedding output as
     requiring grad; the embedding weights stay frozen, and the gradients of everything
-    already trained are unchanged.
+    already trained are unchanged. No fix when the call shares its line with a compound
+    statement (`if gc: model...()`), or when the model is not named by a plain name or
+    attribute.
 
     Not reported: kwargs only known at runtime (a variable, `**kwargs`, `TrainingArguments`
     parsed from the command line), models handed to TRL's trainers (depending on the TRL
@@ -158,11 +169,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         reported = set()
         for history in script_models(self.context).histories:
             for exposure in _exposures(history):
-                affected = exposure.before_5 if before_5 is Applies.YES else exposure.from_5 if before_5 is Applies.NO else (
-                    exposure.before_5 or exposure.from_5
-                )
                 node = _reported_node(exposure.step)
-                if not affected or node in reported:
+                if not exposure.applies(before_5) or node in reported:
                     continue
                 reported.add(node)
                 self._report(history, exposure, before_5)
@@ -321,6 +329,49 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             """,
             target_versions={"transformers": "5.17"},
         ),
+        # Checkpointing only without LoRA (PEFT's DreamBooth examples): the conditions exclude
+        # each other although they are separate `if` statements.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import CLIPTextModel
+
+            text_encoder = CLIPTextModel.from_pretrained(path, subfolder="text_encoder")
+            if not args.train_text_encoder:
+                text_encoder.requires_grad_(False)
+            elif args.train_text_encoder and args.use_lora:
+                text_encoder = get_peft_model(text_encoder, LoraConfig(r=8))
+            if args.gradient_checkpointing:
+                if args.train_text_encoder and not (args.use_lora or args.use_oft):
+                    text_encoder.gradient_checkpointing_enable()
+            for batch in loader:
+                accelerator.backward(loss_fn(text_encoder, batch))
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
+        # The workaround in a method of a helper class of the same file.
+        Valid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            class TrainingPrep:
+                def __init__(self, use_cache=False):
+                    self.use_cache = use_cache
+
+                def __call__(self, model):
+                    model.enable_input_require_grads()
+                    model.config.use_cache = self.use_cache
+
+            prepare = TrainingPrep()
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), lora_config)
+            model.gradient_checkpointing_enable()
+            prepare(model)
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # A helper imported from another module of the project gets the model first.
         Valid(
             """
@@ -428,6 +479,53 @@ class PeftCheckpointingWithoutInputGrads(Rule):
                 text_encoder.add_adapter(text_lora_config)
             for batch in train_dataloader:
                 accelerator.backward(compute_loss(unet, text_encoder, batch))
+            """,
+        ),
+        # A training-loop class of the same file: its methods run on the object built here.
+        Invalid(
+            """
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            class LoopRunner:
+                def __init__(self, model, loader):
+                    self.model = model
+                    self.loader = loader
+
+                def setup(self):
+                    self.model.gradient_checkpointing_enable()
+
+                def run(self):
+                    for batch in self.loader:
+                        self.model(**batch).loss.backward()
+
+            runner = LoopRunner(get_peft_model(AutoModelForCausalLM.from_pretrained("m", use_cache=False), lora), loader)
+            runner.setup()
+            runner.run()
+            """,
+            line=10,
+            column=9,
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            from peft import get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            class LoopRunner:
+                def __init__(self, model, loader):
+                    self.model = model
+                    self.loader = loader
+
+                def setup(self):
+                    self.model.enable_input_require_grads()
+                    self.model.gradient_checkpointing_enable()
+
+                def run(self):
+                    for batch in self.loader:
+                        self.model(**batch).loss.backward()
+
+            runner = LoopRunner(get_peft_model(AutoModelForCausalLM.from_pretrained("m", use_cache=False), lora), loader)
+            runner.setup()
+            runner.run()
             """,
         ),
         # transformers >= 5.0: a vision model with explicitly reentrant kwargs stays exposed.

@@ -126,6 +126,71 @@ def test_project_helper_in_another_module_keeps_the_rules_silent():
     assert [d.code for d in outcome.diagnostics] == ["CKPT021"]
 
 
+FIX_LAYOUTS = {
+    "crlf and tabs": (
+        "from peft import get_peft_model\r\nfrom transformers import AutoModelForCausalLM\r\n"
+        "def main():\r\n\tmodel = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), config)\r\n"
+        "\tif args.gc:\r\n\t\tmodel.gradient_checkpointing_enable()\r\n"
+        "\tfor batch in loader:\r\n\t\tmodel(**batch).loss.backward()\r\n",
+        "from peft import get_peft_model\r\nfrom transformers import AutoModelForCausalLM\r\n"
+        "def main():\r\n\tmodel = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), config)\r\n"
+        "\tif args.gc:\r\n\t\tmodel.enable_input_require_grads()\r\n\t\tmodel.gradient_checkpointing_enable()\r\n"
+        "\t\tmodel.config.use_cache = False\r\n\tfor batch in loader:\r\n\t\tmodel(**batch).loss.backward()\r\n",
+    ),
+    "several statements on the line": (
+        "from peft import get_peft_model\nfrom transformers import AutoModelForCausalLM\n"
+        "model = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), config)\n"
+        "step = 0; model.gradient_checkpointing_enable()  # memory\n"
+        "for batch in loader:\n    model(**batch).loss.backward()\n",
+        "from peft import get_peft_model\nfrom transformers import AutoModelForCausalLM\n"
+        "model = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), config)\n"
+        "model.enable_input_require_grads()\n"
+        "step = 0; model.gradient_checkpointing_enable()  # memory\n"
+        "model.config.use_cache = False\n"
+        "for batch in loader:\n    model(**batch).loss.backward()\n",
+    ),
+    "multi-line call, last in its block": (
+        "from peft import get_peft_model\nfrom transformers import AutoModelForCausalLM\n"
+        "def setup(model):\n    model = get_peft_model(model, config)\n"
+        "    model.gradient_checkpointing_enable(\n        gradient_checkpointing_kwargs={'use_reentrant': True},\n    )\n"
+        "    # done\n\n    return model\n"
+        "model = setup(AutoModelForCausalLM.from_pretrained('m'))\n"
+        "for batch in loader:\n    model(**batch).loss.backward()\n",
+        "from peft import get_peft_model\nfrom transformers import AutoModelForCausalLM\n"
+        "def setup(model):\n    model = get_peft_model(model, config)\n    model.enable_input_require_grads()\n"
+        "    model.gradient_checkpointing_enable(\n        gradient_checkpointing_kwargs={'use_reentrant': True},\n    )\n"
+        "    model.config.use_cache = False\n    # done\n\n    return model\n"
+        "model = setup(AutoModelForCausalLM.from_pretrained('m'))\n"
+        "for batch in loader:\n    model(**batch).loss.backward()\n",
+    ),
+    # No line can be inserted into `if x: y()`: reported, not fixed.
+    "one-line if": (
+        "from peft import get_peft_model\nfrom transformers import AutoModelForCausalLM\n"
+        "model = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), config)\n"
+        "if args.gc: model.gradient_checkpointing_enable()\n"
+        "for batch in loader: model(**batch).loss.backward()\n",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(FIX_LAYOUTS))
+def test_fix_layouts(layout: str):
+    source, expected = FIX_LAYOUTS[layout]
+    path = Path("/project/train.py")
+    settings = Settings.default(path.parent, target_versions={"torch": "2.13", "transformers": "4.46"})
+    found = lint_text(source, path, settings).diagnostics
+    assert sorted(d.code for d in found) == ["CKPT020", "CKPT021"]
+    fixed = fix_text(source, path, settings, unsafe=False)
+    assert fixed.error is None
+    if expected is None:
+        assert all(d.fix is None for d in found) and fixed.text == source
+        return
+    assert fixed.text == expected
+    assert lint_text(fixed.text, path, settings).diagnostics == ()
+    assert fix_text(fixed.text, path, settings, unsafe=False).text == fixed.text
+
+
 # --- the model-class table against the installed transformers ---------------------------
 
 

@@ -12,10 +12,12 @@ module follows model objects through the file and records their steps.
 How: each *context* (the module's top-level code, each class's methods sharing `self.*`, each
 function nothing in the file calls) is interpreted once, statement by statement in source
 order, with an environment from names (`model`, `self.model`) to the objects they hold.
-Branches are walked one after the other (steps remember which `if` branch they sit in);
-calls to functions and methods defined in the same file are interpreted in place, with their
-parameters bound to the caller's objects, so a helper that enables checkpointing or sets
-`use_cache` counts where it is called. A model handed to a function of another module of
+Branches are walked one after the other; steps remember which `if` branch they sit in and
+what its condition requires, so `if lora:` ... `if not lora:` never meet. Calls to functions
+and methods defined in the same file (also methods of objects of its classes) are
+interpreted in place, with their parameters bound to the caller's objects, so a helper that
+enables checkpointing or sets `use_cache` counts where it is called; functions that can
+touch nothing followed here are skipped. A model handed to a function of another module of
 the project (not readable here) is marked *escaped*: what happens to it there is unknown,
 and the rules stay silent about it. Names are resolved through libcst's qualified names.
 """
@@ -26,7 +28,7 @@ import enum
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 import libcst as cst
@@ -171,6 +173,9 @@ PASS_THROUGH_METHODS = frozenset(
      "unwrap_model", "module"}
 )
 ADAPTER_METHODS = frozenset({"add_adapter", "load_adapter"})
+# Methods of other objects that hand back the models given to them, wrapped (accelerate's
+# `prepare`, Lightning Fabric's `setup`).
+WRAPPING_METHODS = frozenset({"prepare", "prepare_model", "unwrap_model", "setup", "setup_module"})
 _EMBEDDING_PARTS = re.compile(r"embed|^wte$|^shared$|^get_input_embeddings$", re.IGNORECASE)
 _LIBRARY_ROOTS = ("transformers", "peft", "trl", "torch", "accelerate", "diffusers")
 
@@ -324,7 +329,16 @@ class _Tuple:
     items: tuple
 
 
-_Value = Union[_Part, _Config, _TrainingArguments, _Dict, _Tuple, None]
+class _Instance:
+    """An object of a class defined in this file (a trainer class, a model wrapper, a
+    helper class): its `self.*` names, shared by the methods run on it."""
+
+    def __init__(self, class_name: str) -> None:
+        self.class_name = class_name
+        self.attributes: dict[str, _Value] = {}
+
+
+_Value = Union[_Part, _Config, _TrainingArguments, _Dict, _Tuple, _Instance, None]
 
 
 class _Frame:
@@ -391,6 +405,7 @@ class _Interpreter:
         self.class_of_function: dict[cst.FunctionDef, str] = {}
         self.main_input_names: dict[str, str] = {}  # same-file model classes that declare it
         self.called: set[cst.FunctionDef] = set()
+        self.function_facts: dict[cst.FunctionDef, _FunctionFacts] = {}
         self.ran: set[cst.FunctionDef] = set()
         self.insertable: set[cst.SimpleStatementLine] = set()
         self._project_modules: frozenset[str] | None = None
@@ -406,7 +421,10 @@ class _Interpreter:
         class Collector(cst.CSTVisitor):
             def __init__(self) -> None:
                 self.scope: list[str] = []
-                self.classes: list[str | None] = [None]
+                self.classes: list[str | None] = [None]  # the class whose body is being visited
+                self.self_classes: list[str | None] = [None]  # the class `self` refers to
+                self.functions: list[cst.FunctionDef] = []  # enclosing functions, innermost last
+                self.calls: list[tuple[cst.Call, str | None, tuple[cst.FunctionDef, ...]]] = []
 
             def visit_Module(self, node: cst.Module) -> None:
                 interpreter._note_insertable(node.body)
@@ -436,21 +454,51 @@ class _Interpreter:
             def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
                 name = ".".join([*self.scope, node.name.value])
                 interpreter.functions[name] = node
+                # A method's `self` is its class; a function nested in a method shares it.
                 if self.classes[-1] is not None and self.scope and self.scope[-1] == self.classes[-1].rsplit(".", 1)[-1]:
                     interpreter.class_of_function[node] = self.classes[-1]
+                    self.self_classes.append(self.classes[-1])
+                else:
+                    self.self_classes.append(self.self_classes[-1])
+                interpreter.function_facts[node] = _FunctionFacts()
+                self.functions.append(node)
                 self.scope.extend([node.name.value, "<locals>"])
                 self.classes.append(None)
 
             def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
                 del self.scope[-2:]
                 self.classes.pop()
+                self.functions.pop()
+                self.self_classes.pop()
 
             def visit_Call(self, node: cst.Call) -> None:
-                target = interpreter._local_function(node, self.classes[-1] if len(self.classes) > 1 else None)
-                if target is not None:
-                    interpreter.called.add(target)
+                func = node.func
+                if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+                    self.calls.append((node, self.self_classes[-1], tuple(self.functions)))
 
-        self.module.visit(Collector())
+            def visit_Name(self, node: cst.Name) -> None:
+                for function in self.functions:
+                    facts = interpreter.function_facts[function]
+                    facts.reads.add(node.value)
+                    facts.relevant = facts.relevant or bool(_RELEVANT_IDENTIFIER.search(node.value))
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if isinstance(node.value, cst.Name) and node.value.value == "self":
+                    for function in self.functions:
+                        interpreter.function_facts[function].reads.add(f"self.{node.attr.value}")
+
+        collector = Collector()
+        self.module.visit(collector)
+        # Calls resolved once every definition is known, and only those that may name one.
+        defined = {name.rsplit(".", 1)[-1] for name in self.functions}
+        for call, self_class, callers in collector.calls:
+            short = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
+            target = self._local_function(call, self_class) if short in defined else None
+            if target is not None:
+                self.called.add(target)
+                for caller in callers:
+                    self.function_facts[caller].callees.add(target)
+        _close_over_callees(self.function_facts)
 
     def _note_insertable(self, body: Sequence[cst.BaseStatement]) -> None:
         for statement in body:
@@ -458,10 +506,13 @@ class _Interpreter:
                 self.insertable.add(statement)
 
     def _local_function(self, call: cst.Call, class_name: str | None) -> cst.FunctionDef | None:
-        """The function or method of this file a call runs, when it is known."""
+        """The function or method of this file a call runs, when it is known: `helper(...)`,
+        `self.method(...)`, `Helpers.static_method(...)`."""
         func = call.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             return self.functions.get(f"{class_name}.{func.attr.value}") if class_name else None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.classes:
+            return self.functions.get(f"{func.value.value}.{func.attr.value}")
         if not isinstance(func, cst.Name):
             return None
         names = self.context.qualified_names(func)
@@ -484,12 +535,14 @@ class _Interpreter:
                 continue
             context = _Context()
             shared: dict[str, _Value] = {}
+            lightning = any("LightningModule" in _code(base.value) for base in node.bases)
             for method in sorted(methods, key=lambda m: m.name.value != "__init__"):
-                if method.name.value == "training_step":  # Lightning runs the loop
+                if lightning and method.name.value == "training_step":  # Lightning runs the loop
                     context.start_training(self.order)
                 if method not in self.called:
                     frame = _Frame(context, shared, class_name, module_names=self.module_names)
-                    self._run_function(method, frame, [], {})
+                    if self._may_matter(method, frame, []):
+                        self._run_function(method, frame, [], {})
         for function in self.functions.values():
             if function not in self.called and function not in self.class_of_function:
                 self._run_entry(function)
@@ -505,7 +558,9 @@ class _Interpreter:
         return ScriptModels(histories)
 
     def _run_entry(self, function: cst.FunctionDef) -> None:
-        self._run_function(function, _Frame(_Context(), module_names=self.module_names), [], {})
+        frame = _Frame(_Context(), module_names=self.module_names)
+        if self._may_matter(function, frame, []):
+            self._run_function(function, frame, [], {})
 
     def _run_function(self, function: cst.FunctionDef, frame: _Frame, args: list[_Value], kwargs: dict[str, _Value]) -> None:
         self.ran.add(function)
@@ -536,6 +591,9 @@ class _Interpreter:
             frame.statement = None
             for small in statement.body:
                 self._run_small(small, frame)
+        elif isinstance(statement, cst.BaseSmallStatement):  # the body of `if x: y()`
+            frame.statement = None
+            self._run_small(statement, frame)
         elif isinstance(statement, cst.If):
             self._eval(statement.test, frame)
             self._run_branch(statement.body, frame, (id(statement), 0), condition_literals(statement.test, True))
@@ -659,10 +717,14 @@ class _Interpreter:
         elif name == "requires_grad" and part.is_embedding and not _is_false(value):
             self._step(part, StepKind.INPUT_GRADS, node, frame)
 
-    def _config_use_cache(self, config: _Config, value: cst.BaseExpression, node: cst.CSTNode, frame: _Frame) -> None:
-        if _is_true(value):
+    def _config_use_cache(
+        self, config: _Config, value: cst.BaseExpression | None, node: cst.CSTNode, frame: _Frame
+    ) -> None:
+        """`config.use_cache = value` (None: a value not known here)."""
+        if value is not None and _is_true(value):
             return
-        config.use_cache_off = True
+        if config.use_cache_off is not True:
+            config.use_cache_off = True if value is not None else None
         for model in config.models:
             self._step(_Part(model), StepKind.USE_CACHE_OFF, node, frame)
 
@@ -738,12 +800,20 @@ class _Interpreter:
             return None
         if isinstance(receiver, _Config) and method == "update":
             keys = _dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
-            if keys is None or ("use_cache" in keys and not _is_true(keys["use_cache"])):
-                receiver.use_cache_off = True if keys is not None else receiver.use_cache_off
+            if keys is None or "use_cache" in keys:
+                # An update whose keys are not known may turn it off too.
+                self._config_use_cache(receiver, keys["use_cache"] if keys is not None else None, call, frame)
             return None
         if isinstance(receiver, _Dict) and method not in ("get", "items", "keys", "values", "copy"):
             receiver.expression, receiver.keys = None, None
             return None
+        if isinstance(receiver, _Instance) and method is not None:
+            found = self._method(receiver.class_name, method)
+            return self._inline(call, found, args, frame, receiver) if found is not None else None
+        called = self._eval(func, frame) if not isinstance(func, cst.Attribute) else frame.lookup(_dotted(func) or "")
+        if isinstance(called, _Instance):
+            found = self._method(called.class_name, "forward") or self._method(called.class_name, "__call__")
+            return self._inline(call, found, args, frame, called) if found is not None else None
 
         local = self._local_function(call, frame.class_name)
         if local is not None:
@@ -758,8 +828,8 @@ class _Interpreter:
             handled, value = self._library_call(call, names, args, frame)
             if handled:
                 return value
-        if method in ("prepare", "prepare_model", "unwrap_model") and receiver is None:
-            # accelerate: `model, optimizer = accelerator.prepare(model, optimizer)`.
+        if method in WRAPPING_METHODS and receiver is None:
+            # accelerate / Fabric: `model, optimizer = accelerator.prepare(model, optimizer)`.
             return args[0] if len(args) == 1 else _Tuple(tuple(args))
         if method == "from_pretrained" and receiver is None and _may_load_a_model(names):
             # `text_encoder_cls.from_pretrained(...)`: a class chosen at runtime.
@@ -768,12 +838,35 @@ class _Interpreter:
             for value in args:
                 for part in _parts(value):
                     self._step(part, StepKind.ESCAPED, call, frame)
-        elif isinstance(func, cst.Name) and func.value in self.classes:
-            # A class of this file built around the model: its methods may do anything to it.
-            for value in args:
-                for part in _parts(value):
-                    self._step(part, StepKind.ESCAPED, call, frame)
+            return None
+        local_classes = [self._local_name(name) for name in names]
+        if len(local_classes) == 1 and local_classes[0] in self.classes:
+            return self._instantiate(call, local_classes[0], args, frame)
         return None
+
+    def _local_name(self, name: str) -> str:
+        """A name defined in this file, without the module prefix."""
+        return name.removeprefix(module_name(self.context.relative_path) + ".")
+
+    def _method(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> cst.FunctionDef | None:
+        """A method of a class of this file, also inherited from a base class of this file."""
+        found = self.functions.get(f"{class_name}.{method}")
+        if found is not None or class_name in _seen or class_name not in self.classes:
+            return found
+        for base in self.classes[class_name].bases:
+            for name in self._absolute_names(base.value):
+                inherited = self._method(self._local_name(name), method, _seen | {class_name})
+                if inherited is not None:
+                    return inherited
+        return None
+
+    def _instantiate(self, call: cst.Call, class_name: str, args: list[_Value], frame: _Frame) -> _Instance:
+        """`Helper(model)` for a class of this file: its `__init__` runs on a new object."""
+        instance = _Instance(class_name)
+        init = self._method(class_name, "__init__")
+        if init is not None:
+            self._inline(call, init, args, frame, instance)
+        return instance
 
     def _model_method(self, call: cst.Call, part: _Part, method: str, args: list[_Value], frame: _Frame) -> _Value:
         subject = call.func.value if isinstance(call.func, cst.Attribute) else None
@@ -791,7 +884,7 @@ class _Interpreter:
         elif method == "register_forward_hook" and part.is_embedding:
             if not call.args or self._hook_may_set_requires_grad(call.args[0].value):
                 self._step(part, StepKind.INPUT_GRADS, call, frame)
-        elif method == "forward" or method == "__call__":
+        elif method in ("forward", "__call__", "module", "base_model", "model"):
             self._forward_call(call, part, args, frame)
         elif method == "update" and part.path and part.path[-1] == "config":
             keys = _dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
@@ -837,25 +930,47 @@ class _Interpreter:
             return True
         return "requires_grad" in _code(body)
 
-    def _inline(self, call: cst.Call, function: cst.FunctionDef, args: list[_Value], frame: _Frame) -> _Value:
+    def _may_matter(self, function: cst.FunctionDef, frame: _Frame, args: list[_Value]) -> bool:
+        """Whether running `function` can change anything: it gets a value the analysis
+        follows, reads one (a module name, `self.<attr>`), or it (or a function it calls)
+        names something that loads, wraps, checkpoints or trains a model."""
+        facts = self.function_facts[function]
+        if facts.relevant or any(value is not None for value in args):
+            return True
+        return any(
+            (frame.shared if name.startswith("self.") and frame.shared is not None else self.module_names).get(name)
+            is not None
+            for name in facts.reads
+        )
+
+    def _inline(
+        self,
+        call: cst.Call,
+        function: cst.FunctionDef,
+        args: list[_Value],
+        frame: _Frame,
+        instance: _Instance | None = None,
+    ) -> _Value:
+        """Run a function of this file where it is called: `instance` is the object a method
+        runs on (by default the caller's `self` for its own class's methods)."""
         if function in frame.stack or len(frame.stack) >= _MAX_INLINE_DEPTH:
             return None
         positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: value for arg, value in zip(call.args, args) if arg.keyword is not None}
         class_name = self.class_of_function.get(function)
-        shared = frame.shared if class_name is not None and class_name == frame.class_name else None
-        inner = _Frame(
-            frame.context,
-            shared,
-            class_name if shared is not None else None,
-            frame.branches,
-            frame.stack,
-            self.module_names,
-        )
+        if instance is not None:
+            shared, class_name = instance.attributes, instance.class_name
+        elif class_name is not None and class_name == frame.class_name:
+            shared = frame.shared
+        elif class_name is not None:
+            shared = {}  # a static or class method called on its class: no `self` of the caller's
+        else:
+            shared = None
+        inner = _Frame(frame.context, shared, class_name, frame.branches, frame.stack, self.module_names)
         inner.conditions = frame.conditions
-        if shared is None and class_name is not None:
-            inner.shared = {}  # a method of another class: its `self` is not the caller's
-            inner.class_name = class_name
+        if not self._may_matter(function, inner, args):
+            self.ran.add(function)
+            return None
         self._run_function(function, inner, positional, keywords)
         return _merge(inner.returns)
 
@@ -885,16 +1000,23 @@ class _Interpreter:
             return True, model
         if names <= PASS_THROUGH_FUNCTIONS:
             return True, first if isinstance(first, _Part) else None
+        if names == {"deepspeed.initialize"}:
+            # `engine, optimizer, _, _ = deepspeed.initialize(model=model, ...)`: the engine
+            # runs the model's forward.
+            model = _keyword_value(call, args, "model")
+            return True, _Tuple((model, None, None, None)) if isinstance(model, _Part) else None
+        # Without `is_trainable=True` the adapters are loaded frozen, for inference.
+        trainable = keyword_value(call, "is_trainable")
+        trainable_adapters = trainable is not None and not _is_false(trainable)
         if all(_is_peft_model_loader(name) for name in names):
             model = first if isinstance(first, _Part) else _keyword_value(call, args, "model")
-            trainable = keyword_value(call, "is_trainable")
-            # Without `is_trainable=True` the adapters are loaded frozen, for inference.
-            if isinstance(model, _Part) and trainable is not None and not _is_false(trainable):
+            if isinstance(model, _Part) and trainable_adapters:
                 self._step(model, StepKind.PEFT_WRAPPED, call, frame)
             return True, model
         if all(_is_auto_peft_loader(name) for name in names):
             created = self._new_model(classify_model_class(next(iter(names)).rsplit(".", 1)[0]), call, frame)
-            self._step(created, StepKind.PEFT_WRAPPED, call, frame)
+            if trainable_adapters:
+                self._step(created, StepKind.PEFT_WRAPPED, call, frame)
             return True, created
         if all(self._is_training_arguments(name) for name in names):
             return True, _training_arguments(call, frame)
@@ -1078,6 +1200,39 @@ class _Interpreter:
 
 # --- helpers -------------------------------------------------------------------------------
 
+# Identifiers that make a function worth interpreting even when it gets nothing followed.
+_RELEVANT_IDENTIFIER = re.compile(
+    r"^(backward|training_step|from_pretrained|from_config|_from_config|gradient_checkpointing\w*|"
+    r"enable_input_require_grads|add_adapter|load_adapter|get_peft_model|prepare_model_for_\w+|use_cache|"
+    r"requires_grad_?|register_forward_hook|setattr|dict)$|Peft|Trainer|Arguments|Config$|Model|For[A-Z]|Backbone$"
+)
+
+
+class _FunctionFacts:
+    """Names a function reads and whether it mentions anything the analysis follows,
+    including through the functions of the file it calls."""
+
+    def __init__(self) -> None:
+        self.reads: set[str] = set()
+        self.relevant = False
+        self.callees: set[cst.FunctionDef] = set()
+
+
+def _close_over_callees(facts: dict[cst.FunctionDef, _FunctionFacts]) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for function_facts in facts.values():
+            for callee in function_facts.callees:
+                other = facts.get(callee)
+                if other is None:
+                    continue
+                if other.relevant and not function_facts.relevant:
+                    function_facts.relevant = changed = True
+                if not other.reads <= function_facts.reads:
+                    function_facts.reads |= other.reads
+                    changed = True
+
 
 def _body(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     body = getattr(node, "body", None)
@@ -1150,12 +1305,16 @@ def _same(a: _Value, b: _Value) -> bool:
     return a is b
 
 
-def _parts(value: _Value) -> Iterator[_Part]:
+def _parts(value: _Value, _seen: frozenset[int] = frozenset()) -> Iterator[_Part]:
+    """The models a value holds (a tuple's items, an object's attributes)."""
     if isinstance(value, _Part):
         yield value
     elif isinstance(value, _Tuple):
         for item in value.items:
-            yield from _parts(item)
+            yield from _parts(item, _seen)
+    elif isinstance(value, _Instance) and id(value) not in _seen:
+        for item in list(value.attributes.values()):
+            yield from _parts(item, _seen | {id(value)})
 
 
 def _merge(values: list[_Value]) -> _Value:
