@@ -240,6 +240,7 @@ def _describe_settings(settings) -> str:
         f"  from:            {settings.origins['select']}",
         f"exclude:           {', '.join(settings.exclude)}",
         f"extend-exclude:    {', '.join(settings.extend_exclude) or '(none)'}",
+        f"include:           {', '.join(settings.include)}",
         f"per-file-ignores:  {'; '.join(f'{p}: {chr(44).join(c)}' for p, c in settings.per_file_ignores) or '(none)'}",
         f"fsdp:              {settings.fsdp}",
         f"cache dir:         {settings.cache_dir}",

@@ -42,6 +42,10 @@ DEFAULT_EXCLUDE = (
     "site-packages", "venv", ".ckptlint_cache",
 )
 FSDP_MODES = ("auto", "yes", "no")
+# Files linted when a directory is walked: Python sources, and the training recipes and
+# launch scripts the FSDP / Hugging Face rules also read (those without a trigger word are
+# never parsed).
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch")
 
 
 class ConfigError(Exception):
@@ -62,6 +66,7 @@ class Settings:
     fsdp: str = "auto"
     cache_dir: Path | None = None
     respect_gitignore: bool = True
+    include: tuple[str, ...] = DEFAULT_INCLUDE
     # Where each resolved setting came from, for `--show-settings`.
     origins: Mapping[str, str] = field(default_factory=dict)
     # The root `per-file-ignores` patterns are relative to: the run's project root, also for
@@ -250,7 +255,7 @@ def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
 _KEYS = (
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
     "target-versions", "stateful-modules", "checkpoint-functions", "fsdp", "cache-dir",
-    "respect-gitignore",
+    "respect-gitignore", "include", "extend-include",
 )
 
 
@@ -268,6 +273,8 @@ class _FileSettings:
     fsdp: str = "auto"
     cache_dir: Path | None = None
     respect_gitignore: bool = True
+    include: tuple[str, ...] | None = None
+    extend_include: tuple[str, ...] = ()
 
 
 def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
@@ -282,7 +289,9 @@ def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
         if normalized in ("select", "ignore", "extend-select"):
             codes = validate_codes(_string_list(path, key, value), where)
             setattr(settings, normalized.replace("-", "_"), codes)
-        elif normalized in ("exclude", "extend-exclude", "stateful-modules", "checkpoint-functions"):
+        elif normalized in (
+            "exclude", "extend-exclude", "stateful-modules", "checkpoint-functions", "include", "extend-include"
+        ):
             setattr(settings, normalized.replace("-", "_"), _string_list(path, key, value))
         elif normalized == "per-file-ignores":
             if not isinstance(value, dict):
@@ -477,6 +486,8 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         fsdp=file_settings.fsdp,
         cache_dir=cache_dir,
         respect_gitignore=file_settings.respect_gitignore,
+        include=(file_settings.include if file_settings.include is not None else DEFAULT_INCLUDE)
+        + file_settings.extend_include,
         origins=origins,
     )
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_INCLUDE = ("*.py", "*.pyi")
 
 # A path relative to the project root as its parts; None for a path outside the root.
 Parts = tuple[str, ...]
@@ -146,8 +147,10 @@ def discover(
     extend_exclude: Sequence[str],
     respect_gitignore: bool = True,
     force_exclude: bool = False,
+    include: Sequence[str] = PYTHON_INCLUDE,
 ) -> Discovered:
     patterns = tuple(exclude) + tuple(extend_exclude)
+    included = _inclusion(tuple(include))
     gitignores = _GitIgnores(project_root, respect_gitignore)
     root_text = str(project_root)
     # Keyed by absolute path, so `a.py` and `/project/a.py` are linted once.
@@ -206,10 +209,10 @@ def discover(
                     is_dir = entry.is_dir()  # follows links; a dangling link is neither
                 except OSError:
                     is_dir = False
-                if not is_dir and not entry.name.endswith(PYTHON_SUFFIXES):
-                    continue
                 path = Path(entry.path)
                 entry_parts = parts + (entry.name,) if parts is not None else None
+                if not is_dir and not included(entry.name, pattern_path(path, entry_parts, False)):
+                    continue
                 if (spec is not None and spec.match_file(pattern_path(path, entry_parts, is_dir))) or (
                     gitignores.ignores(entry_parts, is_dir, overridden)
                 ):
@@ -245,6 +248,20 @@ def discover(
     while deferred_links:
         walk(*deferred_links.pop(0))
     return Discovered(tuple(sorted(files.values())), tuple(sorted(problems.values())))
+
+
+def _inclusion(include: tuple[str, ...]):
+    """A test of a file's name and project-relative path against the `include` patterns:
+    plain `*.suffix` patterns (the usual case) are a suffix test, anything else is matched
+    gitignore-style against the path."""
+    suffixes = tuple(p[1:] for p in include if p.startswith("*.") and not any(c in p[1:] for c in "*?[/"))
+    others = tuple(p for p in include if p[1:] not in suffixes or not p.startswith("*."))
+    spec = _spec(others) if others else None
+
+    def included(name: str, relative_path: str) -> bool:
+        return name.endswith(suffixes) or (spec is not None and spec.match_file(relative_path))
+
+    return included
 
 
 def _is_link(entry: os.DirEntry) -> bool:

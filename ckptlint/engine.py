@@ -23,6 +23,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Qualif
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
 from ckptlint.project import ProjectIndex
+from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_rules, rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
@@ -223,6 +224,9 @@ def lint_text(
     only files that contain a selected rule's trigger words are parsed with libcst and
     analysed. Cross-file rules see `project` (by default a project of this file alone)."""
     display = display_path or str(path)
+    kind = recipe_kind(path, text)
+    if kind is not None:
+        return _lint_recipe(text, path, settings, display, kind)
     try:
         return on_deep_stack(_lint_text, text, path, settings, display, rules, project)
     except AnalysisTimeout:
@@ -274,6 +278,32 @@ def _lint_text(
             parsed=False,
         )
     return LintOutcome(_reportable(diagnostics, path, settings), tuple(errors))
+
+
+def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:
+    """A training recipe (YAML / JSON) or launch script: see `ckptlint.recipes`."""
+    from ckptlint.recipes.lint import lint_recipe
+
+    if SKIP_FILE.search(text):
+        return LintOutcome(())
+    outcome = lint_recipe(
+        text,
+        path,
+        display,
+        kind,
+        settings.target_versions,
+        settings.enabled_codes,
+        project_root=settings.project_root,
+        display_of=_display_of,
+    )
+    return LintOutcome(_reportable(outcome.diagnostics, path, settings), parsed=outcome.parsed)
+
+
+def _display_of(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -12,11 +12,13 @@ PARSE_ERROR = PseudoRule(
     code="CKPT900",
     name="parse-error",
     doc="""\
-The file could not be parsed as Python.
+The file could not be parsed as Python (or, for a training recipe, as YAML / JSON).
 
 ## What it does
 Reports a syntax error, with the parser's line, column and message. The file is not
-linted; the run goes on over the other files and exits 1.
+linted; the run goes on over the other files and exits 1. A YAML or JSON file is parsed
+only when it mentions one of the recipe trigger words (`gradient_checkpointing`, `fsdp`,
+`activation_checkpointing`, `use_reentrant`), so unrelated data files are never reported.
 
 ## Why is this bad?
 A file ckptlint cannot parse is a file it cannot check. Python would refuse it too, unless

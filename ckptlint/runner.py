@@ -12,10 +12,11 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
-from ckptlint.discovery import discover
+from ckptlint.discovery import PYTHON_SUFFIXES, discover
 from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
+from ckptlint.recipes import is_recipe_path
 from ckptlint.source import DecodedSource, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult
 from ckptlint.writer import ChangedOnDisk, replace_atomically
@@ -26,6 +27,13 @@ PARALLEL_THRESHOLD = 64
 # CPython's parser alone needs about 120 bytes of memory per byte of source (a 63 MB file:
 # 7.5 GB and 107 s).
 MAX_FILE_BYTES = 16 << 20
+# Larger YAML / JSON / shell files are data (tokenizers, datasets), not training recipes.
+MAX_RECIPE_BYTES = 1 << 20
+RECIPE_TRIGGERS = (b"gradient_checkpointing", b"fsdp", b"FSDP", b"activation_checkpointing", b"use_reentrant")
+
+
+def may_hold_findings(data: bytes) -> bool:
+    return any(word in data for word in RECIPE_TRIGGERS)
 
 
 def too_large(display: str, size: int) -> FileResult:
@@ -97,6 +105,8 @@ def check_file(path: Path, settings: Settings, options: RunOptions, project: Pro
         data = read_source_bytes(path)
     except OSError as error:
         return _unreadable_result(path, display, unreadable(display, error.strerror or str(error)), settings)
+    if is_recipe_path(path) and (len(data) > MAX_RECIPE_BYTES or not may_hold_findings(data)):
+        return FileResult(display)  # data, not a training recipe: nothing to say about it
     if len(data) > MAX_FILE_BYTES:
         return too_large(display, len(data))
     decoded, problem = decode_for_lint(data, display)
@@ -155,6 +165,7 @@ def check_paths(
         extend_exclude=settings.extend_exclude,
         respect_gitignore=settings.respect_gitignore,
         force_exclude=force_exclude,
+        include=settings.include,
     )
     results: list[FileResult] = [
         _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
@@ -167,7 +178,9 @@ def check_paths(
         root = projects.root_of(path)
         file_settings = projects.settings_for(root)
         index = projects.index_for(root)
-        if cache is None:
+        if cache is None or not path.name.endswith(PYTHON_SUFFIXES):
+            # Recipes are cheap to read, and a launch script's findings depend on the files
+            # it names: only Python results are cached.
             pending.append((path, file_settings, root, None))
             continue
         try:

@@ -64,6 +64,16 @@ class DoubleCheckpointing(Rule):
     A block that checkpoints its own forward only behind a flag (`if self.gradient_checkpointing:`)
     is not reported: it checkpoints only when asked to.
 
+    ## In training recipes
+    Also reported in YAML / JSON recipes and launch scripts: `gradient_checkpointing: true`
+    (or the flag, or LLaMA-Factory's default) together with FSDP's own activation
+    checkpointing (`fsdp_config: {activation_checkpointing: true}`, accelerate's
+    `fsdp_activation_checkpointing: true` or `--fsdp_activation_checkpointing true`), across
+    the script and the files it names. accelerate applies FSDP's with
+    `CheckpointImpl.NO_REENTRANT`, so the rule above decides by the Hugging Face side; when
+    both are `TrainingArguments` the Trainer refuses to start, which is reported whatever
+    the implementation.
+
     ## Evidence
     torch 2.13 (CPU), two blocks whose forward may call `checkpoint` on their inner function,
     wrapped or not by `apply_activation_checkpointing`; calls of the inner function per step:

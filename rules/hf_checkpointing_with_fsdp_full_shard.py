@@ -54,6 +54,14 @@ class HfCheckpointingWithFsdpFullShard(Rule):
     a variable or a path to a JSON file. Reported instead of CKPT002 at the same call.
     `shard_grad_op` (ZeRO-2 style, parameters not resharded after forward) is not reported.
 
+    ## In training recipes
+    Also reported in YAML / JSON recipes and launch scripts: `gradient_checkpointing: true`
+    (or `--gradient_checkpointing True`, or LLaMA-Factory's default) with `fsdp: full_shard`
+    / `hybrid_shard`, or with an accelerate config whose FSDP reshards after forward
+    (`fsdp_sharding_strategy: FULL_SHARD` / `1` / `HYBRID_SHARD`, the default; FSDP2 with
+    `fsdp_reshard_after_forward: true`), e.g. `accelerate launch --config_file fsdp.yaml
+    train.py --gradient_checkpointing True`, reported at the flag. No fix there.
+
     ## Evidence
     transformers 5.17 `training_args.py` logs, when `fsdp` is set with
     `gradient_checkpointing`: "When using FSDP, prefer `activation_checkpointing` in

@@ -92,6 +92,17 @@ class ReentrantCheckpointUnderFsdp(Rule):
     CKPT001 at the same call; CKPT004 is reported instead of this rule for a
     `TrainingArguments` that also sets `fsdp="full_shard"`.
 
+    ## In training recipes
+    Also reported in YAML / JSON recipes and launch scripts (see the README's "Training
+    recipes"): `gradient_checkpointing: true` under FSDP (`fsdp: shard_grad_op`, an accelerate
+    config with `distributed_type: FSDP`, `--use_fsdp`) whose kwargs are reentrant, as above,
+    with LLaMA-Factory's `use_reentrant_gc` (default `true`, forced off under FSDP2) and an
+    entry point's own argument field (`{"use_reentrant": model_args.use_reentrant}`: the
+    recipe's value, else the dataclass default) counted too. The fix (unsafe) sets a written
+    `use_reentrant: true` to `false`, or adds `gradient_checkpointing_kwargs: {use_reentrant:
+    false}` (`use_reentrant_gc: false`) on the line after the setting in a YAML block mapping;
+    nothing else in the file changes.
+
     ## Evidence
     torch 2.13 FSDP1 and FSDP2 on CPU with gloo (EVIDENCE Q5); transformers 5.17
     `gradient_checkpointing_enable` replaces `None` kwargs by `{"use_reentrant": False}` and

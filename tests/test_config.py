@@ -445,7 +445,7 @@ def test_tool_ckptlint_that_is_not_a_table(cli, make_project):
     assert config_error(cli(["."], cwd=root)) == (
         f"{(root / 'pyproject.toml').resolve()}: [tool.ckptlint] must be a table of settings "
         "(keys: select, ignore, extend-select, exclude, extend-exclude, per-file-ignores, target-versions, "
-        "stateful-modules, checkpoint-functions, fsdp, cache-dir, respect-gitignore)"
+        "stateful-modules, checkpoint-functions, fsdp, cache-dir, respect-gitignore, include, extend-include)"
     )
 
 

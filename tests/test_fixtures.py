@@ -31,6 +31,9 @@ from ckptlint.registry import all_codes, all_rules
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
+# Training recipes and launch scripts: markers are `# expect:` comments too (JSON has no
+# comments, so JSON fixtures hold no findings of their own).
+RECIPE_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".yaml", ".yml", ".json", ".sh"))
 MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
 # Codes whose findings carry a fix: every one of them must be fixed away by `--unsafe-fixes`.
 FIXED_CODES = {rule.code for rule in all_rules() if rule.fix is not None}
@@ -66,6 +69,12 @@ def comments(text: str) -> list[str]:
 def expected_findings(path: Path) -> set[tuple[str, int, str]]:
     found = set()
     text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        for row, line in enumerate(text.splitlines(), start=1):
+            match = MARKER.search(line)
+            if match:
+                found.update((relative(path), row, code) for code in re.split(r"\s*,\s*", match.group("codes")))
+        return found
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type != tokenize.COMMENT or "expect:" not in token.string:
             continue
@@ -97,7 +106,7 @@ def test_fixture_files_exist():
 
 def test_markers_name_known_codes():
     known = set(all_codes())
-    for path in FIXTURE_FILES:
+    for path in FIXTURE_FILES + RECIPE_FIXTURES:
         for file, line, code in expected_findings(path):
             assert code in known, f"{file}:{line}: unknown code {code} in marker"
 
@@ -213,5 +222,5 @@ def test_readme_demo_reports_the_markers(monkeypatch):
         (Path(item["filename"]).resolve().relative_to(REPO_ROOT).as_posix(), item["location"]["row"], item["code"])
         for item in json.loads(result.stdout)
     }
-    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES))
+    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES + RECIPE_FIXTURES))
     assert reported == expected

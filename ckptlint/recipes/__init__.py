@@ -1,0 +1,39 @@
+"""Training recipes and launch scripts: the FSDP and Hugging Face rules applied to what YAML /
+JSON configuration files (accelerate configs, Trainer / TRL argument files, axolotl,
+LLaMA-Factory) and shell launch scripts say, with positions in those files.
+
+This module is imported on every run; the parsing lives in its submodules, imported only
+when a recipe file is linted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+DATA_SUFFIXES = (".yaml", ".yml", ".json")
+RECIPE_SUFFIXES = DATA_SUFFIXES + SHELL_SUFFIXES
+
+
+_SHELL_SHEBANG = re.compile(r"\A#![ \t]*\S*(?:/|env[ \t]+)(?:ba|z|k|da)?sh\b")
+
+
+def is_recipe_path(path: Path | str) -> bool:
+    return str(path).lower().endswith(RECIPE_SUFFIXES)
+
+
+def recipe_kind(path: Path | str, text: str) -> str | None:
+    """"yaml", "json" or "shell" for a recipe or launch script (a file without a Python
+    suffix whose shebang names a shell counts: pre-commit passes those by type); None for
+    Python."""
+    name = str(path).lower()
+    if name.endswith((".yaml", ".yml")):
+        return "yaml"
+    if name.endswith(".json"):
+        return "json"
+    if name.endswith(SHELL_SUFFIXES):
+        return "shell"
+    if not name.endswith((".py", ".pyi")) and _SHELL_SHEBANG.match(text):
+        return "shell"
+    return None

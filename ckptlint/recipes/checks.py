@@ -1,0 +1,122 @@
+"""The FSDP and Hugging Face rules applied to a training setup read from recipes.
+
+At most one finding per setup, the most specific: CKPT005 (checkpointed twice) over CKPT004
+(HF checkpointing with parameters resharded) over CKPT002 (reentrant under FSDP), as at a
+Python call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ckptlint.analysis.checkpoint_sites import Reentrancy
+from ckptlint.recipes.documents import Setting
+from ckptlint.recipes.setups import REENTRANT_DEFAULT_VERSIONS, Flavor, TrainingSetup
+from ckptlint.versions import Applies, TargetVersions, VersionRange
+
+# Non-reentrant nested in non-reentrant recomputes once from torch 2.1 (CKPT005's evidence).
+NESTING_SUPPORTED = VersionRange.of("torch", max="2.1")
+FSDP_REDUNDANT_ALL_GATHER = (
+    "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
+    "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"
+)
+
+
+@dataclass(frozen=True)
+class RecipeFinding:
+    code: str
+    message: str
+    # The settings the finding rests on, the first being where it is reported.
+    settings: tuple[Setting, ...]
+    # A fix: (setting whose value is replaced, new value text) or (setting after whose line
+    # a new line is inserted, the line's text without indentation).
+    replace_value: tuple[Setting, str] | None = None
+    insert_after: tuple[Setting, str] | None = None
+    fix_message: str | None = None
+
+
+def _said(setting: Setting | None, here: str) -> str:
+    value = setting.value
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, list):
+        text = " ".join(str(item) for item in value)
+    else:
+        text = str(value)
+    where = f"line {setting.key_span.start.row}" if setting.path == here else setting.where
+    return f"`{setting.dotted}: {text}`, {where}"
+
+
+def check_setup(
+    setup: TrainingSetup, versions: TargetVersions, enabled: frozenset[str], here: str
+) -> RecipeFinding | None:
+    """The finding for a setup, reported in the file `here` (settings of other files are
+    named with their path)."""
+    checkpointing, fsdp = setup.checkpointing, setup.fsdp
+    if checkpointing is None or fsdp is None:
+        return None
+    if checkpointing.setting is not None:
+        gc = _said(checkpointing.setting, here)
+    else:
+        gc = f"on by default in {checkpointing.flavor.value}"
+    fsdp_said = f"{fsdp.sharding.value}{' (FSDP2)' if fsdp.version == 2 else ''} ({_said(fsdp.setting, here)})"
+    turn_off = (
+        "`disable_gradient_checkpointing: true`"
+        if checkpointing.flavor is Flavor.LLAMA_FACTORY
+        else "`gradient_checkpointing: false`"
+    )
+    anchor = checkpointing.setting or checkpointing.kwargs or fsdp.setting
+    involved = tuple(s for s in (anchor, checkpointing.kwargs, fsdp.setting, fsdp.activation_checkpointing) if s)
+    reentrant = checkpointing.reentrancy.is_reentrant
+
+    if fsdp.activation_checkpointing is not None and "CKPT005" in enabled:
+        # transformers' Trainer raises when both are on, FSDP's from `TrainingArguments.fsdp_config`
+        # or from accelerate's FSDP plugin (trainer.py, 4.46.3 line 4982).
+        trainer_refuses = checkpointing.flavor is Flavor.TRAINING_ARGUMENTS
+        if trainer_refuses or reentrant or versions.applies((NESTING_SUPPORTED,)) is not Applies.NO:
+            outcome = (
+                "transformers' Trainer refuses to start with both (a loop of your own runs each layer's forward "
+                "three times per step)"
+                if trainer_refuses
+                else "each layer's forward runs three times per step instead of two, for no memory saved"
+            )
+            return RecipeFinding(
+                "CKPT005",
+                f"layers checkpointed twice: Hugging Face gradient checkpointing ({gc}) and FSDP's activation "
+                f"checkpointing ({_said(fsdp.activation_checkpointing, here)}): {outcome}; keep FSDP's and set "
+                f"{turn_off}",
+                involved,
+            )
+        return None
+    if fsdp.sharding.reshards_parameters and fsdp.activation_checkpointing is None and "CKPT004" in enabled:
+        return RecipeFinding(
+            "CKPT004",
+            f"Hugging Face gradient checkpointing ({gc}) with FSDP {fsdp_said}: every layer's parameters are "
+            f"all-gathered again to recompute it in backward; set {turn_off} and use FSDP's activation "
+            "checkpointing (`fsdp_config: {activation_checkpointing: true}`, or accelerate's "
+            "`fsdp_activation_checkpointing: true`)",
+            involved,
+        )
+    if not reentrant or "CKPT002" not in enabled or fsdp.activation_checkpointing is not None:
+        return None
+    note = (
+        f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)"
+        if checkpointing.version_dependent is Applies.UNKNOWN
+        else ""
+    )
+    finding = RecipeFinding(
+        "CKPT002",
+        f"Hugging Face gradient checkpointing runs reentrant ({gc}; {checkpointing.why}) under FSDP "
+        f"{fsdp_said}: {FSDP_REDUNDANT_ALL_GATHER}; set "
+        + ("`use_reentrant_gc: false`" if checkpointing.flavor is Flavor.LLAMA_FACTORY else "`use_reentrant: false`")
+        + note,
+        involved,
+        fix_message="Make gradient checkpointing non-reentrant",
+    )
+    flag = checkpointing.flag
+    if flag is not None and flag.plain_scalar and checkpointing.reentrancy is Reentrancy.EXPLICIT_TRUE:
+        return replace(finding, replace_value=(flag, "false"))
+    setting = checkpointing.setting
+    if checkpointing.kwargs is None and checkpointing.fix_line and setting is not None and setting.plain_scalar:
+        return replace(finding, insert_after=(setting, checkpointing.fix_line))
+    return finding

@@ -1,0 +1,329 @@
+"""Linting a recipe file (YAML / JSON) or a launch script: from text to diagnostics.
+
+A YAML or JSON file is checked on its own. A launch script is checked per training command,
+with the recipe files the command names (an accelerate config, the program's YAML / JSON
+arguments, an `fsdp_config` file) and its flags combined in the order the programs read
+them; a finding that rests on one recipe file alone is that file's, and is reported there,
+not again at the script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckptlint.recipes.checks import RecipeFinding, check_setup
+from ckptlint.recipes.documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
+from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
+from ckptlint.recipes.launch import Launch, Option, option_value, read_launch
+from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
+from ckptlint.recipes.shell import Word, parse_script
+from ckptlint.source import LineIndex, decode_source, read_source_bytes
+from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.versions import TargetVersions
+
+# A recipe without one of these words cannot hold a finding: it is not parsed.
+TRIGGERS = ("gradient_checkpointing", "fsdp", "FSDP", "activation_checkpointing", "use_reentrant")
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def may_hold_findings(text: str) -> bool:
+    return any(word in text for word in TRIGGERS)
+
+
+@dataclass(frozen=True)
+class RecipeOutcome:
+    diagnostics: tuple[Diagnostic, ...]
+    parsed: bool = True
+
+
+def lint_recipe(
+    text: str,
+    path: Path,
+    display: str,
+    kind: str,
+    versions: TargetVersions,
+    enabled: frozenset[str],
+    *,
+    project_root: Path,
+    display_of: Callable[[Path], str],
+) -> RecipeOutcome:
+    if not may_hold_findings(text):
+        return RecipeOutcome(())
+    if kind == "shell":
+        reader = _Files(path.parent, project_root, display_of)
+        commands = parse_script(text)
+        findings = [
+            (finding, anchor)
+            for command in commands
+            if (launch := read_launch(command)) is not None
+            for finding, anchor in _check_launch(launch, display, versions, enabled, reader)
+        ]
+        # A command continued over lines cannot carry a comment before its last line: a
+        # `# noqa` there covers the whole command.
+        last_rows = {word.span: command.words[-1].span.end.row for command in commands for word in command.words}
+        return RecipeOutcome(_diagnostics(text, display, findings, fixes=False, last_rows=last_rows))
+    try:
+        documents = parse_recipe(text, display, is_json=kind == "json")
+    except RecipeSyntaxError as error:
+        if "CKPT900" not in enabled:
+            return RecipeOutcome((), parsed=False)
+        return RecipeOutcome((parse_error(display, error),), parsed=False)
+    findings = []
+    for document in documents:
+        finding = check_setup(setup_of(document.settings, {}, versions), versions, enabled, display)
+        if finding is not None:
+            findings.append((finding, finding.settings[0].key_span))
+    return RecipeOutcome(_diagnostics(text, display, findings, fixes=True, is_json=kind == "json"))
+
+
+def parse_error(display: str, error: RecipeSyntaxError) -> Diagnostic:
+    from ckptlint.registry import PARSE_ERROR
+
+    location = Location(max(error.row, 1), max(error.column, 1))
+    return Diagnostic("CKPT900", str(error), display, location, location, url=PARSE_ERROR.url())
+
+
+# --- launch scripts --------------------------------------------------------------------
+
+
+class _Files:
+    """Recipe files and entry points a script names, read once, found relative to the
+    script's directory, then the project root, then the working directory."""
+
+    def __init__(self, script_directory: Path, project_root: Path, display_of: Callable[[Path], str]) -> None:
+        self.bases = (script_directory, project_root, Path.cwd())
+        self.display_of = display_of
+        self._recipes: dict[Path, Recipe | None] = {}
+        self._entry_points: dict[Path, EntryPoint | None] = {}
+
+    def find(self, name: str) -> Path | None:
+        candidate = Path(os.path.expanduser(name))
+        for base in (Path("/"),) if candidate.is_absolute() else self.bases:
+            path = base / candidate
+            if path.is_file():
+                return path
+        return None
+
+    def recipe(self, name: str) -> Recipe | None:
+        path = self.find(name)
+        if path is None:
+            return None
+        if path not in self._recipes:
+            self._recipes[path] = None
+            text = _read(path)
+            if text is not None:
+                try:
+                    documents = parse_recipe(text, self.display_of(path), is_json=path.suffix.lower() == ".json")
+                except RecipeSyntaxError:
+                    documents = []  # reported when that file is linted itself
+                self._recipes[path] = documents[0] if documents else None
+        return self._recipes[path]
+
+    def entry_point(self, name: str) -> EntryPoint | None:
+        path = self.find(name)
+        if path is None:
+            return None
+        if path not in self._entry_points:
+            text = _read(path)
+            self._entry_points[path] = read_entry_point(text) if text is not None else None
+        return self._entry_points[path]
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data = read_source_bytes(path)
+        if len(data) > 4 << 20:
+            return None
+        return decode_source(data).text
+    except Exception:  # unreadable or undecodable: what it would say is unknown
+        return None
+
+
+def _flag_setting(option: Option, script: str, key: tuple[str, ...] | None = None) -> Setting | None:
+    text = option_value(option)
+    if text is None:
+        return None
+    value: object = text
+    if option.name in ("gradient_checkpointing_kwargs", "fsdp_config") and text.lstrip().startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+    value_word = option.value or option.flag
+    return Setting(key or (option.name,), value, script, option.flag.span, value_word.span)
+
+
+def _prefixed(recipe: Recipe | None, prefix: tuple[str, ...]) -> dict[tuple[str, ...], Setting]:
+    if recipe is None:
+        return {}
+    return {prefix + key: setting for key, setting in recipe.settings.items()}
+
+
+def _check_launch(
+    launch: Launch, script: str, versions: TargetVersions, enabled: frozenset[str], files: _Files
+) -> Iterable[tuple[RecipeFinding, Span]]:
+    # Where each file entered the command: a finding from other files is reported there.
+    origins: dict[str, Span] = {}
+
+    def load(word: Word | None) -> Recipe | None:
+        if word is None or word.value is None:
+            return None
+        recipe = files.recipe(word.value)
+        if recipe is not None:
+            origins.setdefault(recipe.path, word.span)
+        return recipe
+
+    launch_config: dict[tuple[str, ...], Setting] = {}
+    if launch.launcher == "accelerate":
+        config_option = launch.launcher_option("config_file")
+        launch_config.update(_prefixed(load(config_option.value if config_option else None), ()))
+        for option in launch.launcher_options:
+            if option.name == "use_fsdp" and option_value(option) not in ("false", "False", "0"):
+                setting = _flag_setting(option, script, ("distributed_type",))
+                if setting is not None:
+                    launch_config[("distributed_type",)] = Setting(
+                        ("distributed_type",), "FSDP", script, setting.key_span, setting.value_span
+                    )
+            elif option.name.startswith("fsdp_"):
+                setting = _flag_setting(option, script, ("fsdp_config", option.name))
+                if setting is not None:
+                    launch_config[setting.key] = setting
+
+    flavor = {"llamafactory": Flavor.LLAMA_FACTORY, "axolotl": Flavor.AXOLOTL}.get(launch.launcher)
+    entry = None
+    if launch.entry is not None and launch.entry.value is not None:
+        if launch.entry_is_module:
+            if launch.entry.value.startswith("axolotl"):
+                flavor = Flavor.AXOLOTL
+            elif launch.entry.value.startswith("llamafactory"):
+                flavor = Flavor.LLAMA_FACTORY
+        else:
+            entry = files.entry_point(launch.entry.value)
+            if entry is not None and entry.flavor is not None:
+                flavor = entry.flavor
+
+    arguments: dict[tuple[str, ...], Setting] = {}
+    for word in launch.recipe_files:
+        recipe = load(word)
+        if recipe is not None and not is_accelerate_config(recipe.settings):
+            arguments.update(recipe.settings)
+    for option in launch.options:
+        if option.name == "fsdp_config" and option.value is not None and option.value.value is not None:
+            if not option.value.value.lstrip().startswith("{"):
+                arguments.update(_prefixed(load(option.value), ("fsdp_config",)))
+                continue
+        setting = _flag_setting(option, script)
+        if setting is None:
+            continue
+        arguments[setting.key] = setting
+        if isinstance(setting.value, dict):
+            for key, value in setting.value.items():
+                nested = (option.name, str(key))
+                arguments[nested] = Setting(nested, value, script, setting.key_span, setting.value_span)
+    for override in launch.overrides:  # LLaMA-Factory's `key=value`
+        key_text, _, value = (override.flag.value or "").partition("=")
+        key = tuple(key_text.split("."))
+        arguments[key] = Setting(key, value, script, override.flag.span, override.flag.span)
+
+    reentrant_field = entry.reentrant_field if entry is not None else None
+    setup = setup_of(arguments, launch_config, versions, flavor=flavor, reentrant_field=reentrant_field)
+    finding = check_setup(setup, versions, enabled, script)
+    if finding is None:
+        return
+    paths = {setting.path for setting in finding.settings}
+    on_by_default = setup.checkpointing is not None and setup.checkpointing.setting is None
+    if len(paths) == 1 and script not in paths and not on_by_default:
+        return  # the finding is that recipe's own, reported in it
+    anchor = finding.settings[0]
+    if on_by_default and launch.recipe_files:
+        yield finding, launch.recipe_files[0].span  # the recipe that leaves it on
+    elif anchor.path == script:
+        yield finding, anchor.key_span
+    else:
+        yield finding, origins.get(anchor.path, launch.command.words[0].span)
+
+
+# --- diagnostics and fixes -------------------------------------------------------------
+
+
+def _diagnostics(
+    text: str,
+    display: str,
+    findings: list[tuple[RecipeFinding, Span]],
+    *,
+    fixes: bool,
+    is_json: bool = False,
+    last_rows: dict[Span, int] | None = None,
+) -> tuple[Diagnostic, ...]:
+    from ckptlint.registry import rule_by_code
+
+    index = LineIndex(text)
+    diagnostics = []
+    seen = set()
+    for finding, span in findings:
+        if (finding.code, span) in seen:
+            continue
+        seen.add((finding.code, span))
+        rows = {span.start.row, (last_rows or {}).get(span, span.start.row)}
+        if any(_suppressed(index.line(row), finding.code) for row in rows):
+            continue
+        fix = _fix(text, index, finding, is_json) if fixes else None
+        rule = rule_by_code(finding.code)
+        diagnostics.append(
+            Diagnostic(
+                finding.code, finding.message, display, span.start, span.end, fix, span.start.row,
+                rule.url() if rule is not None else None,
+            )
+        )
+    return tuple(sorted(diagnostics, key=lambda d: d.sort_key))
+
+
+def _suppressed(line: str, code: str) -> bool:
+    for match in _NOQA.finditer(line):
+        codes = match.group("codes")
+        if codes is None or code in {c.upper() for c in re.split(r"[\s,]+", codes) if c}:
+            return True
+    return False
+
+
+_BOOLEAN_TEXT = re.compile(r"^(?:true|True|TRUE|yes|Yes|YES|on|On|ON|1)$")
+
+
+def _fix(text: str, index: LineIndex, finding: RecipeFinding, is_json: bool) -> Fix | None:
+    """Edits that touch only the value (or add one line), verified against the text."""
+    from ckptlint.registry import rule_by_code
+
+    rule = rule_by_code(finding.code)
+    applicability = getattr(rule, "fix", None)
+    if applicability is None:
+        return None
+    if finding.replace_value is not None:
+        setting, new = finding.replace_value
+        start, end = index.offset(setting.value_span.start), index.offset(setting.value_span.end)
+        if not _BOOLEAN_TEXT.match(text[start:end]):
+            return None
+        edit = Edit(setting.value_span.start, setting.value_span.end, new)
+        return Fix(applicability, finding.fix_message or rule.name, (edit,))
+    if finding.insert_after is not None and not is_json:
+        setting, line = finding.insert_after
+        row = setting.key_span.start.row
+        current = index.line(row)
+        indent = current[: setting.key_span.start.column - 1]
+        if indent.strip() or setting.value_span.end.row != row:
+            return None  # not a block mapping key with its value on its own line
+        body = current.rstrip("\r\n")
+        ending = current[len(body) :]
+        if ending:
+            location = Location(row + 1, 1)
+            content = f"{indent}{line}{ending}"
+        else:  # the last line, without a line break
+            location = Location(row, len(body) + 1)
+            content = f"\n{indent}{line}"
+        edit = Edit(location, location, content)
+        return Fix(applicability, finding.fix_message or rule.name, (edit,))
+    return None

@@ -1,0 +1,276 @@
+"""What a recipe (or a launch command with its recipe files) sets up: whether Hugging Face
+gradient checkpointing is on and with which implementation, whether the model is sharded
+with FSDP and how, and whether FSDP applies its own activation checkpointing, each with the
+setting that says so.
+
+Sources and their defaults (read from each project's source; see the rules' Evidence):
+
+- `TrainingArguments` / TRL configs (`gradient_checkpointing`, `gradient_checkpointing_kwargs`,
+  `fsdp`, `fsdp_config`): checkpointing off by default; kwargs `None` -> transformers'
+  default (reentrant before 5.0). `fsdp_config` keys may carry an `fsdp_` prefix
+  (transformers strips it).
+- accelerate config files (`distributed_type: FSDP`, `fsdp_config.fsdp_*`) and the same
+  options of `accelerate launch`; FSDP's activation checkpointing is accelerate's
+  `checkpoint_wrapper` with `CheckpointImpl.NO_REENTRANT`.
+- LLaMA-Factory (`llamafactory.hparams.ModelArguments`): gradient checkpointing on unless
+  `disable_gradient_checkpointing: true`, with `{"use_reentrant": use_reentrant_gc}`,
+  `use_reentrant_gc` defaulting to True (forced False under FSDP2).
+- axolotl: the TrainingArguments keys, `fsdp` / `fsdp_config` as in TrainingArguments;
+  `normalize_config` sets `gradient_checkpointing_kwargs = {"use_reentrant": True}` when
+  checkpointing is on without kwargs (unless `rl` or `unfrozen_parameters` is set), and
+  `gradient_checkpointing: offload` means on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ckptlint.analysis.checkpoint_sites import Reentrancy
+from ckptlint.analysis.huggingface import TRAINER_OWN_KEYS, KwargsShape
+from ckptlint.recipes.documents import Setting
+from ckptlint.recipes.launch import hf_bool
+from ckptlint.versions import Applies, TargetVersions, VersionRange
+
+REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
+Settings = Mapping[tuple[str, ...], Setting]
+
+
+class Flavor(str, enum.Enum):
+    """Whose arguments a recipe holds (their defaults differ)."""
+
+    TRAINING_ARGUMENTS = "TrainingArguments"
+    LLAMA_FACTORY = "LLaMA-Factory"
+    AXOLOTL = "axolotl"
+
+
+class Sharding(str, enum.Enum):
+    FULL = "full_shard"
+    HYBRID = "hybrid_shard"
+    GRAD_OP = "shard_grad_op"
+    NONE = "no_shard"
+    UNKNOWN = "unknown"
+
+    @property
+    def reshards_parameters(self) -> bool:
+        """Parameters are freed after forward, so a recomputation all-gathers them again."""
+        return self in (Sharding.FULL, Sharding.HYBRID)
+
+
+_SHARDING_BY_NAME = {
+    "full_shard": Sharding.FULL, "1": Sharding.FULL,
+    "shard_grad_op": Sharding.GRAD_OP, "2": Sharding.GRAD_OP,
+    "no_shard": Sharding.NONE, "3": Sharding.NONE,
+    "hybrid_shard": Sharding.HYBRID, "4": Sharding.HYBRID,
+    "hybrid_shard_zero2": Sharding.GRAD_OP, "_hybrid_shard_zero2": Sharding.GRAD_OP, "5": Sharding.GRAD_OP,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """Hugging Face gradient checkpointing that is on: the setting turning it on (None: on
+    by default for the flavor), and the implementation it runs."""
+
+    setting: Setting | None
+    reentrancy: Reentrancy
+    # Whether `reentrancy` depends on a transformers version the configuration does not pin.
+    version_dependent: Applies
+    why: str  # what makes it reentrant (for messages)
+    kwargs: Setting | None  # the setting that decides the implementation, when one is written
+    flavor: Flavor
+    # The plain `use_reentrant` (or `use_reentrant_gc`) value a fix may edit.
+    flag: Setting | None = None
+    # The line that, added after `setting`, makes it non-reentrant (when `kwargs` is None).
+    fix_line: str | None = None
+
+
+@dataclass(frozen=True)
+class Fsdp:
+    """Torch FSDP as a recipe turns it on."""
+
+    setting: Setting  # what turns it on (`fsdp:`, `distributed_type: FSDP`, `--use_fsdp`)
+    sharding: Sharding
+    version: int  # 1 or 2
+    activation_checkpointing: Setting | None  # FSDP's own activation checkpointing, when on
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    checkpointing: Checkpointing | None
+    fsdp: Fsdp | None
+
+
+def flavor_of(arguments: Settings, hint: Flavor | None = None) -> Flavor:
+    if hint is not None:
+        return hint
+    keys = {key[0] for key in arguments}
+    if keys & {"disable_gradient_checkpointing", "use_reentrant_gc", "finetuning_type"} or {
+        "stage", "template"
+    } <= keys:
+        return Flavor.LLAMA_FACTORY
+    if "base_model" in keys and keys & {"micro_batch_size", "datasets", "sequence_len", "adapter"}:
+        return Flavor.AXOLOTL
+    return Flavor.TRAINING_ARGUMENTS
+
+
+def is_accelerate_config(settings: Settings) -> bool:
+    keys = {key[0] for key in settings}
+    return "distributed_type" in keys or ("compute_environment" in keys and "num_processes" in keys)
+
+
+def _fsdp_key(settings: Settings, prefix: tuple[str, ...], name: str) -> Setting | None:
+    """`fsdp_config.<name>`, also spelled with the `fsdp_` prefix (transformers and axolotl
+    strip it; accelerate writes it)."""
+    return settings.get(prefix + (f"fsdp_{name}",)) or settings.get(prefix + (name,))
+
+
+def _enabled(setting: Setting | None) -> Setting | None:
+    return setting if setting is not None and hf_bool(setting.value) else None
+
+
+def training_arguments_fsdp(arguments: Settings) -> Fsdp | None:
+    """FSDP from `fsdp: "full_shard auto_wrap"` (or a list) and `fsdp_config`."""
+    setting = arguments.get(("fsdp",))
+    if setting is None:
+        return None
+    value = setting.value
+    words = value.split() if isinstance(value, str) else value if isinstance(value, list) else None
+    if not words or not all(isinstance(word, str) for word in words):
+        return None
+    words = [word.lower() for word in words]
+    sharding = next((_SHARDING_BY_NAME[w] for w in words if w in _SHARDING_BY_NAME), None)
+    if sharding is None and not any(w in ("offload", "auto_wrap") for w in words):
+        return None  # "" or unrelated words: FSDP off
+    version_setting = _fsdp_key(arguments, ("fsdp_config",), "version")
+    version = 2 if version_setting is not None and str(version_setting.value) == "2" else 1
+    checkpointing = _enabled(_fsdp_key(arguments, ("fsdp_config",), "activation_checkpointing"))
+    return Fsdp(setting, sharding or Sharding.FULL, version, checkpointing)
+
+
+def accelerate_fsdp(config: Settings) -> Fsdp | None:
+    """FSDP from an accelerate config file (or `accelerate launch` options in its shape)."""
+    setting = config.get(("distributed_type",))
+    if setting is None or str(setting.value).upper() != "FSDP":
+        return None
+    prefix = ("fsdp_config",)
+    version_setting = _fsdp_key(config, prefix, "version")
+    version = 2 if version_setting is not None and str(version_setting.value) == "2" else 1
+    strategy = _fsdp_key(config, prefix, "sharding_strategy")
+    reshard = _fsdp_key(config, prefix, "reshard_after_forward")
+    sharding = Sharding.FULL  # accelerate's default for both versions
+    if strategy is not None:
+        sharding = _SHARDING_BY_NAME.get(str(strategy.value).lower(), Sharding.UNKNOWN)
+    elif reshard is not None:
+        value = reshard.value
+        if isinstance(value, str) and value.lower() in _SHARDING_BY_NAME:  # FSDP1 spelling
+            sharding = _SHARDING_BY_NAME[value.lower()]
+        else:
+            flag = hf_bool(value)
+            sharding = Sharding.UNKNOWN if flag is None else Sharding.FULL if flag else Sharding.GRAD_OP
+    checkpointing = _enabled(_fsdp_key(config, prefix, "activation_checkpointing"))
+    return Fsdp(setting, sharding, version, checkpointing)
+
+
+def _kwargs_shape(value: object) -> tuple[KwargsShape, Reentrancy]:
+    """`gradient_checkpointing_kwargs` as written in a recipe (a mapping or a JSON string
+    already parsed), on the Trainer's path."""
+    if value is None:
+        return KwargsShape.DEFAULT, Reentrancy.UNKNOWN
+    if not isinstance(value, dict):
+        return KwargsShape.UNKNOWN, Reentrancy.UNKNOWN
+    if "use_reentrant" in value:
+        flag = hf_bool(value["use_reentrant"])
+        reentrancy = Reentrancy.UNKNOWN if flag is None else Reentrancy.EXPLICIT_TRUE if flag else Reentrancy.EXPLICIT_FALSE
+        return KwargsShape.WITH_FLAG, reentrancy
+    if set(value) <= TRAINER_OWN_KEYS:
+        return KwargsShape.UNKNOWN, Reentrancy.UNKNOWN
+    return KwargsShape.WITHOUT_FLAG, Reentrancy.IMPLICIT
+
+
+def checkpointing_of(
+    arguments: Settings, versions: TargetVersions, flavor: Flavor, reentrant_field: tuple[str, bool] | None = None
+) -> Checkpointing | None:
+    """The Hugging Face gradient checkpointing the arguments turn on. `reentrant_field`:
+    (name, default) of an entry point's own argument that becomes `use_reentrant`."""
+    if flavor is Flavor.LLAMA_FACTORY:
+        disabled = arguments.get(("disable_gradient_checkpointing",))
+        if disabled is not None and hf_bool(disabled.value) is not False:
+            return None
+        field = arguments.get(("use_reentrant_gc",))
+        flag = hf_bool(field.value) if field is not None else True
+        if flag is None:
+            return None
+        reentrancy = Reentrancy.EXPLICIT_TRUE if flag else Reentrancy.EXPLICIT_FALSE
+        why = "`use_reentrant_gc: true`" if field is not None else "LLaMA-Factory's default `use_reentrant_gc: true`"
+        return Checkpointing(disabled, reentrancy, Applies.YES, why, field, flavor, field, "use_reentrant_gc: false")
+
+    setting = arguments.get(("gradient_checkpointing",))
+    if setting is None:
+        return None
+    on = hf_bool(setting.value)
+    if on is None and not (flavor is Flavor.AXOLOTL and isinstance(setting.value, str)):
+        return None  # a value not known here
+    if on is False:
+        return None
+    kwargs = arguments.get(("gradient_checkpointing_kwargs",))
+    if reentrant_field is not None and kwargs is None:
+        name, default = reentrant_field
+        field = arguments.get((name,))
+        flag = hf_bool(field.value) if field is not None else default
+        if flag is None:
+            return None
+        reentrancy = Reentrancy.EXPLICIT_TRUE if flag else Reentrancy.EXPLICIT_FALSE
+        why = f"`{name}: {str(flag).lower()}`" + ("" if field is not None else " (the entry point's default)")
+        return Checkpointing(setting, reentrancy, Applies.YES, why, field, flavor, field, f"{name}: false")
+    if flavor is Flavor.AXOLOTL and kwargs is None and not ({("rl",), ("unfrozen_parameters",)} & set(arguments)):
+        # axolotl's `normalize_config` sets `{"use_reentrant": True}` for unset kwargs.
+        why = "axolotl's default `gradient_checkpointing_kwargs: {use_reentrant: true}`"
+        fix_line = "gradient_checkpointing_kwargs: {use_reentrant: false}"
+        return Checkpointing(setting, Reentrancy.EXPLICIT_TRUE, Applies.YES, why, None, flavor, None, fix_line)
+    shape, reentrancy = _kwargs_shape(kwargs.value if kwargs is not None else None)
+    if shape is KwargsShape.DEFAULT:
+        applies = versions.applies((REENTRANT_DEFAULT_VERSIONS,))
+        reentrancy = Reentrancy.EXPLICIT_FALSE if applies is Applies.NO else Reentrancy.EXPLICIT_TRUE
+        why = "transformers < 5.0 defaults to `use_reentrant=True`"
+        fix_line = "gradient_checkpointing_kwargs: {use_reentrant: false}"
+        return Checkpointing(setting, reentrancy, applies, why, None, flavor, None, fix_line)
+    why = {
+        KwargsShape.WITH_FLAG: "`use_reentrant: true`",
+        KwargsShape.WITHOUT_FLAG: "a kwargs mapping without `use_reentrant` replaces transformers' default, so "
+        "torch's reentrant default applies",
+    }.get(shape, "")
+    flag = arguments.get(("gradient_checkpointing_kwargs", "use_reentrant"))
+    return Checkpointing(setting, reentrancy, Applies.YES, why, kwargs, flavor, flag)
+
+
+def setup_of(
+    arguments: Settings,
+    launch_config: Settings,
+    versions: TargetVersions,
+    *,
+    flavor: Flavor | None = None,
+    reentrant_field: tuple[str, bool] | None = None,
+) -> TrainingSetup:
+    """The setup from a program's arguments and the launcher's configuration (an accelerate
+    config with `accelerate launch` options folded in)."""
+    flavor = flavor_of(arguments, flavor)
+    fsdp = training_arguments_fsdp(arguments)
+    if fsdp is None:
+        fsdp = accelerate_fsdp(launch_config) or (accelerate_fsdp(arguments) if is_accelerate_config(arguments) else None)
+        written = _fsdp_key(arguments, ("fsdp_config",), "activation_checkpointing")
+        if fsdp is not None and written is not None and flavor is Flavor.TRAINING_ARGUMENTS:
+            # The Trainer overrides the plugin's value with `fsdp_config`'s.
+            fsdp = dataclasses.replace(fsdp, activation_checkpointing=_enabled(written))
+    checkpointing = checkpointing_of(arguments, versions, flavor, reentrant_field)
+    if (
+        checkpointing is not None
+        and flavor is Flavor.LLAMA_FACTORY
+        and fsdp is not None
+        and fsdp.version == 2
+        and checkpointing.reentrancy is Reentrancy.EXPLICIT_TRUE
+    ):
+        # LLaMA-Factory turns `use_reentrant_gc` off itself under FSDP2.
+        checkpointing = dataclasses.replace(checkpointing, reentrancy=Reentrancy.EXPLICIT_FALSE)
+    return TrainingSetup(checkpointing, fsdp)

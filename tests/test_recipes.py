@@ -1,0 +1,391 @@
+"""Training recipes (YAML / JSON) and launch scripts: parsing with positions, the settings they
+imply, and the FSDP / Hugging Face rules over them (issue 10)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from ckptlint.cli import main
+from ckptlint.config import Settings
+from ckptlint.engine import fix_text, lint_text
+from ckptlint.recipes.documents import RecipeSyntaxError, parse_recipe
+from ckptlint.recipes.launch import read_launch
+from ckptlint.recipes.shell import command_words, parse_script
+from tests.test_fixtures import RECIPE_FIXTURES, expected_findings, project_of, relative
+
+TF4 = {"transformers": "4.46.3", "torch": "2.13"}
+TF5 = {"transformers": "5.17.0", "torch": "2.13"}
+
+
+def lint(tmp_path: Path, name: str, text: str, versions=TF4, **files: str):
+    """Lint `name` (written with `text`) in a project under tmp_path holding `files` too."""
+    for other, content in files.items():
+        target = tmp_path / other.replace("__", "/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(content).lstrip("\n"))
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = textwrap.dedent(text).lstrip("\n")
+    path.write_text(source)
+    settings = Settings.default(tmp_path, target_versions=versions)
+    return lint_text(source, path, settings, display_path=name), source, path, settings
+
+
+def found(outcome) -> list[tuple[int, int, str]]:
+    return [(d.location.row, d.location.column, d.code) for d in outcome.diagnostics]
+
+
+# --- documents ---------------------------------------------------------------------------
+
+
+def test_yaml_settings_carry_key_and_value_positions():
+    text = "a: 1\nfsdp_config:\n  fsdp_activation_checkpointing: yes  # on\nlist: [x, y]\n"
+    (recipe,) = parse_recipe(text, "r.yaml", is_json=False)
+    setting = recipe.get("fsdp_config", "fsdp_activation_checkpointing")
+    assert setting.value is True  # YAML 1.1, as `yaml.safe_load` reads it
+    assert (setting.key_span.start.row, setting.key_span.start.column) == (3, 3)
+    assert (setting.value_span.start.column, setting.value_span.end.column) == (34, 37)
+    assert setting.plain_scalar
+    assert recipe.get("list").value == ["x", "y"]
+
+
+def test_merge_keys_anchors_and_duplicates_follow_safe_load():
+    text = "base: &base\n  fsdp: full_shard\n  gradient_checkpointing: true\nrun:\n  <<: *base\n  gradient_checkpointing: false\ndup: 1\ndup: 2\n"
+    (recipe,) = parse_recipe(text, "r.yaml", is_json=False)
+    assert recipe.get("run", "fsdp").value == "full_shard"
+    assert recipe.get("run", "gradient_checkpointing").value is False
+    assert recipe.get("dup").value == 2
+    assert yaml.safe_load(text)["run"]["gradient_checkpointing"] is False
+
+
+def test_json_with_tabs_and_positions():
+    text = '{\n\t"fsdp": "full_shard",\n\t"gradient_checkpointing": true\n}\n'
+    (recipe,) = parse_recipe(text, "r.json", is_json=True)
+    setting = recipe.get("gradient_checkpointing")
+    assert (setting.key_span.start.row, setting.key_span.start.column) == (3, 2)
+    assert setting.value is True
+
+
+@pytest.mark.parametrize(
+    ("text", "is_json", "row", "message"),
+    [
+        ('{"fsdp": "full_shard",}', True, 1, "invalid JSON: Expecting property name"),
+        ("fsdp: [full_shard\ngradient_checkpointing: true\n", False, 2, "invalid YAML"),
+        ("a: !!python/object:os.system {}\n", False, 1, "invalid YAML"),
+        ("a: *undefined\n", False, 1, "invalid YAML"),
+    ],
+)
+def test_syntax_errors_are_positioned(text, is_json, row, message):
+    with pytest.raises(RecipeSyntaxError) as raised:
+        parse_recipe(text, "r", is_json=is_json)
+    assert raised.value.row == row
+    assert str(raised.value).startswith(message)
+
+
+def test_alias_bombs_stay_bounded():
+    lines = ["a0: &a0 {gradient_checkpointing: true}"]
+    lines += [f"a{i}: &a{i} {{x: *a{i - 1}, y: *a{i - 1}}}" for i in range(1, 30)]
+    (recipe,) = parse_recipe("\n".join(lines) + "\n", "r.yaml", is_json=False)
+    assert len(recipe.settings) <= 5_000
+
+
+# --- shell ---------------------------------------------------------------------------------
+
+
+def test_shell_words_quotes_continuations_variables_and_redirections():
+    script = textwrap.dedent(
+        """\
+        CFG=configs/fsdp.yaml  # the accelerate config
+        export NPROC=8
+        nohup accelerate launch --config_file $CFG --num_processes "${NPROC}" train.py \\
+            --fsdp 'full_shard auto_wrap' --run "$(date +%s)" --x=$UNSET > log.txt 2>&1 &
+        cat <<EOF > notes.txt
+        --gradient_checkpointing True
+        EOF
+        python -u train.py --lr 1e-5; echo done
+        """
+    )
+    commands = parse_script(script)
+    words = [[w.value for w in command_words(c)] for c in commands]
+    assert words[0] == [
+        "accelerate", "launch", "--config_file", "configs/fsdp.yaml", "--num_processes", "8", "train.py",
+        "--fsdp", "full_shard auto_wrap", "--run", None, None,
+    ]
+    assert words[1] == ["cat"]
+    assert words[2] == ["python", "-u", "train.py", "--lr", "1e-5"]
+    assert words[3] == ["echo", "done"]
+    fsdp_value = command_words(commands[0])[8]
+    assert (fsdp_value.span.start.row, fsdp_value.span.start.column) == (4, 12)
+
+
+def test_launchers_are_recognised():
+    def launch(line):
+        (command,) = parse_script(line)
+        return read_launch(command)
+
+    accelerate = launch("accelerate launch --use_fsdp --fsdp_activation_checkpointing true -m axolotl.cli.train x.yml")
+    assert accelerate.launcher == "accelerate" and accelerate.entry.value == "axolotl.cli.train"
+    assert [o.name for o in accelerate.launcher_options] == ["use_fsdp", "fsdp_activation_checkpointing"]
+    assert [w.value for w in accelerate.recipe_files] == ["x.yml"]
+    torchrun = launch("python -m torch.distributed.run --nproc_per_node 2 --standalone train.py --gradient_checkpointing")
+    assert torchrun.launcher == "torchrun" and torchrun.entry.value == "train.py"
+    assert [(o.name, o.value) for o in torchrun.options] == [("gradient_checkpointing", None)]
+    assert launch("llamafactory-cli train r.yaml use_reentrant_gc=false").overrides[0].name == "use_reentrant_gc"
+    assert launch("trl sft --config r.yaml --gradient_checkpointing").recipe_files[0].value == "r.yaml"
+    assert launch("echo accelerate launch train.py") is None
+    assert launch("pip install accelerate") is None
+
+
+# --- rules over recipes ----------------------------------------------------------------------
+
+
+def test_trainer_recipe_full_shard_is_ckpt004(tmp_path):
+    outcome, *_ = lint(tmp_path, "sft.yaml", "gradient_checkpointing: true\nfsdp: full_shard auto_wrap\n")
+    assert found(outcome) == [(1, 1, "CKPT004")]
+    assert "line 2" in outcome.diagnostics[0].message
+
+
+@pytest.mark.parametrize(
+    ("recipe", "versions", "expected"),
+    [
+        # 4.x default kwargs are reentrant; 5.x's are not.
+        ("gradient_checkpointing: true\nfsdp: shard_grad_op\n", TF4, [(1, 1, "CKPT002")]),
+        ("gradient_checkpointing: true\nfsdp: shard_grad_op\n", TF5, []),
+        # A kwargs mapping without the key runs torch's reentrant default in any version.
+        ("gradient_checkpointing: true\ngradient_checkpointing_kwargs: {preserve_rng_state: false}\nfsdp: shard_grad_op\n", TF5, [(1, 1, "CKPT002")]),
+        # Trainer-only keys: the Trainer pops them and passes None.
+        ("gradient_checkpointing: true\ngradient_checkpointing_kwargs: {offload: true}\nfsdp: shard_grad_op\n", TF5, []),
+        ("gradient_checkpointing: false\nfsdp: full_shard\n", TF4, []),
+        ("gradient_checkpointing: true\nfsdp: ''\n", TF4, []),
+        ("gradient_checkpointing: true\n", TF4, []),
+        ("fsdp: full_shard\nfsdp_config: {activation_checkpointing: true}\n", TF4, []),
+        # Both: the Trainer refuses to start, whatever the implementation.
+        ("gradient_checkpointing: true\nfsdp: full_shard\nfsdp_config: {fsdp_activation_checkpointing: true}\n", TF5, [(1, 1, "CKPT005")]),
+        # An accelerate config on its own never has a finding.
+        ("distributed_type: FSDP\nfsdp_config: {fsdp_activation_checkpointing: true}\n", TF4, []),
+        # A value only known at runtime.
+        ("gradient_checkpointing: ${GC}\nfsdp: shard_grad_op\n", TF4, []),
+    ],
+)
+def test_recipe_cases(tmp_path, recipe, versions, expected):
+    outcome, *_ = lint(tmp_path, "recipe.yaml", recipe, versions)
+    assert found(outcome) == expected
+
+
+def test_unknown_transformers_version_is_named(tmp_path):
+    outcome, *_ = lint(tmp_path, "r.yaml", "gradient_checkpointing: true\nfsdp: shard_grad_op\n", {"torch": "2.13"})
+    if outcome.diagnostics:  # the installed transformers decides when nothing is declared
+        assert outcome.diagnostics[0].code == "CKPT002"
+
+
+def test_llamafactory_defaults(tmp_path):
+    recipe = "stage: sft\nfinetuning_type: lora\ntemplate: llama3\nfsdp: shard_grad_op\n"
+    outcome, *_ = lint(tmp_path, "lf.yaml", recipe)
+    assert found(outcome) == [(4, 1, "CKPT002")]  # reported at FSDP: no checkpointing key written
+    assert "`use_reentrant_gc: false`" in outcome.diagnostics[0].message
+    outcome, *_ = lint(tmp_path, "lf.yaml", recipe + "use_reentrant_gc: false\n")
+    assert found(outcome) == []
+    outcome, *_ = lint(tmp_path, "lf.yaml", recipe + "disable_gradient_checkpointing: true\n")
+    assert found(outcome) == []
+
+
+def test_noqa_in_yaml_and_shell_comments(tmp_path):
+    recipe = "gradient_checkpointing: true  # noqa: CKPT004\nfsdp: full_shard\n"
+    outcome, *_ = lint(tmp_path, "r.yaml", recipe)
+    assert found(outcome) == []
+    outcome, *_ = lint(tmp_path, "r.yaml", recipe.replace("CKPT004", "CKPT002"))
+    assert found(outcome) == [(1, 1, "CKPT004")]
+    outcome, *_ = lint(tmp_path, "r.yaml", "# ckptlint: skip-file\n" + recipe.replace("  # noqa: CKPT004", ""))
+    assert found(outcome) == []
+
+
+def test_launch_script_combines_config_file_and_flags(tmp_path):
+    outcome, *_ = lint(
+        tmp_path,
+        "launch.sh",
+        """
+        accelerate launch --config_file fsdp.yaml train.py \\
+            --gradient_checkpointing True
+        accelerate launch --config_file fsdp.yaml train.py --gradient_checkpointing False
+        accelerate launch --config_file missing.yaml train.py --gradient_checkpointing True
+        accelerate launch --use_fsdp --fsdp_sharding_strategy SHARD_GRAD_OP train.py --gradient_checkpointing
+        """,
+        **{"fsdp.yaml": "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"},
+    )
+    assert found(outcome) == [(2, 5, "CKPT004"), (5, 78, "CKPT002")]
+    assert "fsdp.yaml:1" in outcome.diagnostics[0].message
+
+
+def test_launch_script_reports_findings_of_one_recipe_only_in_that_recipe(tmp_path):
+    outcome, *_ = lint(
+        tmp_path,
+        "scripts/run.sh",
+        "trl sft --config recipes/sft.yaml\npython train.py recipes/sft.yaml\n",
+        **{"recipes__sft.yaml": "gradient_checkpointing: true\nfsdp: full_shard\n"},
+    )
+    assert found(outcome) == []
+
+
+def test_entry_point_field_default_decides(tmp_path):
+    entry = """
+        from dataclasses import dataclass, field
+        from transformers import HfArgumentParser, TrainingArguments
+
+        @dataclass
+        class Args:
+            use_reentrant: bool = field(default={default})
+
+        args, training_args = HfArgumentParser((Args, TrainingArguments)).parse_args_into_dataclasses()
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{"use_reentrant": args.use_reentrant}})
+        """
+    script = "torchrun train.py --fsdp shard_grad_op --gradient_checkpointing{extra}\n"
+    for default, extra, expected in [
+        ("True", "", ["CKPT002"]),
+        ("True", " --use_reentrant false", []),
+        ("False", "", []),
+        ("False", " --use_reentrant=true", ["CKPT002"]),
+    ]:
+        outcome, *_ = lint(
+            tmp_path, "run.sh", script.format(extra=extra), TF5, **{"train.py": entry.format(default=default)}
+        )
+        assert [d.code for d in outcome.diagnostics] == expected, (default, extra)
+
+
+def test_yaml_fixes_change_only_the_value(tmp_path):
+    recipe = "# DPO\ngradient_checkpointing: true   # memory\ngradient_checkpointing_kwargs:\n  use_reentrant: True  # old\nfsdp: shard_grad_op\n"
+    outcome, source, path, settings = lint(tmp_path, "r.yaml", recipe)
+    assert found(outcome) == [(2, 1, "CKPT002")]
+    fixed = fix_text(source, path, settings, unsafe=True).text
+    assert fixed == recipe.replace("use_reentrant: True", "use_reentrant: false")
+    assert fix_text(source, path, settings, unsafe=False).text == source  # the fix is unsafe
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_yaml_fix_inserts_kwargs_after_the_key(tmp_path, ending):
+    recipe = ending.join(["run:", "  gradient_checkpointing: true  # memory", "fsdp: shard_grad_op", ""])
+    outcome, source, path, settings = lint(tmp_path, "r.yaml", recipe)
+    assert found(outcome) == []  # not a top-level key: not the Trainer's argument
+    recipe = ending.join(["gradient_checkpointing: true  # memory", "fsdp: shard_grad_op", ""])
+    outcome, source, path, settings = lint(tmp_path, "r.yaml", recipe)
+    fixed = fix_text(source, path, settings, unsafe=True).text
+    assert fixed == ending.join(
+        ["gradient_checkpointing: true  # memory", "gradient_checkpointing_kwargs: {use_reentrant: false}", "fsdp: shard_grad_op", ""]
+    )
+    assert yaml.safe_load(fixed)["gradient_checkpointing_kwargs"] == {"use_reentrant": False}
+    # Without a final line break.
+    outcome, source, path, settings = lint(tmp_path, "r.yaml", "fsdp: shard_grad_op\ngradient_checkpointing: true")
+    assert fix_text(source, path, settings, unsafe=True).text.endswith(
+        "gradient_checkpointing: true\ngradient_checkpointing_kwargs: {use_reentrant: false}"
+    )
+
+
+def test_json_fix_replaces_the_literal_only(tmp_path):
+    recipe = '{"gradient_checkpointing": true, "gradient_checkpointing_kwargs": {"use_reentrant": true}, "fsdp": "shard_grad_op"}\n'
+    outcome, source, path, settings = lint(tmp_path, "args.json", recipe)
+    fixed = fix_text(source, path, settings, unsafe=True).text
+    assert json.loads(fixed)["gradient_checkpointing_kwargs"] == {"use_reentrant": False}
+    assert fixed == recipe.replace('"use_reentrant": true', '"use_reentrant": false')
+
+
+# --- fixtures and the command line -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", RECIPE_FIXTURES, ids=lambda p: p.relative_to(p.parents[2]).as_posix())
+def test_recipe_fixture_findings_and_fixes(path: Path):
+    project_settings, index = project_of(path)
+    text = path.read_text(encoding="utf-8")
+    outcome = lint_text(text, path, project_settings, display_path=relative(path), project=index)
+    assert outcome.parsed
+    assert {(relative(path), d.location.row, d.code) for d in outcome.diagnostics} == expected_findings(path)
+    fixed = fix_text(text, path, project_settings, unsafe=True, display_path=relative(path), project=index)
+    assert fixed.error is None
+    if path.suffix in (".yaml", ".yml"):
+        assert yaml.safe_load(fixed.text) is not None
+        # Only the edited value changed, or one line was added; comments and layout kept.
+        old_lines, new_lines = text.splitlines(), fixed.text.splitlines()
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old_lines, b=new_lines).get_opcodes():
+            if tag == "replace":
+                assert [a.replace("true", "false") for a in old_lines[i1:i2]] == new_lines[j1:j2]
+            elif tag == "insert":
+                assert all("use_reentrant" in line for line in new_lines[j1:j2])
+            else:
+                assert tag == "equal"
+    assert fix_text(fixed.text, path, project_settings, unsafe=True, project=index).applied == ()
+
+
+def test_cli_walks_recipes_and_honours_include(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers==4.46.3"]\n')
+    (tmp_path / "sft.yaml").write_text("gradient_checkpointing: true\nfsdp: full_shard\n")
+    (tmp_path / "data.json").write_text('{"tokens": [1, 2, 3]}')
+    (tmp_path / "broken.yml").write_text("fsdp: [full_shard\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", ".", "--no-cache", "--output-format", "json"])
+    assert result.exit_code == 1
+    reported = sorted((item["filename"], item["code"]) for item in json.loads(result.stdout))
+    assert [(Path(f).name, c) for f, c in reported] == [("broken.yml", "CKPT900"), ("sft.yaml", "CKPT004")]
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndependencies = ["transformers==4.46.3"]\n[tool.ckptlint]\ninclude = ["*.py"]\n'
+    )
+    result = CliRunner().invoke(main, ["check", ".", "--no-cache"])
+    assert result.exit_code == 0, result.output
+
+
+def test_noqa_at_the_end_of_a_continued_command(tmp_path):
+    script = (
+        "accelerate launch --config_file fsdp.yaml train.py \\\n"
+        "    --gradient_checkpointing True \\\n"
+        "    --output_dir out  # noqa: CKPT004\n"
+        "accelerate launch --config_file fsdp.yaml train.py --gradient_checkpointing True\n"
+    )
+    outcome, *_ = lint(tmp_path, "run.sh", script, **{"fsdp.yaml": "distributed_type: FSDP\n"})
+    assert found(outcome) == [(4, 52, "CKPT004")]
+
+
+def test_shebang_scripts_without_suffix_are_launch_scripts(tmp_path):
+    outcome, *_ = lint(
+        tmp_path,
+        "run_sft",
+        "#!/usr/bin/env bash\naccelerate launch --config_file fsdp.yaml train.py --gradient_checkpointing\n",
+        **{"fsdp.yaml": "distributed_type: FSDP\n"},
+    )
+    assert found(outcome) == [(2, 52, "CKPT004")]
+
+
+def test_trainer_fsdp_config_overrides_the_accelerate_plugin(tmp_path):
+    config = {"fsdp.yaml": "distributed_type: FSDP\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"}
+    script = "accelerate launch --config_file fsdp.yaml train.py {recipe} --gradient_checkpointing true\n"
+    outcome, *_ = lint(tmp_path, "run.sh", script.format(recipe=""), TF5, **config)
+    assert found(outcome) == [(1, 53, "CKPT005")]  # the Trainer refuses both, whatever the implementation
+    outcome, *_ = lint(
+        tmp_path, "run.sh", script.format(recipe="args.yaml"), TF5,
+        **config, **{"args.yaml": "fsdp_config:\n  activation_checkpointing: false\n"},
+    )
+    assert found(outcome) == [(1, 62, "CKPT004")]
+
+
+def test_axolotl_defaults_to_reentrant_kwargs(tmp_path):
+    recipe = "base_model: m\ndatasets: []\ngradient_checkpointing: {value}\nfsdp: [shard_grad_op, auto_wrap]\n{extra}"
+    for value, extra, expected in [
+        ("true", "", [(3, 1, "CKPT002")]),  # whatever transformers' default
+        ("offload", "", [(3, 1, "CKPT002")]),
+        ("true", "gradient_checkpointing_kwargs: {use_reentrant: false}\n", []),
+        ("true", "rl: dpo\n", []),  # the kwargs stay None: transformers 5's default
+        ("false", "", []),
+    ]:
+        outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(value=value, extra=extra), TF5)
+        assert found(outcome) == expected, (value, extra)
+
+
+def test_include_must_be_a_list_of_patterns(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.ckptlint]\nextend-include = 3\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "."])
+    assert result.exit_code == 2
+    assert "extend-include" in result.output
