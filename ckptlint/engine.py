@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,16 +287,26 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
 
     if SKIP_FILE.search(text):
         return LintOutcome(())
-    outcome = lint_recipe(
-        text,
-        path,
-        display,
-        kind,
-        settings.target_versions,
-        settings.enabled_codes,
-        project_root=settings.project_root,
-        display_of=_display_of,
-    )
+
+    def run():
+        return lint_recipe(
+            text,
+            path,
+            display,
+            kind,
+            settings.target_versions,
+            settings.enabled_codes,
+            project_root=settings.project_root,
+            display_of=_display_of,
+        )
+
+    try:
+        outcome = on_deep_stack(run)
+    except AnalysisTimeout:
+        message = f"analysis stopped after {file_time_limit():g} s (the per-file time limit)"
+        return LintOutcome((_parse_error(display, 1, 1, message, kind=""),), parsed=False)
+    except Exception:  # a bug of ours: reported with the file, the run goes on
+        return LintOutcome((), (f"{display}: internal error reading the recipe:\n{traceback.format_exc(limit=-4)}",))
     return LintOutcome(_reportable(outcome.diagnostics, path, settings), parsed=outcome.parsed)
 
 

@@ -389,3 +389,26 @@ def test_include_must_be_a_list_of_patterns(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["check", "."])
     assert result.exit_code == 2
     assert "extend-include" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        ("deep.yaml", b"fsdp: " + b"[" * 20000 + b"]" * 20000 + b"\n", [(1, 1, "CKPT900")]),
+        ("deep.json", b'{"fsdp": ' + b"[" * 20000 + b"]" * 20000 + b"}\n", [(1, 1, "CKPT900")]),
+        ("tabs.yaml", b"fsdp:\n\t- full_shard\n", [(2, 1, "CKPT900")]),
+        ("bom.yaml", "\ufeffgradient_checkpointing: true\nfsdp: full_shard\n".encode(), [(1, 1, "CKPT004")]),
+        ("cr.yaml", b"gradient_checkpointing: true\rfsdp: full_shard\r", [(1, 1, "CKPT004")]),
+        ("data.json", b'{"vocab": {"fsdp": 1}}', []),
+        ("empty.yaml", b"# fsdp notes only\n", []),
+        ("weird.sh", b'echo "unterminated $(fsdp\ncat <<EOF\nfsdp\n', []),
+        ("long.sh", b"accelerate launch t.py " + b"--gradient_checkpointing 1 " * 50000 + b"\n", []),
+    ],
+)
+def test_hostile_recipes_never_crash(tmp_path, name, data, expected):
+    (tmp_path / name).write_bytes(data)
+    result = CliRunner().invoke(
+        main, ["check", str(tmp_path / name), "--no-cache", "--output-format", "json", "--target-version", "transformers=4.46"]
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert sorted((i["location"]["row"], i["location"]["column"], i["code"]) for i in json.loads(result.stdout)) == expected

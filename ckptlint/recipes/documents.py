@@ -113,6 +113,8 @@ def parse_recipe(text: str, path: str, *, is_json: bool) -> list[Recipe]:
         settings: dict[tuple[str, ...], Setting] = {}
         try:
             _flatten(node, (), path, settings, frozenset())
+        except RecursionError:
+            raise RecipeSyntaxError("the document is nested too deeply to read", 1, 1) from None
         except ConstructorError as error:
             mark = error.problem_mark or error.context_mark
             row, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
