@@ -99,6 +99,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement (the best is reported)")
     parser.add_argument("--jobs", type=int, default=None, help="ckptlint --jobs (default: the cores)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
+    parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (it takes minutes per 1,000 files)")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="ckptlint-bench-"))
@@ -129,7 +130,9 @@ def main() -> int:
         single = [*ckptlint, str(touched.relative_to(tree))]
         results.append(timed("ckptlint, that one file", single, tree, args.repeat))
 
-        if importlib.util.find_spec("torchfix") is not None:
+        if args.no_torchfix:
+            print("TorchFix skipped (--no-torchfix)", file=sys.stderr)
+        elif importlib.util.find_spec("torchfix") is not None:
             torchfix = [sys.executable, "-m", "torchfix", "--select", "TOR003", *targets]
             results.append(timed("torchfix --select TOR003", torchfix, tree, args.repeat))
         else:

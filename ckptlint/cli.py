@@ -204,9 +204,9 @@ def check(
 
     for message in result.notices:
         click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
-    for message in [*result.errors, *result.internal_errors]:
+    for message in [*result.errors, *result.file_errors, *result.internal_errors]:
         click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
-    if result.errors or result.internal_errors:
+    if result.errors or result.file_errors or result.internal_errors:
         sys.exit(EXIT_ERROR)
     if exit_zero:
         sys.exit(EXIT_CLEAN)

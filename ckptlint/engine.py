@@ -25,7 +25,7 @@ from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
 from ckptlint.project import ProjectIndex
 from ckptlint.recipes import recipe_kind
-from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_rules, rule_by_code
+from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_codes, all_rules, rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
 from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Location
@@ -36,6 +36,26 @@ NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE
 )
 MAX_FIX_ITERATIONS = 10
+_NOQA_WITH_OUR_CODE = re.compile(r"#\s*noqa:[^\n]*?CKPT", re.IGNORECASE)
+
+
+def unknown_noqa_codes(text: str, display: str) -> tuple[str, ...]:
+    """`# noqa: CKPT999`: a ckptlint code that names no rule (a typo suppresses nothing).
+    Other tools' codes (`E501`) are not ckptlint's to judge."""
+    if "noqa" not in text and "NOQA" not in text:
+        return ()
+    known = set(all_codes())
+    problems = []
+    for row, line in enumerate(LineIndex(text).lines(), start=1):
+        if not _NOQA_WITH_OUR_CODE.search(line):
+            continue
+        for match in NOQA.finditer(line):
+            for code in re.split(r"[\s,]+", match.group("codes") or ""):
+                if code.upper().startswith("CKPT") and code.upper() not in known:
+                    problems.append(
+                        f"{display}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
+                    )
+    return tuple(problems)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
 from ckptlint.discovery import PYTHON_SUFFIXES, discover
-from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unreadable
+from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
 from ckptlint.recipes import is_recipe_path
@@ -76,9 +76,10 @@ def check_decoded(
     project: ProjectIndex | None = None,
 ) -> FileResult:
     """Lint (and with fixes on, fix in memory) one decoded file."""
+    errors = unknown_noqa_codes(decoded.text, display)
     if not options.computes_fixes:
         outcome = lint_text(decoded.text, path, settings, display_path=display, project=project)
-        return FileResult(display, outcome.diagnostics, internal_errors=outcome.internal_errors)
+        return FileResult(display, outcome.diagnostics, internal_errors=outcome.internal_errors, errors=errors)
     fixed = fix_text(decoded.text, path, settings, unsafe=options.unsafe_fixes, display_path=display, project=project)
     changed = fixed.text != decoded.text
     return FileResult(
@@ -88,6 +89,7 @@ def check_decoded(
         source=decoded.text,
         fixed_source=fixed.text if changed else None,
         internal_errors=fixed.remaining.internal_errors + ((fixed.error,) if fixed.error else ()),
+        errors=errors,
     )
 
 
@@ -213,7 +215,7 @@ def check_paths(
 
     for (path, _, _, digest), result in zip(pending, fresh):
         results.append(result)
-        if cache is not None and digest is not None and not result.internal_errors and not result.notices:
+        if cache is not None and digest is not None and not result.internal_errors and not result.notices and not result.errors:
             cache.put(str(path.absolute()), digest, result.diagnostics)
     warning = cache.save() if cache is not None else None
     return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=(warning,) if warning else ())

@@ -101,6 +101,9 @@ class LineIndex:
         row = bisect.bisect_right(self.line_starts, offset)
         return Location(row, offset - self.line_starts[row - 1] + 1)
 
+    def lines(self) -> list[str]:
+        return [self.line(row) for row in range(1, len(self.line_starts) + 1)]
+
     def line(self, row: int) -> str:
         start = self.line_starts[row - 1]
         end = self.line_starts[row] if row < len(self.line_starts) else len(self.text)

@@ -75,6 +75,8 @@ class FileResult:
     skipped: bool = False
     # Warnings that do not change the exit code (a file too large to analyse).
     notices: tuple[str, ...] = ()
+    # Mistakes in the file's own ckptlint directives (`# noqa: CKPT999`): exit 2.
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,10 @@ class RunResult:
     @property
     def diagnostics(self) -> list[Diagnostic]:
         return sorted((d for f in self.files for d in f.diagnostics), key=lambda d: d.sort_key)
+
+    @property
+    def file_errors(self) -> list[str]:
+        return [e for f in self.files for e in f.errors]
 
     @property
     def internal_errors(self) -> list[str]:

@@ -282,3 +282,94 @@ def test_a_file_past_the_time_limit_is_reported_and_the_run_goes_on(cli, make_pr
         ("slow.py", 1, 1, "CKPT900", "analysis stopped after 0.5 s (the per-file time limit)"),
     ]
     assert "Traceback" not in result.stderr
+
+
+# The cases whose only problem is a parse error or an unreadable file, and those with a fix.
+UNFIXABLE = {name for name, (_, expected, _) in CASES.items() if {c for *_, c in expected} & {"CKPT900", "CKPT901"}}
+FIXED_CASES = {name for name, (_, expected, _) in CASES.items() if {c for *_, c in expected} == {"CKPT001"}}
+FIXABLE = IMPORT + b"def f(block, x):\n    return checkpoint(block, x)\n"
+RECIPE = b"gradient_checkpointing: true  # memory\ngradient_checkpointing_kwargs:\n  use_reentrant: true\nfsdp: shard_grad_op\n"
+
+
+def test_hostile_directory_fixed_twice_and_concurrently(tmp_path):
+    """Every hostile case, fixable files, a recipe, odd paths and links, fixed by two processes
+    at once sharing one cache, then again: no traceback, every problem reported with its path,
+    unfixable files byte-identical, fixed files valid and stable, and the cache still valid."""
+    import ast
+    import subprocess
+    import sys
+
+    import yaml
+
+    root = tmp_path / "hostile project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    for name, (data, _, _) in CASES.items():
+        (root / name).write_bytes(data)
+    for index in range(6):
+        (root / f"fixable_{index}.py").write_bytes(FIXABLE)
+    (root / "sub dir ünïcode").mkdir()
+    (root / "sub dir ünïcode" / "módulo con espacios.py").write_bytes(FIXABLE)
+    (root / "recipe.yaml").write_bytes(RECIPE)
+    (root / "package.py").mkdir()
+    (root / "dangling.py").symlink_to(root / "missing.py")
+    (root / "loop").symlink_to(root)
+    originals = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+    command = [sys.executable, "-m", "ckptlint", "check", ".", "--fix", "--unsafe-fixes", "--output-format", "json",
+               "--target-version", "transformers=4.46"]  # fmt: skip
+    processes = [
+        subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)
+    ]
+    results = [(p.returncode, *p.communicate(timeout=300)) for p in processes]
+    results = [(p.returncode, out, err) for p, (_, out, err) in zip(processes, results)]
+    again = subprocess.run(command, cwd=root, capture_output=True, timeout=300)
+    assert again.returncode == 1 and again.stderr == b"", again.stderr.decode()
+    results.append((again.returncode, again.stdout, again.stderr))
+    for code, out, err in results:
+        assert b"Traceback" not in err and b"Traceback" not in out
+        # Racing the other process, a run may find a file changed under it: it says so, writes
+        # nothing to that file, and exits 2.
+        errors = [line for line in err.decode().splitlines() if line.startswith("error:")]
+        assert code == (2 if errors else 1), err.decode()
+        assert all("changed on disk while ckptlint was running; not overwritten" in line for line in errors)
+        reported = {Path(d["filename"]).name for d in json.loads(out)}
+        assert UNFIXABLE <= reported
+        assert "dangling.py" in reported  # (a directory named `package.py` is walked, not read)
+
+    for path, before in originals.items():
+        after = path.read_bytes()
+        if path.name.startswith(("fixable_", "módulo")) or path.name in FIXED_CASES:
+            assert b"use_reentrant=False" in after and ast.parse(after)
+        elif path.name == "recipe.yaml":
+            assert after == RECIPE.replace(b"use_reentrant: true", b"use_reentrant: false")
+            assert yaml.safe_load(after)
+        else:
+            assert after == before, path.name  # nothing fixable: never rewritten
+    assert not list(root.rglob("*ckptlint-tmp"))  # no temporary file left behind
+
+    # The cache the concurrent runs wrote gives what a run without it gives.
+    check = [sys.executable, "-m", "ckptlint", "check", ".", "--output-format", "json", "--target-version", "transformers=4.46"]
+    cached = subprocess.run(check, cwd=root, capture_output=True, timeout=300)
+    fresh = subprocess.run(check + ["--no-cache"], cwd=root, capture_output=True, timeout=300)
+    assert cached.stdout == fresh.stdout and cached.returncode == fresh.returncode == 1
+
+
+def test_unknown_ckptlint_code_in_noqa_is_a_configuration_error(cli, make_project):
+    root = make_project(
+        {
+            "model.py": "from torch.utils.checkpoint import checkpoint\n"
+            "y = checkpoint(block, x)  # noqa: CKPT01\n"
+            "z = checkpoint(block, x)  # noqa: E501, CKPT001\n",
+            "launch.sh": "accelerate launch train.py --gradient_checkpointing  # noqa: CKPT999\n",
+        }
+    )
+    result = cli([".", "--no-cache"], cwd=root)
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert [e.split(" names")[0] for e in errors] == [
+        "error: launch.sh:1: `# noqa: CKPT999`",
+        "error: model.py:2: `# noqa: CKPT01`",
+    ]
+    assert "known codes: CKPT001, CKPT002" in errors[0]
+    assert "model.py:2:5: CKPT001" in result.stdout  # the typo suppressed nothing
