@@ -412,3 +412,21 @@ def test_hostile_recipes_never_crash(tmp_path, name, data, expected):
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert sorted((i["location"]["row"], i["location"]["column"], i["code"]) for i in json.loads(result.stdout)) == expected
+
+
+def test_environment_and_json_string_kwargs(tmp_path):
+    outcome, *_ = lint(
+        tmp_path,
+        "run.sh",
+        """
+        ACCELERATE_USE_FSDP=true FSDP_SHARDING_STRATEGY=SHARD_GRAD_OP python train.py args.yaml
+        ACCELERATE_USE_FSDP=false python train.py args.yaml
+        ACCELERATE_USE_FSDP=1 FSDP_ACTIVATION_CHECKPOINTING=true accelerate launch src/train.py lf.yaml
+        """,
+        TF5,
+        **{
+            "args.yaml": "gradient_checkpointing: true\ngradient_checkpointing_kwargs: '{\"use_reentrant\": true}'\n",
+            "lf.yaml": "stage: sft\nfinetuning_type: lora\ntemplate: llama3\n",
+        },
+    )
+    assert found(outcome) == [(1, 79, "CKPT002"), (3, 89, "CKPT005")]

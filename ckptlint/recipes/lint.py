@@ -19,7 +19,7 @@ from pathlib import Path
 from ckptlint.recipes.checks import RecipeFinding, check_setup
 from ckptlint.recipes.documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
-from ckptlint.recipes.launch import Launch, Option, option_value, read_launch
+from ckptlint.recipes.launch import Launch, Option, hf_bool, option_value, read_launch
 from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
 from ckptlint.recipes.shell import Word, parse_script
 from ckptlint.source import LineIndex, decode_source, read_source_bytes
@@ -28,6 +28,13 @@ from ckptlint.versions import TargetVersions
 
 # A recipe without one of these words cannot hold a finding: it is not parsed.
 TRIGGERS = ("gradient_checkpointing", "fsdp", "FSDP", "activation_checkpointing", "use_reentrant")
+_ACCELERATE_ENVIRONMENT = {
+    "ACCELERATE_USE_FSDP": ("distributed_type",),
+    "FSDP_ACTIVATION_CHECKPOINTING": ("fsdp_config", "fsdp_activation_checkpointing"),
+    "FSDP_SHARDING_STRATEGY": ("fsdp_config", "fsdp_sharding_strategy"),
+    "FSDP_RESHARD_AFTER_FORWARD": ("fsdp_config", "fsdp_reshard_after_forward"),
+    "FSDP_VERSION": ("fsdp_config", "fsdp_version"),
+}
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 
 
@@ -179,6 +186,14 @@ def _check_launch(
         return recipe
 
     launch_config: dict[tuple[str, ...], Setting] = {}
+    # accelerate reads its FSDP options from the environment too (`accelerate launch` sets
+    # these from its config file; a script may set them itself).
+    for name, word in launch.command.assignments:
+        key = _ACCELERATE_ENVIRONMENT.get(name)
+        if key is not None and word.value is not None:
+            value = "FSDP" if key == ("distributed_type",) and hf_bool(word.value) else word.value
+            if key != ("distributed_type",) or value == "FSDP":
+                launch_config[key] = Setting(key, value, script, word.span, word.span)
     if launch.launcher == "accelerate":
         config_option = launch.launcher_option("config_file")
         launch_config.update(_prefixed(load(config_option.value if config_option else None), ()))

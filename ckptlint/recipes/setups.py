@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -174,8 +175,14 @@ def accelerate_fsdp(config: Settings) -> Fsdp | None:
 
 
 def _kwargs_shape(value: object) -> tuple[KwargsShape, Reentrancy]:
-    """`gradient_checkpointing_kwargs` as written in a recipe (a mapping or a JSON string
-    already parsed), on the Trainer's path."""
+    """`gradient_checkpointing_kwargs` as written in a recipe (a mapping, or a JSON string:
+    `TrainingArguments.__post_init__` parses those for its dict fields), on the Trainer's
+    path."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return KwargsShape.UNKNOWN, Reentrancy.UNKNOWN
     if value is None:
         return KwargsShape.DEFAULT, Reentrancy.UNKNOWN
     if not isinstance(value, dict):
