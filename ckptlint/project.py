@@ -166,6 +166,10 @@ class ClassFacts:
     # by attribute: the classes it holds, absolute where resolvable.
     modules: tuple[tuple[str, tuple[str, ...]], ...] = ()
     methods: tuple[MethodFacts, ...] = ()
+    # `self.<attr> = nn.Sequential(m0, m1, ...)` written member by member: per attribute, the
+    # classes of each member in order (for `checkpoint_sequential`, whose last segment runs
+    # without checkpointing).
+    sequences: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,10 @@ class FileFacts:
                             tuple(m.get("evaluated", ())), tuple(m.get("mutations", ())),
                         )
                         for m in c.get("methods", ())
+                    ),
+                    tuple(
+                        (attr, tuple(tuple(member) for member in members))
+                        for attr, members in c.get("sequences", ())
                     ),
                 )
                 for c in data["classes"]
@@ -389,6 +397,7 @@ class _Extractor:
                         tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases),
                         self._modules_of(node),
                         self._methods_of(node),
+                        self._sequences_of(node),
                     )
                 )
                 self._function(qualified, (), node.body, enclosing_class=qualified)
@@ -527,6 +536,32 @@ class _Extractor:
                     if classes:
                         found.setdefault(target.attr, []).extend(classes)
         return tuple((attr, tuple(dict.fromkeys(classes))) for attr, classes in sorted(found.items()))
+
+    def _sequences_of(self, node: ast.ClassDef) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+        found: dict[str, tuple[tuple[str, ...], ...] | None] = {}
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for statement in ast.walk(method):
+                if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+                    continue
+                target, value = statement.targets[0], statement.value
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+                    continue
+                name = (self.resolve(value.func) or _dotted(value.func)) if isinstance(value, ast.Call) else None
+                literal = (
+                    name is not None
+                    and name.rsplit(".", 1)[-1] == "Sequential"
+                    and not value.keywords
+                    and not any(isinstance(arg, ast.Starred) for arg in value.args)
+                )
+                # Assigned twice, or not member by member: the order is not known.
+                found[target.attr] = (
+                    tuple(tuple(self._constructed(arg)) for arg in value.args)
+                    if literal and target.attr not in found
+                    else None
+                )
+        return tuple((attr, members) for attr, members in sorted(found.items()) if members is not None)
 
     def _constructed(self, value: ast.AST) -> list[str]:
         """The module classes a value builds: `Cls(...)`, and the members of containers."""
@@ -733,9 +768,26 @@ def _self_attribute(expr: ast.AST) -> str | None:
     return None
 
 
+def _is_use_cache(expr: ast.AST) -> bool:
+    return (isinstance(expr, ast.Name) and expr.id == "use_cache") or (
+        isinstance(expr, ast.Attribute) and expr.attr == "use_cache"
+    )
+
+
 def _rules_out_training(test: ast.AST) -> bool | None:
     """True if an `if` test can only hold outside training (`not self.training`,
-    `torch.jit.is_scripting()`), False if only in training (`self.training`), else None."""
+    `torch.jit.is_scripting()`), False if only in training (`self.training`), else None.
+
+    A KV-cache guard (`if use_cache:`, `if self.use_cache and ...`, `if self.config.use_cache:`)
+    counts as outside training too: under checkpointing in training transformers turns
+    `use_cache` off (per architecture before 5.0, in `GradientCheckpointingLayer` from 5.0;
+    CKPT020 reports the loops where it stays on), and a training forward has no use for a cache."""
+    if _is_use_cache(test) or (
+        isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(_is_use_cache(v) for v in test.values)
+    ):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_use_cache(test.operand):
+        return False
     text = ast.unparse(test)
     if text in ("not self.training", "self.training is False", "self.training == False"):
         return True
@@ -777,6 +829,8 @@ def _state_mutations(body: Sequence[ast.stmt]) -> list[str]:
                     visit(statement.body)
                 if outside_training is not False:
                     visit(statement.orelse)
+                if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                    return  # `if not use_cache: return out`: what follows cannot run in training
             elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
                 visit(statement.body)
                 visit(statement.orelse)
@@ -1045,6 +1099,15 @@ class ProjectIndex:
             if facts is not None:
                 found.update(dict(facts.modules))
         return found
+
+    def class_sequence(self, name: str, attribute: str) -> tuple[tuple[str, ...], ...] | None:
+        """The members of `self.<attribute> = nn.Sequential(...)` in order, each as the classes
+        it builds, when the class (or a base) writes it member by member."""
+        for ancestor in self.ancestors(name):
+            facts = self.class_named(ancestor)
+            if facts is not None and any(attr == attribute for attr, _ in facts.modules):
+                return dict(facts.sequences).get(attribute)
+        return None
 
     def class_method(self, name: str, method: str) -> MethodFacts | None:
         for ancestor in self.ancestors(name):

@@ -42,6 +42,10 @@ class CheckpointedBatchnorm(RegionRule):
     torch 2.13 (CPU): a `Conv2d -> BatchNorm2d` block run once in training through
     `checkpoint` ends the step with `num_batches_tracked == 2` with either implementation
     (1 without checkpointing), and `running_mean` moved twice (`tests/test_closure_rules.py`).
+    `checkpoint_sequential(seq, segments, x)` checkpoints the first `segments - 1` segments
+    of `len(seq) // segments` members and runs the rest plainly: a BatchNorm there is updated
+    once (measured: 1 in the last segment, 2 in the first), so with `seq` written member by
+    member and `segments` a literal, only the checkpointed members count.
     """
 
     code = "CKPT010"
@@ -68,6 +72,21 @@ class CheckpointedBatchnorm(RegionRule):
         )
 
     valid = [
+        # checkpoint_sequential runs its last segment without checkpointing.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint_sequential
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.BatchNorm1d(8))
+
+                def forward(self, x):
+                    return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)
+            """
+        ),
         # LayerNorm / GroupNorm; BatchNorm without running statistics; BN in eval mode.
         Valid(
             """
@@ -93,6 +112,24 @@ class CheckpointedBatchnorm(RegionRule):
         ),
     ]
     invalid = [
+        # ... but a BatchNorm in an earlier segment is recomputed.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint_sequential
+
+            class Stem(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 3))
+
+                def forward(self, x):
+                    return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)
+            """,
+            line=10,
+            column=16,
+            message_contains="Stem.layers -> (torch.nn.BatchNorm2d)",
+        ),
         # A class wrapped by apply_activation_checkpointing(check_fn=...).
         Invalid(
             """

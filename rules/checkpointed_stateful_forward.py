@@ -37,8 +37,11 @@ class CheckpointedStatefulForward(RegionRule):
     it so that it cannot run during the recomputation.
 
     Not reported: writes guarded so they cannot run in training (`if not self.training:`,
-    `torch.jit.is_scripting()` branches), writes in `__init__`, writes to locals, regions
-    that cannot be resolved. No fix.
+    `torch.jit.is_scripting()` branches, or after `if self.training: return ...`), KV-cache
+    writes behind `use_cache` (`if use_cache:`, `if self.use_cache and ...`, after `if not
+    use_cache: return ...`: under checkpointing in training transformers turns the cache off,
+    and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
+    regions that cannot be resolved. No fix.
 
     ## Evidence
     torch 2.13 (CPU): a module whose forward does `self.calls += 1`, checkpointed with either
@@ -70,6 +73,34 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # GPT-NeoX / Hugging Face style cache writes behind `use_cache` (off in checkpointed
+        # training), and a flag guard.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Attention(nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    self.use_cache = config.use_cache
+                    self.key_cache = []
+                    self.proj = nn.Linear(8, 8)
+
+                def _attend(self, x, use_cache=False):
+                    if use_cache:
+                        self.key_cache.append(x)
+                    if self.use_cache and x.shape[0] > 1:
+                        self.key_cache.append(x)
+                    if not self.use_cache:
+                        return self.proj(x)
+                    self.key_cache.append(x)
+                    return self.proj(x)
+
+                def forward(self, x):
+                    return checkpoint(self._attend, x, use_reentrant=False)
+            """
+        ),
         # Writes in __init__, to locals, or guarded out of training.
         Valid(
             """

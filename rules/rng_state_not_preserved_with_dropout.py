@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import libcst as cst
+
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, literal_bool
-from ckptlint.analysis.regions import RegionRule, region_randomness, shown
+from ckptlint.analysis.regions import RegionRule, class_region, region_randomness, shown
 from ckptlint.analysis.transforms import remove_keyword
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -12,8 +14,12 @@ class RngStateNotPreservedWithDropout(RegionRule):
 
     ## What it does
     Finds `checkpoint(...)` and `checkpoint_sequential(...)` called with
-    `preserve_rng_state=False` (written in the call or bound by a `functools.partial`)
-    whose region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`,
+    `preserve_rng_state=False` (written in the call or bound by a `functools.partial`), and
+    `checkpoint_wrapper(Block(...), preserve_rng_state=False)` /
+    `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
+    preserve_rng_state=False), check_fn=lambda m: isinstance(m, Block))` (the partial inline or
+    bound to a name in the file; the wrapper passes the keyword on to `checkpoint`), whose
+    region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`,
     `F.dropout*`, `torch.bernoulli` / `torch.rand`, or `scaled_dot_product_attention` with a
     non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
     across the project's files). The region is resolved through the project index:
@@ -49,19 +55,69 @@ class RngStateNotPreservedWithDropout(RegionRule):
     torch 2.13 (CPU): a block `Linear -> Dropout(0.5)` checkpointed with
     `preserve_rng_state=False` gives input gradients that differ from the unchecked run (the
     recomputed mask differs), with either implementation; with the default they match
-    exactly (`tests/test_closure_rules.py`).
+    exactly (`tests/test_closure_rules.py`). The same through `apply_activation_checkpointing(
+    ..., checkpoint_wrapper_fn=partial(checkpoint_wrapper, preserve_rng_state=False))`: the
+    wrapper hands the keyword to `checkpoint`, and the gradients differ; with the plain
+    `checkpoint_wrapper` they match.
     """
 
     code = "CKPT033"
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE
-    triggers = SITE_TRIGGERS
+    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper")
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         return True  # only torch's checkpoint calls are checked: the trigger words decide
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._bound: dict[str, list[cst.BaseExpression]] = {}  # name -> values assigned in this file
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._bound.setdefault(target.target.value, []).append(node.value)
+
+    def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
+        """`checkpoint_wrapper(Block(...), preserve_rng_state=False)`, or
+        `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
+        preserve_rng_state=False), check_fn=...)` (the partial inline or bound to a name)."""
+        found = self._wrapper_keyword(node)
+        if found is None:
+            return
+        call, keyword = found
+        random = region_randomness(
+            class_region(class_name), self.context.project, frozenset(self.context.settings.stateful_modules)
+        )
+        if not random:
+            return
+        self.report(
+            node,
+            f"`{api}` with `preserve_rng_state=False` checkpoints `{class_name.rsplit('.', 1)[-1]}`, which draws "
+            f"random numbers ({shown(random)}): the recomputation in backward draws new masks, so gradients belong "
+            "to a different network than the loss; remove `preserve_rng_state=False`",
+            replacements=[Replacement(call, remove_keyword(call, "preserve_rng_state"))],
+            fix_message="Remove `preserve_rng_state=False`",
+        )
+
+    def _wrapper_keyword(self, node: cst.Call) -> tuple[cst.Call, cst.Arg] | None:
+        candidates = [node]
+        wrapper_fn = next((a.value for a in node.args if a.keyword and a.keyword.value == "checkpoint_wrapper_fn"), None)
+        if isinstance(wrapper_fn, cst.Call):
+            candidates.append(wrapper_fn)
+        elif isinstance(wrapper_fn, cst.Name) and len(self._bound.get(wrapper_fn.value, ())) == 1:
+            value = self._bound[wrapper_fn.value][0]
+            if isinstance(value, cst.Call):
+                candidates.append(value)
+        for call in candidates:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "preserve_rng_state":
+                    if literal_bool(arg.value) is Reentrancy.EXPLICIT_FALSE:
+                        return call, arg
+        return None
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         keyword = site.keywords.get("preserve_rng_state")
@@ -83,6 +139,32 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # `preserve_rng_state=False` on the wrapper of a block without randomness.
+        Valid(
+            """
+            import functools
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing,
+                checkpoint_wrapper,
+            )
+
+            class MLP(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.norm = nn.LayerNorm(8)
+
+                def forward(self, x):
+                    return self.norm(self.fc(x))
+
+            apply_activation_checkpointing(
+                model,
+                checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, preserve_rng_state=False),
+                check_fn=lambda m: isinstance(m, MLP),
+            )
+            """
+        ),
         # No randomness in the region; the default; p=0.
         Valid(
             """
@@ -123,6 +205,85 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # Through accelerate-style `apply_activation_checkpointing` with a partial bound to a name.
+        Invalid(
+            """
+            import functools
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing,
+                checkpoint_wrapper,
+            )
+
+            class DecoderLayer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Linear(8, 8)
+                    self.dropout = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return self.dropout(self.mlp(x))
+
+            no_rng = functools.partial(checkpoint_wrapper, preserve_rng_state=False)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=no_rng, check_fn=lambda m: isinstance(m, DecoderLayer))
+            """,
+            line=18,
+            column=1,
+            message_contains="DecoderLayer.dropout -> (torch.nn.Dropout)",
+            expected_fix="""
+            import functools
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing,
+                checkpoint_wrapper,
+            )
+
+            class DecoderLayer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Linear(8, 8)
+                    self.dropout = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return self.dropout(self.mlp(x))
+
+            no_rng = functools.partial(checkpoint_wrapper)
+            apply_activation_checkpointing(model, checkpoint_wrapper_fn=no_rng, check_fn=lambda m: isinstance(m, DecoderLayer))
+            """,
+        ),
+        # `checkpoint_wrapper(Block(...), preserve_rng_state=False)`.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.drop = nn.Dropout(0.2)
+
+                def forward(self, x):
+                    return self.drop(x)
+
+            layers = nn.ModuleList([checkpoint_wrapper(Block(), preserve_rng_state=False) for _ in range(4)])
+            """,
+            line=12,
+            column=25,
+            expected_fix="""
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.drop = nn.Dropout(0.2)
+
+                def forward(self, x):
+                    return self.drop(x)
+
+            layers = nn.ModuleList([checkpoint_wrapper(Block()) for _ in range(4)])
+            """,
+        ),
         Invalid(
             """
             import torch.nn as nn

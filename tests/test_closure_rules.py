@@ -187,6 +187,35 @@ def test_dropout_recomputed_without_the_rng_state_draws_another_mask(reentrant):
     assert not torch.allclose(input_gradient(preserve_rng_state=False), reference)
 
 
+def test_checkpoint_wrapper_passes_preserve_rng_state_on():
+    """CKPT033 through `checkpoint_wrapper`: torch's wrapper hands `preserve_rng_state=False`
+    to checkpoint, and the recomputed dropout mask differs."""
+    torch = pytest.importorskip("torch")
+    import functools
+
+    import torch.nn as nn
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing,
+        checkpoint_wrapper,
+    )
+
+    def input_gradient(wrapper_fn):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5))).train()
+        if wrapper_fn is not None:
+            apply_activation_checkpointing(
+                model, checkpoint_wrapper_fn=wrapper_fn, check_fn=lambda m: isinstance(m[-1], nn.Dropout) if isinstance(m, nn.Sequential) and len(m) == 2 else False
+            )
+        torch.manual_seed(1)
+        x = torch.randn(8, 16, requires_grad=True)
+        model(x).pow(2).sum().backward()
+        return x.grad
+
+    reference = input_gradient(None)
+    assert torch.equal(input_gradient(checkpoint_wrapper), reference)
+    assert not torch.allclose(input_gradient(functools.partial(checkpoint_wrapper, preserve_rng_state=False)), reference)
+
+
 def test_dropout_two_modules_away_in_another_file(cli, make_project):
     from conftest import json_findings
 
@@ -354,3 +383,19 @@ def test_batchnorm_defined_in_one_module_checkpointed_in_another_four_ways(cli, 
         ("model.py", 26, 5, "CKPT010"),
     ]
     assert "Net.stage -> ConvBN.bn -> (torch.nn.BatchNorm2d)" in findings[0][4]
+
+
+@pytest.mark.parametrize(("position", "updates"), [("first", 2), ("last", 1)])
+def test_checkpoint_sequential_leaves_its_last_segment_unchecked(position, updates):
+    """CKPT010's evidence for `checkpoint_sequential`: a BatchNorm in the last segment runs
+    once (torch runs that segment without checkpointing); in an earlier one, twice."""
+    torch = pytest.importorskip("torch")
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    layers = [nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)]
+    bn = nn.BatchNorm1d(8)
+    sequence = nn.Sequential(*([bn, *layers] if position == "first" else [*layers, bn])).train()
+    x = torch.randn(4, 8, requires_grad=True)
+    checkpoint_sequential(sequence, 2, x, use_reentrant=False).sum().backward()
+    assert int(bn.num_batches_tracked) == updates

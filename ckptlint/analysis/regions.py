@@ -5,7 +5,9 @@ region runs, through the project index's class summaries.
     checkpoint(self._forward, x)      -> that method: its own calls, the modules it uses
     checkpoint(lambda t: ..., x)      -> the `self.<attr>` modules and methods the body uses
     for blk in self.blocks: checkpoint(blk, x) -> the classes in `self.blocks`
-    checkpoint_sequential(self.seq, n, x)      -> the members of `self.seq`
+    checkpoint_sequential(self.seq, n, x)      -> the members of `self.seq` (with `self.seq`
+                                                  written member by member and `n` a literal:
+                                                  those of the first n - 1 segments)
 
 Anything else is not resolved, and rules stay silent about it.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.project import ProjectIndex, module_name
 from ckptlint.rule import Rule
@@ -30,6 +32,34 @@ class Region:
     attributes: frozenset[str]  # its module attributes the region runs
     methods: frozenset[str]  # its methods the region runs
     extra: tuple[str, ...] = ()  # what the callable's own body does (for lambdas), described
+    # Attributes of which the region runs only some members (checkpoint_sequential's
+    # checkpointed segments): attribute -> the classes of those members.
+    members: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def _modules(region: Region, project: ProjectIndex) -> dict[str, tuple[str, ...]]:
+    """The owner's module attributes, narrowed to the members the region runs."""
+    return {**project.class_modules(region.owner), **dict(region.members)}
+
+
+def sequential_region(region: Region, site: CheckpointSite, project: ProjectIndex) -> Region:
+    """`checkpoint_sequential(self.seq, segments, x)` checkpoints all but the last segment
+    (torch runs that one plainly): with `self.seq` written member by member and `segments`
+    a literal, the region is the members of the checkpointed segments only."""
+    if len(region.attributes) != 1 or region.methods or site.via_partial is not None:
+        return region
+    (attribute,) = region.attributes
+    members = project.class_sequence(region.owner, attribute)
+    positional = [arg for arg in site.node.args if arg.keyword is None and not arg.star]
+    segments = positional[1].value if len(positional) > 1 else next(
+        (arg.value for arg in site.node.args if arg.keyword is not None and arg.keyword.value == "segments"), None
+    )
+    if members is None or not isinstance(segments, cst.Integer) or int(segments.evaluated_value) < 1:
+        return region
+    count = int(segments.evaluated_value)
+    checkpointed = members[: (len(members) // count) * (count - 1)]
+    classes = tuple(dict.fromkeys(cls for member in checkpointed for cls in member))
+    return Region(region.owner, region.attributes, region.methods, region.extra, ((attribute, classes),))
 
 
 def _self_uses(node: cst.CSTNode) -> tuple[set[str], set[str]]:
@@ -84,7 +114,7 @@ def region_of(
 def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
     """Paths to the modules with running statistics the region runs."""
     short = region.owner.rsplit(".", 1)[-1]
-    modules = project.class_modules(region.owner)
+    modules = _modules(region, project)
     found: list[str] = []
     for attribute in sorted(_region_attributes(region, project)):
         for cls in modules[attribute]:
@@ -94,7 +124,7 @@ def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset
 
 def _region_attributes(region: Region, project: ProjectIndex) -> set[str]:
     """The module attributes the region runs: its own, and those its methods use."""
-    modules = project.class_modules(region.owner)
+    modules = _modules(region, project)
     attributes = set(region.attributes)
     evaluated: set[str] = set()
     pending, seen = list(region.methods), set()
@@ -124,7 +154,7 @@ def region_randomness(region: Region, project: ProjectIndex, extra_random: froze
         for m in _reachable_methods(region.owner, list(region.methods), project)
         for random in m.random
     ]
-    modules = project.class_modules(region.owner)
+    modules = _modules(region, project)
     for attribute in sorted(_region_attributes(region, project)):
         for cls in modules[attribute]:
             found.extend(f"{short}.{attribute} -> {path}" for path in project.randomness(cls, extra_random))
@@ -173,7 +203,7 @@ def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
         f"{short}.{m.name}: {what}" for m in _reachable_methods(region.owner, list(region.methods), project)
         for what in m.mutations
     ]
-    modules = project.class_modules(region.owner)
+    modules = _modules(region, project)
     for attribute in sorted(_region_attributes(region, project)):
         for cls in modules[attribute]:
             found.extend(f"{short}.{attribute} -> {path}" for path in _class_mutations(cls, project, {region.owner}))
@@ -238,7 +268,10 @@ class RegionRule(Rule):
     def site_region(self, site: CheckpointSite) -> Region | None:
         if site.kind is not SiteKind.CALL:
             return None
-        return self._region_at(site.node, site.function)
+        region = self._region_at(site.node, site.function)
+        if region is not None and site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL:
+            return sequential_region(region, site, self.context.project)
+        return region
 
     def _region_at(self, call: cst.Call, function: cst.BaseExpression | None) -> Region | None:
         class_name = self._call_class.get(call)
