@@ -314,6 +314,7 @@ class _Extractor:
         # by name, for `check_fn=`.
         self.predicates: dict[str, ast.AST] = {}
         self._parameters: list[tuple[str, ...]] = []
+        self._local_defs: list[frozenset[str]] = []  # functions defined in each enclosing body
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
 
@@ -379,6 +380,9 @@ class _Extractor:
         events: list[Event] = []
         loop_sources: dict[str, str] = {}  # loop variable -> the dotted name iterated over
         self._parameters.append(parameters)
+        self._local_defs.append(
+            frozenset(n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        )
         prefix = name.removesuffix(f".{MODULE_LEVEL}")
         in_class_body = name == enclosing_class
         for node in _walk_own_code(body):
@@ -411,6 +415,7 @@ class _Extractor:
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 self._assignment(node, events, enclosing_class)
         self._parameters.pop()
+        self._local_defs.pop()
         events.sort(key=lambda e: (e.line, e.column))
         if events:
             self.functions.append(FunctionFacts(name, parameters, tuple(events)))
@@ -495,9 +500,17 @@ class _Extractor:
                     if cls is not None:
                         self.wrapped.append(WrappedClass(cls, line, "checkpoint_wrapper", impl))
         elif callee in TORCH_CHECKPOINT_FUNCTIONS:
-            # A project's own checkpoint wrapper: it runs one of its parameters checkpointed.
+            # A project's own checkpoint wrapper: it runs one of its parameters checkpointed:
+            # `checkpoint(fn, x)`, `for f in functions: checkpoint(f, x)`, or timm's
+            # `checkpoint(run_function(start, end, functions), x)` through a nested factory.
+            parameters = self._parameters[-1]
             target = _dotted(first) if first is not None else None
-            if target is not None and target in self._parameters[-1]:
+            if isinstance(first, ast.Name) and target not in parameters and loop_sources.get(target) in parameters:
+                target = loop_sources[target]
+            elif isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.func.id in self._local_defs[-1]:
+                passed = [arg.id for arg in first.args if isinstance(arg, ast.Name) and arg.id in parameters]
+                target = passed[0] if len(passed) == 1 else None
+            if target is not None and target in parameters:
                 events.append(Event(EventKind.RUNS_CHECKPOINTED, target, line, column, api=callee))
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
             target = _dotted(call.func.value)
@@ -1109,6 +1122,21 @@ class ProjectIndex:
                 return dict(facts.sequences).get(attribute)
         return None
 
+    def _evaluated_in_forward(self, name: str) -> set[str]:
+        """Module attributes the methods `forward` reaches put in eval mode."""
+        evaluated: set[str] = set()
+        pending, seen = ["forward"], set()
+        while pending:
+            method_name = pending.pop()
+            if method_name in seen:
+                continue
+            seen.add(method_name)
+            method = self.class_method(name, method_name)
+            if method is not None:
+                evaluated.update(method.evaluated)
+                pending.extend(method.methods)
+        return evaluated
+
     def class_method(self, name: str, method: str) -> MethodFacts | None:
         for ancestor in self.ancestors(name):
             facts = self.class_named(ancestor)
@@ -1143,7 +1171,12 @@ class ProjectIndex:
                     facts = self.class_named(ancestor)
                     for method in facts.methods if facts is not None else ():
                         found.extend(f"{short}.{method.name}: {random}" for random in method.random)
+            # A module the instance's own forward puts in eval mode (a frozen BatchNorm)
+            # updates no statistics and draws no random numbers.
+            evaluated = self._evaluated_in_forward(name)
             for attribute, classes in self.class_modules(name).items():
+                if attribute in evaluated:
+                    continue
                 for cls in classes:
                     found.extend(
                         f"{short}.{attribute} -> {path}"
