@@ -53,6 +53,9 @@ class CacheFile:
         except (OSError, ValueError, RecursionError):
             self._entries = {}
 
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
     def save(self) -> str | None:
         """Write atomically; concurrent runs each write a whole file and the last one wins.
         Returns a warning when the cache cannot be written."""
@@ -93,7 +96,9 @@ def save_cache_file(directory: Path, path: Path, payload: dict) -> str | None:
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump(payload, handle)
+                # `dumps` then one write: `json.dump` to a stream takes the pure-Python encoder
+                # (8x slower on a 15 MB index).
+                handle.write(json.dumps(payload, separators=(",", ":")))
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):

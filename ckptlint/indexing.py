@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -18,7 +19,16 @@ from ckptlint.cache import CacheFile
 from ckptlint.config import ROOT_MARKERS, Settings
 from ckptlint.discovery import discover, relative_to_root
 from ckptlint.source import read_source_bytes
-from ckptlint.project import FileFacts, ProjectIndex, extract_facts, text_digest
+from ckptlint.project import (
+    FileFacts,
+    LazyFacts,
+    ProjectIndex,
+    exported_digest,
+    extract_facts,
+    fingerprint_of,
+    module_name,
+    text_digest,
+)
 
 # Below this many files to extract, a process pool costs more than it saves.
 PARALLEL_EXTRACTION_THRESHOLD = 256
@@ -122,19 +132,22 @@ def _extract(item: tuple[Path, str]) -> tuple[FileFacts, str] | None:
 
 def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs: int | None = None) -> ProjectIndex:
     cache = _IndexCache(settings, root) if use_cache else None
-    files: dict[str, FileFacts] = {}
+    built: dict[str, FileFacts] = {}
     digests: dict[str, str] = {}
+    exported: dict[str, str] = {}  # relative path -> what other files can observe of it
     pending: list[tuple[Path, str]] = []
+    paths: dict[str, Path] = {}
     for path in project_files(root, settings):
         relative = relative_to_root(path.absolute(), root)
+        paths[relative] = path
         if cache is not None:
             try:
                 digest = text_digest(read_source_bytes(path).decode("utf-8", errors="replace"))
             except OSError:
                 continue
-            cached = cache.get(relative, digest)
-            if cached is not None:
-                files[relative], digests[relative] = cached, digest
+            piece = cache.exported(relative, digest)
+            if piece is not None:
+                digests[relative], exported[relative] = digest, piece
                 continue
         pending.append((path, relative))
 
@@ -151,30 +164,76 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
     for (_, relative), result in zip(pending, extracted):
         if result is None:
             continue
-        files[relative], digests[relative] = result
+        built[relative], digests[relative] = result
+        exported[relative] = exported_digest(built[relative])
         if cache is not None:
-            cache.put(relative, digests[relative], files[relative])
+            cache.put(relative, digests[relative], built[relative], exported[relative])
+
+    def load(relative: str) -> FileFacts:
+        """Facts not built in this run: from the cache, else extracted again."""
+        raw = cache.facts_json(relative, digests[relative]) if cache is not None else None
+        if raw is not None:
+            try:
+                return FileFacts.from_json(raw)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass  # a corrupt entry
+        result = _extract((paths[relative], relative))
+        return result[0] if result is not None else FileFacts(module_name(relative))
+
+    # The fingerprint from each file's exported part: an unchanged project, or one whose
+    # edits other files cannot observe, never builds the facts for it.
+    index = ProjectIndex(root, LazyFacts(sorted(digests), built, load), digests, fingerprint_of(exported.items()))
     if cache is not None:
+        cache.retain(set(digests))
         cache.save()
-    return ProjectIndex(root, dict(sorted(files.items())), digests)
+    return index
 
 
-class _IndexCache(CacheFile):
-    """Facts by relative path and content digest, one file per project root."""
+class _IndexCache:
+    """Two files per project root: `index-<key>.json` holds each file's content digest and
+    exported digest (read on every run), `facts-<key>.json` the facts themselves (read
+    only when a rule asks for them). Each facts entry repeats its digest, so files written by
+    concurrent runs never pair a digest with the facts of other content."""
 
     def __init__(self, settings: Settings, root: Path) -> None:
         key = hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:16]
-        super().__init__(settings.cache_dir or root / ".ckptlint_cache", f"index-{key}.json")
+        self._directory = settings.cache_dir or root / ".ckptlint_cache"
+        self._digests = CacheFile(self._directory, f"index-{key}.json")
+        self._facts_name = f"facts-{key}.json"
+        self._facts: CacheFile | None = None
 
-    def get(self, relative: str, digest: str) -> FileFacts | None:
-        entry = self._entries.get(relative)
-        if not isinstance(entry, dict) or entry.get("digest") != digest:
-            return None
-        try:
-            return FileFacts.from_json(entry["facts"])
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
+    def _facts_file(self) -> CacheFile:
+        if self._facts is None:
+            self._facts = CacheFile(self._directory, self._facts_name)
+        return self._facts
 
-    def put(self, relative: str, digest: str, facts: FileFacts) -> None:
-        self._entries[relative] = {"digest": digest, "facts": facts.to_json()}
-        self._dirty = True
+    def exported(self, relative: str, digest: str) -> str | None:
+        """The exported digest of a file cached with this content digest."""
+        entry = self._digests._entries.get(relative)
+        if isinstance(entry, dict) and entry.get("digest") == digest and isinstance(entry.get("exported"), str):
+            return entry["exported"]
+        return None
+
+    def facts_json(self, relative: str, digest: str) -> Mapping | None:
+        """The cached facts (as JSON) of a file with this digest."""
+        entry = self._facts_file()._entries.get(relative)
+        if not isinstance(entry, dict) or entry.get("digest") != digest or not isinstance(entry.get("facts"), dict):
+            return None
+        return entry["facts"]
+
+    def put(self, relative: str, digest: str, facts: FileFacts, exported: str) -> None:
+        self._digests._entries[relative] = {"digest": digest, "exported": exported}
+        self._facts_file()._entries[relative] = {"digest": digest, "facts": facts.to_json()}
+        self._digests.mark_dirty()
+        self._facts_file().mark_dirty()
+
+    def retain(self, relatives: set[str]) -> None:
+        """Forget files no longer in the project."""
+        for store in (self._digests, self._facts):
+            if store is not None and set(store._entries) - relatives:
+                store._entries = {k: v for k, v in store._entries.items() if k in relatives}
+                store.mark_dirty()
+
+    def save(self) -> str | None:
+        warnings = [store.save() for store in (self._facts, self._digests) if store is not None]
+        return next((w for w in warnings if w), None)

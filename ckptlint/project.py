@@ -993,12 +993,70 @@ class ParameterEffect:
     function: str
 
 
+def exported_digest(facts: FileFacts) -> str:
+    """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
+    import hashlib
+
+    exported = (
+        facts.fsdp,
+        facts.wrapped_classes,
+        facts.fsdp_argument_calls,
+        tuple(replace(c, line=0) for c in facts.classes),
+        tuple(_parameter_events(f) for f in facts.functions if f.parameters),
+    )
+    return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
+
+
+def fingerprint_of(exported: Iterable[tuple[str, str]]) -> str:
+    """The project's fingerprint from each file's `exported_digest`."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=12)
+    for path, piece in sorted(exported):
+        digest.update(f"{path}\0{piece}\0".encode())
+    return digest.hexdigest()
+
+
+class LazyFacts(Mapping):
+    """Facts by relative path, each built on first use by `load` (from the cache, or
+    extracted again): a run whose files are all unchanged never builds them."""
+
+    def __init__(self, keys: Iterable[str], built: Mapping[str, FileFacts], load) -> None:
+        self._built = dict(built)
+        self._keys = sorted(set(keys) | set(self._built))
+        self._known = frozenset(self._keys)
+        self._load = load
+
+    def __getitem__(self, key: str) -> FileFacts:
+        found = self._built.get(key)
+        if found is None:
+            if key not in self._known:
+                raise KeyError(key)
+            found = self._built[key] = self._load(key)
+        return found
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._known
+
+    def __reduce__(self):
+        # Sent to worker processes as plain facts (the loader is a closure).
+        return (dict, (dict(self.items()),))
+
+
 @dataclass
 class ProjectIndex:
     root: Path
-    files: dict[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
+    files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
     # relative path -> content digest of the text the facts were extracted from
     digests: dict[str, str] = field(default_factory=dict)
+    # The fingerprint, when known without the facts (cached for exactly these digests).
+    known_fingerprint: str | None = None
 
     # queries -----------------------------------------------------------------------------
 
@@ -1245,24 +1303,14 @@ class ProjectIndex:
 
     @cached_property
     def fingerprint(self) -> str:
+        return self.known_fingerprint or self.computed_fingerprint()
+
+    def computed_fingerprint(self) -> str:
         """What other files can observe of the project: FSDP use, wrapped classes, classes
         and their bases (not their lines), and what functions do to their parameters. A
         result cached for one file stays valid while this is unchanged, so editing an
         ordinary model file does not invalidate every other file's result."""
-        import hashlib
-
-        digest = hashlib.blake2b(digest_size=12)
-        for path in sorted(self.files):
-            facts = self.files[path]
-            exported = (
-                facts.fsdp,
-                facts.wrapped_classes,
-                facts.fsdp_argument_calls,
-                tuple(replace(c, line=0) for c in facts.classes),
-                tuple(_parameter_events(f) for f in facts.functions if f.parameters),
-            )
-            digest.update(f"{path}\0{exported!r}\0".encode())
-        return digest.hexdigest()
+        return fingerprint_of((path, exported_digest(self.files[path])) for path in self.files)
 
     def with_file(self, relative_path: str, text: str) -> ProjectIndex:
         """The index with one file's facts taken from `text` (the version being linted, which

@@ -610,7 +610,9 @@ def test_corrupt_cache_file_is_ignored(cli, make_project, lint_calls, garbage):
     root = make_project({"a.py": MODEL}, pyproject=PYPROJECT)
     expected = json_run(cli, root, "--no-cache", ".").stdout
     json_run(cli, root, ".")
-    [cache_file] = [p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith("index-")]
+    [cache_file] = [
+        p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith(("index-", "facts-"))
+    ]
     cache_file.write_bytes(garbage)
     lint_calls.clear()
     result = json_run(cli, root, ".")
@@ -620,11 +622,32 @@ def test_corrupt_cache_file_is_ignored(cli, make_project, lint_calls, garbage):
     assert json.loads(cache_file.read_text())["files"]
 
 
+@pytest.mark.parametrize("which", ["index-", "facts-"])
+@pytest.mark.parametrize("garbage", [b"", b"not json", b'{"files": {"a.py": {"digest": 1, "facts": []}}}'])
+def test_corrupt_project_index_cache_is_rebuilt(cli, make_project, which, garbage):
+    """The index cache (digests in `index-*.json`, facts in `facts-*.json`) broken in any way:
+    the next run, with a changed file that needs the facts, gives what a run without cache gives."""
+    files = {
+        "model.py": MODEL,
+        "train.py": "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n",
+    }
+    root = make_project(files, pyproject=PYPROJECT)
+    json_run(cli, root, ".")
+    [index_file] = list((root / ".ckptlint_cache").glob(f"*/{which}*.json"))
+    index_file.write_bytes(garbage)
+    (root / "model.py").write_text((root / "model.py").read_text() + "\n# edited\n")
+    expected = json_run(cli, root, "--no-cache", ".").stdout
+    assert json_run(cli, root, ".").stdout == expected
+    assert json_run(cli, root, ".").stdout == expected  # and from the cache rebuilt
+
+
 def test_corrupt_cache_entries_are_linted_again(cli, make_project, lint_calls):
     root = make_project({"a.py": MODEL, "b.py": MODEL}, pyproject=PYPROJECT)
     expected = json_run(cli, root, "--no-cache", ".").stdout
     json_run(cli, root, ".")
-    [cache_file] = [p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith("index-")]
+    [cache_file] = [
+        p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith(("index-", "facts-"))
+    ]
     data = json.loads(cache_file.read_text())
     entries = data["files"]
     a_key = next(key for key in entries if key.endswith("a.py"))
