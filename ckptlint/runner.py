@@ -16,7 +16,7 @@ from ckptlint.discovery import PYTHON_SUFFIXES, discover
 from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
-from ckptlint.recipes import is_recipe_path
+from ckptlint.recipes import SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult
 from ckptlint.writer import ChangedOnDisk, replace_atomically
@@ -29,11 +29,6 @@ PARALLEL_THRESHOLD = 64
 MAX_FILE_BYTES = 16 << 20
 # Larger YAML / JSON / shell files are data (tokenizers, datasets), not training recipes.
 MAX_RECIPE_BYTES = 1 << 20
-RECIPE_TRIGGERS = (b"gradient_checkpointing", b"fsdp", b"FSDP", b"activation_checkpointing", b"use_reentrant")
-
-
-def may_hold_findings(data: bytes) -> bool:
-    return any(word in data for word in RECIPE_TRIGGERS)
 
 
 def too_large(display: str, size: int) -> FileResult:
@@ -107,7 +102,8 @@ def check_file(path: Path, settings: Settings, options: RunOptions, project: Pro
         data = read_source_bytes(path)
     except OSError as error:
         return _unreadable_result(path, display, unreadable(display, error.strerror or str(error)), settings)
-    if is_recipe_path(path) and (len(data) > MAX_RECIPE_BYTES or not may_hold_findings(data)):
+    shell = path.name.lower().endswith(SHELL_SUFFIXES)
+    if is_recipe_path(path) and (len(data) > MAX_RECIPE_BYTES or not may_hold_findings(data, shell=shell)):
         return FileResult(display)  # data, not a training recipe: nothing to say about it
     if len(data) > MAX_FILE_BYTES:
         return too_large(display, len(data))

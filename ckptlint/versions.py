@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The libraries whose versions change what a rule should say.
-TRACKED_PACKAGES = ("torch", "transformers", "peft", "accelerate")
+TRACKED_PACKAGES = ("torch", "transformers", "peft", "accelerate", "trl")
 
 _VERSION = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
 

@@ -58,9 +58,11 @@ class HfCheckpointingWithFsdpFullShard(Rule):
     Also reported in YAML / JSON recipes and launch scripts: `gradient_checkpointing: true`
     (or `--gradient_checkpointing True`, or LLaMA-Factory's default) with `fsdp: full_shard`
     / `hybrid_shard`, or with an accelerate config whose FSDP reshards after forward
-    (`fsdp_sharding_strategy: FULL_SHARD` / `1` / `HYBRID_SHARD`, the default; FSDP2 with
-    `fsdp_reshard_after_forward: true`), e.g. `accelerate launch --config_file fsdp.yaml
-    train.py --gradient_checkpointing True`, reported at the flag. No fix there.
+    (`fsdp_sharding_strategy: FULL_SHARD` / `1` / `HYBRID_SHARD`, the default), e.g.
+    `accelerate launch --config_file fsdp.yaml train.py --gradient_checkpointing True`,
+    reported at the flag. FSDP1 only there: a recipe's FSDP2 (`fsdp_version: 2`) unshards in
+    its pre-backward hook and skips the unshard of a recomputed forward, so CKPT002 decides
+    (reentrant checkpointing under FSDP2). No fix there.
 
     ## Evidence
     transformers 5.17 `training_args.py` logs, when `fsdp` is set with

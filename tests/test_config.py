@@ -356,7 +356,7 @@ BAD_TABLES = [
     ("target-versions = {torch = true}", "`target-versions.torch` must be a version such as \"2.4\", got True"),
     (
         "target-versions = {troch = '2.4'}",
-        "`target-versions.troch`: unknown package; allowed: torch, transformers, peft, accelerate",
+        "`target-versions.troch`: unknown package; allowed: torch, transformers, peft, accelerate, trl",
     ),
     (
         # TOML reads 2.10 as the float 2.1: refused, not silently taken as torch 2.1.
@@ -487,7 +487,7 @@ def test_bad_config_in_a_real_process_prints_one_line(make_project):
         (["--target-version", "torch="], "--target-version: '' is not a version (e.g. torch=2.4)"),
         (
             ["--target-version", "troch=1.10"],
-            "--target-version: unknown package 'troch'; allowed: torch, transformers, peft, accelerate",
+            "--target-version: unknown package 'troch'; allowed: torch, transformers, peft, accelerate, trl",
         ),
     ],
 )

@@ -430,3 +430,45 @@ def test_environment_and_json_string_kwargs(tmp_path):
         },
     )
     assert found(outcome) == [(1, 79, "CKPT002"), (3, 89, "CKPT005")]
+
+
+@pytest.mark.parametrize(
+    ("trl", "transformers", "expected"),
+    [
+        ("0.12.2", "4.46.3", []),  # checkpointing off by default before TRL 0.22
+        ("0.22.0", "4.46.3", [(2, 65, "CKPT005"), (3, 18, "CKPT002")]),
+        ("0.28.0", "4.46.3", [(2, 65, "CKPT005")]),  # SFT non-reentrant by default: only the Trainer refusal
+        ("0.28.0", "5.17.0", [(2, 65, "CKPT005")]),
+    ],
+)
+def test_trl_turns_checkpointing_on_by_default(tmp_path, trl, transformers, expected):
+    outcome, *_ = lint(
+        tmp_path,
+        "run.sh",
+        """
+        trl sft --config plain.yaml
+        accelerate launch --config_file ac.yaml -m trl.cli sft --config plain.yaml
+        trl sft --config grad_op.yaml
+        """,
+        {"trl": trl, "transformers": transformers, "torch": "2.13"},
+        **{
+            "plain.yaml": "model_name_or_path: m\n",
+            "grad_op.yaml": "model_name_or_path: m\nfsdp: shard_grad_op\n",
+            "ac.yaml": "distributed_type: FSDP\nfsdp_config: {fsdp_activation_checkpointing: true}\n",
+        },
+    )
+    assert found(outcome) == expected
+
+
+def test_axolotl_fsdp2_config_without_the_fsdp_list(tmp_path):
+    recipe = (
+        "base_model: m\ndatasets: []\ngradient_checkpointing: true\nfsdp_version: 2\n"
+        "fsdp_config:\n  reshard_after_forward: {reshard}\n  activation_checkpointing: {ac}\n"
+    )
+    for reshard, ac, expected in [
+        ("true", "false", [(3, 1, "CKPT002")]),  # FSDP2: no redundant all-gather, but reentrant
+        ("false", "false", [(3, 1, "CKPT002")]),  # axolotl's reentrant default under FSDP2
+        ("true", "true", [(3, 1, "CKPT005")]),
+    ]:
+        outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(reshard=reshard, ac=ac), TF5)
+        assert found(outcome) == expected, (reshard, ac)

@@ -16,6 +16,23 @@ DATA_SUFFIXES = (".yaml", ".yml", ".json")
 RECIPE_SUFFIXES = DATA_SUFFIXES + SHELL_SUFFIXES
 
 
+# A recipe without one of these words cannot hold a finding: it is not parsed.
+TRIGGERS = ("gradient_checkpointing", "fsdp", "FSDP", "activation_checkpointing", "use_reentrant")
+# A launch script combines files that may say nothing alone (a LLaMA-Factory or TRL recipe
+# turns checkpointing on by default): its launchers are triggers too.
+LAUNCHERS = ("accelerate", "torchrun", "torch.distributed", "deepspeed", "llamafactory-cli", "lmf ", "axolotl", "trl ")
+_BYTES_TRIGGERS = tuple(word.encode() for word in TRIGGERS)
+_BYTES_LAUNCHERS = tuple(word.encode() for word in LAUNCHERS)
+
+
+def may_hold_findings(content: str | bytes, *, shell: bool) -> bool:
+    if isinstance(content, bytes):
+        words = _BYTES_TRIGGERS + (_BYTES_LAUNCHERS if shell else ())
+    else:
+        words = TRIGGERS + (LAUNCHERS if shell else ())
+    return any(word in content for word in words)
+
+
 _SHELL_SHEBANG = re.compile(r"\A#![ \t]*\S*(?:/|env[ \t]+)(?:ba|z|k|da)?sh\b")
 
 

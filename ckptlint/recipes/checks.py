@@ -72,7 +72,7 @@ def check_setup(
     if fsdp.activation_checkpointing is not None and "CKPT005" in enabled:
         # transformers' Trainer raises when both are on, FSDP's from `TrainingArguments.fsdp_config`
         # or from accelerate's FSDP plugin (trainer.py, 4.46.3 line 4982).
-        trainer_refuses = checkpointing.flavor is Flavor.TRAINING_ARGUMENTS
+        trainer_refuses = checkpointing.flavor in (Flavor.TRAINING_ARGUMENTS, Flavor.TRL)
         if trainer_refuses or reentrant or versions.applies((NESTING_SUPPORTED,)) is not Applies.NO:
             outcome = (
                 "transformers' Trainer refuses to start with both (a loop of your own runs each layer's forward "
@@ -88,7 +88,14 @@ def check_setup(
                 involved,
             )
         return None
-    if fsdp.sharding.reshards_parameters and fsdp.activation_checkpointing is None and "CKPT004" in enabled:
+    # FSDP2 unshards in its pre-backward hook and skips the unshard of a recomputed forward
+    # (`FSDPState._pre_forward` in PRE_BACKWARD): the redundant all-gather is FSDP1's.
+    if (
+        fsdp.sharding.reshards_parameters
+        and fsdp.version == 1
+        and fsdp.activation_checkpointing is None
+        and "CKPT004" in enabled
+    ):
         return RecipeFinding(
             "CKPT004",
             f"Hugging Face gradient checkpointing ({gc}) with FSDP {fsdp_said}: every layer's parameters are "

@@ -155,8 +155,14 @@ def _program(command: Command, launcher: str, launcher_options: list[Option], re
     else:
         return None
     options, positional, overrides = _options(list(arguments))
-    recipes = tuple(word for word in positional if word.value is not None and RECIPE_FILE.search(word.value))
-    return Launch(command, launcher, entry, module, tuple(launcher_options), recipes, tuple(options), tuple(overrides))
+    recipes = [word for word in positional if word.value is not None and RECIPE_FILE.search(word.value)]
+    # `--config recipe.yaml`: TRL's parser (and scripts built on it) read their arguments from it.
+    configs = [o for o in options if o.name == "config" and o.value is not None and RECIPE_FILE.search(o.value.value or "")]
+    recipes.extend(o.value for o in configs)
+    options = [o for o in options if o not in configs]
+    return Launch(
+        command, launcher, entry, module, tuple(launcher_options), tuple(recipes), tuple(options), tuple(overrides)
+    )
 
 
 def read_launch(command: Command) -> Launch | None:
@@ -198,5 +204,5 @@ def read_launch(command: Command) -> Launch | None:
         options, positional, overrides = _options(words[2:])
         config = [o.value for o in options if o.name == "config" and o.value is not None]
         recipes = tuple(w for w in config if w.value is not None)
-        return Launch(command, "trl", None, False, (), recipes, tuple(o for o in options if o.name != "config"), ())
+        return Launch(command, "trl", words[1], False, (), recipes, tuple(o for o in options if o.name != "config"), ())
     return None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckptlint.recipes import may_hold_findings
 from ckptlint.recipes.checks import RecipeFinding, check_setup
 from ckptlint.recipes.documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
@@ -26,8 +27,6 @@ from ckptlint.source import LineIndex, decode_source, read_source_bytes
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
 from ckptlint.versions import TargetVersions
 
-# A recipe without one of these words cannot hold a finding: it is not parsed.
-TRIGGERS = ("gradient_checkpointing", "fsdp", "FSDP", "activation_checkpointing", "use_reentrant")
 _ACCELERATE_ENVIRONMENT = {
     "ACCELERATE_USE_FSDP": ("distributed_type",),
     "FSDP_ACTIVATION_CHECKPOINTING": ("fsdp_config", "fsdp_activation_checkpointing"),
@@ -36,10 +35,6 @@ _ACCELERATE_ENVIRONMENT = {
     "FSDP_VERSION": ("fsdp_config", "fsdp_version"),
 }
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
-
-
-def may_hold_findings(text: str) -> bool:
-    return any(word in text for word in TRIGGERS)
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,7 @@ def lint_recipe(
     project_root: Path,
     display_of: Callable[[Path], str],
 ) -> RecipeOutcome:
-    if not may_hold_findings(text):
+    if not may_hold_findings(text, shell=kind == "shell"):
         return RecipeOutcome(())
     if kind == "shell":
         reader = _Files(path.parent, project_root, display_of)
@@ -209,14 +204,16 @@ def _check_launch(
                 if setting is not None:
                     launch_config[setting.key] = setting
 
-    flavor = {"llamafactory": Flavor.LLAMA_FACTORY, "axolotl": Flavor.AXOLOTL}.get(launch.launcher)
+    flavor = {"llamafactory": Flavor.LLAMA_FACTORY, "axolotl": Flavor.AXOLOTL, "trl": Flavor.TRL}.get(launch.launcher)
     entry = None
-    if launch.entry is not None and launch.entry.value is not None:
+    if launch.entry is not None and launch.entry.value is not None and launch.launcher != "trl":
         if launch.entry_is_module:
             if launch.entry.value.startswith("axolotl"):
                 flavor = Flavor.AXOLOTL
             elif launch.entry.value.startswith("llamafactory"):
                 flavor = Flavor.LLAMA_FACTORY
+            elif launch.entry.value.split(".")[0] == "trl":
+                flavor = Flavor.TRL
         else:
             entry = files.entry_point(launch.entry.value)
             if entry is not None and entry.flavor is not None:
@@ -246,7 +243,17 @@ def _check_launch(
         arguments[key] = Setting(key, value, script, override.flag.span, override.flag.span)
 
     reentrant_field = entry.reentrant_field if entry is not None else None
-    setup = setup_of(arguments, launch_config, versions, flavor=flavor, reentrant_field=reentrant_field)
+    command = None
+    if launch.launcher == "trl" and launch.entry is not None:
+        command = launch.entry.value
+    elif flavor is Flavor.TRL and launch.entry_is_module:
+        # `-m trl.cli sft ...`: the first word after the module.
+        words = launch.command.words
+        after = [w.value for w in words[words.index(launch.entry) + 1 :] if w.value and not w.value.startswith("-")]
+        command = after[0] if after else None
+    setup = setup_of(
+        arguments, launch_config, versions, flavor=flavor, reentrant_field=reentrant_field, command=command
+    )
     finding = check_setup(setup, versions, enabled, script)
     if finding is None:
         return

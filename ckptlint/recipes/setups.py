@@ -36,6 +36,10 @@ from ckptlint.recipes.launch import hf_bool
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
+# TRL's configs turn gradient checkpointing on by default from 0.22 (SFTConfig; every trainer's
+# config from 1.0), and its SFT trainer passes `use_reentrant=False` from 0.28.
+TRL_CHECKPOINTING_DEFAULT = VersionRange.of("trl", min="0.22")
+TRL_SFT_NON_REENTRANT = VersionRange.of("trl", min="0.28")
 Settings = Mapping[tuple[str, ...], Setting]
 
 
@@ -45,6 +49,7 @@ class Flavor(str, enum.Enum):
     TRAINING_ARGUMENTS = "TrainingArguments"
     LLAMA_FACTORY = "LLaMA-Factory"
     AXOLOTL = "axolotl"
+    TRL = "TRL"
 
 
 class Sharding(str, enum.Enum):
@@ -111,7 +116,7 @@ def flavor_of(arguments: Settings, hint: Flavor | None = None) -> Flavor:
         "stage", "template"
     } <= keys:
         return Flavor.LLAMA_FACTORY
-    if "base_model" in keys and keys & {"micro_batch_size", "datasets", "sequence_len", "adapter"}:
+    if "base_model" in keys and keys & {"micro_batch_size", "datasets", "sequence_len", "adapter", "fsdp_version"}:
         return Flavor.AXOLOTL
     return Flavor.TRAINING_ARGUMENTS
 
@@ -148,6 +153,21 @@ def training_arguments_fsdp(arguments: Settings) -> Fsdp | None:
     version = 2 if version_setting is not None and str(version_setting.value) == "2" else 1
     checkpointing = _enabled(_fsdp_key(arguments, ("fsdp_config",), "activation_checkpointing"))
     return Fsdp(setting, sharding or Sharding.FULL, version, checkpointing)
+
+
+def axolotl_fsdp(arguments: Settings) -> Fsdp | None:
+    """axolotl's current form: `fsdp_version: 2` and an `fsdp_config` mapping, without the
+    deprecated `fsdp:` list (`reshard_after_forward` defaults to true)."""
+    config = arguments.get(("fsdp_config",))
+    version_setting = arguments.get(("fsdp_version",))
+    if config is None or not isinstance(config.value, dict) or not config.value or version_setting is None:
+        return None
+    version = 2 if str(version_setting.value) == "2" else 1
+    reshard = _fsdp_key(arguments, ("fsdp_config",), "reshard_after_forward")
+    flag = hf_bool(reshard.value) if reshard is not None else True
+    sharding = Sharding.UNKNOWN if flag is None else Sharding.FULL if flag else Sharding.GRAD_OP
+    checkpointing = _enabled(_fsdp_key(arguments, ("fsdp_config",), "activation_checkpointing"))
+    return Fsdp(version_setting, sharding, version, checkpointing)
 
 
 def accelerate_fsdp(config: Settings) -> Fsdp | None:
@@ -197,7 +217,11 @@ def _kwargs_shape(value: object) -> tuple[KwargsShape, Reentrancy]:
 
 
 def checkpointing_of(
-    arguments: Settings, versions: TargetVersions, flavor: Flavor, reentrant_field: tuple[str, bool] | None = None
+    arguments: Settings,
+    versions: TargetVersions,
+    flavor: Flavor,
+    reentrant_field: tuple[str, bool] | None = None,
+    command: str | None = None,
 ) -> Checkpointing | None:
     """The Hugging Face gradient checkpointing the arguments turn on. `reentrant_field`:
     (name, default) of an entry point's own argument that becomes `use_reentrant`."""
@@ -214,6 +238,8 @@ def checkpointing_of(
         return Checkpointing(disabled, reentrancy, Applies.YES, why, field, flavor, field, "use_reentrant_gc: false")
 
     setting = arguments.get(("gradient_checkpointing",))
+    if setting is None and flavor is Flavor.TRL and versions.applies((TRL_CHECKPOINTING_DEFAULT,)) is Applies.YES:
+        return _trl_default(arguments, versions, command)
     if setting is None:
         return None
     on = hf_bool(setting.value)
@@ -231,7 +257,11 @@ def checkpointing_of(
         reentrancy = Reentrancy.EXPLICIT_TRUE if flag else Reentrancy.EXPLICIT_FALSE
         why = f"`{name}: {str(flag).lower()}`" + ("" if field is not None else " (the entry point's default)")
         return Checkpointing(setting, reentrancy, Applies.YES, why, field, flavor, field, f"{name}: false")
-    if flavor is Flavor.AXOLOTL and kwargs is None and not ({("rl",), ("unfrozen_parameters",)} & set(arguments)):
+    if flavor is Flavor.AXOLOTL and kwargs is None:
+        if {("rl",), ("unfrozen_parameters",)} & set(arguments):
+            # Left unset by `normalize_config`; axolotl's trainer builder then passes
+            # `{"use_reentrant": False}`.
+            return Checkpointing(setting, Reentrancy.EXPLICIT_FALSE, Applies.YES, "", None, flavor)
         # axolotl's `normalize_config` sets `{"use_reentrant": True}` for unset kwargs.
         why = "axolotl's default `gradient_checkpointing_kwargs: {use_reentrant: true}`"
         fix_line = "gradient_checkpointing_kwargs: {use_reentrant: false}"
@@ -252,6 +282,23 @@ def checkpointing_of(
     return Checkpointing(setting, reentrancy, Applies.YES, why, kwargs, flavor, flag)
 
 
+def _trl_default(arguments: Settings, versions: TargetVersions, command: str | None) -> Checkpointing | None:
+    """TRL (>= 0.22) with `gradient_checkpointing` not written: on."""
+    kwargs = arguments.get(("gradient_checkpointing_kwargs",))
+    if kwargs is not None:
+        shape, reentrancy = _kwargs_shape(kwargs.value)
+        if reentrancy is Reentrancy.UNKNOWN:
+            return None
+        flag = arguments.get(("gradient_checkpointing_kwargs", "use_reentrant"))
+        return Checkpointing(None, reentrancy, Applies.YES, "`use_reentrant: true`", kwargs, Flavor.TRL, flag)
+    if command == "sft" and versions.applies((TRL_SFT_NON_REENTRANT,)) is Applies.YES:
+        return Checkpointing(None, Reentrancy.EXPLICIT_FALSE, Applies.YES, "", None, Flavor.TRL)
+    applies = versions.applies((REENTRANT_DEFAULT_VERSIONS,))
+    reentrancy = Reentrancy.EXPLICIT_FALSE if applies is Applies.NO else Reentrancy.EXPLICIT_TRUE
+    why = "transformers < 5.0 defaults to `use_reentrant=True`"
+    return Checkpointing(None, reentrancy, applies, why, None, Flavor.TRL)
+
+
 def setup_of(
     arguments: Settings,
     launch_config: Settings,
@@ -259,18 +306,21 @@ def setup_of(
     *,
     flavor: Flavor | None = None,
     reentrant_field: tuple[str, bool] | None = None,
+    command: str | None = None,
 ) -> TrainingSetup:
     """The setup from a program's arguments and the launcher's configuration (an accelerate
     config with `accelerate launch` options folded in)."""
     flavor = flavor_of(arguments, flavor)
     fsdp = training_arguments_fsdp(arguments)
+    if fsdp is None and flavor is Flavor.AXOLOTL:
+        fsdp = axolotl_fsdp(arguments)
     if fsdp is None:
         fsdp = accelerate_fsdp(launch_config) or (accelerate_fsdp(arguments) if is_accelerate_config(arguments) else None)
         written = _fsdp_key(arguments, ("fsdp_config",), "activation_checkpointing")
-        if fsdp is not None and written is not None and flavor is Flavor.TRAINING_ARGUMENTS:
+        if fsdp is not None and written is not None and flavor in (Flavor.TRAINING_ARGUMENTS, Flavor.TRL):
             # The Trainer overrides the plugin's value with `fsdp_config`'s.
             fsdp = dataclasses.replace(fsdp, activation_checkpointing=_enabled(written))
-    checkpointing = checkpointing_of(arguments, versions, flavor, reentrant_field)
+    checkpointing = checkpointing_of(arguments, versions, flavor, reentrant_field, command)
     if (
         checkpointing is not None
         and flavor is Flavor.LLAMA_FACTORY
