@@ -267,6 +267,7 @@ def test_resolution_order_as_shown_by_show_settings(cli, make_project, installed
         "transformers": "unknown",
         "peft": "unknown",
         "accelerate": "unknown",
+        "trl": "unknown",
     }
     installed.update({"torch": "2.5.1", "transformers": "4.46.3"})
     shown = shown_versions(cli, root)
