@@ -1,8 +1,10 @@
 """The engine: source text in, diagnostics (and fixed text) out. No terminal, no files.
 
-    lint_text(text, path, settings)   -> diagnostics for one file's text
+    lint_text(text, path, settings)   -> diagnostics for one file's text (Python, or a
+                                         training recipe / launch script: `ckptlint.recipes`)
     fix_text(text, path, settings)    -> fixed text + applied fixes, to a fixed point
-    lint_file(path, settings, ...)    -> FileResult (reads bytes, decodes, lints, fixes)
+
+Reading, decoding, caching and writing files is `ckptlint.runner`'s.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_codes, all_rules, rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
-from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Location
+from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, Location
 from ckptlint.versions import Applies, TargetVersions
 
 SKIP_FILE = re.compile(r"^[ \t]*#[ \t]*ckptlint:[ \t]*skip-file\b", re.MULTILINE)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.types import Applicability, Diagnostic, Fix, Location
 from ckptlint.versions import Applies, VersionRange
 
 if TYPE_CHECKING:

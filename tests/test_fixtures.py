@@ -14,7 +14,6 @@ import io
 import json
 import re
 import tokenize
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -130,7 +129,6 @@ def test_all_findings_match_all_markers():
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
 def test_fixes(path: Path):
     text = path.read_text(encoding="utf-8")
-    markers = expected_findings(path)
     project_settings, index = project_of(path)
     outcome = fix_text(text, path, project_settings, unsafe=True, display_path=relative(path), project=index)
     assert outcome.error is None

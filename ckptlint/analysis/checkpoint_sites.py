@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import QualifiedName
 
 PARTIAL = "functools.partial"
 

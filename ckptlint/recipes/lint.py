@@ -24,7 +24,7 @@ from ckptlint.recipes.launch import Launch, Option, hf_bool, option_value, read_
 from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
 from ckptlint.recipes.shell import Word, parse_script
 from ckptlint.source import LineIndex, decode_source, read_source_bytes
-from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.types import Diagnostic, Edit, Fix, Location
 from ckptlint.versions import TargetVersions
 
 _ACCELERATE_ENVIRONMENT = {
