@@ -51,6 +51,14 @@ def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
     return any(spec.match_file("/".join(parts[:i]) + "/") for i in range(1, len(parts)))
 
 
+def display_path(path: Path) -> str:
+    """How a path is shown: relative to the working directory."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
 def relative_to_root(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()

@@ -30,13 +30,11 @@ from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_codes, all_rules, rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
+from ckptlint.suppression import NOQA, noqa_codes, written_codes
 from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, Location
 from ckptlint.versions import Applies, TargetVersions
 
 SKIP_FILE = re.compile(r"^[ \t]*#[ \t]*ckptlint:[ \t]*skip-file\b", re.MULTILINE)
-NOQA = re.compile(
-    r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE
-)
 MAX_FIX_ITERATIONS = 10
 _NOQA_WITH_OUR_CODE = re.compile(r"#\s*noqa:[^\n]*?CKPT", re.IGNORECASE)
 
@@ -52,7 +50,7 @@ def unknown_noqa_codes(text: str, display: str) -> tuple[str, ...]:
         if not _NOQA_WITH_OUR_CODE.search(line):
             continue
         for match in NOQA.finditer(line):
-            for code in re.split(r"[\s,]+", match.group("codes") or ""):
+            for code in written_codes(match):
                 if code.upper().startswith("CKPT") and code.upper() not in known:
                     problems.append(
                         f"{display}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
@@ -216,10 +214,10 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
         stripped = line.rstrip("\r\n")
         for comment in self.noqa_comments:
             if stripped.endswith(comment):
-                for match in NOQA.finditer(comment):
-                    if match.group("codes") is None:
-                        return None
-                    codes.update(c.upper() for c in re.split(r"[\s,]+", match.group("codes")) if c)
+                named = noqa_codes(comment)
+                if named is None:
+                    return None
+                codes |= named
         return frozenset(codes)
 
 
@@ -253,10 +251,7 @@ def lint_text(
     try:
         return on_deep_stack(_lint_text, text, path, settings, display, rules, project)
     except AnalysisTimeout:
-        return LintOutcome(
-            (_parse_error(display, 1, 1, f"analysis stopped after {file_time_limit():g} s (the per-file time limit)", kind=""),),
-            parsed=False,
-        )
+        return _past_time_limit(display)
 
 
 def _lint_text(
@@ -305,6 +300,7 @@ def _lint_text(
 
 def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:
     """A training recipe (YAML / JSON) or launch script: see `ckptlint.recipes`."""
+    from ckptlint.recipes.documents import RecipeSyntaxError
     from ckptlint.recipes.lint import lint_recipe
 
     if SKIP_FILE.search(text):
@@ -319,24 +315,23 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
             settings.target_versions,
             settings.enabled_codes,
             project_root=settings.project_root,
-            display_of=_display_of,
         )
 
     try:
-        outcome = on_deep_stack(run)
+        diagnostics = on_deep_stack(run)
     except AnalysisTimeout:
-        message = f"analysis stopped after {file_time_limit():g} s (the per-file time limit)"
-        return LintOutcome((_parse_error(display, 1, 1, message, kind=""),), parsed=False)
+        return _past_time_limit(display)
+    except RecipeSyntaxError as error:
+        problem = _parse_error(display, error.row, error.column, str(error), kind="")
+        return LintOutcome(_reportable([problem], path, settings), parsed=False)
     except Exception:  # a bug of ours: reported with the file, the run goes on
         return LintOutcome((), (f"{display}: internal error reading the recipe:\n{traceback.format_exc(limit=-4)}",))
-    return LintOutcome(_reportable(outcome.diagnostics, path, settings), parsed=outcome.parsed)
+    return LintOutcome(_reportable(diagnostics, path, settings))
 
 
-def _display_of(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+def _past_time_limit(display: str) -> LintOutcome:
+    message = f"analysis stopped after {file_time_limit():g} s (the per-file time limit)"
+    return LintOutcome((_parse_error(display, 1, 1, message, kind=""),), parsed=False)
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, discover
+from ckptlint.discovery import PYTHON_SUFFIXES, discover, display_path
 from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
-from ckptlint.recipes import SHELL_SUFFIXES, is_recipe_path, may_hold_findings
+from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult
 from ckptlint.writer import ChangedOnDisk, replace_atomically
@@ -27,8 +27,6 @@ PARALLEL_THRESHOLD = 64
 # CPython's parser alone needs about 120 bytes of memory per byte of source (a 63 MB file:
 # 7.5 GB and 107 s).
 MAX_FILE_BYTES = 16 << 20
-# Larger YAML / JSON / shell files are data (tokenizers, datasets), not training recipes.
-MAX_RECIPE_BYTES = 1 << 20
 
 
 def too_large(display: str, size: int) -> FileResult:
@@ -53,13 +51,6 @@ class RunOptions:
     @property
     def computes_fixes(self) -> bool:
         return self.fix or self.diff
-
-
-def display_path(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return str(path)
 
 
 def check_decoded(

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.regions import RegionRule, class_region, region_running_stats, shown
+from ckptlint.analysis.regions import RegionRule, region_running_stats, shown
 from ckptlint.rule import Invalid, Valid
 
 
@@ -51,14 +50,6 @@ class CheckpointedBatchnorm(RegionRule):
     code = "CKPT010"
     name = "checkpointed-batchnorm"
     message = "a checkpointed region holds BatchNorm"
-
-    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        region = self.site_region(site)
-        if region is not None:
-            self.check_region(site.node, region, site.api.short_name)
-
-    def check_class(self, node, class_name, api) -> None:
-        self.check_region(node, class_region(class_name), api)
 
     def check_region(self, node, region, api) -> None:
         paths = region_running_stats(region, self.context.project, frozenset(self.context.settings.stateful_modules))

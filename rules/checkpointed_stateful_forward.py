@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.regions import RegionRule, class_region, region_mutations, shown
+from ckptlint.analysis.regions import RegionRule, region_mutations, shown
 from ckptlint.rule import Invalid, Valid
 
 
@@ -52,14 +51,6 @@ class CheckpointedStatefulForward(RegionRule):
     code = "CKPT011"
     name = "checkpointed-stateful-forward"
     message = "a checkpointed region mutates state that outlives the call"
-
-    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        region = self.site_region(site)
-        if region is not None:
-            self.check_region(site.node, region, site.api.short_name)
-
-    def check_class(self, node, class_name, api) -> None:
-        self.check_region(node, class_region(class_name), api)
 
     def check_region(self, node, region, api) -> None:
         writes = region_mutations(region, self.context.project)

@@ -472,3 +472,9 @@ def test_axolotl_fsdp2_config_without_the_fsdp_list(tmp_path):
     ]:
         outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(reshard=reshard, ac=ac), TF5)
         assert found(outcome) == expected, (reshard, ac)
+
+
+def test_helm_and_jinja_templates_are_not_yaml_yet(tmp_path):
+    template = "gradient_checkpointing: {{ .Values.gc }}\nfsdp: {% if shard %}full_shard{% endif %}\n"
+    outcome, *_ = lint(tmp_path, "templates/train.yaml", template)
+    assert found(outcome) == []

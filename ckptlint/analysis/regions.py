@@ -280,11 +280,18 @@ class RegionRule(Rule):
 
     # --- regions not given to torch's checkpoint directly ---------------------------------
 
+    def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        region = self.site_region(site)
+        if region is not None:
+            self.check_region(site.node, region, site.api.short_name)
+
     def check_region(self, node: cst.Call, region: Region, api: str) -> None:
         """Report what the rule finds in `region`, checkpointed by `node` (`api` names it)."""
 
     def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
-        """Report what the rule finds in instances of `class_name`, wrapped by `node`."""
+        """Report what the rule finds in instances of `class_name`, wrapped by `node` (by
+        default: their whole forward as a region)."""
+        self.check_region(node, class_region(class_name), api)
 
     def finish(self) -> None:
         project = self.context.project

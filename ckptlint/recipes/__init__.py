@@ -14,6 +14,8 @@ from pathlib import Path
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 DATA_SUFFIXES = (".yaml", ".yml", ".json")
 RECIPE_SUFFIXES = DATA_SUFFIXES + SHELL_SUFFIXES
+# Larger YAML / JSON / shell files are data (tokenizers, datasets), not training recipes.
+MAX_RECIPE_BYTES = 1 << 20
 
 
 # A recipe without one of these words cannot hold a finding: it is not parsed.

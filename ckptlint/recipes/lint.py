@@ -12,18 +12,19 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
-from ckptlint.recipes import may_hold_findings
+from ckptlint.discovery import display_path
+from ckptlint.recipes import MAX_RECIPE_BYTES, may_hold_findings
 from ckptlint.recipes.checks import RecipeFinding, check_setup
 from ckptlint.recipes.documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
 from ckptlint.recipes.launch import Launch, Option, hf_bool, option_value, read_launch
 from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
 from ckptlint.recipes.shell import Word, parse_script
-from ckptlint.source import LineIndex, decode_source, read_source_bytes
+from ckptlint.source import LineIndex, UndecodableSource, decode_source, read_source_bytes
+from ckptlint.suppression import suppresses
 from ckptlint.types import Diagnostic, Edit, Fix, Location
 from ckptlint.versions import TargetVersions
 
@@ -34,13 +35,8 @@ _ACCELERATE_ENVIRONMENT = {
     "FSDP_RESHARD_AFTER_FORWARD": ("fsdp_config", "fsdp_reshard_after_forward"),
     "FSDP_VERSION": ("fsdp_config", "fsdp_version"),
 }
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class RecipeOutcome:
-    diagnostics: tuple[Diagnostic, ...]
-    parsed: bool = True
+# `{{ .Values.x }}` / `{% if %}`: a Helm chart or Jinja template, not YAML until rendered.
+_TEMPLATE = re.compile(r"\{\{|\{%")
 
 
 def lint_recipe(
@@ -52,12 +48,13 @@ def lint_recipe(
     enabled: frozenset[str],
     *,
     project_root: Path,
-    display_of: Callable[[Path], str],
-) -> RecipeOutcome:
+) -> tuple[Diagnostic, ...]:
+    """The findings of a recipe or launch script; raises `RecipeSyntaxError` for invalid
+    YAML / JSON (the engine reports it as CKPT900)."""
     if not may_hold_findings(text, shell=kind == "shell"):
-        return RecipeOutcome(())
+        return ()
     if kind == "shell":
-        reader = _Files(path.parent, project_root, display_of)
+        reader = _Files(path.parent, project_root)
         commands = parse_script(text)
         findings = [
             (finding, anchor)
@@ -68,26 +65,15 @@ def lint_recipe(
         # A command continued over lines cannot carry a comment before its last line: a
         # `# noqa` there covers the whole command.
         last_rows = {word.span: command.words[-1].span.end.row for command in commands for word in command.words}
-        return RecipeOutcome(_diagnostics(text, display, findings, fixes=False, last_rows=last_rows))
-    try:
-        documents = parse_recipe(text, display, is_json=kind == "json")
-    except RecipeSyntaxError as error:
-        if "CKPT900" not in enabled:
-            return RecipeOutcome((), parsed=False)
-        return RecipeOutcome((parse_error(display, error),), parsed=False)
+        return _diagnostics(text, display, findings, fixes=False, last_rows=last_rows)
+    if kind == "yaml" and _TEMPLATE.search(text):
+        return ()  # a Helm / Jinja template: YAML only once rendered
     findings = []
-    for document in documents:
+    for document in parse_recipe(text, display, is_json=kind == "json"):
         finding = check_setup(setup_of(document.settings, {}, versions), versions, enabled, display)
         if finding is not None:
             findings.append((finding, finding.settings[0].key_span))
-    return RecipeOutcome(_diagnostics(text, display, findings, fixes=True, is_json=kind == "json"))
-
-
-def parse_error(display: str, error: RecipeSyntaxError) -> Diagnostic:
-    from ckptlint.registry import PARSE_ERROR
-
-    location = Location(max(error.row, 1), max(error.column, 1))
-    return Diagnostic("CKPT900", str(error), display, location, location, url=PARSE_ERROR.url())
+    return _diagnostics(text, display, findings, fixes=True, is_json=kind == "json")
 
 
 # --- launch scripts --------------------------------------------------------------------
@@ -97,9 +83,8 @@ class _Files:
     """Recipe files and entry points a script names, read once, found relative to the
     script's directory, then the project root, then the working directory."""
 
-    def __init__(self, script_directory: Path, project_root: Path, display_of: Callable[[Path], str]) -> None:
+    def __init__(self, script_directory: Path, project_root: Path) -> None:
         self.bases = (script_directory, project_root, Path.cwd())
-        self.display_of = display_of
         self._recipes: dict[Path, Recipe | None] = {}
         self._entry_points: dict[Path, EntryPoint | None] = {}
 
@@ -120,7 +105,7 @@ class _Files:
             text = _read(path)
             if text is not None:
                 try:
-                    documents = parse_recipe(text, self.display_of(path), is_json=path.suffix.lower() == ".json")
+                    documents = parse_recipe(text, display_path(path), is_json=path.suffix.lower() == ".json")
                 except RecipeSyntaxError:
                     documents = []  # reported when that file is linted itself
                 self._recipes[path] = documents[0] if documents else None
@@ -137,12 +122,11 @@ class _Files:
 
 
 def _read(path: Path) -> str | None:
+    """A named file's text; None when it cannot be read or decoded, or is data."""
     try:
         data = read_source_bytes(path)
-        if len(data) > 4 << 20:
-            return None
-        return decode_source(data).text
-    except Exception:  # unreadable or undecodable: what it would say is unknown
+        return decode_source(data).text if len(data) <= MAX_RECIPE_BYTES else None
+    except (OSError, UndecodableSource):
         return None
 
 
@@ -193,12 +177,11 @@ def _check_launch(
         config_option = launch.launcher_option("config_file")
         launch_config.update(_prefixed(load(config_option.value if config_option else None), ()))
         for option in launch.launcher_options:
-            if option.name == "use_fsdp" and option_value(option) not in ("false", "False", "0"):
-                setting = _flag_setting(option, script, ("distributed_type",))
-                if setting is not None:
-                    launch_config[("distributed_type",)] = Setting(
-                        ("distributed_type",), "FSDP", script, setting.key_span, setting.value_span
-                    )
+            if option.name == "use_fsdp" and hf_bool(option_value(option)) is not False:
+                value_span = (option.value or option.flag).span
+                launch_config[("distributed_type",)] = Setting(
+                    ("distributed_type",), "FSDP", script, option.flag.span, value_span
+                )
             elif option.name.startswith("fsdp_"):
                 setting = _flag_setting(option, script, ("fsdp_config", option.name))
                 if setting is not None:
@@ -292,7 +275,7 @@ def _diagnostics(
             continue
         seen.add((finding.code, span))
         rows = {span.start.row, (last_rows or {}).get(span, span.start.row)}
-        if any(_suppressed(index.line(row), finding.code) for row in rows):
+        if any(suppresses(index.line(row), finding.code) for row in rows):
             continue
         fix = _fix(text, index, finding, is_json) if fixes else None
         rule = rule_by_code(finding.code)
@@ -303,14 +286,6 @@ def _diagnostics(
             )
         )
     return tuple(sorted(diagnostics, key=lambda d: d.sort_key))
-
-
-def _suppressed(line: str, code: str) -> bool:
-    for match in _NOQA.finditer(line):
-        codes = match.group("codes")
-        if codes is None or code in {c.upper() for c in re.split(r"[\s,]+", codes) if c}:
-            return True
-    return False
 
 
 _BOOLEAN_TEXT = re.compile(r"^(?:true|True|TRUE|yes|Yes|YES|on|On|ON|1)$")
