@@ -17,6 +17,8 @@ from ckptlint import __version__
 from ckptlint.config import Settings
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
 
+# The project index keeps each file's facts in a file of its own under `facts-<project key>/`.
+FACTS_PREFIX = "facts-"
 CACHE_README = "This directory is ckptlint's cache; it is safe to delete (`ckptlint clean`).\n"
 
 
@@ -55,6 +57,20 @@ class CacheFile:
 
     def mark_dirty(self) -> None:
         self._dirty = True
+
+    def entry(self, key: str) -> dict | None:
+        found = self._entries.get(key)
+        return found if isinstance(found, dict) else None
+
+    def set_entry(self, key: str, value: dict) -> None:
+        self._entries[key] = value
+        self._dirty = True
+
+    def retain(self, keys: set[str]) -> None:
+        """Forget every entry not in `keys`."""
+        if not keys.issuperset(self._entries):
+            self._entries = {k: v for k, v in self._entries.items() if k in keys}
+            self._dirty = True
 
     def save(self) -> str | None:
         """Write atomically; concurrent runs each write a whole file and the last one wins.
@@ -152,7 +168,12 @@ def clear_cache(directory: Path) -> list[Path]:
     for child in sorted(directory.iterdir()):
         if child.is_dir() and not child.is_symlink() and _is_result_directory(child):
             for item in child.iterdir():
-                item.unlink()
+                if item.is_dir():
+                    for fact in item.iterdir():
+                        fact.unlink()
+                    item.rmdir()
+                else:
+                    item.unlink()
             child.rmdir()
             removed.append(child)
     for name, content in (("README", CACHE_README), (".gitignore", "*\n")):
@@ -170,7 +191,17 @@ def clear_cache(directory: Path) -> list[Path]:
 
 
 def _is_result_directory(path: Path) -> bool:
-    """A directory named like a ckptlint version holding only result files."""
+    """A directory named like a ckptlint version holding only result files (and the
+    project index's facts directories of them)."""
     if not path.name[:1].isdigit():
         return False
-    return all(item.is_file() and item.suffix in (".json", ".tmp") for item in path.iterdir())
+    return all(
+        _is_cache_file(item)
+        or (item.is_dir() and not item.is_symlink() and item.name.startswith(FACTS_PREFIX)
+            and all(_is_cache_file(fact) for fact in item.iterdir()))
+        for item in path.iterdir()
+    )
+
+
+def _is_cache_file(path: Path) -> bool:
+    return path.is_file() and path.suffix in (".json", ".tmp")

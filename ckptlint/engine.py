@@ -31,7 +31,7 @@ from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_co
 from ckptlint.rule import Rule
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
 from ckptlint.suppression import NOQA, noqa_codes, written_codes
-from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, Location
+from ckptlint.types import AppliedFix, Diagnostic, Edit, Location, fixable
 from ckptlint.versions import Applies, TargetVersions
 
 SKIP_FILE = re.compile(r"^[ \t]*#[ \t]*ckptlint:[ \t]*skip-file\b", re.MULTILINE)
@@ -536,10 +536,6 @@ def unreadable(display: str, reason: str) -> Diagnostic:
 
 
 # --- fixes -----------------------------------------------------------------------------
-
-
-def fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
-    return diagnostic.fix is not None and (unsafe or diagnostic.fix.applicability is Applicability.SAFE)
 
 
 def apply_fixes(text: str, diagnostics: Iterable[Diagnostic], unsafe: bool) -> tuple[str, list[Diagnostic]]:

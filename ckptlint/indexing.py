@@ -9,13 +9,16 @@ part of the enclosing project's index.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import time
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ckptlint.cache import CacheFile
+from ckptlint.cache import FACTS_PREFIX, CacheFile, content_digest, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
 from ckptlint.discovery import discover, relative_to_root
 from ckptlint.source import read_source_bytes
@@ -27,7 +30,6 @@ from ckptlint.project import (
     extract_facts,
     fingerprint_of,
     module_name,
-    text_digest,
 )
 
 # Below this many files to extract, a process pool costs more than it saves.
@@ -122,33 +124,65 @@ def project_files(root: Path, settings: Settings) -> list[Path]:
 
 
 def _extract(item: tuple[Path, str]) -> tuple[FileFacts, str] | None:
+    """The facts of one file and the digest of the bytes they were extracted from."""
     path, relative = item
     try:
-        text = read_source_bytes(path).decode("utf-8", errors="replace")
+        data = read_source_bytes(path)
     except OSError:
         return None
-    return extract_facts(text, relative), text_digest(text)
+    return extract_facts(data.decode("utf-8", errors="replace"), relative), content_digest(data)
+
+
+def stat_key(status: os.stat_result) -> list[int]:
+    return [status.st_mtime_ns, status.st_size, status.st_ino, status.st_ctime_ns]
+
+
+# A file modified this close to the run's start may change again within the same timestamp
+# tick after it was read: its stat is not remembered, so the next run reads it again (git's
+# "racily clean" rule).
+RACY_WINDOW_NS = 2_000_000_000
 
 
 def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs: int | None = None) -> ProjectIndex:
+    """The project's index. With the cache, a file whose stat (mtime, size, inode, ctime) is
+    the one recorded with its digest is not read at all; one whose content digest is
+    unchanged is not parsed; only the others are extracted (in a pool when many)."""
+    trusted_before = time.time_ns() - RACY_WINDOW_NS
     cache = _IndexCache(settings, root) if use_cache else None
     built: dict[str, FileFacts] = {}
     digests: dict[str, str] = {}
     exported: dict[str, str] = {}  # relative path -> what other files can observe of it
+    stats: dict[str, list[int] | None] = {}
+    empty: set[str] = set()  # files known to have no facts (nothing cached to read for them)
     pending: list[tuple[Path, str]] = []
     paths: dict[str, Path] = {}
     for path in project_files(root, settings):
         relative = relative_to_root(path.absolute(), root)
         paths[relative] = path
-        if cache is not None:
-            try:
-                digest = text_digest(read_source_bytes(path).decode("utf-8", errors="replace"))
-            except OSError:
-                continue
-            piece = cache.exported(relative, digest)
-            if piece is not None:
-                digests[relative], exported[relative] = digest, piece
-                continue
+        if cache is None:
+            pending.append((path, relative))
+            continue
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue
+        stats[relative] = stat_key(status) if status.st_mtime_ns < trusted_before else None
+        entry = cache.entry(relative)
+        if entry is not None and stats[relative] is not None and entry["stat"] == stats[relative]:
+            digests[relative], exported[relative] = entry["digest"], entry["exported"]
+            if entry.get("empty") is True:
+                empty.add(relative)
+            continue
+        try:
+            digest = content_digest(read_source_bytes(path))
+        except OSError:
+            continue
+        if entry is not None and entry["digest"] == digest:
+            digests[relative], exported[relative] = digest, entry["exported"]
+            if entry.get("empty") is True:
+                empty.add(relative)
+            cache.remember(relative, digest, exported[relative], stats[relative], relative in empty)
+            continue
         pending.append((path, relative))
 
     workers = jobs or os.cpu_count() or 1
@@ -167,16 +201,18 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
         built[relative], digests[relative] = result
         exported[relative] = exported_digest(built[relative])
         if cache is not None:
-            cache.put(relative, digests[relative], built[relative], exported[relative])
+            is_empty = built[relative] == FileFacts(built[relative].module)
+            cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty)
+            if not is_empty:
+                cache.store_facts(relative, digests[relative], built[relative])
 
     def load(relative: str) -> FileFacts:
         """Facts not built in this run: from the cache, else extracted again."""
-        raw = cache.facts_json(relative, digests[relative]) if cache is not None else None
-        if raw is not None:
-            try:
-                return FileFacts.from_json(raw)
-            except (KeyError, TypeError, ValueError, AttributeError):
-                pass  # a corrupt entry
+        if relative in empty:
+            return FileFacts(module_name(relative))
+        facts = cache.facts(relative, digests[relative]) if cache is not None else None
+        if facts is not None:
+            return facts
         result = _extract((paths[relative], relative))
         return result[0] if result is not None else FileFacts(module_name(relative))
 
@@ -184,56 +220,75 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
     # edits other files cannot observe, never builds the facts for it.
     index = ProjectIndex(root, LazyFacts(sorted(digests), built, load), digests, fingerprint_of(exported.items()))
     if cache is not None:
-        cache.retain(set(digests))
+        cache.retain(digests)
         cache.save()
     return index
 
 
 class _IndexCache:
-    """Two files per project root: `index-<key>.json` holds each file's content digest and
-    exported digest (read on every run), `facts-<key>.json` the facts themselves (read
-    only when a rule asks for them). Each facts entry repeats its digest, so files written by
-    concurrent runs never pair a digest with the facts of other content."""
+    """Per project root: `index-<key>.json` holds each file's content digest, exported
+    digest and stat (read on every run); `facts-<key>/` holds the facts of each file that
+    has any, one small file per (path, content) pair, read only when a rule asks for them.
+    Facts files are named by path and content digest, so concurrent runs never pair a
+    digest with the facts of other content, and an edit rewrites one small file."""
 
     def __init__(self, settings: Settings, root: Path) -> None:
         key = hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:16]
         self._directory = settings.cache_dir or root / ".ckptlint_cache"
-        self._digests = CacheFile(self._directory, f"index-{key}.json")
-        self._facts_name = f"facts-{key}.json"
-        self._facts: CacheFile | None = None
+        self._index = CacheFile(self._directory, f"index-{key}.json")
+        self._facts_directory = self._index.path.parent / f"{FACTS_PREFIX}{key}"
+        self._stored_facts = False
 
-    def _facts_file(self) -> CacheFile:
-        if self._facts is None:
-            self._facts = CacheFile(self._directory, self._facts_name)
-        return self._facts
-
-    def exported(self, relative: str, digest: str) -> str | None:
-        """The exported digest of a file cached with this content digest."""
-        entry = self._digests._entries.get(relative)
-        if isinstance(entry, dict) and entry.get("digest") == digest and isinstance(entry.get("exported"), str):
-            return entry["exported"]
-        return None
-
-    def facts_json(self, relative: str, digest: str) -> Mapping | None:
-        """The cached facts (as JSON) of a file with this digest."""
-        entry = self._facts_file()._entries.get(relative)
-        if not isinstance(entry, dict) or entry.get("digest") != digest or not isinstance(entry.get("facts"), dict):
+    def entry(self, relative: str) -> dict | None:
+        """The cached digest, exported digest and stat of a file, when well-formed."""
+        entry = self._index.entry(relative)
+        if (
+            entry is None
+            or not isinstance(entry.get("digest"), str)
+            or not isinstance(entry.get("exported"), str)
+            or not (entry.get("stat") is None or isinstance(entry.get("stat"), list))
+        ):
             return None
-        return entry["facts"]
+        return entry
 
-    def put(self, relative: str, digest: str, facts: FileFacts, exported: str) -> None:
-        self._digests._entries[relative] = {"digest": digest, "exported": exported}
-        self._facts_file()._entries[relative] = {"digest": digest, "facts": facts.to_json()}
-        self._digests.mark_dirty()
-        self._facts_file().mark_dirty()
+    def remember(self, relative: str, digest: str, exported: str, stat: list[int] | None, empty: bool) -> None:
+        """`empty`: the file has no facts (none are stored for it)."""
+        self._index.set_entry(relative, {"digest": digest, "exported": exported, "stat": stat, "empty": empty})
 
-    def retain(self, relatives: set[str]) -> None:
-        """Forget files no longer in the project."""
-        for store in (self._digests, self._facts):
-            if store is not None and set(store._entries) - relatives:
-                store._entries = {k: v for k, v in store._entries.items() if k in relatives}
-                store.mark_dirty()
+    def _facts_path(self, relative: str, digest: str) -> Path:
+        name = hashlib.blake2b(f"{relative}\0{digest}".encode(), digest_size=16).hexdigest()
+        return self._facts_directory / f"{name}.json"
+
+    def store_facts(self, relative: str, digest: str, facts: FileFacts) -> None:
+        path = self._facts_path(relative, digest)
+        if save_cache_file(self._directory, path, {"digest": digest, "facts": facts.to_json()}) is None:
+            self._stored_facts = True
+
+    def facts(self, relative: str, digest: str) -> FileFacts | None:
+        """The cached facts of a file with this digest; None when absent or corrupt."""
+        try:
+            data = json.loads(self._facts_path(relative, digest).read_bytes())
+            if data["digest"] != digest:
+                return None
+            return FileFacts.from_json(data["facts"])
+        except (OSError, KeyError, TypeError, ValueError, AttributeError, RecursionError):
+            return None
+
+    def retain(self, digests: Mapping[str, str]) -> None:
+        """Forget files no longer in the project; after new facts were stored, delete the
+        facts files of content no longer there."""
+        self._index.retain(set(digests))
+        if not self._stored_facts:
+            return
+        live = {self._facts_path(relative, digest).name for relative, digest in digests.items()}
+        try:
+            names = os.listdir(self._facts_directory)
+        except OSError:
+            return
+        for name in names:
+            if name not in live and name.endswith(".json"):
+                with contextlib.suppress(OSError):
+                    os.unlink(self._facts_directory / name)
 
     def save(self) -> str | None:
-        warnings = [store.save() for store in (self._facts, self._digests) if store is not None]
-        return next((w for w in warnings if w), None)
+        return self._index.save()

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from ckptlint.analysis.huggingface import TRAINING_ARGUMENTS_CLASSES
+from ckptlint.analysis.hf_names import TRAINING_ARGUMENTS_CLASSES
 
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config", "Module",
@@ -239,6 +239,8 @@ class FileFacts:
 
 
 def text_digest(text: str) -> str:
+    """The digest of the text as UTF-8: for a UTF-8 file, its content digest
+    (`ckptlint.cache.content_digest` of its bytes), as the index records it."""
     import hashlib
 
     return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
@@ -1094,8 +1096,7 @@ class ProjectIndex:
                 table.setdefault(".".join(parts[start:]), []).append(name)
         return table
 
-    def _resolve_name(self, name: str, table: Iterable[str]) -> str | None:
-        names = set(table)
+    def _resolve_name(self, name: str, names: Container[str]) -> str | None:
         if name in names:
             return name
         candidates = [c for c in self._suffixes.get(name, ()) if c in names]
@@ -1320,4 +1321,28 @@ class ProjectIndex:
         facts = extract_facts(text, relative_path, prefilter=False)
         if self.files.get(relative_path) == facts:
             return self
-        return ProjectIndex(self.root, {**self.files, relative_path: facts}, self.digests)
+        return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests)
+
+
+class _Overlay(Mapping):
+    """The facts of a project with one file's replaced, without loading the others."""
+
+    def __init__(self, files: Mapping[str, FileFacts], key: str, facts: FileFacts) -> None:
+        self._files, self._key, self._facts = files, key, facts
+
+    def __getitem__(self, key: str) -> FileFacts:
+        return self._facts if key == self._key else self._files[key]
+
+    def __iter__(self):
+        yield from self._files
+        if self._key not in self._files:
+            yield self._key
+
+    def __len__(self) -> int:
+        return len(self._files) + (self._key not in self._files)
+
+    def __contains__(self, key: object) -> bool:
+        return key == self._key or key in self._files
+
+    def __reduce__(self):
+        return (dict, (dict(self.items()),))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from ckptlint.types import Applicability, Diagnostic, Fix, Location
+from ckptlint.types import RULE_DOCS_URL, Applicability, Diagnostic, Fix, Location
 from ckptlint.versions import Applies, VersionRange
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from ckptlint.engine import FileContext
     from ckptlint.project import ProjectIndex
 
-RULE_DOCS_URL = "https://github.com/ckptlint/ckptlint/blob/main/docs/rules/{code}.md"
 
 
 @dataclass(frozen=True)
@@ -217,23 +216,3 @@ class Rule(cst.BatchableCSTVisitor):
         if len(body) > 1:
             lines.append(body[1].strip("\n"))
         return "\n".join(lines).rstrip() + "\n"
-
-
-@dataclass(frozen=True)
-class PseudoRule:
-    """Codes the engine itself emits (parse errors, unreadable files); documented like rules."""
-
-    code: str
-    name: str
-    doc: str
-    fix: Applicability | None = None
-    targets: tuple[VersionRange, ...] = ()
-
-    def summary(self) -> str:
-        return self.doc.split("\n", 1)[0]
-
-    def url(self) -> str:
-        return RULE_DOCS_URL.format(code=self.code)
-
-    def documentation(self) -> str:
-        return f"# {self.name} ({self.code})\n\n{self.doc.strip()}\n"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, discover, display_path
-from ckptlint.engine import decode_for_lint, fix_text, lint_text, selected_rules, unknown_noqa_codes, unreadable
+from ckptlint.discovery import PYTHON_SUFFIXES, discover, display_path, relative_to_root
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
+from ckptlint.registry import project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult
@@ -62,6 +62,8 @@ def check_decoded(
     project: ProjectIndex | None = None,
 ) -> FileResult:
     """Lint (and with fixes on, fix in memory) one decoded file."""
+    from ckptlint.engine import fix_text, lint_text, unknown_noqa_codes
+
     errors = unknown_noqa_codes(decoded.text, display)
     if not options.computes_fixes:
         outcome = lint_text(decoded.text, path, settings, display_path=display, project=project)
@@ -88,6 +90,9 @@ def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: 
 
 
 def check_file(path: Path, settings: Settings, options: RunOptions, project: ProjectIndex | None = None) -> FileResult:
+    # The engine (libcst, the rules) is imported by the first file that is not in the cache.
+    from ckptlint.engine import decode_for_lint, unreadable
+
     display = display_path(path)
     try:
         data = read_source_bytes(path)
@@ -140,7 +145,7 @@ def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
         settings,
         use_cache=options.use_cache and not options.computes_fixes,
         jobs=options.jobs,
-        build=any(rule.uses_project for rule in selected_rules(settings)),
+        build=bool(project_rule_codes() & settings.enabled_codes),
     )
 
 
@@ -156,13 +161,18 @@ def check_paths(
         force_exclude=force_exclude,
         include=settings.include,
     )
-    results: list[FileResult] = [
-        _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
-        for p, reason in found.problems
-    ]
+    results: list[FileResult] = []
+    if found.problems:
+        from ckptlint.engine import unreadable
+
+        results += [
+            _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
+            for p, reason in found.problems
+        ]
     projects = projects_for_run(settings, options)
     cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
     pending: list[tuple[Path, Settings, Path, str | None]] = []
+    keys: dict[Path, str] = {}  # project root -> the part of a cache key shared by its files
     for path in found.files:
         root = projects.root_of(path)
         file_settings = projects.settings_for(root)
@@ -172,16 +182,22 @@ def check_paths(
             # it names: only Python results are cached.
             pending.append((path, file_settings, root, None))
             continue
-        try:
-            data = read_source_bytes(path)
-        except OSError:
-            pending.append((path, file_settings, root, None))  # check_file reports it
-            continue
+        absolute = path.absolute()
+        # The index has just checked the file (by stat, or by reading it): its digest is current.
+        digest = index.digests.get(relative_to_root(absolute, root)) if index.digests else None
+        if digest is None:
+            try:
+                digest = content_digest(read_source_bytes(path))
+            except OSError:
+                pending.append((path, file_settings, root, None))  # check_file reports it
+                continue
+        if root not in keys:
+            keys[root] = f"{settings_fingerprint(file_settings)}:{index.fingerprint}"
         # A result depends on the file, its project's settings, and what the index knows.
-        digest = ":".join((content_digest(data), settings_fingerprint(file_settings), index.fingerprint))
-        cached = cache.get(str(path.absolute()), digest)
+        key = f"{digest}:{keys[root]}"
+        cached = cache.get(str(absolute), key)
         if cached is None:
-            pending.append((path, file_settings, root, digest))
+            pending.append((path, file_settings, root, key))
         else:
             display = display_path(path)
             results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
@@ -209,6 +225,8 @@ def check_paths(
 
 
 def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:
+    from ckptlint.engine import decode_for_lint
+
     display = filename or "-"
     path = Path(filename).absolute() if filename else settings.project_root / "-"
     if len(data) > MAX_FILE_BYTES:

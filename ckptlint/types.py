@@ -106,3 +106,31 @@ class RunResult:
     @property
     def fixed_count(self) -> int:
         return sum(len(f.applied_fixes) for f in self.files)
+
+
+def fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    return diagnostic.fix is not None and (unsafe or diagnostic.fix.applicability is Applicability.SAFE)
+
+
+RULE_DOCS_URL = "https://github.com/ckptlint/ckptlint/blob/main/docs/rules/{code}.md"
+
+
+@dataclass(frozen=True)
+class PseudoRule:
+    """Codes the engine itself emits (parse errors, unreadable files); documented like rules."""
+
+    code: str
+    name: str
+    doc: str
+    fix: Applicability | None = None
+    targets: tuple = ()  # of VersionRange, as a rule's
+
+    def summary(self) -> str:
+        return self.doc.split("\n", 1)[0]
+
+    def url(self) -> str:
+        return RULE_DOCS_URL.format(code=self.code)
+
+    def documentation(self) -> str:
+        return f"# {self.name} ({self.code})\n\n{self.doc.strip()}\n"
+

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ckptlint.analysis.fsdp import absolute_names
@@ -10,6 +12,10 @@ from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 
 SHARDING_OPTIONS = frozenset({"full_shard", "hybrid_shard", "hybrid_shard_zero2"})
+# Both keywords of the call, as text: most files that mention `gradient_checkpointing` and
+# `fsdp` (every transformers model) pass neither, and are never parsed for this rule.
+_ENABLED_KEYWORD = re.compile(r"\bgradient_checkpointing[\s\\]*=[\s\\]*True\b")
+_FSDP_KEYWORD = re.compile(r"\bfsdp[\s\\]*=(?!=)")
 
 
 class HfCheckpointingWithFsdpFullShard(Rule):
@@ -91,6 +97,10 @@ class HfCheckpointingWithFsdpFullShard(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._calls: list[cst.Call] = []
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        return super().may_apply_to(text) and bool(_ENABLED_KEYWORD.search(text) and _FSDP_KEYWORD.search(text))
 
     def visit_Call(self, node: cst.Call) -> None:
         enabled = keyword_value(node, "gradient_checkpointing")

@@ -20,6 +20,9 @@ from ckptlint.types import Applicability
 from ckptlint.versions import Applies
 
 PEFT_WORDS = ("get_peft_model", "PeftModel", "add_adapter", "load_adapter")
+# Only a model trained in the file is reported: a manual loop, Lightning's step, or a class
+# whose name ends in `Trainer` (it is named in the file, if only in an import).
+TRAINING_WORDS = ("backward", "training_step", "Trainer")
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,11 @@ class PeftCheckpointingWithoutInputGrads(Rule):
 
     @classmethod
     def may_apply_to(cls, text: str) -> bool:
-        return super().may_apply_to(text) and any(word in text for word in PEFT_WORDS)
+        return (
+            super().may_apply_to(text)
+            and any(word in text for word in PEFT_WORDS)
+            and any(word in text for word in TRAINING_WORDS)
+        )
 
     def finish(self) -> None:
         before_5 = self.context.versions.applies((REENTRANT_DEFAULT_VERSIONS,))

@@ -5,11 +5,13 @@ result cache, whose key is the resolved configuration."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
-import ckptlint.runner
+import ckptlint.engine
 from conftest import json_findings
 from ckptlint.config import (
     DEFAULT_EXCLUDE,
@@ -524,13 +526,13 @@ def test_resolve_settings_raises_config_error_for_the_api(make_project):
 def lint_calls(monkeypatch):
     """Counts the files the engine actually lints (cache misses)."""
     calls: list[str] = []
-    original = ckptlint.runner.lint_text
+    original = ckptlint.engine.lint_text
 
     def counting(text, path, settings, **kwargs):
         calls.append(Path(path).name)
         return original(text, path, settings, **kwargs)
 
-    monkeypatch.setattr(ckptlint.runner, "lint_text", counting)
+    monkeypatch.setattr(ckptlint.engine, "lint_text", counting)
     return calls
 
 
@@ -622,23 +624,66 @@ def test_corrupt_cache_file_is_ignored(cli, make_project, lint_calls, garbage):
     assert json.loads(cache_file.read_text())["files"]
 
 
-@pytest.mark.parametrize("which", ["index-", "facts-"])
-@pytest.mark.parametrize("garbage", [b"", b"not json", b'{"files": {"a.py": {"digest": 1, "facts": []}}}'])
+@pytest.mark.parametrize("which", ["*/index-*.json", "*/facts-*/*.json"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"",
+        b"not json",
+        b'{"files": {"a.py": {"digest": 1, "facts": []}}}',
+        b'{"digest": "0", "facts": {}}',
+        b'{"files": {"model.py": {"digest": "0", "exported": "0", "stat": [1, 2, 3, 4]}}}',
+    ],
+)
 def test_corrupt_project_index_cache_is_rebuilt(cli, make_project, which, garbage):
-    """The index cache (digests in `index-*.json`, facts in `facts-*.json`) broken in any way:
-    the next run, with a changed file that needs the facts, gives what a run without cache gives."""
+    """The index cache (digests and stats in `index-*.json`, each file's facts in
+    `facts-*/`) broken in any way: the next run, with a changed file that needs the facts,
+    gives what a run without cache gives."""
     files = {
         "model.py": MODEL,
         "train.py": "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n",
     }
     root = make_project(files, pyproject=PYPROJECT)
     json_run(cli, root, ".")
-    [index_file] = list((root / ".ckptlint_cache").glob(f"*/{which}*.json"))
-    index_file.write_bytes(garbage)
+    cached = list((root / ".ckptlint_cache").glob(which))
+    assert cached
+    for path in cached:
+        path.write_bytes(garbage)
     (root / "model.py").write_text((root / "model.py").read_text() + "\n# edited\n")
     expected = json_run(cli, root, "--no-cache", ".").stdout
     assert json_run(cli, root, ".").stdout == expected
     assert json_run(cli, root, ".").stdout == expected  # and from the cache rebuilt
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen(cli, make_project):
+    """Unchanged files are recognised by their stat, without reading them; an edit that keeps
+    the size and puts the modification time back still changes the inode's ctime."""
+    root = make_project({"model.py": MODEL}, pyproject=PYPROJECT)
+    old = time.time_ns() - 10 * 10**9  # outside the window in which a stat is not trusted
+    os.utime(root / "model.py", ns=(old, old))
+    assert findings(json_run(cli, root, "."), root) == BOTH
+    call = "h = checkpoint(self.layer, h)"
+    edited = MODEL.replace(call, "h = self.layer(h)".ljust(len(call)))
+    assert len(edited) == len(MODEL)
+    (root / "model.py").write_text(edited)
+    os.utime(root / "model.py", ns=(old, old))
+    assert findings(json_run(cli, root, "."), root) == [("model.py", 4, 12, "CKPT032")]
+
+
+def test_files_modified_during_the_last_seconds_are_read_again(make_project):
+    """git's racily-clean rule: a stat taken within two seconds of the file's modification is
+    not remembered (another write in the same timestamp tick would look unchanged)."""
+    from ckptlint.config import resolve_settings
+    from ckptlint.indexing import build_index
+
+    root = make_project({"fresh.py": "x = 1\n", "old.py": "y = 1\n"}, pyproject=PYPROJECT)
+    old = time.time_ns() - 10 * 10**9
+    os.utime(root / "old.py", ns=(old, old))
+    build_index(root, resolve_settings(root))
+    [index_file] = (root / ".ckptlint_cache").glob("*/index-*.json")
+    entries = json.loads(index_file.read_text())["files"]
+    assert entries["fresh.py"]["stat"] is None
+    assert entries["old.py"]["stat"][0] == old
 
 
 def test_corrupt_cache_entries_are_linted_again(cli, make_project, lint_calls):

@@ -47,3 +47,37 @@ def test_import_and_version_do_not_load_the_engine():
     from ckptlint import __version__
 
     assert result.stdout.strip().splitlines() == [f"ckptlint {__version__}", "[]"]
+
+
+def test_rule_manifest_matches_the_rules():
+    """The registry answers codes, names and `uses_project` without importing the rules
+    (libcst); `python -m ckptlint.registry` prints the manifest to paste when a rule changes."""
+    from ckptlint.registry import RULE_MANIFEST, all_rules, manifest_of
+
+    assert RULE_MANIFEST == manifest_of(all_rules())
+
+
+def test_a_run_served_from_the_cache_does_not_import_libcst(tmp_path):
+    """A warm run (nothing changed) answers from the cache: the engine, the rules and libcst
+    are never imported, which is most of a small run's start-up time."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "model.py").write_text(
+        "from torch.utils.checkpoint import checkpoint\ndef forward(self, x):\n    return checkpoint(self.block, x)\n"
+    )
+    (tmp_path / "unrelated.py").write_text("x = 1\n")
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from ckptlint.cli import main
+        try:
+            main(["check", {str(tmp_path)!r}, "--output-format", "json"])
+        except SystemExit as exit:
+            code = exit.code
+        print(json.dumps({{"exit": code, "libcst": any(m.startswith("libcst") for m in sys.modules)}}))
+        """
+    )
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            for _ in range(2)]
+    first, second = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
+    assert first == {"exit": 1, "libcst": True}
+    assert second == {"exit": 1, "libcst": False}

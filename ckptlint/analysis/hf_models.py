@@ -35,10 +35,10 @@ import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
 from ckptlint.analysis.fsdp import absolute_names
+from ckptlint.analysis.hf_names import TRAINING_ARGUMENTS_CLASSES
 from ckptlint.analysis.huggingface import (
     GC_ENABLE,
     GC_KWARGS,
-    TRAINING_ARGUMENTS_CLASSES,
     HfCheckpointingKwargs,
     KwargsShape,
     keyword_value,

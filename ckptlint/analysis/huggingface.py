@@ -30,24 +30,6 @@ REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
 # Keys the Trainer (transformers >= 5.0) consumes itself before calling checkpoint.
 TRAINER_OWN_KEYS = frozenset({"every_n_layers", "offload"})
 
-TRAINING_ARGUMENTS_CLASSES = frozenset(
-    {
-        "transformers.TrainingArguments",
-        "transformers.training_args.TrainingArguments",
-        "transformers.Seq2SeqTrainingArguments",
-        "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
-        # TRL's configs subclass TrainingArguments.
-        *(
-            f"trl.{name}"
-            for name in (
-                "SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "ORPOConfig", "KTOConfig",
-                "PPOConfig", "RLOOConfig", "CPOConfig", "BCOConfig", "GKDConfig", "PRMConfig",
-                "OnlineDPOConfig", "XPOConfig", "NashMDConfig", "AlignPropConfig", "DDPOConfig",
-            )
-        ),
-    }
-)
-
 
 class KwargsShape(str, enum.Enum):
     DEFAULT = "not given (the library default applies)"

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from ckptlint import __version__
 from ckptlint.registry import ENGINE_CODES, all_rules
-from ckptlint.rule import RULE_DOCS_URL
+from ckptlint.types import RULE_DOCS_URL
 from ckptlint.types import Diagnostic, Edit
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 import click
 
-from ckptlint.engine import fixable
-from ckptlint.registry import rule_by_code
-from ckptlint.types import Applicability, Diagnostic, FileResult
+from ckptlint.registry import rule_name
+from ckptlint.types import Applicability, Diagnostic, FileResult, fixable
 
 
 def render_diagnostics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool) -> str:
@@ -79,8 +78,7 @@ def render_statistics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool, 
     fixable_codes = {d.code for d in diagnostics if fixable(d, unsafe_fixes)}
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        rule = rule_by_code(code)
-        rows.append({"code": code, "name": rule.name if rule else "", "count": count, "fixable": code in fixable_codes})
+        rows.append({"code": code, "name": rule_name(code) or "", "count": count, "fixable": code in fixable_codes})
     if as_json:
         return json.dumps(rows, indent=2) + "\n"
     width = max((len(str(r["count"])) for r in rows), default=1)
@@ -98,7 +96,6 @@ def render_applied_fixes(files: Sequence[FileResult], *, diff_mode: bool) -> str
     for path, fixes in by_file:
         lines.append(f"- {path}:")
         for (code, message), count in sorted(Counter((f.code, f.message) for f in fixes).items()):
-            rule = rule_by_code(code)
-            lines.append(f"    {count} × {code} ({rule.name if rule else message})")
+            lines.append(f"    {count} × {code} ({rule_name(code) or message})")
     return "".join(line + "\n" for line in lines)
 
