@@ -11,6 +11,7 @@ itself apply (as in Ruff and ripgrep).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,10 +34,34 @@ class Discovered:
 
 
 @lru_cache(maxsize=512)
-def _spec(patterns: tuple[str, ...]):
-    import pathspec
+def _spec(patterns: tuple[str, ...]) -> _Matcher:
+    return _Matcher(patterns)
 
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+class _Matcher:
+    """gitignore-style patterns (pathspec). Without a negated pattern (the usual case),
+    the patterns are tested as one regular expression: pathspec tries each in turn, and
+    the walk tests every entry of the tree."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        import pathspec
+
+        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+        active = [p for p in self.spec.patterns if p.include is not None]
+        self._any = None
+        if all(p.include and isinstance(getattr(p, "regex", None), re.Pattern) for p in active):
+            # pathspec's own group names would repeat in the alternation: made anonymous.
+            alternatives = [_NAMED_GROUP.sub("(?:", p.regex.pattern) for p in active]
+            self._any = re.compile("|".join(f"(?:{a})" for a in alternatives)) if alternatives else _NOTHING
+
+    def match_file(self, path: str) -> bool:
+        if self._any is not None:
+            return self._any.match(path) is not None
+        return self.spec.match_file(path)
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_NOTHING = re.compile(r"(?!)")
 
 
 def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
@@ -53,17 +78,29 @@ def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
 
 def display_path(path: Path) -> str:
     """How a path is shown: relative to the working directory."""
+    text = os.path.abspath(path)
+    directory, name = os.path.split(text)
     try:
-        return os.path.relpath(path)
+        return os.path.join(_relative_directory(directory, os.getcwd()), name)
     except ValueError:  # another drive on Windows
-        return str(path)
+        return text
 
 
-def relative_to_root(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
+@lru_cache(maxsize=4096)
+def _relative_directory(directory: str, cwd: str) -> str:
+    relative = os.path.relpath(directory, cwd)
+    return "" if relative == os.curdir else relative
+
+
+def relative_to_root(path: Path, root: Path, root_prefix: str | None = None) -> str:
+    """The '/'-separated path relative to `root` (both absolute; `root_prefix`, the root's
+    text with a trailing separator, saves recomputing it for every file); a path outside
+    the root as it is."""
+    text = os.path.abspath(path)
+    prefix = root_prefix if root_prefix is not None else os.path.join(os.path.abspath(root), "")
+    if text.startswith(prefix):
+        text = text[len(prefix):]
+    return text.replace(os.sep, "/") if os.sep != "/" else text
 
 
 class _GitIgnores:
@@ -162,8 +199,8 @@ def discover(
     gitignores = _GitIgnores(project_root, respect_gitignore)
     root_text = str(project_root)
     # Keyed by absolute path, so `a.py` and `/project/a.py` are linted once.
-    files: dict[Path, Path] = {}
-    problems: dict[Path, tuple[Path, str]] = {}
+    files: dict[str, Path] = {}
+    problems: dict[str, tuple[Path, str]] = {}
     visited_directories: set[tuple[int, int]] = set()
     deferred_links: list[tuple[Path, Parts | None, tuple[str, ...], frozenset[PatternKey]]] = []
 
@@ -200,7 +237,7 @@ def discover(
             try:
                 info = directory.stat()
             except OSError as error:
-                problems.setdefault(directory.absolute(), (directory, _reason(error)))
+                problems.setdefault(str(directory.absolute()), (directory, _reason(error)))
                 continue
             key = (info.st_dev, info.st_ino)
             if key in visited_directories:
@@ -209,30 +246,38 @@ def discover(
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
             except OSError as error:
-                problems.setdefault(directory.absolute(), (directory, _reason(error)))
+                problems.setdefault(str(directory.absolute()), (directory, _reason(error)))
                 continue
+            absolute_directory = os.path.abspath(directory)
+            # What patterns see of the entries: their path relative to the project root, or,
+            # outside the project, their absolute path.
+            if parts is None:
+                prefix = Path(absolute_directory).as_posix() + "/"
+            else:
+                prefix = "".join(part + "/" for part in parts)
             subdirectories = []
             for entry in entries:
+                name = entry.name
                 try:
                     is_dir = entry.is_dir()  # follows links; a dangling link is neither
                 except OSError:
                     is_dir = False
-                path = Path(entry.path)
-                entry_parts = parts + (entry.name,) if parts is not None else None
-                if not is_dir and not included(entry.name, pattern_path(path, entry_parts, False)):
+                relative = prefix + name
+                if not is_dir and not included(name, relative):
                     continue
-                if (spec is not None and spec.match_file(pattern_path(path, entry_parts, is_dir))) or (
-                    gitignores.ignores(entry_parts, is_dir, overridden)
+                entry_parts = parts + (name,) if parts is not None else None
+                if (spec is not None and spec.match_file(relative + "/" if is_dir else relative)) or (
+                    gitignores.enabled and gitignores.ignores(entry_parts, is_dir, overridden)
                 ):
                     continue
                 if is_dir and _is_link(entry):
                     # Walked after the real directories, so a file reached both ways is linted
                     # under its real path, whatever the order of names.
-                    deferred_links.append((path, entry_parts, active, overridden))
+                    deferred_links.append((Path(entry.path), entry_parts, active, overridden))
                 elif is_dir:
-                    subdirectories.append((path, entry_parts))
+                    subdirectories.append((Path(entry.path), entry_parts))
                 else:
-                    files.setdefault(path.absolute(), path)
+                    files.setdefault(os.path.join(absolute_directory, name), Path(entry.path))
             stack.extend(reversed(subdirectories))
 
     for raw in paths:
@@ -250,9 +295,9 @@ def discover(
         elif is_dir:
             walk(path, parts, patterns, frozenset())
         elif path.exists() or path.is_symlink():
-            files.setdefault(path.absolute(), path)  # named explicitly: linted whatever its suffix
+            files.setdefault(str(path.absolute()), path)  # named explicitly: linted whatever its suffix
         else:
-            problems.setdefault(path.absolute(), (path, "No such file or directory"))
+            problems.setdefault(str(path.absolute()), (path, "No such file or directory"))
     while deferred_links:
         walk(*deferred_links.pop(0))
     return Discovered(tuple(sorted(files.values())), tuple(sorted(problems.values())))

@@ -26,6 +26,7 @@ from ckptlint.project import (
     FileFacts,
     LazyFacts,
     ProjectIndex,
+    cross_file_kinds,
     exported_digest,
     extract_facts,
     fingerprint_of,
@@ -36,8 +37,8 @@ from ckptlint.project import (
 PARALLEL_EXTRACTION_THRESHOLD = 256
 
 
-def _has_marker(directory: Path) -> bool:
-    return any((directory / marker).exists() for marker in ROOT_MARKERS)
+def _has_marker(directory: str | Path) -> bool:
+    return any(os.path.exists(os.path.join(directory, marker)) for marker in ROOT_MARKERS)
 
 
 class Projects:
@@ -49,32 +50,38 @@ class Projects:
         self.use_cache = use_cache
         self.jobs = jobs
         self.build = build  # False when no selected rule reads the index
-        self._roots: dict[Path, Path] = {}
+        self._roots: dict[str, Path] = {}  # absolute directory -> its project root
         self._indexes: dict[Path, ProjectIndex] = {}
         self._settings: dict[Path, Settings] = {}
 
     def root_of(self, path: Path) -> Path:
         """The nearest directory at or below the run's root that is a project root; for a
         file outside the run's root, its own nearest project root."""
+        directory = os.path.dirname(os.path.abspath(path))
+        found = self._roots.get(directory)
+        if found is not None:
+            return found
         outer = self.settings.project_root
-        directory = path.absolute().parent
-        if directory in self._roots:
-            return self._roots[directory]
+        outer_text = str(outer)
         chain = []
         current = directory
-        found = None
         while True:
             chain.append(current)
-            if current == outer:
+            if current in self._roots:
+                found = self._roots[current]
+                break
+            if current == outer_text:
                 found = outer
                 break
             if _has_marker(current):
-                found = current
+                found = Path(current)
                 break
-            if current.parent == current:
-                found = outer if outer in directory.parents or directory == outer else directory
+            parent = os.path.dirname(current)
+            if parent == current:
+                inside = directory.startswith(outer_text.rstrip(os.sep) + os.sep) or directory == outer_text
+                found = outer if inside else Path(directory)
                 break
-            current = current.parent
+            current = parent
         for item in chain:
             self._roots[item] = found
         return found
@@ -107,20 +114,23 @@ def project_files(root: Path, settings: Settings) -> list[Path]:
         extend_exclude=settings.extend_exclude,
         respect_gitignore=settings.respect_gitignore,
     )
-    nested: dict[Path, bool] = {root: False}
+    nested: dict[str, bool] = {os.path.abspath(root): False}
 
-    def inside_nested(directory: Path) -> bool:
+    def inside_nested(directory: str) -> bool:
         chain = []
-        while directory not in nested and directory.parent != directory:
+        while directory not in nested:
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
             chain.append(directory)
-            directory = directory.parent
+            directory = parent
         result = nested.get(directory, False)
         for item in reversed(chain):  # outermost first: a marker above decides for all below
             result = result or _has_marker(item)
             nested[item] = result
         return result
 
-    return [path for path in found.files if not inside_nested(path.absolute().parent)]
+    return [path for path in found.files if not inside_nested(os.path.dirname(os.path.abspath(path)))]
 
 
 def _extract(item: tuple[Path, str]) -> tuple[FileFacts, str] | None:
@@ -154,10 +164,12 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
     exported: dict[str, str] = {}  # relative path -> what other files can observe of it
     stats: dict[str, list[int] | None] = {}
     empty: set[str] = set()  # files known to have no facts (nothing cached to read for them)
+    kinds: dict[str, list[str]] = {}  # relative path -> its `cross_file_kinds`
     pending: list[tuple[Path, str]] = []
     paths: dict[str, Path] = {}
+    root_prefix = os.path.join(os.path.abspath(root), "")
     for path in project_files(root, settings):
-        relative = relative_to_root(path.absolute(), root)
+        relative = relative_to_root(path, root, root_prefix)
         paths[relative] = path
         if cache is None:
             pending.append((path, relative))
@@ -169,7 +181,7 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
         stats[relative] = stat_key(status) if status.st_mtime_ns < trusted_before else None
         entry = cache.entry(relative)
         if entry is not None and stats[relative] is not None and entry["stat"] == stats[relative]:
-            digests[relative], exported[relative] = entry["digest"], entry["exported"]
+            digests[relative], exported[relative], kinds[relative] = entry["digest"], entry["exported"], entry["kinds"]
             if entry.get("empty") is True:
                 empty.add(relative)
             continue
@@ -178,10 +190,10 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
         except OSError:
             continue
         if entry is not None and entry["digest"] == digest:
-            digests[relative], exported[relative] = digest, entry["exported"]
+            digests[relative], exported[relative], kinds[relative] = digest, entry["exported"], entry["kinds"]
             if entry.get("empty") is True:
                 empty.add(relative)
-            cache.remember(relative, digest, exported[relative], stats[relative], relative in empty)
+            cache.remember(relative, digest, exported[relative], stats[relative], relative in empty, kinds[relative])
             continue
         pending.append((path, relative))
 
@@ -200,9 +212,10 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
             continue
         built[relative], digests[relative] = result
         exported[relative] = exported_digest(built[relative])
+        kinds[relative] = cross_file_kinds(built[relative])
         if cache is not None:
             is_empty = built[relative] == FileFacts(built[relative].module)
-            cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty)
+            cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty, kinds[relative])
             if not is_empty:
                 cache.store_facts(relative, digests[relative], built[relative])
 
@@ -218,7 +231,17 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
 
     # The fingerprint from each file's exported part: an unchanged project, or one whose
     # edits other files cannot observe, never builds the facts for it.
-    index = ProjectIndex(root, LazyFacts(sorted(digests), built, load), digests, fingerprint_of(exported.items()))
+    files_with: dict[str, set[str]] = {}
+    for relative, file_kinds in kinds.items():
+        for kind in file_kinds:
+            files_with.setdefault(kind, set()).add(relative)
+    index = ProjectIndex(
+        root,
+        LazyFacts(sorted(digests), built, load),
+        digests,
+        fingerprint_of(exported.items()),
+        {kind: frozenset(paths) for kind, paths in files_with.items()},
+    )
     if cache is not None:
         cache.retain(digests)
         cache.save()
@@ -247,13 +270,19 @@ class _IndexCache:
             or not isinstance(entry.get("digest"), str)
             or not isinstance(entry.get("exported"), str)
             or not (entry.get("stat") is None or isinstance(entry.get("stat"), list))
+            or not isinstance(entry.get("kinds"), list)
+            or not all(isinstance(kind, str) for kind in entry["kinds"])
         ):
             return None
         return entry
 
-    def remember(self, relative: str, digest: str, exported: str, stat: list[int] | None, empty: bool) -> None:
-        """`empty`: the file has no facts (none are stored for it)."""
-        self._index.set_entry(relative, {"digest": digest, "exported": exported, "stat": stat, "empty": empty})
+    def remember(
+        self, relative: str, digest: str, exported: str, stat: list[int] | None, empty: bool, kinds: list[str]
+    ) -> None:
+        """`empty`: the file has no facts (none are stored for it); `kinds`: its
+        `cross_file_kinds`."""
+        entry = {"digest": digest, "exported": exported, "stat": stat, "empty": empty, "kinds": kinds}
+        self._index.set_entry(relative, entry)
 
     def _facts_path(self, relative: str, digest: str) -> Path:
         name = hashlib.blake2b(f"{relative}\0{digest}".encode(), digest_size=16).hexdigest()

@@ -1009,6 +1009,30 @@ def exported_digest(facts: FileFacts) -> str:
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
 
 
+WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND = "wraps", "fsdp", "checkpointing"
+
+
+def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
+    """The file's functions that run one of their parameters under torch's checkpoint."""
+    return [
+        f
+        for f in facts.functions
+        if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
+    ]
+
+
+def cross_file_kinds(facts: FileFacts) -> list[str]:
+    """The kinds of facts that project-wide queries collect from every file holding them."""
+    kinds = []
+    if facts.wrapped_classes:
+        kinds.append(WRAPS_KIND)
+    if facts.fsdp or facts.fsdp_argument_calls:
+        kinds.append(FSDP_KIND)
+    if _checkpointing_functions(facts):
+        kinds.append(CHECKPOINTING_KIND)
+    return kinds
+
+
 def fingerprint_of(exported: Iterable[tuple[str, str]]) -> str:
     """The project's fingerprint from each file's `exported_digest`."""
     import hashlib
@@ -1059,14 +1083,25 @@ class ProjectIndex:
     digests: dict[str, str] = field(default_factory=dict)
     # The fingerprint, when known without the facts (cached for exactly these digests).
     known_fingerprint: str | None = None
+    # The files whose facts hold each kind of cross-file fact (`cross_file_kinds`), when
+    # known without the facts: project-wide queries then load only those files.
+    files_with: Mapping[str, frozenset[str]] | None = None
+
+    def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
+        if self.files_with is None:
+            return self.files.items()
+        return ((path, self.files[path]) for path in sorted(self.files_with.get(kind, ())) if path in self.files)
 
     # queries -----------------------------------------------------------------------------
 
     @cached_property
     def fsdp_uses(self) -> tuple[FsdpUse, ...]:
-        uses = [use for facts in self.files.values() for use in facts.fsdp]
+        using = list(self._files_of_kind(FSDP_KIND))
+        uses = [use for _, facts in using for use in facts.fsdp]
+        if not any(facts.fsdp_argument_calls for _, facts in using):
+            return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
         subclasses = self.training_arguments_classes
-        for path, facts in self.files.items():
+        for path, facts in using:
             for callee, line in facts.fsdp_argument_calls:
                 if self._resolve_name(callee, subclasses):
                     uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
@@ -1149,12 +1184,14 @@ class ProjectIndex:
     def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
         """(relative path, entry) for every class wrapped for activation checkpointing."""
         return tuple(
-            sorted(((path, w) for path, facts in self.files.items() for w in facts.wrapped_classes),
+            sorted(((path, w) for path, facts in self._files_of_kind(WRAPS_KIND) for w in facts.wrapped_classes),
                    key=lambda item: (item[0], item[1].line))
         )
 
     def wrapping_of(self, class_name: str) -> tuple[str, WrappedClass] | None:
         """Where instances of `class_name` (or of one of its bases) get checkpoint-wrapped."""
+        if not self.wrapped_classes:
+            return None
         lineage = self.ancestors(class_name)
         simple = {name.rsplit(".", 1)[-1] for name in lineage}
         for path, wrapped in self.wrapped_classes:
@@ -1253,11 +1290,7 @@ class ProjectIndex:
     def checkpoint_wrappers(self) -> tuple[str, ...]:
         """The project's functions that run one of their parameters under torch's checkpoint."""
         return tuple(
-            sorted(
-                f.name
-                for f in self.functions.values()
-                if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
-            )
+            sorted(f.name for _, facts in self._files_of_kind(CHECKPOINTING_KIND) for f in _checkpointing_functions(facts))
         )
 
     def checkpointed_parameter(self, name: str) -> int | None:
@@ -1321,7 +1354,11 @@ class ProjectIndex:
         facts = extract_facts(text, relative_path, prefilter=False)
         if self.files.get(relative_path) == facts:
             return self
-        return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests)
+        files_with = None
+        if self.files_with is not None:
+            files_with = {kind: self.files_with.get(kind, frozenset()) | {relative_path} for kind in cross_file_kinds(facts)}
+            files_with = {**self.files_with, **files_with}
+        return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests, files_with=files_with)
 
 
 class _Overlay(Mapping):

@@ -182,7 +182,7 @@ def check_paths(
             # it names: only Python results are cached.
             pending.append((path, file_settings, root, None))
             continue
-        absolute = path.absolute()
+        absolute = os.path.abspath(path)
         # The index has just checked the file (by stat, or by reading it): its digest is current.
         digest = index.digests.get(relative_to_root(absolute, root)) if index.digests else None
         if digest is None:
@@ -195,7 +195,7 @@ def check_paths(
             keys[root] = f"{settings_fingerprint(file_settings)}:{index.fingerprint}"
         # A result depends on the file, its project's settings, and what the index knows.
         key = f"{digest}:{keys[root]}"
-        cached = cache.get(str(absolute), key)
+        cached = cache.get(absolute, key)
         if cached is None:
             pending.append((path, file_settings, root, key))
         else:
@@ -219,7 +219,7 @@ def check_paths(
     for (path, _, _, digest), result in zip(pending, fresh):
         results.append(result)
         if cache is not None and digest is not None and not result.internal_errors and not result.notices and not result.errors:
-            cache.put(str(path.absolute()), digest, result.diagnostics)
+            cache.put(os.path.abspath(path), digest, result.diagnostics)
     warning = cache.save() if cache is not None else None
     return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=(warning,) if warning else ())
 

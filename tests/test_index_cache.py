@@ -1,0 +1,47 @@
+"""The project index served from its cache answers every project-wide query as the index
+built from the files does, while loading only the facts those queries need."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ckptlint.config import resolve_settings
+from ckptlint.indexing import build_index
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+# Answered from the files that hold such facts only (`ProjectIndex.files_with`).
+QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers")
+
+
+PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4")
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_cached_index_answers_like_a_fresh_one(tmp_path, project):
+    shutil.copytree(FIXTURES, tmp_path / "fixtures")
+    root = tmp_path / "fixtures" / project
+    settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
+    fresh = build_index(root, settings, use_cache=False)
+    build_index(root, settings)  # writes the cache
+    cached = build_index(root, settings)
+    assert cached.files_with is not None
+    for query in QUERIES:
+        assert getattr(cached, query) == getattr(fresh, query), query
+    assert cached.fingerprint == fresh.fingerprint
+    # The queries loaded only the files that hold such facts.
+    assert set(cached.files._built) <= set().union(*cached.files_with.values())
+    assert cached.training_arguments_classes == fresh.training_arguments_classes  # a full scan
+
+
+def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
+    """So that the test above compares non-empty answers."""
+    seen = set()
+    for project in PROJECTS:
+        root = FIXTURES / project
+        settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
+        seen.update(build_index(root, settings).files_with)
+    assert seen == {"wraps", "fsdp", "checkpointing"}
