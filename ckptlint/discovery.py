@@ -31,6 +31,8 @@ class Discovered:
     files: tuple[Path, ...]
     # Paths that could not be read as directories or files: (path, reason).
     problems: tuple[tuple[Path, str], ...]
+    # The absolute path of each of `files`, in the same order.
+    absolute: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=512)
@@ -76,9 +78,10 @@ def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
     return any(spec.match_file("/".join(parts[:i]) + "/") for i in range(1, len(parts)))
 
 
-def display_path(path: Path) -> str:
-    """How a path is shown: relative to the working directory."""
-    text = os.path.abspath(path)
+def display_path(path: Path | str) -> str:
+    """How a path is shown: relative to the working directory (an absolute, normalised
+    `path` string is taken as it is)."""
+    text = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
     directory, name = os.path.split(text)
     try:
         return os.path.join(_relative_directory(directory, os.getcwd()), name)
@@ -92,11 +95,11 @@ def _relative_directory(directory: str, cwd: str) -> str:
     return "" if relative == os.curdir else relative
 
 
-def relative_to_root(path: Path, root: Path, root_prefix: str | None = None) -> str:
-    """The '/'-separated path relative to `root` (both absolute; `root_prefix`, the root's
-    text with a trailing separator, saves recomputing it for every file); a path outside
-    the root as it is."""
-    text = os.path.abspath(path)
+def relative_to_root(path: Path | str, root: Path, root_prefix: str | None = None) -> str:
+    """The '/'-separated path relative to `root`; a path outside the root as it is.
+    `root_prefix` (the root's absolute path with a trailing separator) and an absolute,
+    normalised `path` string save recomputing both for every file."""
+    text = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
     prefix = root_prefix if root_prefix is not None else os.path.join(os.path.abspath(root), "")
     if text.startswith(prefix):
         text = text[len(prefix):]
@@ -295,12 +298,15 @@ def discover(
         elif is_dir:
             walk(path, parts, patterns, frozenset())
         elif path.exists() or path.is_symlink():
-            files.setdefault(str(path.absolute()), path)  # named explicitly: linted whatever its suffix
+            files.setdefault(os.path.abspath(path), path)  # named explicitly: linted whatever its suffix
         else:
             problems.setdefault(str(path.absolute()), (path, "No such file or directory"))
     while deferred_links:
         walk(*deferred_links.pop(0))
-    return Discovered(tuple(sorted(files.values())), tuple(sorted(problems.values())))
+    ordered = sorted(files.items(), key=lambda item: item[1])
+    return Discovered(
+        tuple(path for _, path in ordered), tuple(sorted(problems.values())), tuple(absolute for absolute, _ in ordered)
+    )
 
 
 def _inclusion(include: tuple[str, ...]):

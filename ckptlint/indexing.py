@@ -14,13 +14,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, content_digest, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
-from ckptlint.discovery import discover, relative_to_root
+from ckptlint.discovery import PYTHON_SUFFIXES, discover, relative_to_root
 from ckptlint.source import read_source_bytes
 from ckptlint.project import (
     FileFacts,
@@ -51,13 +51,19 @@ class Projects:
         self.jobs = jobs
         self.build = build  # False when no selected rule reads the index
         self._roots: dict[str, Path] = {}  # absolute directory -> its project root
+        # The files of the run: all that is indexed of a root without a marker (`ckptlint
+        # ~/scratch.py`, or a run in a directory of no project): walking everything below
+        # such a directory could mean the whole home directory.
+        self.run_files: Sequence[tuple[Path, str]] = ()
         self._indexes: dict[Path, ProjectIndex] = {}
         self._settings: dict[Path, Settings] = {}
 
-    def root_of(self, path: Path) -> Path:
+    def root_of(self, path: Path | str) -> Path:
         """The nearest directory at or below the run's root that is a project root; for a
-        file outside the run's root, its own nearest project root."""
-        directory = os.path.dirname(os.path.abspath(path))
+        file outside the run's root, its own nearest project root. (An absolute, normalised
+        `path` string is taken as it is.)"""
+        absolute = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
+        directory = os.path.dirname(absolute)
         found = self._roots.get(directory)
         if found is not None:
             return found
@@ -94,19 +100,33 @@ class Projects:
     def index_for(self, root: Path) -> ProjectIndex:
         if root not in self._indexes:
             self._indexes[root] = (
-                build_index(root, self.settings_for(root), use_cache=self.use_cache, jobs=self.jobs)
+                build_index(
+                    root,
+                    self.settings_for(root),
+                    use_cache=self.use_cache,
+                    jobs=self.jobs,
+                    files=None if _has_marker(root) else self._run_files_under(root),
+                )
                 if self.build
                 else ProjectIndex(root)
             )
         return self._indexes[root]
 
+    def _run_files_under(self, root: Path) -> list[tuple[Path, str]]:
+        prefix = os.path.join(os.path.abspath(root), "")
+        return [
+            (path, absolute)
+            for path, absolute in self.run_files
+            if absolute.startswith(prefix) and absolute.endswith(PYTHON_SUFFIXES) and self.root_of(absolute) == root
+        ]
+
     def indexes(self) -> dict[Path, ProjectIndex]:
         return dict(self._indexes)
 
 
-def project_files(root: Path, settings: Settings) -> list[Path]:
-    """Every Python file of the project: under its root, minus excludes and .gitignore'd
-    files, minus nested projects."""
+def project_files(root: Path, settings: Settings) -> list[tuple[Path, str]]:
+    """Every Python file of the project, with its absolute path: under its root, minus
+    excludes and .gitignore'd files, minus nested projects."""
     found = discover(
         [root],
         project_root=root,
@@ -130,7 +150,11 @@ def project_files(root: Path, settings: Settings) -> list[Path]:
             nested[item] = result
         return result
 
-    return [path for path in found.files if not inside_nested(os.path.dirname(os.path.abspath(path)))]
+    return [
+        (path, absolute)
+        for path, absolute in zip(found.files, found.absolute)
+        if not inside_nested(os.path.dirname(absolute))
+    ]
 
 
 def _extract(item: tuple[Path, str]) -> tuple[FileFacts, str] | None:
@@ -153,8 +177,15 @@ def stat_key(status: os.stat_result) -> list[int]:
 RACY_WINDOW_NS = 2_000_000_000
 
 
-def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs: int | None = None) -> ProjectIndex:
-    """The project's index. With the cache, a file whose stat (mtime, size, inode, ctime) is
+def build_index(
+    root: Path,
+    settings: Settings,
+    *,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    files: Sequence[tuple[Path, str]] | None = None,
+) -> ProjectIndex:
+    """The project's index, of `files` (path, absolute path) or else of `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is
     the one recorded with its digest is not read at all; one whose content digest is
     unchanged is not parsed; only the others are extracted (in a pool when many)."""
     trusted_before = time.time_ns() - RACY_WINDOW_NS
@@ -168,8 +199,8 @@ def build_index(root: Path, settings: Settings, *, use_cache: bool = True, jobs:
     pending: list[tuple[Path, str]] = []
     paths: dict[str, Path] = {}
     root_prefix = os.path.join(os.path.abspath(root), "")
-    for path in project_files(root, settings):
-        relative = relative_to_root(path, root, root_prefix)
+    for path, absolute in project_files(root, settings) if files is None else files:
+        relative = relative_to_root(absolute, root, root_prefix)
         paths[relative] = path
         if cache is None:
             pending.append((path, relative))

@@ -170,11 +170,13 @@ def check_paths(
             for p, reason in found.problems
         ]
     projects = projects_for_run(settings, options)
+    projects.run_files = tuple(zip(found.files, found.absolute))
     cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
     pending: list[tuple[Path, Settings, Path, str | None]] = []
     keys: dict[Path, str] = {}  # project root -> the part of a cache key shared by its files
-    for path in found.files:
-        root = projects.root_of(path)
+    prefixes: dict[Path, str] = {}  # project root -> its absolute path and a separator
+    for path, absolute in zip(found.files, found.absolute):
+        root = projects.root_of(absolute)
         file_settings = projects.settings_for(root)
         index = projects.index_for(root)
         if cache is None or not path.name.endswith(PYTHON_SUFFIXES):
@@ -182,9 +184,10 @@ def check_paths(
             # it names: only Python results are cached.
             pending.append((path, file_settings, root, None))
             continue
-        absolute = os.path.abspath(path)
         # The index has just checked the file (by stat, or by reading it): its digest is current.
-        digest = index.digests.get(relative_to_root(absolute, root)) if index.digests else None
+        if root not in prefixes:
+            prefixes[root] = os.path.join(os.path.abspath(root), "")
+        digest = index.digests.get(relative_to_root(absolute, root, prefixes[root])) if index.digests else None
         if digest is None:
             try:
                 digest = content_digest(read_source_bytes(path))
@@ -199,7 +202,7 @@ def check_paths(
         if cached is None:
             pending.append((path, file_settings, root, key))
         else:
-            display = display_path(path)
+            display = display_path(absolute)
             results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
 
     jobs = options.jobs or os.cpu_count() or 1
