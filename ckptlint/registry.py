@@ -34,6 +34,27 @@ RULE_MANIFEST: tuple[tuple[str, str, bool], ...] = (
     ("CKPT033", "rng-state-not-preserved-with-dropout", True),
 )
 
+# Every rule needs one of its `triggers` in the text (`Rule.may_apply_to`): a file with none
+# of these needs no rule at all.
+RULE_TRIGGERS: tuple[str, ...] = (
+    "FSDP",
+    "FullyShardedDataParallel",
+    "apply_activation_checkpointing",
+    "checkpoint",
+    "checkpoint_wrapper",
+    "ckpt",
+    "from torch import utils",
+    "fsdp",
+    "gradient_checkpointing",
+    "gradient_checkpointing=",
+    "gradient_checkpointing_enable",
+    "gradient_checkpointing_kwargs",
+    "import torch.utils as",
+    "prepare_model_for_kbit_training",
+    "torch.utils import",
+    "utils.checkpoint",
+)
+
 PARSE_ERROR = PseudoRule(
     code="CKPT900",
     name="parse-error",
@@ -117,6 +138,10 @@ def manifest_of(rules) -> tuple[tuple[str, str, bool], ...]:
     return tuple((rule.code, rule.name, bool(rule.uses_project)) for rule in rules)
 
 
+def triggers_of(rules) -> tuple[str, ...]:
+    return tuple(sorted({word.decode() for rule in rules for word in rule.triggers}))
+
+
 def rule_by_code(code: str) -> type[Rule] | PseudoRule | None:
     code = code.upper()
     if code in ENGINE_CODES:
@@ -133,6 +158,9 @@ def rule_by_code_or_name(key: str) -> type[Rule] | PseudoRule | None:
 
 
 if __name__ == "__main__":
-    for entry in manifest_of(all_rules()):
-        code, name, uses_project = entry
+    print("RULE_MANIFEST:")
+    for code, name, uses_project in manifest_of(all_rules()):
         print(f'    ("{code}", "{name}", {uses_project}),')
+    print("RULE_TRIGGERS:")
+    for word in triggers_of(all_rules()):
+        print(f"    {word!r},".replace("'", '"'))

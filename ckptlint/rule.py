@@ -25,7 +25,7 @@ from ckptlint.versions import Applies, VersionRange
 if TYPE_CHECKING:
     from ckptlint.analysis.checkpoint_sites import CheckpointSite
     from ckptlint.config import Settings
-    from ckptlint.engine import FileContext
+    from ckptlint.traversal import FileContext
     from ckptlint.project import ProjectIndex
 
 

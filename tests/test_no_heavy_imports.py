@@ -52,9 +52,11 @@ def test_import_and_version_do_not_load_the_engine():
 def test_rule_manifest_matches_the_rules():
     """The registry answers codes, names and `uses_project` without importing the rules
     (libcst); `python -m ckptlint.registry` prints the manifest to paste when a rule changes."""
-    from ckptlint.registry import RULE_MANIFEST, all_rules, manifest_of
+    from ckptlint.registry import RULE_MANIFEST, RULE_TRIGGERS, all_rules, manifest_of, triggers_of
 
     assert RULE_MANIFEST == manifest_of(all_rules())
+    assert RULE_TRIGGERS == triggers_of(all_rules())
+    assert all(rule.triggers for rule in all_rules())  # else the trigger words would not gate it
 
 
 def test_a_run_served_from_the_cache_does_not_import_libcst(tmp_path):
@@ -81,3 +83,24 @@ def test_a_run_served_from_the_cache_does_not_import_libcst(tmp_path):
     first, second = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
     assert first == {"exit": 1, "libcst": True}
     assert second == {"exit": 1, "libcst": False}
+
+
+def test_a_file_no_rule_can_apply_to_is_only_syntax_checked(tmp_path):
+    """No trigger word of any rule: CPython's parser checks the syntax, libcst and the rules
+    are not imported (a small file then lints in about 0.1 s). A syntax error still goes to
+    libcst, which knows grammars newer than the running Python."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "util.py").write_text("import torch\n\ndef scale(x):\n    return x * 2\n")
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from ckptlint.cli import main
+        try:
+            main(["check", "--no-cache", {str(tmp_path)!r}, "--output-format", "json"])
+        except SystemExit as exit:
+            code = exit.code
+        print(json.dumps({{"exit": code, "libcst": any(m.startswith("libcst") for m in sys.modules)}}))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"exit": 0, "libcst": False}

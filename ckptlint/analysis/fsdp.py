@@ -30,7 +30,7 @@ from ckptlint.project import (
 )
 
 if TYPE_CHECKING:
-    from ckptlint.engine import FileContext
+    from ckptlint.traversal import FileContext
 
 PARTIAL = "functools.partial"
 

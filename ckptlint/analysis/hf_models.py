@@ -47,7 +47,7 @@ from ckptlint.project import module_name
 from ckptlint.rule import Replacement
 
 if TYPE_CHECKING:
-    from ckptlint.engine import FileContext
+    from ckptlint.traversal import FileContext
 
 
 # --- model classes -----------------------------------------------------------------------
