@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,11 +29,35 @@ PatternKey = tuple[int, int]
 
 @dataclass(frozen=True)
 class Discovered:
-    files: tuple[Path, ...]
+    # The files found, as found (under a relative path given, relative), sorted like paths.
+    paths: tuple[str, ...]
     # Paths that could not be read as directories or files: (path, reason).
     problems: tuple[tuple[Path, str], ...]
-    # The absolute path of each of `files`, in the same order.
-    absolute: tuple[str, ...] = ()
+    # The absolute path of each of `paths`, in the same order.
+    absolute: tuple[str, ...]
+    # The names in each directory walked (by absolute path): project markers are looked
+    # up there instead of asking the file system again.
+    listings: dict[str, frozenset[str]] = field(default_factory=dict)
+    # What the result depends on: the stat of every directory listed and every path named,
+    # and of every .gitignore looked for (None: there was none). Unchanged, the walk would
+    # find the same files (`ckptlint.walk_cache`).
+    depends_on: dict[str, list[int] | None] = field(default_factory=dict)
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return tuple(map(Path, self.paths))
+
+
+# A file or directory modified this close to a run's start may change again within the same
+# timestamp tick after it was read: its stat is not trusted to tell it unchanged later (git's
+# "racily clean" rule).
+RACY_WINDOW_NS = 2_000_000_000
+
+
+def stat_key(status: os.stat_result) -> list[int]:
+    """What tells a file or directory changed: an edit changes mtime and ctime (ctime even
+    when the mtime is put back), an added or removed entry a directory's."""
+    return [status.st_mtime_ns, status.st_size, status.st_ino, status.st_ctime_ns]
 
 
 @lru_cache(maxsize=512)
@@ -118,16 +143,26 @@ class _GitIgnores:
         # (depth of the file's directory, its spec)
         self._chains: dict[Parts, tuple[tuple[int, object], ...]] = {}
         self._filtered: dict[tuple[int, frozenset[PatternKey]], object] = {}  # (id(spec), overridden)
+        # Directories the walk listed without a .gitignore in them: not looked up again.
+        self.without_ignore_file: set[Parts] = set()
+        self.looked_up: dict[str, list[int] | None] = {}  # .gitignore path -> its stat, or None
 
     def _own(self, directory: Parts):
         import pathspec
 
+        ignore_file = os.path.join(self.root, *directory, ".gitignore")
+        if directory in self.without_ignore_file:
+            self.looked_up[ignore_file] = None
+            return None
         try:
-            ignore_file = self.root.joinpath(*directory, ".gitignore")
-            if not ignore_file.is_file():
+            status = os.stat(ignore_file)
+            self.looked_up[ignore_file] = stat_key(status)
+            if not stat.S_ISREG(status.st_mode):
                 return None
-            lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+            with open(ignore_file, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
         except OSError:
+            self.looked_up.setdefault(ignore_file, None)
             return None
         return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
 
@@ -202,8 +237,10 @@ def discover(
     gitignores = _GitIgnores(project_root, respect_gitignore)
     root_text = str(project_root)
     # Keyed by absolute path, so `a.py` and `/project/a.py` are linted once.
-    files: dict[str, Path] = {}
+    files: dict[str, str] = {}
     problems: dict[str, tuple[Path, str]] = {}
+    listings: dict[str, frozenset[str]] = {}
+    depends_on: dict[str, list[int] | None] = {}
     visited_directories: set[tuple[int, int]] = set()
     deferred_links: list[tuple[Path, Parts | None, tuple[str, ...], frozenset[PatternKey]]] = []
 
@@ -242,16 +279,21 @@ def discover(
             except OSError as error:
                 problems.setdefault(str(directory.absolute()), (directory, _reason(error)))
                 continue
+            depends_on[os.path.abspath(directory)] = stat_key(info)
             key = (info.st_dev, info.st_ino)
             if key in visited_directories:
                 continue  # a symlink loop, or a second link to a directory already walked
             visited_directories.add(key)
             try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+                entries = list(os.scandir(directory))
             except OSError as error:
                 problems.setdefault(str(directory.absolute()), (directory, _reason(error)))
                 continue
             absolute_directory = os.path.abspath(directory)
+            names = frozenset(entry.name for entry in entries)
+            listings[absolute_directory] = names
+            if parts is not None and ".gitignore" not in names:
+                gitignores.without_ignore_file.add(parts)
             # What patterns see of the entries: their path relative to the project root, or,
             # outside the project, their absolute path.
             if parts is None:
@@ -280,11 +322,16 @@ def discover(
                 elif is_dir:
                     subdirectories.append((Path(entry.path), entry_parts))
                 else:
-                    files.setdefault(os.path.join(absolute_directory, name), Path(entry.path))
-            stack.extend(reversed(subdirectories))
+                    files.setdefault(os.path.join(absolute_directory, name), entry.path)
+            # Depth first in name order (files are sorted at the end).
+            stack.extend(sorted(subdirectories, key=lambda item: item[0].name, reverse=True))
 
     for raw in paths:
         path = Path(raw)
+        try:
+            depends_on[os.path.abspath(path)] = stat_key(path.stat())
+        except OSError:
+            depends_on[os.path.abspath(path)] = None
         parts = parts_of(path)
         is_dir = path.is_dir()
         excluded = excluded_with_parents(path, parts, is_dir)
@@ -298,14 +345,22 @@ def discover(
         elif is_dir:
             walk(path, parts, patterns, frozenset())
         elif path.exists() or path.is_symlink():
-            files.setdefault(os.path.abspath(path), path)  # named explicitly: linted whatever its suffix
+            files.setdefault(os.path.abspath(path), os.fspath(path))  # named explicitly: linted whatever its suffix
         else:
             problems.setdefault(str(path.absolute()), (path, "No such file or directory"))
     while deferred_links:
-        walk(*deferred_links.pop(0))
-    ordered = sorted(files.items(), key=lambda item: item[1])
+        batch = sorted(deferred_links, key=lambda item: item[0].parts)
+        deferred_links.clear()
+        for item in batch:
+            walk(*item)
+    # In the order of the paths' parts, as `Path` sorts.
+    ordered = sorted(files.items(), key=lambda item: item[1].split(os.sep))
     return Discovered(
-        tuple(path for _, path in ordered), tuple(sorted(problems.values())), tuple(absolute for absolute, _ in ordered)
+        tuple(path for _, path in ordered),
+        tuple(sorted(problems.values())),
+        tuple(absolute for absolute, _ in ordered),
+        listings,
+        {**gitignores.looked_up, **depends_on},
     )
 
 

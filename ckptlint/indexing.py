@@ -20,8 +20,9 @@ from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, content_digest, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, discover, relative_to_root
+from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, relative_to_root, stat_key
 from ckptlint.source import read_source_bytes
+from ckptlint.walk_cache import discover_remembered
 from ckptlint.project import (
     FileFacts,
     LazyFacts,
@@ -37,7 +38,11 @@ from ckptlint.project import (
 PARALLEL_EXTRACTION_THRESHOLD = 256
 
 
-def _has_marker(directory: str | Path) -> bool:
+def _has_marker(directory: str | Path, listings: Mapping[str, frozenset[str]] | None = None) -> bool:
+    """Whether the directory holds a project marker; from its listing when the walk made one."""
+    names = listings.get(directory) if listings is not None and isinstance(directory, str) else None
+    if names is not None:
+        return any(marker in names for marker in ROOT_MARKERS)
     return any(os.path.exists(os.path.join(directory, marker)) for marker in ROOT_MARKERS)
 
 
@@ -54,7 +59,8 @@ class Projects:
         # The files of the run: all that is indexed of a root without a marker (`ckptlint
         # ~/scratch.py`, or a run in a directory of no project): walking everything below
         # such a directory could mean the whole home directory.
-        self.run_files: Sequence[tuple[Path, str]] = ()
+        self.run_files: Sequence[tuple[str, str]] = ()  # (path, absolute path)
+        self.listings: Mapping[str, frozenset[str]] = {}  # the run's directory listings
         self._indexes: dict[Path, ProjectIndex] = {}
         self._settings: dict[Path, Settings] = {}
 
@@ -79,7 +85,7 @@ class Projects:
             if current == outer_text:
                 found = outer
                 break
-            if _has_marker(current):
+            if _has_marker(current, self.listings):
                 found = Path(current)
                 break
             parent = os.path.dirname(current)
@@ -112,7 +118,7 @@ class Projects:
             )
         return self._indexes[root]
 
-    def _run_files_under(self, root: Path) -> list[tuple[Path, str]]:
+    def _run_files_under(self, root: Path) -> list[tuple[str, str]]:
         prefix = os.path.join(os.path.abspath(root), "")
         return [
             (path, absolute)
@@ -124,11 +130,14 @@ class Projects:
         return dict(self._indexes)
 
 
-def project_files(root: Path, settings: Settings) -> list[tuple[Path, str]]:
+def project_files(root: Path, settings: Settings, cache_directory: Path | None = None) -> list[tuple[str, str]]:
     """Every Python file of the project, with its absolute path: under its root, minus
-    excludes and .gitignore'd files, minus nested projects."""
-    found = discover(
+    excludes and .gitignore'd files, minus nested projects. With a cache directory, the
+    walk is remembered (`ckptlint.walk_cache`)."""
+    found = discover_remembered(
         [root],
+        cache_directory=cache_directory,
+        purpose="index",
         project_root=root,
         exclude=settings.exclude,
         extend_exclude=settings.extend_exclude,
@@ -146,18 +155,18 @@ def project_files(root: Path, settings: Settings) -> list[tuple[Path, str]]:
             directory = parent
         result = nested.get(directory, False)
         for item in reversed(chain):  # outermost first: a marker above decides for all below
-            result = result or _has_marker(item)
+            result = result or _has_marker(item, found.listings)
             nested[item] = result
         return result
 
     return [
         (path, absolute)
-        for path, absolute in zip(found.files, found.absolute)
+        for path, absolute in zip(found.paths, found.absolute)
         if not inside_nested(os.path.dirname(absolute))
     ]
 
 
-def _extract(item: tuple[Path, str]) -> tuple[FileFacts, str] | None:
+def _extract(item: tuple[str, str]) -> tuple[FileFacts, str] | None:
     """The facts of one file and the digest of the bytes they were extracted from."""
     path, relative = item
     try:
@@ -167,23 +176,13 @@ def _extract(item: tuple[Path, str]) -> tuple[FileFacts, str] | None:
     return extract_facts(data.decode("utf-8", errors="replace"), relative), content_digest(data)
 
 
-def stat_key(status: os.stat_result) -> list[int]:
-    return [status.st_mtime_ns, status.st_size, status.st_ino, status.st_ctime_ns]
-
-
-# A file modified this close to the run's start may change again within the same timestamp
-# tick after it was read: its stat is not remembered, so the next run reads it again (git's
-# "racily clean" rule).
-RACY_WINDOW_NS = 2_000_000_000
-
-
 def build_index(
     root: Path,
     settings: Settings,
     *,
     use_cache: bool = True,
     jobs: int | None = None,
-    files: Sequence[tuple[Path, str]] | None = None,
+    files: Sequence[tuple[str, str]] | None = None,
 ) -> ProjectIndex:
     """The project's index, of `files` (path, absolute path) or else of `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is
     the one recorded with its digest is not read at all; one whose content digest is
@@ -196,10 +195,12 @@ def build_index(
     stats: dict[str, list[int] | None] = {}
     empty: set[str] = set()  # files known to have no facts (nothing cached to read for them)
     kinds: dict[str, list[str]] = {}  # relative path -> its `cross_file_kinds`
-    pending: list[tuple[Path, str]] = []
-    paths: dict[str, Path] = {}
+    pending: list[tuple[str, str]] = []
+    paths: dict[str, str] = {}
     root_prefix = os.path.join(os.path.abspath(root), "")
-    for path, absolute in project_files(root, settings) if files is None else files:
+    if files is None:
+        files = project_files(root, settings, cache.directory if cache is not None else None)
+    for path, absolute in files:
         relative = relative_to_root(absolute, root, root_prefix)
         paths[relative] = path
         if cache is None:
@@ -288,8 +289,8 @@ class _IndexCache:
 
     def __init__(self, settings: Settings, root: Path) -> None:
         key = hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:16]
-        self._directory = settings.cache_dir or root / ".ckptlint_cache"
-        self._index = CacheFile(self._directory, f"index-{key}.json")
+        self.directory = settings.cache_dir or root / ".ckptlint_cache"
+        self._index = CacheFile(self.directory, f"index-{key}.json")
         self._facts_directory = self._index.path.parent / f"{FACTS_PREFIX}{key}"
         self._stored_facts = False
 
@@ -315,13 +316,16 @@ class _IndexCache:
         entry = {"digest": digest, "exported": exported, "stat": stat, "empty": empty, "kinds": kinds}
         self._index.set_entry(relative, entry)
 
+    @staticmethod
+    def _facts_name(relative: str, digest: str) -> str:
+        return hashlib.blake2b(f"{relative}\0{digest}".encode(), digest_size=16).hexdigest() + ".json"
+
     def _facts_path(self, relative: str, digest: str) -> Path:
-        name = hashlib.blake2b(f"{relative}\0{digest}".encode(), digest_size=16).hexdigest()
-        return self._facts_directory / f"{name}.json"
+        return self._facts_directory / self._facts_name(relative, digest)
 
     def store_facts(self, relative: str, digest: str, facts: FileFacts) -> None:
         path = self._facts_path(relative, digest)
-        if save_cache_file(self._directory, path, {"digest": digest, "facts": facts.to_json()}) is None:
+        if save_cache_file(self.directory, path, {"digest": digest, "facts": facts.to_json()}) is None:
             self._stored_facts = True
 
     def facts(self, relative: str, digest: str) -> FileFacts | None:
@@ -340,7 +344,7 @@ class _IndexCache:
         self._index.retain(set(digests))
         if not self._stored_facts:
             return
-        live = {self._facts_path(relative, digest).name for relative, digest in digests.items()}
+        live = {self._facts_name(relative, digest) for relative, digest in digests.items()}
         try:
             names = os.listdir(self._facts_directory)
         except OSError:

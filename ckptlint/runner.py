@@ -12,13 +12,14 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, discover, display_path, relative_to_root
+from ckptlint.discovery import PYTHON_SUFFIXES, display_path, relative_to_root
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
 from ckptlint.registry import project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult
+from ckptlint.walk_cache import discover_remembered
 from ckptlint.writer import ChangedOnDisk, replace_atomically
 
 # Below this many files a process pool costs more than it saves.
@@ -152,8 +153,10 @@ def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
 def check_paths(
     paths: Sequence[Path], settings: Settings, options: RunOptions, *, force_exclude: bool = False
 ) -> RunResult:
-    found = discover(
+    found = discover_remembered(
         paths,
+        cache_directory=(settings.cache_dir or settings.project_root / ".ckptlint_cache") if options.use_cache else None,
+        purpose="run",
         project_root=settings.project_root,
         exclude=settings.exclude,
         extend_exclude=settings.extend_exclude,
@@ -170,19 +173,20 @@ def check_paths(
             for p, reason in found.problems
         ]
     projects = projects_for_run(settings, options)
-    projects.run_files = tuple(zip(found.files, found.absolute))
+    projects.run_files = tuple(zip(found.paths, found.absolute))
+    projects.listings = found.listings
     cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
     pending: list[tuple[Path, Settings, Path, str | None]] = []
     keys: dict[Path, str] = {}  # project root -> the part of a cache key shared by its files
     prefixes: dict[Path, str] = {}  # project root -> its absolute path and a separator
-    for path, absolute in zip(found.files, found.absolute):
+    for text_path, absolute in zip(found.paths, found.absolute):
         root = projects.root_of(absolute)
         file_settings = projects.settings_for(root)
         index = projects.index_for(root)
-        if cache is None or not path.name.endswith(PYTHON_SUFFIXES):
+        if cache is None or not absolute.endswith(PYTHON_SUFFIXES):
             # Recipes are cheap to read, and a launch script's findings depend on the files
             # it names: only Python results are cached.
-            pending.append((path, file_settings, root, None))
+            pending.append((Path(text_path), file_settings, root, None))
             continue
         # The index has just checked the file (by stat, or by reading it): its digest is current.
         if root not in prefixes:
@@ -190,9 +194,9 @@ def check_paths(
         digest = index.digests.get(relative_to_root(absolute, root, prefixes[root])) if index.digests else None
         if digest is None:
             try:
-                digest = content_digest(read_source_bytes(path))
+                digest = content_digest(read_source_bytes(absolute))
             except OSError:
-                pending.append((path, file_settings, root, None))  # check_file reports it
+                pending.append((Path(text_path), file_settings, root, None))  # check_file reports it
                 continue
         if root not in keys:
             keys[root] = f"{settings_fingerprint(file_settings)}:{index.fingerprint}"
@@ -200,7 +204,7 @@ def check_paths(
         key = f"{digest}:{keys[root]}"
         cached = cache.get(absolute, key)
         if cached is None:
-            pending.append((path, file_settings, root, key))
+            pending.append((Path(text_path), file_settings, root, key))
         else:
             display = display_path(absolute)
             results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
