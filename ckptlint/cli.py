@@ -16,6 +16,9 @@ import click
 
 from ckptlint import __version__
 
+# --output-format -> its module under ckptlint.reporters (imported only when chosen).
+MACHINE_REPORTERS = {"json": "json_format", "sarif": "sarif", "github": "github", "junit": "junit"}
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -179,20 +182,16 @@ def check(
         stream.write(_fixed_stdin(stdin_data, result.files[0].fixed_source))
         stream.flush()
 
-    from ckptlint.reporters import github, json_format, junit, sarif, text
+    from ckptlint.reporters import text
 
     if diff:
         pass  # as in Ruff, --diff prints the diff and nothing else on stdout
     elif statistics:
         out(text.render_statistics(diagnostics, unsafe_fixes=unsafe_fixes, as_json=output_format == "json"))
-    elif output_format == "json":
-        out(json_format.render(diagnostics))
-    elif output_format == "sarif":
-        out(sarif.render(diagnostics))
-    elif output_format == "github":
-        out(github.render(diagnostics))
-    elif output_format == "junit":
-        out(junit.render(diagnostics))
+    elif output_format in MACHINE_REPORTERS:
+        import importlib
+
+        out(importlib.import_module(f"ckptlint.reporters.{MACHINE_REPORTERS[output_format]}").render(diagnostics))
     else:
         out(text.render_diagnostics(diagnostics, unsafe_fixes=unsafe_fixes))
 

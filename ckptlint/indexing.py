@@ -15,7 +15,6 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, content_digest, save_cache_file
@@ -231,6 +230,8 @@ def build_index(
 
     workers = jobs or os.cpu_count() or 1
     if workers > 1 and len(pending) >= PARALLEL_EXTRACTION_THRESHOLD:
+        from concurrent.futures import ProcessPoolExecutor  # only for large runs (10 ms to import)
+
         pool = ProcessPoolExecutor(max_workers=workers)
         try:
             extracted = list(pool.map(_extract, pending, chunksize=max(1, len(pending) // (workers * 8))))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,6 +212,8 @@ def check_paths(
     indexes = projects.indexes()
     work = [(path, file_settings, options, root) for path, file_settings, root, _ in pending]
     if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        from concurrent.futures import ProcessPoolExecutor  # only for large runs (10 ms to import)
+
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_install_indexes, initargs=(indexes,))
         try:
             fresh = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
