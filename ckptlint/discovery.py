@@ -107,17 +107,17 @@ def display_path(path: Path | str) -> str:
     """How a path is shown: relative to the working directory (an absolute, normalised
     `path` string is taken as it is)."""
     text = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
-    directory, name = os.path.split(text)
+    directory, _, name = text.rpartition(os.sep)
     try:
-        return os.path.join(_relative_directory(directory, os.getcwd()), name)
+        return _display_prefix(directory or os.sep, os.getcwd()) + name
     except ValueError:  # another drive on Windows
         return text
 
 
 @lru_cache(maxsize=4096)
-def _relative_directory(directory: str, cwd: str) -> str:
+def _display_prefix(directory: str, cwd: str) -> str:
     relative = os.path.relpath(directory, cwd)
-    return "" if relative == os.curdir else relative
+    return "" if relative == os.curdir else relative + os.sep
 
 
 def relative_to_root(path: Path | str, root: Path, root_prefix: str | None = None) -> str:
