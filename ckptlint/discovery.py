@@ -71,6 +71,13 @@ class _Matcher:
     the walk tests every entry of the tree."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
+        if patterns and all(_PLAIN_NAME.fullmatch(p) and p.strip(".") for p in patterns):
+            # Plain names (the default excludes): each matches that name at any depth, as a
+            # file or a directory, exactly as pathspec's own regex for it; pathspec itself
+            # (10 ms to import) is not needed.
+            self.spec = None
+            self._any = re.compile(f"^(?:.+/)?(?:{'|'.join(map(re.escape, patterns))})(?:/|$)")
+            return
         import pathspec
 
         self.spec = pathspec.GitIgnoreSpec.from_lines(patterns)
@@ -88,6 +95,7 @@ class _Matcher:
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _NOTHING = re.compile(r"(?!)")
 
 
@@ -148,8 +156,6 @@ class _GitIgnores:
         self.looked_up: dict[str, list[int] | None] = {}  # .gitignore path -> its stat, or None
 
     def _own(self, directory: Parts):
-        import pathspec
-
         ignore_file = os.path.join(self.root, *directory, ".gitignore")
         if directory in self.without_ignore_file:
             self.looked_up[ignore_file] = None
@@ -164,6 +170,8 @@ class _GitIgnores:
         except OSError:
             self.looked_up.setdefault(ignore_file, None)
             return None
+        import pathspec
+
         return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
 
     def chain(self, directory: Parts) -> tuple[tuple[int, object], ...]:

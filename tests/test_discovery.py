@@ -547,3 +547,31 @@ def test_jobs_2_fix_over_many_files_matches_jobs_1(cli, make_project, tmp_path_f
     )
     for name in files:
         assert (parallel_root / name).read_bytes() == (serial_root / name).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        ("build", ".git", "site-packages", "foo.egg-info", "venv"),  # plain names: our own regex
+        ("build", "*.egg-info", "foo/bar/", "/top.py", "docs/**/gen_*.py", "a?c", "[ab]x/", "**/tmp"),  # one regex
+        ("build", "!build/keep.py", "*.py", "!top.py"),  # negations: pathspec itself
+    ],
+    ids=["plain names", "globs", "negations"],
+)
+def test_exclude_matching_agrees_with_pathspec(patterns):
+    """The walk's matcher (one regular expression where it can) decides every path as
+    pathspec's gitignore semantics do."""
+    import itertools
+
+    import pathspec
+
+    from ckptlint.discovery import _Matcher
+
+    ours, reference = _Matcher(patterns), pathspec.GitIgnoreSpec.from_lines(patterns)
+    names = ["build", "keep.py", "foo", "bar", "top.py", "docs", "gen_1.py", "abc", "ax", "tmp", ".git", "venvx",
+             "foo.egg-info", "site-packages", "x"]
+    for depth in range(1, 4):
+        for combo in itertools.product(names, repeat=depth):
+            for suffix in ("", "/"):
+                path = "/".join(combo) + suffix
+                assert ours.match_file(path) == bool(reference.match_file(path)), path
