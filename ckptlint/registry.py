@@ -1,37 +1,52 @@
 """Finds the rules: every `Rule` subclass in a module of the `ckptlint.rules` package.
 
 Importing the rules imports libcst (0.15 s); what a run needs before it parses anything
-(the codes, which rules read the project index) comes from `RULE_MANIFEST` instead, which
-`tests/test_registry.py` keeps equal to the rule classes (`python -m ckptlint.registry`
-prints it)."""
+(codes, names, which rules read the project index, fix safety, trigger words) comes from
+`RULE_MANIFEST` and `RULE_TRIGGERS` instead, which `tests/test_no_heavy_imports.py` keeps
+equal to the rule classes (`python -m ckptlint.registry` prints both)."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ckptlint.types import PseudoRule
+from ckptlint.types import RULE_DOCS_URL, Applicability, PseudoRule
 
 if TYPE_CHECKING:
     from ckptlint.rule import Rule
 
-# (code, name, uses_project) of every rule, by code.
-RULE_MANIFEST: tuple[tuple[str, str, bool], ...] = (
-    ("CKPT001", "checkpoint-implicit-reentrant", False),
-    ("CKPT002", "reentrant-checkpoint-under-fsdp", True),
-    ("CKPT003", "checkpoint-before-fsdp-wrap", True),
-    ("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True),
-    ("CKPT005", "double-checkpointing", True),
-    ("CKPT010", "checkpointed-batchnorm", True),
-    ("CKPT011", "checkpointed-stateful-forward", True),
-    ("CKPT020", "checkpointing-without-use-cache-false", True),
-    ("CKPT021", "peft-checkpointing-without-input-grads", True),
-    ("CKPT030", "late-binding-closure-in-checkpoint", True),
-    ("CKPT031", "mutable-state-across-recompute", False),
-    ("CKPT032", "kwargs-to-reentrant-checkpoint", False),
-    ("CKPT033", "rng-state-not-preserved-with-dropout", True),
+
+@dataclass(frozen=True)
+class RuleSummary:
+    """What a run needs to know of a rule before (or without) importing it."""
+
+    code: str
+    name: str
+    uses_project: bool  # reads the project index
+    fix: Applicability | None
+
+    def url(self) -> str:
+        return RULE_DOCS_URL.format(code=self.code)
+
+
+# Every rule, by code.
+RULE_MANIFEST: tuple[RuleSummary, ...] = (
+    RuleSummary("CKPT001", "checkpoint-implicit-reentrant", False, Applicability.UNSAFE),
+    RuleSummary("CKPT002", "reentrant-checkpoint-under-fsdp", True, Applicability.UNSAFE),
+    RuleSummary("CKPT003", "checkpoint-before-fsdp-wrap", True, Applicability.UNSAFE),
+    RuleSummary("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True, Applicability.UNSAFE),
+    RuleSummary("CKPT005", "double-checkpointing", True, None),
+    RuleSummary("CKPT010", "checkpointed-batchnorm", True, None),
+    RuleSummary("CKPT011", "checkpointed-stateful-forward", True, None),
+    RuleSummary("CKPT020", "checkpointing-without-use-cache-false", True, Applicability.SAFE),
+    RuleSummary("CKPT021", "peft-checkpointing-without-input-grads", True, Applicability.SAFE),
+    RuleSummary("CKPT030", "late-binding-closure-in-checkpoint", True, Applicability.SAFE),
+    RuleSummary("CKPT031", "mutable-state-across-recompute", False, None),
+    RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", False, Applicability.SAFE),
+    RuleSummary("CKPT033", "rng-state-not-preserved-with-dropout", True, Applicability.SAFE),
 )
 
 # Every rule needs one of its `triggers` in the text (`Rule.may_apply_to`): a file with none
@@ -119,23 +134,29 @@ def all_rules() -> tuple[type[Rule], ...]:
 
 
 def all_codes() -> list[str]:
-    return sorted([code for code, _, _ in RULE_MANIFEST] + list(ENGINE_CODES))
+    return sorted([rule.code for rule in RULE_MANIFEST] + list(ENGINE_CODES))
 
 
 def rule_name(code: str) -> str | None:
     code = code.upper()
     if code in ENGINE_CODES:
         return ENGINE_CODES[code].name
-    return next((name for known, name, _ in RULE_MANIFEST if known == code), None)
+    summary = rule_summary(code)
+    return summary.name if summary is not None else None
+
+
+def rule_summary(code: str) -> RuleSummary | None:
+    code = code.upper()
+    return next((rule for rule in RULE_MANIFEST if rule.code == code), None)
 
 
 def project_rule_codes() -> frozenset[str]:
     """The codes of the rules that read the project index."""
-    return frozenset(code for code, _, uses_project in RULE_MANIFEST if uses_project)
+    return frozenset(rule.code for rule in RULE_MANIFEST if rule.uses_project)
 
 
-def manifest_of(rules) -> tuple[tuple[str, str, bool], ...]:
-    return tuple((rule.code, rule.name, bool(rule.uses_project)) for rule in rules)
+def manifest_of(rules) -> tuple[RuleSummary, ...]:
+    return tuple(RuleSummary(rule.code, rule.name, bool(rule.uses_project), rule.fix) for rule in rules)
 
 
 def triggers_of(rules) -> tuple[str, ...]:
@@ -159,8 +180,9 @@ def rule_by_code_or_name(key: str) -> type[Rule] | PseudoRule | None:
 
 if __name__ == "__main__":
     print("RULE_MANIFEST:")
-    for code, name, uses_project in manifest_of(all_rules()):
-        print(f'    ("{code}", "{name}", {uses_project}),')
+    for rule in manifest_of(all_rules()):
+        fix = "None" if rule.fix is None else f"Applicability.{rule.fix.name}"
+        print(f'    RuleSummary("{rule.code}", "{rule.name}", {rule.uses_project}, {fix}),')
     print("RULE_TRIGGERS:")
     for word in triggers_of(all_rules()):
         print(f"    {word!r},".replace("'", '"'))

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.analysis.kinds import Reentrancy
+
 PARTIAL = "functools.partial"
 
 # Lookups the engine provides, so the resolver stays independent of the traversal.
@@ -59,17 +61,6 @@ NON_REENTRANT_ONLY_KEYWORDS = frozenset({"context_fn", "debug"})
 class SiteKind(str, enum.Enum):
     CALL = "call"  # checkpointing runs here: checkpoint(fn, x)
     PARTIAL = "partial"  # a configured checkpoint callable is built here: partial(checkpoint, ...)
-
-
-class Reentrancy(str, enum.Enum):
-    EXPLICIT_TRUE = "use_reentrant=True"
-    EXPLICIT_FALSE = "use_reentrant=False"
-    IMPLICIT = "omitted (torch defaults to reentrant)"
-    UNKNOWN = "not known statically"
-
-    @property
-    def is_reentrant(self) -> bool:
-        return self in (Reentrancy.EXPLICIT_TRUE, Reentrancy.IMPLICIT)
 
 
 @dataclass(frozen=True)

@@ -15,27 +15,18 @@ The `Trainer` path differs in one detail: from 5.0 it pops `every_n_layers` / `o
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import Reentrancy, literal_bool
+from ckptlint.analysis.checkpoint_sites import literal_bool
+from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 GC_ENABLE = "gradient_checkpointing_enable"
 GC_KWARGS = "gradient_checkpointing_kwargs"
 # transformers' default for `gradient_checkpointing_kwargs=None` is reentrant before 5.0.
 REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
-# Keys the Trainer (transformers >= 5.0) consumes itself before calling checkpoint.
-TRAINER_OWN_KEYS = frozenset({"every_n_layers", "offload"})
-
-
-class KwargsShape(str, enum.Enum):
-    DEFAULT = "not given (the library default applies)"
-    WITH_FLAG = "a dict with `use_reentrant`"
-    WITHOUT_FLAG = "a dict without `use_reentrant`"
-    UNKNOWN = "not known statically"
 
 
 @dataclass(frozen=True)

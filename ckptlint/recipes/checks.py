@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ckptlint.analysis.checkpoint_sites import Reentrancy
+from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.recipes.documents import Setting
 from ckptlint.recipes.setups import REENTRANT_DEFAULT_VERSIONS, Flavor, TrainingSetup
 from ckptlint.versions import Applies, TargetVersions, VersionRange

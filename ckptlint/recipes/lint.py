@@ -265,7 +265,7 @@ def _diagnostics(
     is_json: bool = False,
     last_rows: dict[Span, int] | None = None,
 ) -> tuple[Diagnostic, ...]:
-    from ckptlint.registry import rule_by_code
+    from ckptlint.registry import rule_summary
 
     index = LineIndex(text)
     diagnostics = []
@@ -278,7 +278,7 @@ def _diagnostics(
         if any(suppresses(index.line(row), finding.code) for row in rows):
             continue
         fix = _fix(text, index, finding, is_json) if fixes else None
-        rule = rule_by_code(finding.code)
+        rule = rule_summary(finding.code)
         diagnostics.append(
             Diagnostic(
                 finding.code, finding.message, display, span.start, span.end, fix, span.start.row,
@@ -293,10 +293,10 @@ _BOOLEAN_TEXT = re.compile(r"^(?:true|True|TRUE|yes|Yes|YES|on|On|ON|1)$")
 
 def _fix(text: str, index: LineIndex, finding: RecipeFinding, is_json: bool) -> Fix | None:
     """Edits that touch only the value (or add one line), verified against the text."""
-    from ckptlint.registry import rule_by_code
+    from ckptlint.registry import rule_summary
 
-    rule = rule_by_code(finding.code)
-    applicability = getattr(rule, "fix", None)
+    rule = rule_summary(finding.code)
+    applicability = rule.fix if rule is not None else None
     if applicability is None:
         return None
     if finding.replace_value is not None:

@@ -29,8 +29,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ckptlint.analysis.checkpoint_sites import Reentrancy
-from ckptlint.analysis.huggingface import TRAINER_OWN_KEYS, KwargsShape
+from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
 from ckptlint.recipes.documents import Setting
 from ckptlint.recipes.launch import hf_bool
 from ckptlint.versions import Applies, TargetVersions, VersionRange
