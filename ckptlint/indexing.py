@@ -183,9 +183,10 @@ def build_index(
     jobs: int | None = None,
     files: Sequence[tuple[str, str]] | None = None,
 ) -> ProjectIndex:
-    """The project's index, of `files` (path, absolute path) or else of `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is
-    the one recorded with its digest is not read at all; one whose content digest is
-    unchanged is not parsed; only the others are extracted (in a pool when many)."""
+    """The project's index, of `files` ((path, absolute path) pairs) or else of
+    `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is the one
+    recorded with its digest is not read at all; one whose content digest is unchanged is not
+    parsed; only the others are extracted (in a pool when many)."""
     trusted_before = time.time_ns() - RACY_WINDOW_NS
     cache = _IndexCache(settings, root) if use_cache else None
     built: dict[str, FileFacts] = {}
@@ -199,6 +200,12 @@ def build_index(
     root_prefix = os.path.join(os.path.abspath(root), "")
     if files is None:
         files = project_files(root, settings, cache.directory if cache is not None else None)
+
+    def take_cached(relative: str, entry: dict) -> None:
+        digests[relative], exported[relative], kinds[relative] = entry["digest"], entry["exported"], entry["kinds"]
+        if entry.get("empty") is True:
+            empty.add(relative)
+
     for path, absolute in files:
         relative = relative_to_root(absolute, root, root_prefix)
         paths[relative] = path
@@ -212,18 +219,14 @@ def build_index(
         stats[relative] = stat_key(status) if status.st_mtime_ns < trusted_before else None
         entry = cache.entry(relative)
         if entry is not None and stats[relative] is not None and entry["stat"] == stats[relative]:
-            digests[relative], exported[relative], kinds[relative] = entry["digest"], entry["exported"], entry["kinds"]
-            if entry.get("empty") is True:
-                empty.add(relative)
+            take_cached(relative, entry)  # unchanged since it was indexed: not even read
             continue
         try:
             digest = content_digest(read_source_bytes(path))
         except OSError:
             continue
         if entry is not None and entry["digest"] == digest:
-            digests[relative], exported[relative], kinds[relative] = digest, entry["exported"], entry["kinds"]
-            if entry.get("empty") is True:
-                empty.add(relative)
+            take_cached(relative, entry)  # same content (touched, copied, checked out again)
             cache.remember(relative, digest, exported[relative], stats[relative], relative in empty, kinds[relative])
             continue
         pending.append((path, relative))
@@ -273,7 +276,7 @@ def build_index(
         LazyFacts(sorted(digests), built, load),
         digests,
         fingerprint_of(exported.items()),
-        {kind: frozenset(paths) for kind, paths in files_with.items()},
+        {kind: frozenset(holders) for kind, holders in files_with.items()},
     )
     if cache is not None:
         cache.retain(digests)

@@ -1356,8 +1356,9 @@ class ProjectIndex:
             return self
         files_with = None
         if self.files_with is not None:
-            files_with = {kind: self.files_with.get(kind, frozenset()) | {relative_path} for kind in cross_file_kinds(facts)}
-            files_with = {**self.files_with, **files_with}
+            files_with = dict(self.files_with)
+            for kind in cross_file_kinds(facts):
+                files_with[kind] = files_with.get(kind, frozenset()) | {relative_path}
         return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests, files_with=files_with)
 
 

@@ -45,3 +45,22 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
         seen.update(build_index(root, settings).files_with)
     assert seen == {"wraps", "fsdp", "checkpointing"}
+
+
+def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path):
+    """`with_file` (the text being linted, e.g. from stdin or an editor buffer) adds what
+    that text holds to the project-wide queries, even when the index was served from cache."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "model.py").write_text("import torch\n\nclass Block(torch.nn.Module):\n    pass\n")
+    settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
+    build_index(root, settings)
+    cached = build_index(root, settings)
+    assert cached.fsdp_uses == ()
+    wrapped = (
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "import torch\n\nclass Block(torch.nn.Module):\n    pass\n\nmodel = FSDP(Block())\n"
+    )
+    updated = cached.with_file("model.py", wrapped)
+    assert [(use.path, use.line) for use in updated.fsdp_uses] == [("model.py", 7)]
