@@ -50,7 +50,6 @@ from ckptlint.runtime_check._types import (
     MemoryFigure,
     MemoryReport,
     NoCheckpointingFound,
-    Recomputation,
     Tolerance,
     VerifyError,
 )
@@ -67,6 +66,7 @@ from ckptlint.runtime_check._verify import (
     _eager_stance,
     _memory_warnings,
     _Outcome,
+    _recomputation,
     _timed,
     _tolerance,
 )
@@ -354,19 +354,7 @@ def replay(
     if not loss.source.startswith("loss_fn"):
         notes_list.append(f"loss: {loss.source}")
 
-    recomputation = Recomputation(
-        regions=len(calls),
-        reentrant_regions=sum(c.implementation == "reentrant" for c in calls),
-        baseline_module_forwards=baseline_recomputes.count,
-        checkpointed_module_forwards=checkpointed_recomputes.count,
-        checkpointed_region_recomputes=region_recomputes.count,
-    )
-    if recomputation.baseline_module_forwards:
-        raise VerifyError(
-            f"with torch.utils.checkpoint switched off, backward still re-ran {recomputation.baseline_module_forwards} "
-            "module forward(s): the model checkpoints through an implementation that does not go through "
-            "torch.utils.checkpoint, which ckptlint cannot switch off"
-        )
+    recomputation = _recomputation(calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count)
 
     local_findings: list[Finding] = []
     frozen = [c for c in calls if c.implementation == "reentrant" and not c.inputs_require_grad]

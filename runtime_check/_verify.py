@@ -239,19 +239,7 @@ def verify_step(
     finally:
         snapshot.restore()
 
-    recomputation = Recomputation(
-        regions=len(calls),
-        reentrant_regions=sum(c.implementation == "reentrant" for c in calls),
-        baseline_module_forwards=baseline_recomputes.count,
-        checkpointed_module_forwards=checkpointed_recomputes.count,
-        checkpointed_region_recomputes=region_recomputes.count,
-    )
-    if recomputation.baseline_module_forwards:
-        raise VerifyError(
-            f"with torch.utils.checkpoint switched off, backward still re-ran {recomputation.baseline_module_forwards} "
-            "module forward(s): the model checkpoints through an implementation that does not go through "
-            "torch.utils.checkpoint (DeepSpeed, Megatron, fairscale), which ckptlint cannot switch off"
-        )
+    recomputation = _recomputation(calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count)
 
     findings: list[Finding] = []
     frozen = [c for c in calls if c.implementation == "reentrant" and not c.inputs_require_grad]
@@ -468,6 +456,26 @@ def _summary(tensor: torch.Tensor | None) -> str:
     if tensor.is_floating_point():
         return f"norm {tensor.detach().float().norm().item():.6g}"
     return f"sum {tensor.sum().item()}"
+
+
+def _recomputation(
+    calls: list[RegionCall], baseline_forwards: int, checkpointed_forwards: int, region_recomputes: int
+) -> Recomputation:
+    """What the step recomputed; a baseline (checkpointing switched off) that still recomputes
+    is checkpointed by something ckptlint cannot switch off, and cannot be compared."""
+    if baseline_forwards:
+        raise VerifyError(
+            f"with torch.utils.checkpoint switched off, backward still re-ran {baseline_forwards} "
+            "module forward(s): the model checkpoints through an implementation that does not go through "
+            "torch.utils.checkpoint (DeepSpeed, Megatron, fairscale), which ckptlint cannot switch off"
+        )
+    return Recomputation(
+        regions=len(calls),
+        reentrant_regions=sum(c.implementation == "reentrant" for c in calls),
+        baseline_module_forwards=baseline_forwards,
+        checkpointed_module_forwards=checkpointed_forwards,
+        checkpointed_region_recomputes=region_recomputes,
+    )
 
 
 def _compare_loss(source: str, baseline: _Outcome, checkpointed: _Outcome, tolerance: Tolerance, findings: list[Finding]) -> LossComparison:

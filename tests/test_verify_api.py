@@ -509,6 +509,42 @@ def test_unusable_steps_raise_verify_error():
     assert_checkpointing_restored()
 
 
+class _OwnRecompute(torch.autograd.Function):
+    """Recomputation by hand (as DeepSpeed's or Megatron's checkpointing does): the block's
+    forward runs again inside backward, outside torch.utils.checkpoint."""
+
+    @staticmethod
+    def forward(ctx, block, x):
+        ctx.block = block
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            return block(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_(True)
+            torch.autograd.backward(ctx.block(x), grad)
+        return None, x.grad
+
+
+class _HandRolledRecompute(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.second = _mlp(), _mlp()
+
+    def forward(self, x):
+        return _OwnRecompute.apply(self.second, checkpoint(self.first, x, use_reentrant=False))
+
+
+def test_recomputation_ckptlint_cannot_switch_off_is_an_error():
+    # The block (a Sequential) and its three layers: 4 module forwards inside backward.
+    with pytest.raises(VerifyError, match=r"backward still re-ran 4 module forward\(s\).*\(DeepSpeed, Megatron, fairscale\)"):
+        verify(_HandRolledRecompute(), torch.randn(4, 16))
+    assert_checkpointing_restored()
+
+
 def test_case_target_errors(tmp_path):
     with pytest.raises(VerifyError, match="target not found"):
         verify_case(tmp_path / "missing.py")
