@@ -4,9 +4,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.regions import mentions_checkpointing
+from ckptlint.analysis.regions import CheckpointingGate
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 
@@ -22,7 +22,7 @@ class _Definition:
     loop_names: dict[str, cst.CSTNode]
 
 
-class LateBindingClosureInCheckpoint(Rule):
+class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     """A lambda or nested function given to checkpoint reads a loop variable.
 
     ## What it does
@@ -77,14 +77,7 @@ class LateBindingClosureInCheckpoint(Rule):
     name = "late-binding-closure-in-checkpoint"
     message = "late-binding closure given to checkpoint"
     fix = Applicability.SAFE
-    # Also the project's own checkpoint wrappers (found by the index) and `checkpoint-functions`.
-    triggers = (*SITE_TRIGGERS, b"checkpoint", b"ckpt")
-    requires = ()
-    uses_project = True
-
-    @classmethod
-    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        return mentions_checkpointing(project, relative_path, settings, text)
+    # Gated like the region rules: the project's own checkpoint wrappers count (CheckpointingGate).
 
     def __init__(self, context) -> None:
         super().__init__(context)

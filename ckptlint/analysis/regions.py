@@ -223,11 +223,10 @@ def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, 
     return any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names)
 
 
-class RegionRule(Rule):
-    """Base of the rules about what a checkpoint site recomputes: tracks, during the
-    traversal, the class and the loops each call sits in, and resolves a site's region."""
+class CheckpointingGate:
+    """The gate of the rules about what runs checkpointed: torch's checkpoint named, or the
+    project's own checkpoint wrappers, classes wrapped for checkpointing, `checkpoint-functions`."""
 
-    # Also the project's own checkpoint wrappers and classes wrapped for checkpointing.
     triggers = (*SITE_TRIGGERS, b"checkpoint", b"ckpt")
     requires = ()
     uses_project = True
@@ -235,6 +234,11 @@ class RegionRule(Rule):
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         return mentions_checkpointing(project, relative_path, settings, text)
+
+
+class RegionRule(CheckpointingGate, Rule):
+    """Base of the rules about what a checkpoint site recomputes: tracks, during the
+    traversal, the class and the loops each call sits in, and resolves a site's region."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
