@@ -82,8 +82,7 @@ class CacheFile:
 
 class ResultCache(CacheFile):
     def __init__(self, settings: Settings) -> None:
-        directory = settings.cache_dir or settings.project_root / ".ckptlint_cache"
-        super().__init__(directory, f"{settings_fingerprint(settings)}.json")
+        super().__init__(settings.cache_directory, f"{settings_fingerprint(settings)}.json")
 
     def get(self, key: str, digest: str) -> tuple[Diagnostic, ...] | None:
         entry = self._entries.get(key)

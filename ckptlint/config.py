@@ -73,6 +73,11 @@ class Settings:
     # files of a nested project.
     config_root: Path | None = None
 
+    @property
+    def cache_directory(self) -> Path:
+        """Where the cache lives: `cache-dir`, else `.ckptlint_cache/` at the project root."""
+        return self.cache_dir or self.project_root / ".ckptlint_cache"
+
     def for_project(self, root: Path) -> Settings:
         """The settings for a nested project (a directory below the run's root holding its
         own pyproject.toml, setup.py, setup.cfg or .git): the same configuration, with the

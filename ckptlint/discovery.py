@@ -111,10 +111,15 @@ def matches_any(relative_path: str, patterns: Sequence[str]) -> bool:
     return any(spec.match_file("/".join(parts[:i]) + "/") for i in range(1, len(parts)))
 
 
+def absolute_text(path: Path | str) -> str:
+    """The absolute path as text; a string that already is absolute is taken as it is (the
+    walk's paths are absolute and normalised, and this runs for every file)."""
+    return path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
+
+
 def display_path(path: Path | str) -> str:
-    """How a path is shown: relative to the working directory (an absolute, normalised
-    `path` string is taken as it is)."""
-    text = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
+    """How a path is shown: relative to the working directory."""
+    text = absolute_text(path)
     directory, _, name = text.rpartition(os.sep)
     try:
         return _display_prefix(directory or os.sep, os.getcwd()) + name
@@ -128,15 +133,18 @@ def _display_prefix(directory: str, cwd: str) -> str:
     return "" if relative == os.curdir else relative + os.sep
 
 
-def relative_to_root(path: Path | str, root: Path, root_prefix: str | None = None) -> str:
-    """The '/'-separated path relative to `root`; a path outside the root as it is.
-    `root_prefix` (the root's absolute path with a trailing separator) and an absolute,
-    normalised `path` string save recomputing both for every file."""
-    text = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
-    prefix = root_prefix if root_prefix is not None else os.path.join(os.path.abspath(root), "")
+def relative_to_root(path: Path | str, root: Path) -> str:
+    """The '/'-separated path relative to `root`; a path outside the root as it is."""
+    text = absolute_text(path)
+    prefix = _root_prefix(root)
     if text.startswith(prefix):
         text = text[len(prefix):]
     return text.replace(os.sep, "/") if os.sep != "/" else text
+
+
+@lru_cache(maxsize=64)
+def _root_prefix(root: Path) -> str:
+    return os.path.join(os.path.abspath(root), "")
 
 
 class _GitIgnores:
@@ -287,7 +295,8 @@ def discover(
             except OSError as error:
                 problems.setdefault(str(directory.absolute()), (directory, _reason(error)))
                 continue
-            depends_on[os.path.abspath(directory)] = stat_key(info)
+            absolute_directory = os.path.abspath(directory)
+            depends_on[absolute_directory] = stat_key(info)
             key = (info.st_dev, info.st_ino)
             if key in visited_directories:
                 continue  # a symlink loop, or a second link to a directory already walked
@@ -297,7 +306,6 @@ def discover(
             except OSError as error:
                 problems.setdefault(str(directory.absolute()), (directory, _reason(error)))
                 continue
-            absolute_directory = os.path.abspath(directory)
             names = frozenset(entry.name for entry in entries)
             listings[absolute_directory] = names
             if parts is not None and ".gitignore" not in names:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, content_digest, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, relative_to_root, stat_key
+from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, absolute_text, relative_to_root, stat_key
 from ckptlint.source import read_source_bytes
 from ckptlint.walk_cache import discover_remembered
 from ckptlint.project import (
@@ -39,7 +39,7 @@ PARALLEL_EXTRACTION_THRESHOLD = 256
 
 def _has_marker(directory: str | Path, listings: Mapping[str, frozenset[str]] | None = None) -> bool:
     """Whether the directory holds a project marker; from its listing when the walk made one."""
-    names = listings.get(directory) if listings is not None and isinstance(directory, str) else None
+    names = listings.get(os.fspath(directory)) if listings else None
     if names is not None:
         return any(marker in names for marker in ROOT_MARKERS)
     return any(os.path.exists(os.path.join(directory, marker)) for marker in ROOT_MARKERS)
@@ -65,10 +65,8 @@ class Projects:
 
     def root_of(self, path: Path | str) -> Path:
         """The nearest directory at or below the run's root that is a project root; for a
-        file outside the run's root, its own nearest project root. (An absolute, normalised
-        `path` string is taken as it is.)"""
-        absolute = path if isinstance(path, str) and os.path.isabs(path) else os.path.abspath(path)
-        directory = os.path.dirname(absolute)
+        file outside the run's root, its own nearest project root."""
+        directory = os.path.dirname(absolute_text(path))
         found = self._roots.get(directory)
         if found is not None:
             return found
@@ -118,11 +116,10 @@ class Projects:
         return self._indexes[root]
 
     def _run_files_under(self, root: Path) -> list[tuple[str, str]]:
-        prefix = os.path.join(os.path.abspath(root), "")
         return [
             (path, absolute)
             for path, absolute in self.run_files
-            if absolute.startswith(prefix) and absolute.endswith(PYTHON_SUFFIXES) and self.root_of(absolute) == root
+            if absolute.endswith(PYTHON_SUFFIXES) and self.root_of(absolute) == root
         ]
 
     def indexes(self) -> dict[Path, ProjectIndex]:
@@ -197,7 +194,6 @@ def build_index(
     kinds: dict[str, list[str]] = {}  # relative path -> its `cross_file_kinds`
     pending: list[tuple[str, str]] = []
     paths: dict[str, str] = {}
-    root_prefix = os.path.join(os.path.abspath(root), "")
     if files is None:
         files = project_files(root, settings, cache.directory if cache is not None else None)
 
@@ -207,7 +203,7 @@ def build_index(
             empty.add(relative)
 
     for path, absolute in files:
-        relative = relative_to_root(absolute, root, root_prefix)
+        relative = relative_to_root(absolute, root)
         paths[relative] = path
         if cache is None:
             pending.append((path, relative))
@@ -218,14 +214,17 @@ def build_index(
             continue
         stats[relative] = stat_key(status) if status.st_mtime_ns < trusted_before else None
         entry = cache.entry(relative)
-        if entry is not None and stats[relative] is not None and entry["stat"] == stats[relative]:
+        if entry is None:
+            pending.append((path, relative))  # never indexed: read once, by the extraction
+            continue
+        if stats[relative] is not None and entry["stat"] == stats[relative]:
             take_cached(relative, entry)  # unchanged since it was indexed: not even read
             continue
         try:
             digest = content_digest(read_source_bytes(path))
         except OSError:
             continue
-        if entry is not None and entry["digest"] == digest:
+        if entry["digest"] == digest:
             take_cached(relative, entry)  # same content (touched, copied, checked out again)
             cache.remember(relative, digest, exported[relative], stats[relative], relative in empty, kinds[relative])
             continue
@@ -293,7 +292,7 @@ class _IndexCache:
 
     def __init__(self, settings: Settings, root: Path) -> None:
         key = hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:16]
-        self.directory = settings.cache_dir or root / ".ckptlint_cache"
+        self.directory = settings.cache_directory  # settings of this project: its root is `root`
         self._index = CacheFile(self.directory, f"index-{key}.json")
         self._facts_directory = self._index.path.parent / f"{FACTS_PREFIX}{key}"
         self._stored_facts = False

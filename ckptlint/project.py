@@ -1098,12 +1098,10 @@ class ProjectIndex:
     def fsdp_uses(self) -> tuple[FsdpUse, ...]:
         using = list(self._files_of_kind(FSDP_KIND))
         uses = [use for _, facts in using for use in facts.fsdp]
-        if not any(facts.fsdp_argument_calls for _, facts in using):
-            return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
-        subclasses = self.training_arguments_classes
         for path, facts in using:
             for callee, line in facts.fsdp_argument_calls:
-                if self._resolve_name(callee, subclasses):
+                # `training_arguments_classes` scans every class: only asked when needed.
+                if self._resolve_name(callee, self.training_arguments_classes):
                     uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
 from ckptlint.config import Settings
 from ckptlint.discovery import PYTHON_SUFFIXES, display_path, relative_to_root
+from ckptlint.engine import decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.project import ProjectIndex
 from ckptlint.registry import project_rule_codes
@@ -62,8 +63,6 @@ def check_decoded(
     project: ProjectIndex | None = None,
 ) -> FileResult:
     """Lint (and with fixes on, fix in memory) one decoded file."""
-    from ckptlint.engine import fix_text, lint_text, unknown_noqa_codes
-
     errors = unknown_noqa_codes(decoded.text, display)
     if not options.computes_fixes:
         outcome = lint_text(decoded.text, path, settings, display_path=display, project=project)
@@ -90,9 +89,6 @@ def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: 
 
 
 def check_file(path: Path, settings: Settings, options: RunOptions, project: ProjectIndex | None = None) -> FileResult:
-    # The engine (libcst, the rules) is imported by the first file that is not in the cache.
-    from ckptlint.engine import decode_for_lint, unreadable
-
     display = display_path(path)
     try:
         data = read_source_bytes(path)
@@ -154,7 +150,7 @@ def check_paths(
 ) -> RunResult:
     found = discover_remembered(
         paths,
-        cache_directory=(settings.cache_dir or settings.project_root / ".ckptlint_cache") if options.use_cache else None,
+        cache_directory=settings.cache_directory if options.use_cache else None,
         purpose="run",
         project_root=settings.project_root,
         exclude=settings.exclude,
@@ -163,21 +159,16 @@ def check_paths(
         force_exclude=force_exclude,
         include=settings.include,
     )
-    results: list[FileResult] = []
-    if found.problems:
-        from ckptlint.engine import unreadable
-
-        results += [
-            _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
-            for p, reason in found.problems
-        ]
+    results: list[FileResult] = [
+        _unreadable_result(p, display_path(p), unreadable(display_path(p), reason), settings)
+        for p, reason in found.problems
+    ]
     projects = projects_for_run(settings, options)
     projects.run_files = tuple(zip(found.paths, found.absolute))
     projects.listings = found.listings
     cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
     pending: list[tuple[Path, Settings, Path, str | None]] = []
     keys: dict[Path, str] = {}  # project root -> the part of a cache key shared by its files
-    prefixes: dict[Path, str] = {}  # project root -> its absolute path and a separator
     for text_path, absolute in zip(found.paths, found.absolute):
         root = projects.root_of(absolute)
         file_settings = projects.settings_for(root)
@@ -188,9 +179,7 @@ def check_paths(
             pending.append((Path(text_path), file_settings, root, None))
             continue
         # The index has just checked the file (by stat, or by reading it): its digest is current.
-        if root not in prefixes:
-            prefixes[root] = os.path.join(os.path.abspath(root), "")
-        digest = index.digests.get(relative_to_root(absolute, root, prefixes[root])) if index.digests else None
+        digest = index.digests.get(relative_to_root(absolute, root)) if index.digests else None
         if digest is None:
             try:
                 digest = content_digest(read_source_bytes(absolute))
@@ -233,8 +222,6 @@ def check_paths(
 
 
 def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:
-    from ckptlint.engine import decode_for_lint
-
     display = filename or "-"
     path = Path(filename).absolute() if filename else settings.project_root / "-"
     if len(data) > MAX_FILE_BYTES:

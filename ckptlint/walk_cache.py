@@ -18,7 +18,9 @@ from pathlib import Path
 
 from ckptlint import __version__
 from ckptlint.cache import save_cache_file
+from ckptlint.config import ROOT_MARKERS
 from ckptlint.discovery import RACY_WINDOW_NS, Discovered, discover, stat_key
+
 
 def discover_remembered(
     paths: Sequence[Path], *, cache_directory: Path | None, purpose: str, **options
@@ -45,7 +47,7 @@ def discover_remembered(
                 "paths": found.paths,
                 "absolute": found.absolute,
                 # Only what project roots are told by (see `ckptlint.indexing`).
-                "markers": {d: sorted(n for n in names if n in _MARKERS) for d, names in found.listings.items()},
+                "markers": {d: sorted(n for n in names if n in ROOT_MARKERS) for d, names in found.listings.items()},
                 "depends_on": found.depends_on,
             },
         )
@@ -72,11 +74,3 @@ def _load(path: Path, arguments: str) -> Discovered | None:
     except (OSError, KeyError, TypeError, ValueError, AttributeError, RecursionError):
         return None
 
-
-def _markers() -> frozenset[str]:
-    from ckptlint.config import ROOT_MARKERS
-
-    return frozenset(ROOT_MARKERS)
-
-
-_MARKERS = _markers()

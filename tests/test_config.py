@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import ckptlint.engine
+import ckptlint.runner
 from conftest import json_findings
 from ckptlint.config import (
     DEFAULT_EXCLUDE,
@@ -526,13 +526,13 @@ def test_resolve_settings_raises_config_error_for_the_api(make_project):
 def lint_calls(monkeypatch):
     """Counts the files the engine actually lints (cache misses)."""
     calls: list[str] = []
-    original = ckptlint.engine.lint_text
+    original = ckptlint.runner.lint_text
 
     def counting(text, path, settings, **kwargs):
         calls.append(Path(path).name)
         return original(text, path, settings, **kwargs)
 
-    monkeypatch.setattr(ckptlint.engine, "lint_text", counting)
+    monkeypatch.setattr(ckptlint.runner, "lint_text", counting)
     return calls
 
 

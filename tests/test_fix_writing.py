@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import ckptlint.engine
 import ckptlint.runner
 import ckptlint.writer
 from ckptlint.writer import ChangedOnDisk, replace_atomically
@@ -282,13 +281,13 @@ def test_a_file_changed_during_the_run_is_not_overwritten(cli, make_project, mon
 def test_fix_that_the_encoding_cannot_hold_is_not_written(cli, make_project, monkeypatch):
     before = source("latin-1").encode("latin-1")
     root = make_project({"m.py": before}, pyproject=PYPROJECT)
-    original = ckptlint.engine.fix_text
+    original = ckptlint.runner.fix_text
 
     def fix_with_a_euro(text, *args, **kwargs):
         outcome = original(text, *args, **kwargs)
         return outcome.__class__(outcome.text.replace("# two", "# two \u20ac"), outcome.applied, outcome.remaining, outcome.error)
 
-    monkeypatch.setattr(ckptlint.engine, "fix_text", fix_with_a_euro)
+    monkeypatch.setattr(ckptlint.runner, "fix_text", fix_with_a_euro)
     result = fix(cli, root, "m.py")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [

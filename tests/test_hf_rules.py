@@ -419,3 +419,35 @@ def test_peft_order_of_operations_on_the_installed_versions():
 
     assert lora_gradients(checkpoint_first=True) == 8
     assert lora_gradients(checkpoint_first=False) == (8 if _is_transformers_5(transformers) else 0)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('TrainingArguments("o", gradient_checkpointing=True, fsdp="full_shard")', True),
+        ('TrainingArguments(\n    "o",\n    gradient_checkpointing = True,\n    fsdp = [\n        "full_shard"],\n)', True),
+        ('args = dict(gradient_checkpointing=\\\n    True, fsdp=\\\n    FSDPOption.FULL_SHARD)', True),
+        # Every transformers model: the words, never the keywords of one call.
+        ('if self.gradient_checkpointing and self.training:\n    pass\nis_fsdp_managed = fsdp_enabled()', False),
+        ('TrainingArguments("o", gradient_checkpointing=False, fsdp="full_shard")', False),
+        ('TrainingArguments("o", gradient_checkpointing=True)\nif fsdp == "full_shard": pass', False),
+    ],
+)
+def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
+    """CKPT004's prefilter: the two keywords as a call passes them, however spaced."""
+    from ckptlint.rules.hf_checkpointing_with_fsdp_full_shard import HfCheckpointingWithFsdpFullShard
+
+    assert HfCheckpointingWithFsdpFullShard.may_apply_to(text) is expected
+
+
+@pytest.mark.parametrize(
+    "training, expected",
+    [("loss.backward()", True), ("accelerator.backward(loss)", True), ("trainer = SFTTrainer(model)", True),
+     ("def training_step(self, batch, i):", True), ("model.save_pretrained('out')", False)],
+)
+def test_ckpt021_parses_only_files_that_train(training, expected):
+    """CKPT021 reports only a model trained in the file: without a training word, no parse."""
+    from ckptlint.rules.peft_checkpointing_without_input_grads import PeftCheckpointingWithoutInputGrads
+
+    text = f"model = get_peft_model(model, config)\nmodel.gradient_checkpointing_enable()\n{training}\n"
+    assert PeftCheckpointingWithoutInputGrads.may_apply_to(text) is expected
