@@ -12,9 +12,12 @@ import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
+from stat import S_ISREG
 
 from ckptlint import __version__
 from ckptlint.config import Settings
+from ckptlint.discovery import stat_key
+from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
 
 # The project index keeps each file's facts in a file of its own under `facts-<project key>/`.
@@ -33,10 +36,6 @@ def settings_fingerprint(settings: Settings) -> str:
         settings.fsdp,
     ]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
-
-
-def content_digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 class CacheFile:
@@ -81,21 +80,87 @@ class CacheFile:
 
 
 class ResultCache(CacheFile):
+    """Each file's diagnostics under the key they were computed for (its content digest
+    and everything else they depend on), with the stat of the file when it was trusted (a
+    warm run then does not read it), and the other files the result rests on (a launch
+    script's configs), each with its digest and stat."""
+
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings.cache_directory, f"{settings_fingerprint(settings)}.json")
 
-    def get(self, key: str, digest: str) -> tuple[Diagnostic, ...] | None:
-        entry = self._entries.get(key)
-        if not isinstance(entry, dict) or entry.get("digest") != digest:
+    def recorded_content(self, path: str, stat: list[int] | None) -> str | None:
+        """The content digest recorded for `path`, when `stat` (trusted) is the one recorded
+        with it: the file has not changed, and need not be read."""
+        entry = self._entries.get(path)
+        if stat is None or not isinstance(entry, dict) or entry.get("stat") != stat:
+            return None
+        content = entry.get("content")
+        return content if isinstance(content, str) else None
+
+    def get(self, path: str, key: str, trusted_before: int) -> tuple[Diagnostic, ...] | None:
+        entry = self._entries.get(path)
+        if not isinstance(entry, dict) or entry.get("key") != key:
             return None
         try:
+            if not all(_input_unchanged(item, trusted_before) for item in entry.get("inputs", ())):
+                return None
             return tuple(_diagnostic_from_json(item) for item in entry["diagnostics"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a corrupt entry: lint the file again
 
-    def put(self, key: str, digest: str, diagnostics: tuple[Diagnostic, ...]) -> None:
-        self._entries[key] = {"digest": digest, "diagnostics": [asdict(d) for d in diagnostics]}
+    def put(
+        self,
+        path: str,
+        key: str,
+        diagnostics: tuple[Diagnostic, ...],
+        *,
+        content: str,
+        stat: list[int] | None,
+        inputs: tuple[tuple[str, str | None], ...],
+        trusted_before: int,
+    ) -> None:
+        self._entries[path] = {
+            "key": key,
+            "content": content,
+            "stat": stat,
+            "inputs": [[name, digest, _trusted_stat(name, trusted_before)] for name, digest in inputs],
+            "diagnostics": [asdict(d) for d in diagnostics],
+        }
         self._dirty = True
+
+
+def trusted_stat(status: os.stat_result, trusted_before: int) -> list[int] | None:
+    """A stat that can tell later whether the file changed: None for a file modified so
+    recently that another change within the same timestamp tick would go unseen (git's
+    racily-clean rule)."""
+    return stat_key(status) if status.st_mtime_ns < trusted_before else None
+
+
+def _trusted_stat(path: str, trusted_before: int) -> list[int] | None:
+    try:
+        return trusted_stat(os.stat(path), trusted_before)
+    except OSError:
+        return None
+
+
+def _input_unchanged(item: list, trusted_before: int) -> bool:
+    """Whether one recorded input is still what it was: still absent, the same stat, or
+    else the same content."""
+    path, digest, stat = item
+    try:
+        status = os.stat(path)
+        exists = S_ISREG(status.st_mode)
+    except OSError:
+        exists = False
+    if digest is None or not exists:
+        return digest is None and not exists
+    if stat is not None and trusted_stat(status, trusted_before) == stat:
+        return True
+    try:
+        return content_digest(read_source_bytes(path)) == digest
+    except OSError:
+        return False
+
 
 def save_cache_file(directory: Path, path: Path, payload: dict) -> str | None:
     """Write one cache file atomically under `directory`. A read-only checkout still lints,

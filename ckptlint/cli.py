@@ -103,6 +103,7 @@ def check(
 ) -> None:
     """Lint PATHS (default: the current directory; `-` reads standard input)."""
     from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
+    from ckptlint.limits import AnalysisLimits, LimitError
     from ckptlint.runner import RunOptions, check_paths, check_stdin
 
     # As in Ruff, `--stdin-filename` without paths reads standard input too.
@@ -139,30 +140,19 @@ def check(
         click.echo(_describe_settings(settings))
         sys.exit(EXIT_CLEAN)
 
+    try:
+        limits = AnalysisLimits.from_environment()
+    except LimitError as error:
+        _fail(str(error))
     options = RunOptions(
-        fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, jobs=jobs, use_cache=not no_cache
+        fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, jobs=jobs, use_cache=not no_cache, limits=limits
     )
     stdin_data = b""
     if reading_stdin:
         stdin_data = sys.stdin.buffer.read()
-        result = check_stdin(stdin_data, stdin_filename, settings, options)
+        result = _interruptible(check_stdin, stdin_data, stdin_filename, settings, options)
     else:
-        import signal
-        import threading
-
-        def _terminate(signum, frame):
-            raise KeyboardInterrupt  # unwinds like Ctrl-C: temp files removed, workers stopped
-
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous_handler = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
-        try:
-            result = check_paths(list(paths), settings, options, force_exclude=force_exclude)
-        except KeyboardInterrupt:
-            click.echo("ckptlint: interrupted", err=True)
-            sys.exit(130)
-        finally:
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, previous_handler)
+        result = _interruptible(check_paths, list(paths), settings, options, force_exclude=force_exclude)
 
     diagnostics = result.diagnostics
     fixed = result.fixed_count
@@ -212,6 +202,35 @@ def check(
     if diff:
         sys.exit(EXIT_FINDINGS if fixed else EXIT_CLEAN)
     sys.exit(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
+
+
+def _interruptible(run, *args, **kwargs):
+    """Run `run`; SIGINT or SIGTERM ends it at once with exit status 128 + the signal (130,
+    143). The first signal unwinds the run like Ctrl-C (worker processes are killed, a fix
+    being written is finished or its temporary file removed); further signals are ignored
+    so that this clean-up itself is never cut short."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return run(*args, **kwargs)  # signal handlers can only be set in the main thread
+    received: list[int] = []
+
+    def stop(signum, frame):
+        received.append(signum)
+        for name in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(name, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = {name: signal.signal(name, stop) for name in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return run(*args, **kwargs)
+    except KeyboardInterrupt:
+        click.echo("ckptlint: interrupted", err=True)
+        sys.exit(128 + (received[0] if received else signal.SIGINT))
+    finally:
+        for name, handler in previous.items():
+            signal.signal(name, handler)
 
 
 def _fixed_stdin(data: bytes, fixed_source: str | None) -> bytes:

@@ -231,8 +231,10 @@ def _describe_yaml_error(error: Exception) -> str:
 
 
 def _string_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    """A list of strings. A bare string is refused as Ruff refuses it: `exclude = "m.py"`
+    reads like one pattern but is a different type from every other list of the table."""
     if isinstance(value, str):
-        value = [value]
+        raise ConfigError(f"{path}: `{key}` must be a list of strings, got the string {value!r} (write [{value!r}])")
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{path}: `{key}` must be a list of strings, got {value!r}")
     return tuple(value)
@@ -298,6 +300,11 @@ def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
             "exclude", "extend-exclude", "stateful-modules", "checkpoint-functions", "include", "extend-include"
         ):
             setattr(settings, normalized.replace("-", "_"), _string_list(path, key, value))
+            if normalized == "include" and not settings.include:
+                raise ConfigError(
+                    f"{where} is empty: no file would be linted; remove it for the default "
+                    f"({', '.join(DEFAULT_INCLUDE)}) or name the files to lint"
+                )
         elif normalized == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where} must be a table of glob pattern -> list of codes")

@@ -10,8 +10,6 @@ Reading, decoding, caching and writing files is `ckptlint.runner`'s.
 from __future__ import annotations
 
 import ast
-import ctypes
-import os
 import re
 import sys
 import threading
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config import Settings
+from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
 from ckptlint.project import ProjectIndex
 from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
@@ -64,6 +63,8 @@ class LintOutcome:
     diagnostics: tuple[Diagnostic, ...]
     internal_errors: tuple[str, ...] = ()
     parsed: bool = True
+    # Other files the diagnostics rest on (a launch script's recipes): see `FileResult.inputs`.
+    inputs: tuple[tuple[str, str | None], ...] = ()
 
 
 def selected_rules(settings: Settings) -> list[type[Rule]]:
@@ -78,18 +79,20 @@ def lint_text(
     display_path: str | None = None,
     rules: Sequence[type[Rule]] | None = None,
     project: ProjectIndex | None = None,
+    limits: AnalysisLimits = AnalysisLimits(),
 ) -> LintOutcome:
     """Lint one file's text. Every file is syntax-checked with CPython's own parser (fast);
     only files that contain a selected rule's trigger words are parsed with libcst and
-    analysed. Cross-file rules see `project` (by default a project of this file alone)."""
+    analysed. Cross-file rules see `project` (by default a project of this file alone).
+
+    A file whose shape libcst cannot parse within `limits` is reported as CKPT900 before
+    libcst sees it; the time and memory limits themselves are the runner's to enforce
+    (`ckptlint.worker_pool`)."""
     display = display_path or str(path)
     kind = recipe_kind(path, text)
     if kind is not None:
         return _lint_recipe(text, path, settings, display, kind)
-    try:
-        return on_deep_stack(_lint_text, text, path, settings, display, rules, project)
-    except AnalysisTimeout:
-        return _past_time_limit(display)
+    return on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits)
 
 
 def _lint_text(
@@ -99,6 +102,7 @@ def _lint_text(
     display: str,
     rules: Sequence[type[Rule]] | None,
     project: ProjectIndex | None,
+    limits: AnalysisLimits,
 ) -> LintOutcome:
     if SKIP_FILE.search(text):
         return LintOutcome(())
@@ -121,7 +125,7 @@ def _lint_text(
             for rule in rules
             if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)
         ]
-    parsed = parse_module(text, display, with_libcst=bool(rules))
+    parsed = parse_module(text, display, with_libcst=bool(rules), limits=limits)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:
@@ -160,20 +164,19 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
         )
 
     try:
-        diagnostics = on_deep_stack(run)
-    except AnalysisTimeout:
-        return _past_time_limit(display)
+        linted = on_deep_stack(run)
     except RecipeSyntaxError as error:
         problem = _parse_error(display, error.row, error.column, str(error), kind="")
         return LintOutcome(_reportable([problem], path, settings), parsed=False)
     except Exception:  # a bug of ours: reported with the file, the run goes on
         return LintOutcome((), (f"{display}: internal error reading the recipe:\n{traceback.format_exc(limit=-4)}",))
-    return LintOutcome(_reportable(diagnostics, path, settings))
+    return LintOutcome(_reportable(linted.diagnostics, path, settings), inputs=linted.inputs)
 
 
-def _past_time_limit(display: str) -> LintOutcome:
-    message = f"analysis stopped after {file_time_limit():g} s (the per-file time limit)"
-    return LintOutcome((_parse_error(display, 1, 1, message, kind=""),), parsed=False)
+def analysis_stopped(path: Path, display: str, settings: Settings, reason: str) -> tuple[Diagnostic, ...]:
+    """CKPT900 for a file whose analysis stopped at a limit (`reason` says which), unless
+    the selection or per-file-ignores drop it."""
+    return _reportable([_parse_error(display, 1, 1, reason, kind="")], path, settings)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -203,14 +206,17 @@ def _reportable(diagnostics: Iterable[Diagnostic], path: Path, settings: Setting
 _PATHOLOGICAL = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
 
 
-def parse_module(text: str, display: str, *, with_libcst: bool) -> cst.Module | Diagnostic | None:
+def parse_module(
+    text: str, display: str, *, with_libcst: bool, limits: AnalysisLimits = AnalysisLimits()
+) -> cst.Module | Diagnostic | None:
     """CPython's parser decides whether the file is valid Python (its messages and lines
-    are the ones users know); libcst then builds the tree the rules work on.
+    are the ones users know); libcst then builds the tree the rules work on, unless the
+    file's shape is beyond what libcst parses within `limits`.
 
     A generic SyntaxError may only mean the file uses syntax newer than the running
     Python: libcst (which knows newer grammars) gets the last word on those."""
     try:
-        ast.parse(text)
+        tree = ast.parse(text)
     except (RecursionError, MemoryError):
         return _parse_error(display, 1, 1, "the file is nested too deeply for Python's parser")
     except SyntaxError as error:
@@ -228,6 +234,12 @@ def parse_module(text: str, display: str, *, with_libcst: bool) -> cst.Module | 
         return _parse_error(display, 1, 1, str(error))
     if not with_libcst:
         return None
+    depth, nodes = syntax_shape(tree)
+    del tree
+    if depth > MAX_SYNTAX_DEPTH:
+        return _parse_error(display, 1, 1, describe_depth(depth), kind="")
+    if limits.exceeds_memory(nodes):
+        return _parse_error(display, 1, 1, limits.describe_nodes(nodes), kind="")
     import libcst as cst
 
     try:
@@ -239,18 +251,18 @@ def parse_module(text: str, display: str, *, with_libcst: bool) -> cst.Module | 
         return _parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)")
 
 
-class AnalysisTimeout(BaseException):
-    """One file's analysis ran past the per-file time limit. A BaseException, so that the
-    guards around rules (which turn exceptions into internal errors) let it through."""
-
-
-def file_time_limit() -> float:
-    """Seconds one file may take (`CKPTLINT_FILE_TIME_LIMIT`, default 120): a pathological
-    file cannot stall the run."""
-    try:
-        return max(0.01, float(os.environ.get("CKPTLINT_FILE_TIME_LIMIT", "120")))
-    except ValueError:
-        return 120.0
+def syntax_shape(tree: ast.AST) -> tuple[int, int]:
+    """The depth of the deepest node and the number of nodes (without recursion: the
+    trees this guards against are deeper than Python's stack)."""
+    deepest = nodes = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > deepest:
+            deepest = depth
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest, nodes
 
 
 _DEEP_STACK_BYTES = 512 << 20
@@ -261,9 +273,9 @@ def on_deep_stack(function, *args):
     """Run `function` in a thread with a large stack and a raised recursion limit.
 
     libcst's parser and visitors recurse once per nesting level; on the default stack a
-    valid but deeply nested expression (thousands of chained operators, as generated code
-    has) crashes the interpreter instead of raising. Python's own limits (checked first in
-    `parse_module`) bound the depth that reaches libcst."""
+    valid but deeply nested expression crashes the interpreter instead of raising. Python's
+    own limits and `MAX_SYNTAX_DEPTH` (checked first in `parse_module`) bound the depth that
+    reaches libcst."""
     result: list = []
 
     def run() -> None:
@@ -283,13 +295,7 @@ def on_deep_stack(function, *args):
             thread.start()
         finally:
             threading.stack_size(previous_size)
-    thread.join(file_time_limit())
-    if thread.is_alive():
-        # Past the limit: raise AnalysisTimeout inside the thread at its next bytecode (a
-        # native parse finishes first), and wait for it to unwind. Never abandon it: a
-        # thread still running at interpreter exit aborts the process.
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AnalysisTimeout))
-        thread.join()
+    thread.join()
     ok, value = result[0]
     if not ok:
         raise value
@@ -356,6 +362,8 @@ class FixOutcome:
     applied: tuple[AppliedFix, ...]
     remaining: LintOutcome
     error: str | None = None
+    # The findings before any fix: what stands when the fixed text cannot be written.
+    initial: LintOutcome | None = None
 
 
 def fix_text(
@@ -366,24 +374,25 @@ def fix_text(
     unsafe: bool,
     display_path: str | None = None,
     project: ProjectIndex | None = None,
+    limits: AnalysisLimits = AnalysisLimits(),
 ) -> FixOutcome:
     """Fix until nothing changes (bounded). If a round produces code that does not parse,
     that round is discarded and the error reported; the text stays at the last good state."""
     display = display_path or str(path)
     applied: list[AppliedFix] = []
-    outcome = lint_text(text, path, settings, display_path=display, project=project)
+    outcome = initial = lint_text(text, path, settings, display_path=display, project=project, limits=limits)
     error = None
     for _ in range(MAX_FIX_ITERATIONS):
         new_text, fixed = apply_fixes(text, outcome.diagnostics, unsafe)
         if not fixed or new_text == text:
             break
-        new_outcome = lint_text(new_text, path, settings, display_path=display, project=project)
+        new_outcome = lint_text(new_text, path, settings, display_path=display, project=project, limits=limits)
         if not new_outcome.parsed:
             error = f"{display}: fixes for {', '.join(sorted({d.code for d in fixed}))} produced invalid code; file left unchanged by them"
             break
         applied.extend(AppliedFix(d.code, d.fix.message, d.location.row) for d in fixed)
         text, outcome = new_text, new_outcome
-    return FixOutcome(text, tuple(applied), outcome, error)
+    return FixOutcome(text, tuple(applied), outcome, error, initial)
 
 
 def decode_for_lint(data: bytes, display: str) -> tuple[DecodedSource | None, Diagnostic | None]:

@@ -17,11 +17,13 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ckptlint.cache import FACTS_PREFIX, CacheFile, content_digest, save_cache_file
+from ckptlint.cache import FACTS_PREFIX, CacheFile, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
 from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, absolute_text, relative_to_root, stat_key
-from ckptlint.source import read_source_bytes
+from ckptlint.source import content_digest, read_source_bytes
+from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
+from ckptlint.worker_pool import TaskFailure, WorkerPool
 from ckptlint.project import (
     FileFacts,
     LazyFacts,
@@ -33,7 +35,7 @@ from ckptlint.project import (
     module_name,
 )
 
-# Below this many files to extract, a process pool costs more than it saves.
+# Below this many files to extract, a second worker process costs more than it saves.
 PARALLEL_EXTRACTION_THRESHOLD = 256
 
 
@@ -49,10 +51,19 @@ class Projects:
     """The projects of one run: each file's project root, its settings and its index, each
     computed once."""
 
-    def __init__(self, settings: Settings, *, use_cache: bool = True, jobs: int | None = None, build: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        use_cache: bool = True,
+        jobs: int | None = None,
+        build: bool = True,
+        limits: AnalysisLimits = AnalysisLimits(),
+    ) -> None:
         self.settings = settings
         self.use_cache = use_cache
         self.jobs = jobs
+        self.limits = limits
         self.build = build  # False when no selected rule reads the index
         self._roots: dict[str, Path] = {}  # absolute directory -> its project root
         # The files of the run: all that is indexed of a root without a marker (`ckptlint
@@ -108,6 +119,7 @@ class Projects:
                     self.settings_for(root),
                     use_cache=self.use_cache,
                     jobs=self.jobs,
+                    limits=self.limits,
                     files=None if _has_marker(root) else self._run_files_under(root),
                 )
                 if self.build
@@ -179,13 +191,17 @@ def build_index(
     use_cache: bool = True,
     jobs: int | None = None,
     files: Sequence[tuple[str, str]] | None = None,
+    limits: AnalysisLimits = AnalysisLimits(),
 ) -> ProjectIndex:
     """The project's index, of `files` ((path, absolute path) pairs) or else of
     `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is the one
     recorded with its digest is not read at all; one whose content digest is unchanged is not
-    parsed; only the others are extracted (in a pool when many)."""
+    parsed; only the others are extracted, in worker processes under the per-file limits.
+    A file over the size limit is not even read; one whose extraction stops at a limit has
+    no facts (and is not tried again under the same limits)."""
     trusted_before = time.time_ns() - RACY_WINDOW_NS
     cache = _IndexCache(settings, root) if use_cache else None
+    stopped_under = limits.fingerprint()
     built: dict[str, FileFacts] = {}
     digests: dict[str, str] = {}
     exported: dict[str, str] = {}  # relative path -> what other files can observe of it
@@ -205,17 +221,19 @@ def build_index(
     for path, absolute in files:
         relative = relative_to_root(absolute, root)
         paths[relative] = path
-        if cache is None:
-            pending.append((path, relative))
-            continue
         try:
             status = os.stat(path)
         except OSError:
             continue
+        if status.st_size > limits.file_bytes:
+            continue  # generated code: never read (`check_file` says so when it matters)
+        if cache is None:
+            pending.append((path, relative))
+            continue
         stats[relative] = stat_key(status) if status.st_mtime_ns < trusted_before else None
         entry = cache.entry(relative)
-        if entry is None:
-            pending.append((path, relative))  # never indexed: read once, by the extraction
+        if entry is None or entry.get("stopped", stopped_under) != stopped_under:
+            pending.append((path, relative))  # never indexed (or under other limits): read once, by the extraction
             continue
         if stats[relative] is not None and entry["stat"] == stats[relative]:
             take_cached(relative, entry)  # unchanged since it was indexed: not even read
@@ -226,23 +244,25 @@ def build_index(
             continue
         if entry["digest"] == digest:
             take_cached(relative, entry)  # same content (touched, copied, checked out again)
-            cache.remember(relative, digest, exported[relative], stats[relative], relative in empty, kinds[relative])
+            cache.remember(relative, digest, exported[relative], stats[relative], relative in empty, kinds[relative], entry.get("stopped"))
             continue
         pending.append((path, relative))
 
-    workers = jobs or os.cpu_count() or 1
-    if workers > 1 and len(pending) >= PARALLEL_EXTRACTION_THRESHOLD:
-        from concurrent.futures import ProcessPoolExecutor  # only for large runs (10 ms to import)
-
-        pool = ProcessPoolExecutor(max_workers=workers)
-        try:
-            extracted = list(pool.map(_extract, pending, chunksize=max(1, len(pending) // (workers * 8))))
-        finally:
-            # On an interrupt, drop the queued files instead of extracting them all first.
-            pool.shutdown(wait=True, cancel_futures=True)
-    else:
-        extracted = [_extract(item) for item in pending]
-    for (_, relative), result in zip(pending, extracted):
+    workers = (jobs or os.cpu_count() or 1) if len(pending) >= PARALLEL_EXTRACTION_THRESHOLD else 1
+    extracted: list = []
+    if pending:
+        with WorkerPool(_extract, workers=workers, limits=limits.for_workers) as pool:
+            extracted = pool.map(pending)
+    for (path, relative), result in zip(pending, extracted):
+        stopped = None
+        if isinstance(result, TaskFailure):
+            # Past a limit: no facts (the lint of the file reports the limit). Its digest is
+            # remembered so that a warm run under the same limits does not try again.
+            try:
+                result = FileFacts(module_name(relative)), content_digest(read_source_bytes(path))
+            except OSError:
+                continue
+            stopped = stopped_under
         if result is None:
             continue
         built[relative], digests[relative] = result
@@ -250,7 +270,7 @@ def build_index(
         kinds[relative] = cross_file_kinds(built[relative])
         if cache is not None:
             is_empty = built[relative] == FileFacts(built[relative].module)
-            cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty, kinds[relative])
+            cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty, kinds[relative], stopped)
             if not is_empty:
                 cache.store_facts(relative, digests[relative], built[relative])
 
@@ -312,11 +332,20 @@ class _IndexCache:
         return entry
 
     def remember(
-        self, relative: str, digest: str, exported: str, stat: list[int] | None, empty: bool, kinds: list[str]
+        self,
+        relative: str,
+        digest: str,
+        exported: str,
+        stat: list[int] | None,
+        empty: bool,
+        kinds: list[str],
+        stopped: str | None = None,
     ) -> None:
         """`empty`: the file has no facts (none are stored for it); `kinds`: its
-        `cross_file_kinds`."""
+        `cross_file_kinds`; `stopped`: the limits its extraction stopped at, if it did."""
         entry = {"digest": digest, "exported": exported, "stat": stat, "empty": empty, "kinds": kinds}
+        if stopped is not None:
+            entry["stopped"] = stopped
         self._index.set_entry(relative, entry)
 
     @staticmethod

@@ -70,6 +70,8 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "utils.checkpoint",
 )
 
+RULE_TRIGGER_BYTES: tuple[bytes, ...] = tuple(word.encode() for word in RULE_TRIGGERS)
+
 PARSE_ERROR = PseudoRule(
     code="CKPT900",
     name="parse-error",

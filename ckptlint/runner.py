@@ -5,40 +5,28 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckptlint.cache import ResultCache, content_digest, settings_fingerprint
+from ckptlint.cache import ResultCache, settings_fingerprint, trusted_stat
 from ckptlint.config import Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, display_path, relative_to_root
-from ckptlint.engine import decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
+from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
+from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
+from ckptlint.limits import AnalysisLimits
 from ckptlint.project import ProjectIndex
-from ckptlint.registry import project_rule_codes
+from ckptlint.registry import RULE_TRIGGER_BYTES, project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
-from ckptlint.source import DecodedSource, read_source_bytes
-from ckptlint.types import Diagnostic, FileResult, RunResult
+from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
+from ckptlint.types import Diagnostic, FileResult, RunResult, fixable
 from ckptlint.walk_cache import discover_remembered
+from ckptlint.worker_pool import TaskFailure, WorkerPool
 from ckptlint.writer import ChangedOnDisk, replace_atomically
 
-# Below this many files a process pool costs more than it saves.
+# Below this many files a second worker process costs more than it saves.
 PARALLEL_THRESHOLD = 64
-# Larger files are skipped with a warning: they are generated (tables, protobufs), and
-# CPython's parser alone needs about 120 bytes of memory per byte of source (a 63 MB file:
-# 7.5 GB and 107 s).
-MAX_FILE_BYTES = 16 << 20
-
-
-def too_large(display: str, size: int) -> FileResult:
-    return FileResult(
-        display,
-        skipped=True,
-        notices=(
-            f"{display}: skipped: {size / (1 << 20):.1f} MiB is larger than the {MAX_FILE_BYTES >> 20} MiB "
-            "ckptlint analyses (generated code?); exclude it to silence this warning",
-        ),
-    )
 
 
 @dataclass(frozen=True)
@@ -48,10 +36,21 @@ class RunOptions:
     diff: bool = False  # compute fixes, write nothing
     jobs: int | None = None  # None: the number of cores
     use_cache: bool = True
+    limits: AnalysisLimits = AnalysisLimits()
 
     @property
     def computes_fixes(self) -> bool:
         return self.fix or self.diff
+
+
+@dataclass(frozen=True)
+class FixedFile:
+    """Fixes a worker computed, for the parent to write: a worker can be killed at any
+    moment, so it never writes a user's file itself."""
+
+    original: bytes  # what the fixes were computed from: written only over these bytes
+    fixed: bytes
+    unfixed: FileResult  # the file's result when the fixed bytes cannot be written
 
 
 def check_decoded(
@@ -61,22 +60,41 @@ def check_decoded(
     settings: Settings,
     options: RunOptions,
     project: ProjectIndex | None = None,
-) -> FileResult:
-    """Lint (and with fixes on, fix in memory) one decoded file."""
+) -> tuple[FileResult, FileResult | None]:
+    """Lint (and with fixes on, fix in memory) one decoded file. With fixes, also the result
+    before any fix (what stands when the fixed text cannot be written)."""
     errors = unknown_noqa_codes(decoded.text, display)
     if not options.computes_fixes:
-        outcome = lint_text(decoded.text, path, settings, display_path=display, project=project)
-        return FileResult(display, outcome.diagnostics, internal_errors=outcome.internal_errors, errors=errors)
-    fixed = fix_text(decoded.text, path, settings, unsafe=options.unsafe_fixes, display_path=display, project=project)
+        outcome = lint_text(decoded.text, path, settings, display_path=display, project=project, limits=options.limits)
+        result = FileResult(
+            display, outcome.diagnostics, internal_errors=outcome.internal_errors, errors=errors, inputs=outcome.inputs
+        )
+        return result, None
+    fixed = fix_text(
+        decoded.text,
+        path,
+        settings,
+        unsafe=options.unsafe_fixes,
+        display_path=display,
+        project=project,
+        limits=options.limits,
+    )
     changed = fixed.text != decoded.text
-    return FileResult(
-        display,
-        fixed.remaining.diagnostics,
-        fixed.applied,
-        source=decoded.text,
-        fixed_source=fixed.text if changed else None,
-        internal_errors=fixed.remaining.internal_errors + ((fixed.error,) if fixed.error else ()),
-        errors=errors,
+    initial = fixed.initial or fixed.remaining
+    return (
+        FileResult(
+            display,
+            fixed.remaining.diagnostics,
+            fixed.applied,
+            source=decoded.text,
+            fixed_source=fixed.text if changed else None,
+            internal_errors=fixed.remaining.internal_errors + ((fixed.error,) if fixed.error else ()),
+            errors=errors,
+            inputs=fixed.remaining.inputs,
+        ),
+        FileResult(
+            display, initial.diagnostics, internal_errors=initial.internal_errors, errors=errors, inputs=initial.inputs
+        ),
     )
 
 
@@ -88,38 +106,65 @@ def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: 
     return FileResult(display, (problem,))
 
 
-def check_file(path: Path, settings: Settings, options: RunOptions, project: ProjectIndex | None = None) -> FileResult:
+def _too_large(path: Path, display: str, settings: Settings, limits: AnalysisLimits, size: int) -> FileResult:
+    """A file over the size limit is never parsed. One that mentions checkpointing is a
+    file ckptlint could not check (CKPT900); others could hold no finding anyway."""
+    if is_recipe_path(path) or not mentions_any(path, RULE_TRIGGER_BYTES):
+        return FileResult(display)
+    return FileResult(display, analysis_stopped(path, display, settings, limits.describe_size(size)))
+
+
+def check_file(
+    path: Path, settings: Settings, options: RunOptions, project: ProjectIndex | None = None
+) -> tuple[FileResult, FixedFile | None]:
+    """One file's result, and the fixes to write (never written here: `write_fixes`)."""
     display = display_path(path)
     try:
-        data = read_source_bytes(path)
+        data = read_source_bytes(path, limit=options.limits.file_bytes)
+    except SourceTooLarge as error:
+        return _too_large(path, display, settings, options.limits, error.size), None
     except OSError as error:
-        return _unreadable_result(path, display, unreadable(display, error.strerror or str(error)), settings)
+        return _unreadable_result(path, display, unreadable(display, error.strerror or str(error)), settings), None
     shell = path.name.lower().endswith(SHELL_SUFFIXES)
     if is_recipe_path(path) and (len(data) > MAX_RECIPE_BYTES or not may_hold_findings(data, shell=shell)):
-        return FileResult(display)  # data, not a training recipe: nothing to say about it
-    if len(data) > MAX_FILE_BYTES:
-        return too_large(display, len(data))
+        return FileResult(display), None  # data, not a training recipe: nothing to say about it
     decoded, problem = decode_for_lint(data, display)
     if problem is not None:
-        return _unreadable_result(path, display, problem, settings)
-    result = check_decoded(decoded, path, display, settings, options, project)
-    if result.fixed_source is None or options.diff:
-        return result
+        return _unreadable_result(path, display, problem, settings), None
+    result, unfixed = check_decoded(decoded, path, display, settings, options, project)
+    if result.fixed_source is None or options.diff or unfixed is None:
+        return result, None
     try:
-        replace_atomically(path, decoded.encode(result.fixed_source), expected=data)
-    except (ChangedOnDisk, OSError, UnicodeEncodeError) as error:
-        if isinstance(error, ChangedOnDisk):
-            message = str(error)
-        elif isinstance(error, UnicodeEncodeError):
-            message = f"{display}: fixes not written: the fixed code cannot be encoded as {decoded.encoding} ({error.reason})"
-        else:
-            message = f"{display}: could not write fixes: {error.strerror or error}"
-        # Nothing was written: the file still has every finding it had before the fixes.
-        unfixed = check_decoded(
-            decoded, path, display, settings, dataclasses.replace(options, fix=False, diff=False), project
-        )
+        fixed = decoded.encode(result.fixed_source)
+    except UnicodeEncodeError as error:
+        message = f"{display}: fixes not written: the fixed code cannot be encoded as {decoded.encoding} ({error.reason})"
+        return dataclasses.replace(unfixed, internal_errors=unfixed.internal_errors + (message,)), None
+    return result, FixedFile(data, fixed, unfixed)
+
+
+def write_fixes(path: Path, result: FileResult, fixed: FixedFile) -> FileResult:
+    """Write a file's fixes atomically; when that cannot be done, the file keeps every
+    finding it had before the fixes, and the reason is an error of the run."""
+    try:
+        replace_atomically(path, fixed.fixed, expected=fixed.original)
+    except (ChangedOnDisk, OSError) as error:
+        message = str(error) if isinstance(error, ChangedOnDisk) else f"{result.path}: could not write fixes: {error.strerror or error}"
+        unfixed = fixed.unfixed
         return dataclasses.replace(unfixed, internal_errors=unfixed.internal_errors + (message,))
     return result
+
+
+def stopped_result(
+    path: Path, display: str, settings: Settings, limits: AnalysisLimits, failure: TaskFailure
+) -> FileResult:
+    """The result of a file whose worker did not return: CKPT900 with the limit it hit,
+    or (a bug of ours) an internal error with the traceback."""
+    if failure.kind == "error":
+        return FileResult(display, internal_errors=(f"{display}: internal error:\n{failure.detail}",))
+    reason = {"time": limits.describe_time(), "memory": limits.describe_memory()}.get(
+        failure.kind, f"the analysis crashed: {failure.detail}"
+    )
+    return FileResult(display, analysis_stopped(path, display, settings, reason))
 
 
 # The indexes of the run's projects, installed once per worker process (an index can be
@@ -131,17 +176,45 @@ def _install_indexes(indexes: dict[Path, ProjectIndex]) -> None:
     _WORKER_INDEXES.update(indexes)
 
 
-def _check_one(args: tuple[Path, Settings, RunOptions, Path]) -> FileResult:
+def _check_one(args: tuple[Path, Settings, RunOptions, Path]) -> tuple[FileResult, FixedFile | None]:
     path, settings, options, root = args
     return check_file(path, settings, options, _WORKER_INDEXES.get(root))
+
+
+def analyse_in_workers(
+    work: Sequence[tuple[Path, Settings, RunOptions, Path]],
+    indexes: dict[Path, ProjectIndex],
+    options: RunOptions,
+) -> list[FileResult]:
+    """Each file's analysis in a worker process, under the per-file limits; the parent
+    writes the fixes, in order."""
+    jobs = options.jobs or os.cpu_count() or 1
+    workers = jobs if len(work) >= PARALLEL_THRESHOLD else 1
+    with WorkerPool(
+        _check_one,
+        workers=workers,
+        limits=options.limits.for_workers,
+        initializer=_install_indexes,
+        initargs=(indexes,),
+    ) as pool:
+        outcomes = pool.map(work)
+    results = []
+    for (path, file_settings, _, _), outcome in zip(work, outcomes):
+        if isinstance(outcome, TaskFailure):
+            results.append(stopped_result(path, display_path(path), file_settings, options.limits, outcome))
+            continue
+        result, fixed = outcome
+        results.append(write_fixes(path, result, fixed) if fixed is not None else result)
+    return results
 
 
 def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
     return Projects(
         settings,
-        use_cache=options.use_cache and not options.computes_fixes,
+        use_cache=options.use_cache,
         jobs=options.jobs,
         build=bool(project_rule_codes() & settings.enabled_codes),
+        limits=options.limits,
     )
 
 
@@ -166,71 +239,110 @@ def check_paths(
     projects = projects_for_run(settings, options)
     projects.run_files = tuple(zip(found.paths, found.absolute))
     projects.listings = found.listings
-    cache = ResultCache(settings) if options.use_cache and not options.computes_fixes else None
-    pending: list[tuple[Path, Settings, Path, str | None]] = []
-    keys: dict[Path, str] = {}  # project root -> the part of a cache key shared by its files
+    cache = ResultCache(settings) if options.use_cache else None
+    trusted_before = time.time_ns() - RACY_WINDOW_NS
+    pending: list[_Pending] = []
+    keys: dict[tuple[Path, bool], str] = {}  # (project root, Python?) -> what a key adds to a file's content
     for text_path, absolute in zip(found.paths, found.absolute):
         root = projects.root_of(absolute)
         file_settings = projects.settings_for(root)
         index = projects.index_for(root)
-        if cache is None or not absolute.endswith(PYTHON_SUFFIXES):
-            # Recipes are cheap to read, and a launch script's findings depend on the files
-            # it names: only Python results are cached.
-            pending.append((Path(text_path), file_settings, root, None))
+        if cache is None:
+            pending.append(_Pending(Path(text_path), file_settings, root))
             continue
-        # The index has just checked the file (by stat, or by reading it): its digest is current.
-        digest = index.digests.get(relative_to_root(absolute, root)) if index.digests else None
-        if digest is None:
-            try:
-                digest = content_digest(read_source_bytes(absolute))
-            except OSError:
-                pending.append((Path(text_path), file_settings, root, None))  # check_file reports it
-                continue
-        if root not in keys:
-            keys[root] = f"{settings_fingerprint(file_settings)}:{index.fingerprint}"
-        # A result depends on the file, its project's settings, and what the index knows.
-        key = f"{digest}:{keys[root]}"
-        cached = cache.get(absolute, key)
-        if cached is None:
-            pending.append((Path(text_path), file_settings, root, key))
+        is_python = absolute.endswith(PYTHON_SUFFIXES)
+        # The index has just checked a Python file (by stat, or by reading it): its digest is current.
+        content = index.digests.get(relative_to_root(absolute, root)) if is_python and index.digests else None
+        try:
+            stat = trusted_stat(os.stat(absolute), trusted_before)
+            content = content or cache.recorded_content(absolute, stat)
+            if content is None:
+                content = content_digest(read_source_bytes(absolute, limit=options.limits.file_bytes))
+        except OSError:
+            pending.append(_Pending(Path(text_path), file_settings, root))  # check_file reports it
+            continue
+        if (root, is_python) not in keys:
+            # A Python result depends on what the index knows; a launch script's on the
+            # directory its relative paths are looked up from.
+            context = index.fingerprint if is_python else os.getcwd()
+            keys[root, is_python] = f"{settings_fingerprint(file_settings)}:{options.limits.fingerprint()}:{context}"
+        key = f"{content}:{keys[root, is_python]}"
+        cached = cache.get(absolute, key, trusted_before)
+        if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)):
+            pending.append(_Pending(Path(text_path), file_settings, root, key, content, stat))
         else:
+            # Nothing to fix: a cached result is what linting the file again would give.
             display = display_path(absolute)
             results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
 
-    jobs = options.jobs or os.cpu_count() or 1
-    indexes = projects.indexes()
-    work = [(path, file_settings, options, root) for path, file_settings, root, _ in pending]
-    if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
-        from concurrent.futures import ProcessPoolExecutor  # only for large runs (10 ms to import)
-
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_install_indexes, initargs=(indexes,))
-        try:
-            fresh = list(pool.map(_check_one, work, chunksize=max(1, len(work) // (jobs * 8))))
-        finally:
-            # On an interrupt, drop the queued work: the workers finish what they hold (each
-            # write is atomic) and exit, rather than run on as orphans writing files.
-            pool.shutdown(wait=True, cancel_futures=True)
-    else:
-        fresh = [check_file(path, file_settings, options, indexes.get(root)) for path, file_settings, _, root in work]
-
-    for (path, _, _, digest), result in zip(pending, fresh):
+    work = [(item.path, item.settings, options, item.root) for item in pending]
+    analysed = analyse_in_workers(work, projects.indexes(), options)
+    for item, result in zip(pending, analysed):
         results.append(result)
-        if cache is not None and digest is not None and not result.internal_errors and not result.notices and not result.errors:
-            cache.put(os.path.abspath(path), digest, result.diagnostics)
-    warning = cache.save() if cache is not None else None
-    return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=(warning,) if warning else ())
+        if cache is not None and item.key is not None and result.fixed_source is None and _cacheable(result):
+            cache.put(
+                os.path.abspath(item.path),
+                item.key,
+                result.diagnostics,
+                content=item.content,
+                stat=item.stat,
+                inputs=result.inputs,
+                trusted_before=trusted_before,
+            )
+    warnings = [warning] if cache is not None and (warning := cache.save()) else []
+    if not found.paths and not found.problems:
+        # As Ruff's "No Python files found": a run that checked nothing must not read as clean.
+        warnings.append(
+            f"no files to lint under {', '.join(map(str, paths))} (`include`: {', '.join(settings.include)})"
+        )
+    return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=tuple(warnings))
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A file to analyse; with the cache, the key its result is stored under, its content
+    digest and its (trusted) stat."""
+
+    path: Path
+    settings: Settings
+    root: Path
+    key: str | None = None
+    content: str | None = None
+    stat: list[int] | None = None
+
+
+def _cacheable(result: FileResult) -> bool:
+    return not result.internal_errors and not result.notices and not result.errors
 
 
 def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:
+    """Standard input, analysed in a worker process under the per-file limits like a file."""
     display = filename or "-"
     path = Path(filename).absolute() if filename else settings.project_root / "-"
-    if len(data) > MAX_FILE_BYTES:
-        return RunResult((too_large(display, len(data)),))
+    if len(data) > options.limits.file_bytes:
+        if any(word in data for word in RULE_TRIGGER_BYTES):
+            reason = options.limits.describe_size(len(data))
+            return RunResult((FileResult(display, analysis_stopped(path, display, settings, reason)),))
+        return RunResult((FileResult(display),))
     decoded, problem = decode_for_lint(data, display)
     if problem is not None:
         return RunResult((_unreadable_result(path, display, problem, settings),))
     projects = projects_for_run(settings, options)
     root = projects.root_of(path)
-    return RunResult(
-        (check_decoded(decoded, path, display, projects.settings_for(root), options, projects.index_for(root)),)
-    )
+    file_settings = projects.settings_for(root)
+    with WorkerPool(
+        _check_decoded_here,
+        workers=1,
+        limits=options.limits.for_workers,
+        initializer=_install_indexes,
+        initargs=({root: projects.index_for(root)},),
+    ) as pool:
+        [outcome] = pool.map([(decoded, path, display, file_settings, options, root)])
+    if isinstance(outcome, TaskFailure):
+        return RunResult((stopped_result(path, display, file_settings, options.limits, outcome),))
+    return RunResult((outcome,))
+
+
+def _check_decoded_here(args: tuple[DecodedSource, Path, str, Settings, RunOptions, Path]) -> FileResult:
+    decoded, path, display, settings, options, root = args
+    return check_decoded(decoded, path, display, settings, options, _WORKER_INDEXES.get(root))[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import codecs
 import errno
+import hashlib
 import io
 import os
 import re
@@ -110,19 +111,51 @@ class LineIndex:
         return self.text[start:end]
 
 
-def read_source_bytes(path: Path) -> bytes:
+class SourceTooLarge(Exception):
+    """The file is larger than the caller will read."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def read_source_bytes(path: Path | str, *, limit: int | None = None) -> bytes:
     """The bytes of a regular file. Anything else is refused, not read: reading a FIFO named
-    `x.py` would block forever, and a device such as /dev/zero never ends."""
+    `x.py` would block forever, and a device such as /dev/zero never ends. A file larger
+    than `limit` bytes raises `SourceTooLarge` before anything is read."""
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
+        status = os.fstat(descriptor)
+        if stat.S_ISDIR(status.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(status.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        if limit is not None and status.st_size > limit:
+            raise SourceTooLarge(status.st_size)
         with os.fdopen(descriptor, "rb") as handle:
             descriptor = -1  # closed by the file object
             return handle.read()
     finally:
         if descriptor >= 0:
             os.close(descriptor)
+
+
+def mentions_any(path: Path | str, words: tuple[bytes, ...], chunk_size: int = 1 << 20) -> bool:
+    """Whether a file holds one of `words`, read a chunk at a time (memory stays bounded
+    whatever the file's size); False when it cannot be read."""
+    overlap = max(map(len, words), default=1) - 1
+    tail = b""
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(chunk_size):
+                window = tail + chunk
+                if any(word in window for word in words):
+                    return True
+                tail = window[-overlap:] if overlap else b""
+    except OSError:
+        return False
+    return False

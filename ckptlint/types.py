@@ -77,6 +77,9 @@ class FileResult:
     notices: tuple[str, ...] = ()
     # Mistakes in the file's own ckptlint directives (`# noqa: CKPT999`): exit 2.
     errors: tuple[str, ...] = ()
+    # Other files the result rests on (the configs a launch script names), by absolute
+    # path: the content digest read, or None for a path looked for and not found.
+    inputs: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -70,3 +70,53 @@ def run_subprocess(args: list[str], cwd: Path, input: bytes | None = None) -> su
         env=env,
         timeout=120,
     )
+
+
+class CallLog:
+    """What a patched function was called with, kept in a file: the engine runs in forked
+    worker processes, whose calls a list in the test process would never see."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.write_text("")
+
+    def record(self, key: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(key + "\n")
+
+    def calls(self) -> list[str]:
+        return self.path.read_text(encoding="utf-8").splitlines()
+
+    def clear(self) -> None:
+        self.path.write_text("")
+
+    def __iter__(self):
+        return iter(self.calls())
+
+    def __len__(self) -> int:
+        return len(self.calls())
+
+    def __eq__(self, other) -> bool:
+        return self.calls() == list(other)
+
+    def __repr__(self) -> str:
+        return repr(self.calls())
+
+
+@pytest.fixture
+def record_calls(monkeypatch, tmp_path_factory):
+    """`record_calls(module, "name", key)` patches `module.name` to log `key(*args)` of each
+    call, in whichever process it happens; returns the `CallLog`."""
+
+    def install(module, name: str, key) -> CallLog:
+        log = CallLog(tmp_path_factory.mktemp("calls") / f"{name}.log")
+        original = getattr(module, name)
+
+        def recording(*args, **kwargs):
+            log.record(key(*args, **kwargs))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, recording)
+        return log
+
+    return install

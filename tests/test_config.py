@@ -216,7 +216,6 @@ def test_show_settings_names_the_root_and_its_marker(cli, tmp_path):
     "table, expected",
     [
         ("select = ['CKPT001']", ONLY_001),
-        ("select = 'CKPT032'", ONLY_032),  # a single string is a list of one
         ("select = ['CKPT0']", BOTH),  # prefixes
         ("select = ['ckpt001']", ONLY_001),  # case does not matter
         ("ignore = ['CKPT001']", ONLY_032),
@@ -249,7 +248,7 @@ def test_per_file_ignores(cli, make_project):
         + "[tool.ckptlint.per-file-ignores]\n"
         + "'tests/*' = ['CKPT001']\n"
         + "'legacy/' = ['CKPT0']\n"
-        + "'model.py' = 'CKPT032'\n",
+        + "'model.py' = ['CKPT032']\n",
     )
     assert findings(lint(cli, root, "."), root) == [
         ("model.py", 3, 9, "CKPT001"),
@@ -331,6 +330,11 @@ BAD_TABLES = [
     ("ignore = ['FOO']", "`ignore`: unknown rule code or prefix 'FOO'; known codes: "),
     ("extend-select = ['CKPT001', 'E501']", "`extend-select`: unknown rule code or prefix 'E501'; known codes: "),
     ("select = 3", "`select` must be a list of strings, got 3"),
+    # A bare string is refused for every list, as Ruff does.
+    ("select = 'CKPT032'", "`select` must be a list of strings, got the string 'CKPT032' (write ['CKPT032'])"),
+    ("exclude = 'm.py'", "`exclude` must be a list of strings, got the string 'm.py' (write ['m.py'])"),
+    ("extend-include = '*.pyw'", "`extend-include` must be a list of strings, got the string '*.pyw' (write ['*.pyw'])"),
+    ("include = []", "`include` is empty: no file would be linted; remove it for the default (*.py, *.pyi,"),
     ("select = ['CKPT001', 1]", "`select` must be a list of strings, got ['CKPT001', 1]"),
     ("exclude = [true]", "`exclude` must be a list of strings, got [True]"),
     ("extend-exclude = {a = 1}", "`extend-exclude` must be a list of strings, got {'a': 1}"),
@@ -349,6 +353,10 @@ BAD_TABLES = [
     (
         "per-file-ignores = {'tests/*' = 7}",
         "`per-file-ignores.tests/*` must be a list of strings, got 7",
+    ),
+    (
+        "per-file-ignores = {'tests/*' = 'CKPT001'}",
+        "`per-file-ignores.tests/*` must be a list of strings, got the string 'CKPT001' (write ['CKPT001'])",
     ),
     (
         "target-versions = '2.4'",
@@ -392,7 +400,7 @@ def test_bad_toml_values_exit_2(cli, make_project, name, table, message):
     [
         ("foo: 1\n", "unknown key `foo`; " + ALLOWED_KEYS),
         ("select: [CKPT999]\n", "`select`: unknown rule code or prefix 'CKPT999'"),
-        ("select: FOO\n", "`select`: unknown rule code or prefix 'FOO'"),
+        ("select: [FOO]\n", "`select`: unknown rule code or prefix 'FOO'"),
         ("select: {a: 1}\n", "`select` must be a list of strings, got {'a': 1}"),
         ("select:\n", "`select` must be a list of strings, got None"),
         ("fsdp: sometimes\n", "`fsdp` must be one of auto, yes, no, got 'sometimes'"),
@@ -512,7 +520,7 @@ def test_cache_dir_holding_the_project_is_refused(cli, make_project, value):
 
 
 def test_resolve_settings_raises_config_error_for_the_api(make_project):
-    root = make_project({}, pyproject=PYPROJECT + "[tool.ckptlint]\nselect = 'NOPE'\n")
+    root = make_project({}, pyproject=PYPROJECT + "[tool.ckptlint]\nselect = ['NOPE']\n")
     with pytest.raises(ConfigError, match="unknown rule code or prefix 'NOPE'"):
         resolve_settings(root)
     with pytest.raises(ConfigError, match="no such file"):
@@ -523,17 +531,9 @@ def test_resolve_settings_raises_config_error_for_the_api(make_project):
 
 
 @pytest.fixture
-def lint_calls(monkeypatch):
+def lint_calls(record_calls):
     """Counts the files the engine actually lints (cache misses)."""
-    calls: list[str] = []
-    original = ckptlint.runner.lint_text
-
-    def counting(text, path, settings, **kwargs):
-        calls.append(Path(path).name)
-        return original(text, path, settings, **kwargs)
-
-    monkeypatch.setattr(ckptlint.runner, "lint_text", counting)
-    return calls
+    return record_calls(ckptlint.runner, "lint_text", lambda text, path, *args, **kwargs: Path(path).name)
 
 
 def json_run(cli, root: Path, *args: str):

@@ -342,10 +342,10 @@ def test_read_errors_are_ckpt901_whoever_runs_the_tests(cli, make_project, monke
     root = make_project({"secret.py": ONE, "locked/mod.py": ONE, "main.py": ONE}, pyproject=PYPROJECT)
     real_read, real_scandir = ckptlint.runner.read_source_bytes, os.scandir
 
-    def read(path):
+    def read(path, **kwargs):
         if Path(path).name == "secret.py":
             raise PermissionError(13, "Permission denied", str(path))
-        return real_read(path)
+        return real_read(path, **kwargs)
 
     def scandir(path):
         if Path(path).name == "locked":

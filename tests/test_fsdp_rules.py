@@ -102,16 +102,9 @@ def test_result_cache_follows_changes_in_other_files(cli, make_project):
     assert [f[3] for f in second] == ["CKPT001"]
 
 
-def test_index_reextracts_only_changed_files(cli, make_project, monkeypatch):
+def test_index_reextracts_only_changed_files(cli, make_project, record_calls):
     root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP1}, pyproject=PYPROJECT)
-    extracted: list[str] = []
-    original = ckptlint.indexing.extract_facts
-
-    def counting(text, relative):
-        extracted.append(relative)
-        return original(text, relative)
-
-    monkeypatch.setattr(ckptlint.indexing, "extract_facts", counting)
+    extracted = record_calls(ckptlint.indexing, "extract_facts", lambda text, relative: relative)
     cli(["pkg/model.py"], root)
     assert sorted(extracted) == ["pkg/__init__.py", "pkg/model.py", "train.py"]
     extracted.clear()

@@ -3,12 +3,32 @@
 
 from __future__ import annotations
 
-import json
+import os
 import subprocess
 import sys
-import textwrap
 
 HEAVY = ("torch", "transformers", "peft", "accelerate", "numpy")
+
+
+def imported_during(args: list[str], cwd) -> tuple[int, set[str]]:
+    """Exit status and every module imported by `python -m ckptlint ARGS`, its worker
+    processes included (forked workers inherit `-X importtime` and its stderr)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "CLICOLOR_FORCE")}
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ckptlint", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd, env=env,
+    )  # fmt: skip
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "ckptlint.cli" in imported  # the listing works at all
+    return result.returncode, imported
+
+
+def _roots(imported: set[str], names) -> set[str]:
+    return {name.split(".")[0] for name in imported if name.split(".")[0] in names}
 
 
 def test_a_full_lint_run_imports_no_ml_library(tmp_path):
@@ -17,21 +37,10 @@ def test_a_full_lint_run_imports_no_ml_library(tmp_path):
         "import torch\nfrom torch.utils.checkpoint import checkpoint\n"
         "def forward(self, x):\n    return checkpoint(self.block, x, mask=x)\n"
     )
-    script = textwrap.dedent(
-        f"""
-        import json, sys
-        from ckptlint.cli import main
-        try:
-            main(["check", "--fix", "--no-cache", {str(tmp_path)!r}, "--output-format", "json"])
-        except SystemExit as exit:
-            code = exit.code
-        print(json.dumps({{"exit": code, "modules": sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})}}))
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["modules"] == []
-    assert report["exit"] == 0  # the CKPT032 finding was fixed (safe fix)
+    code, imported = imported_during(["check", "--fix", "--no-cache", str(tmp_path), "--output-format", "json"], tmp_path)
+    assert _roots(imported, HEAVY) == set()
+    assert "libcst" in _roots(imported, ("libcst",))  # the workers' imports are seen too
+    assert code == 0  # the CKPT032 finding was fixed (safe fix)
 
 
 def test_import_and_version_do_not_load_the_engine():
@@ -70,22 +79,10 @@ def test_a_run_served_from_the_cache_does_not_import_libcst(tmp_path):
     # Recipes are read again on every run (their findings depend on the files they name):
     # that needs no libcst either.
     (tmp_path / "train.yaml").write_text("gradient_checkpointing: true\nfsdp: full_shard auto_wrap\n")
-    script = textwrap.dedent(
-        f"""
-        import json, sys
-        from ckptlint.cli import main
-        try:
-            main(["check", {str(tmp_path)!r}, "--output-format", "json"])
-        except SystemExit as exit:
-            code = exit.code
-        print(json.dumps({{"exit": code, "libcst": any(m.startswith("libcst") for m in sys.modules)}}))
-        """
-    )
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-            for _ in range(2)]
-    first, second = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
-    assert first == {"exit": 1, "libcst": True}
-    assert second == {"exit": 1, "libcst": False}
+    runs = [imported_during(["check", str(tmp_path), "--output-format", "json"], tmp_path) for _ in range(2)]
+    (first_code, first), (second_code, second) = runs
+    assert (first_code, _roots(first, ("libcst",))) == (1, {"libcst"})
+    assert (second_code, _roots(second, ("libcst",))) == (1, set())
 
 
 def test_a_file_no_rule_can_apply_to_is_only_syntax_checked(tmp_path):
@@ -94,16 +91,6 @@ def test_a_file_no_rule_can_apply_to_is_only_syntax_checked(tmp_path):
     libcst, which knows grammars newer than the running Python."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
     (tmp_path / "util.py").write_text("import torch\n\ndef scale(x):\n    return x * 2\n")
-    script = textwrap.dedent(
-        f"""
-        import json, sys
-        from ckptlint.cli import main
-        try:
-            main(["check", "--no-cache", {str(tmp_path)!r}, "--output-format", "json"])
-        except SystemExit as exit:
-            code = exit.code
-        print(json.dumps({{"exit": code, "libcst": any(m.startswith("libcst") for m in sys.modules)}}))
-        """
-    )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"exit": 0, "libcst": False}
+    code, imported = imported_during(["check", "--no-cache", str(tmp_path), "--output-format", "json"], tmp_path)
+    assert (code, _roots(imported, ("libcst",))) == (0, set())
+    assert not {name for name in imported if name.startswith("ckptlint.rules")}

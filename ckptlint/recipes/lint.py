@@ -13,6 +13,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ckptlint.discovery import display_path
@@ -23,7 +24,7 @@ from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
 from ckptlint.recipes.launch import Launch, Option, hf_bool, option_value, read_launch
 from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
 from ckptlint.recipes.shell import Word, parse_script
-from ckptlint.source import LineIndex, UndecodableSource, decode_source, read_source_bytes
+from ckptlint.source import LineIndex, UndecodableSource, content_digest, decode_source, read_source_bytes
 from ckptlint.suppression import suppresses
 from ckptlint.types import Diagnostic, Edit, Fix, Location
 from ckptlint.versions import TargetVersions
@@ -39,6 +40,14 @@ _ACCELERATE_ENVIRONMENT = {
 _TEMPLATE = re.compile(r"\{\{|\{%")
 
 
+@dataclass(frozen=True)
+class RecipeLint:
+    diagnostics: tuple[Diagnostic, ...]
+    # The other files the findings rest on (a launch script's configs and entry point), by
+    # absolute path: their content digest, or None for a path looked for and not found.
+    inputs: tuple[tuple[str, str | None], ...] = ()
+
+
 def lint_recipe(
     text: str,
     path: Path,
@@ -48,11 +57,11 @@ def lint_recipe(
     enabled: frozenset[str],
     *,
     project_root: Path,
-) -> tuple[Diagnostic, ...]:
+) -> RecipeLint:
     """The findings of a recipe or launch script; raises `RecipeSyntaxError` for invalid
     YAML / JSON (the engine reports it as CKPT900)."""
     if not may_hold_findings(text, shell=kind == "shell"):
-        return ()
+        return RecipeLint(())
     if kind == "shell":
         reader = _Files(path.parent, project_root)
         commands = parse_script(text)
@@ -65,15 +74,16 @@ def lint_recipe(
         # A command continued over lines cannot carry a comment before its last line: a
         # `# noqa` there covers the whole command.
         last_rows = {word.span: command.words[-1].span.end.row for command in commands for word in command.words}
-        return _diagnostics(text, display, findings, fixes=False, last_rows=last_rows)
+        diagnostics = _diagnostics(text, display, findings, fixes=False, last_rows=last_rows)
+        return RecipeLint(diagnostics, tuple(sorted(reader.inputs.items())))
     if kind == "yaml" and _TEMPLATE.search(text):
-        return ()  # a Helm / Jinja template: YAML only once rendered
+        return RecipeLint(())  # a Helm / Jinja template: YAML only once rendered
     findings = []
     for document in parse_recipe(text, display, is_json=kind == "json"):
         finding = check_setup(setup_of(document.settings, {}, versions), versions, enabled, display)
         if finding is not None:
             findings.append((finding, finding.settings[0].key_span))
-    return _diagnostics(text, display, findings, fixes=True, is_json=kind == "json")
+    return RecipeLint(_diagnostics(text, display, findings, fixes=True, is_json=kind == "json"))
 
 
 # --- launch scripts --------------------------------------------------------------------
@@ -87,6 +97,9 @@ class _Files:
         self.bases = (script_directory, project_root, Path.cwd())
         self._recipes: dict[Path, Recipe | None] = {}
         self._entry_points: dict[Path, EntryPoint | None] = {}
+        # Every path looked at: its content digest, or None when no file was there (one
+        # created later would change the findings).
+        self.inputs: dict[str, str | None] = {}
 
     def find(self, name: str) -> Path | None:
         candidate = Path(os.path.expanduser(name))
@@ -94,7 +107,20 @@ class _Files:
             path = base / candidate
             if path.is_file():
                 return path
+            self.inputs.setdefault(os.path.abspath(path), None)
         return None
+
+    def _read(self, path: Path) -> str | None:
+        """A named file's text; None when it cannot be read or decoded, or is data."""
+        try:
+            data = read_source_bytes(path)
+        except OSError:
+            return None
+        self.inputs[os.path.abspath(path)] = content_digest(data)
+        try:
+            return decode_source(data).text if len(data) <= MAX_RECIPE_BYTES else None
+        except UndecodableSource:
+            return None
 
     def recipe(self, name: str) -> Recipe | None:
         path = self.find(name)
@@ -102,7 +128,7 @@ class _Files:
             return None
         if path not in self._recipes:
             self._recipes[path] = None
-            text = _read(path)
+            text = self._read(path)
             if text is not None:
                 try:
                     documents = parse_recipe(text, display_path(path), is_json=path.suffix.lower() == ".json")
@@ -116,18 +142,9 @@ class _Files:
         if path is None:
             return None
         if path not in self._entry_points:
-            text = _read(path)
+            text = self._read(path)
             self._entry_points[path] = read_entry_point(text) if text is not None else None
         return self._entry_points[path]
-
-
-def _read(path: Path) -> str | None:
-    """A named file's text; None when it cannot be read or decoded, or is data."""
-    try:
-        data = read_source_bytes(path)
-        return decode_source(data).text if len(data) <= MAX_RECIPE_BYTES else None
-    except (OSError, UndecodableSource):
-        return None
 
 
 def _flag_setting(option: Option, script: str, key: tuple[str, ...] | None = None) -> Setting | None:
