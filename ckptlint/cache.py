@@ -19,6 +19,7 @@ from ckptlint.config import Settings
 from ckptlint.discovery import stat_key
 from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.writer import interrupts_deferred
 
 # The project index keeps each file's facts in a file of its own under `facts-<project key>/`.
 FACTS_PREFIX = "facts-"
@@ -173,17 +174,18 @@ def save_cache_file(directory: Path, path: Path, payload: dict) -> str | None:
         if created:
             (directory / "README").write_text(CACHE_README)
             (directory / ".gitignore").write_text("*\n")
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                # `dumps` then one write: `json.dump` to a stream takes the pure-Python encoder
-                # (8x slower on a 15 MB index).
-                handle.write(json.dumps(payload, separators=(",", ":")))
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        with interrupts_deferred():  # a temporary file is never left behind
+            descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            try:
+                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                    # `dumps` then one write: `json.dump` to a stream takes the pure-Python
+                    # encoder (8x slower on a 15 MB index).
+                    handle.write(json.dumps(payload, separators=(",", ":")))
+                os.replace(temporary, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
     except OSError as error:
         return f"cache not written ({directory}): {error.strerror or error}; results are not cached"
     return None

@@ -111,5 +111,8 @@ def describe_depth(depth: int) -> str:
 
 
 def _mib(size: float) -> str:
+    """A size as people read it: `117 KiB`, `3.8 MiB`, `19 MiB`."""
+    if size < 1 << 20:
+        return f"{size / 1024:.0f} KiB"
     mib = size / (1 << 20)
     return f"{mib:.0f} MiB" if mib >= 10 or mib == int(mib) else f"{mib:.1f} MiB"

@@ -70,23 +70,37 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "utils.checkpoint",
 )
 
-RULE_TRIGGER_BYTES: tuple[bytes, ...] = tuple(word.encode() for word in RULE_TRIGGERS)
-
 PARSE_ERROR = PseudoRule(
     code="CKPT900",
     name="parse-error",
     doc="""\
-The file could not be parsed as Python (or, for a training recipe, as YAML / JSON).
+The file could not be parsed, or not analysed within the per-file limits.
 
 ## What it does
-Reports a syntax error, with the parser's line, column and message. The file is not
+Reports a syntax error (Python, or YAML / JSON for a training recipe), with the parser's
+line, column and message. The file is not
 linted; the run goes on over the other files and exits 1. A YAML or JSON file is parsed
 only when it mentions one of the recipe trigger words (`gradient_checkpointing`, `fsdp`,
 `activation_checkpointing`, `use_reentrant`), so unrelated data files are never reported.
 
+Also reports, at line 1, a file that mentions checkpointing but that ckptlint stopped
+analysing, with the reason:
+- larger than the size limit (1 MiB; `CKPTLINT_FILE_SIZE_LIMIT`), checked before the file is
+  read: generated tables, sympy output, unrolled kernels;
+- an expression nested more than 1,000 levels deep (a generated chain of thousands of
+  operators, attributes or calls, on which libcst's parser is quadratic), or a syntax tree
+  whose analysis would need more than the memory limit;
+- its analysis ran past the time limit (120 s; `CKPTLINT_FILE_TIME_LIMIT`) or the memory
+  limit (1024 MiB; `CKPTLINT_FILE_MEMORY_LIMIT`), or crashed. The analysis runs in a worker
+  process that is killed at the limit, native code included.
+
+A larger file that never mentions checkpointing could hold no finding: it is skipped
+without a word.
+
 ## Why is this bad?
 A file ckptlint cannot parse is a file it cannot check. Python would refuse it too, unless
 it is not Python at all (a template, a notebook export): exclude such files with `exclude`.
+A file stopped at a limit is generated code, as a rule: exclude it, or raise the limit.
 """,
 )
 

@@ -17,7 +17,7 @@ from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_te
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.project import ProjectIndex
-from ckptlint.registry import RULE_TRIGGER_BYTES, project_rule_codes
+from ckptlint.registry import project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult, fixable
@@ -106,10 +106,15 @@ def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: 
     return FileResult(display, (problem,))
 
 
+# Every finding is reported at a call that turns checkpointing on, and that call (or the
+# import it goes through) names one of these.
+CHECKPOINTING_WORDS = (b"checkpoint", b"prepare_model_for_kbit_training")
+
+
 def _too_large(path: Path, display: str, settings: Settings, limits: AnalysisLimits, size: int) -> FileResult:
     """A file over the size limit is never parsed. One that mentions checkpointing is a
     file ckptlint could not check (CKPT900); others could hold no finding anyway."""
-    if is_recipe_path(path) or not mentions_any(path, RULE_TRIGGER_BYTES):
+    if is_recipe_path(path) or not mentions_any(path, CHECKPOINTING_WORDS):
         return FileResult(display)
     return FileResult(display, analysis_stopped(path, display, settings, limits.describe_size(size)))
 
@@ -258,7 +263,7 @@ def check_paths(
             content = content or cache.recorded_content(absolute, stat)
             if content is None:
                 content = content_digest(read_source_bytes(absolute, limit=options.limits.file_bytes))
-        except OSError:
+        except (OSError, SourceTooLarge):
             pending.append(_Pending(Path(text_path), file_settings, root))  # check_file reports it
             continue
         if (root, is_python) not in keys:
@@ -320,7 +325,7 @@ def check_stdin(data: bytes, filename: str | None, settings: Settings, options: 
     display = filename or "-"
     path = Path(filename).absolute() if filename else settings.project_root / "-"
     if len(data) > options.limits.file_bytes:
-        if any(word in data for word in RULE_TRIGGER_BYTES):
+        if any(word in data for word in CHECKPOINTING_WORDS):
             reason = options.limits.describe_size(len(data))
             return RunResult((FileResult(display, analysis_stopped(path, display, settings, reason)),))
         return RunResult((FileResult(display),))

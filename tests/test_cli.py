@@ -741,7 +741,7 @@ def test_rule_page(cli, tmp_path, key):
 def test_rule_page_of_an_engine_code(cli, tmp_path):
     result = cli(["rule", "CKPT900"], cwd=tmp_path)
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[:3] == ["# parse-error (CKPT900)", "", "The file could not be parsed as Python (or, for a training recipe, as YAML / JSON)."]
+    assert result.stdout.splitlines()[:3] == ["# parse-error (CKPT900)", "", "The file could not be parsed, or not analysed within the per-file limits."]
 
 
 def test_rule_all(cli, tmp_path):

@@ -236,3 +236,50 @@ def test_a_real_syntax_error_keeps_cpython_s_message_and_line():
     assert [(d.code, d.location.row, d.message) for d in outcome.diagnostics] == [
         ("CKPT900", 2, "SyntaxError: '(' was never closed")
     ]
+
+
+# --- fix edits: rendered locally, exactly as regenerating the module would -----------------
+
+TRICKY_EDITS = """\
+from torch.utils.checkpoint import checkpoint as ckpt
+import torch.utils.checkpoint as cp
+
+class Block:
+    def forward(self, h, mask):
+        for layer in self.layers:
+            h = ckpt(
+                layer,
+                h,
+                mask=mask,  # a comment inside
+            )
+            h = cp.checkpoint(layer,
+                              h, mask=mask)
+        x = [ckpt(f, h, mask=mask) for f in self.fs] + \\
+            [ckpt(g, h) for g in self.gs]
+        return (lambda: ckpt(
+            self.last, h))()
+"""
+
+
+def test_local_fix_edits_equal_regenerating_the_whole_module(monkeypatch):
+    """Every fix the rules offer on the fixtures and on awkward layouts (tabs, calls over
+    several lines, continuation lines, comments) is the same edit whether the node is
+    rendered on its own or the whole module is regenerated."""
+    from ckptlint.traversal import FileContext
+
+    sources = {"tricky.py": TRICKY_EDITS, "tabs.py": TRICKY_EDITS.replace("    ", "\t")}
+    for path in sorted(Path(__file__).parent.parent.joinpath("fixtures").rglob("*.py")):
+        sources[str(path)] = path.read_text(encoding="utf-8")
+
+    def lint_all():
+        results = {}
+        for name, text in sources.items():
+            outcome = lint_text(text, Path(name), SETTINGS)
+            results[name] = [d for d in outcome.diagnostics if d.fix is not None]
+        return results
+
+    local = lint_all()
+    monkeypatch.setattr(FileContext, "_local_texts", lambda self, original, replacement: None)
+    assert lint_all() == local
+    assert sum(map(len, local.values())) >= 50  # the comparison covers many fixes
+    assert len(local["tricky.py"]) == len(local["tabs.py"]) == 5

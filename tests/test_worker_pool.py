@@ -1,0 +1,106 @@
+"""The worker pool's limits hold for native code: a task past the time limit (in libcst's
+native parser, which holds the GIL), a worker past the memory limit, a worker that crashes
+or a task that raises fail that task alone; the other tasks run, in order, and no worker
+outlives the pool."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+from ckptlint.worker_pool import Limits, TaskFailure, WorkerPool
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked processes")
+
+# Quadratic in libcst's native parser: does not finish in minutes.
+NATIVE_HANG = "y = " + "+".join(["1"] * 20000) + "\n"
+
+
+def task(item):
+    kind, value = item
+    if kind == "double":
+        return value * 2
+    if kind == "native":
+        import libcst
+
+        libcst.parse_module(NATIVE_HANG)
+    if kind == "memory":
+        held = [bytearray(1 << 20) for _ in range(value)]
+        signal.pause()  # holds the memory until killed
+        return len(held)
+    if kind == "crash":
+        import faulthandler
+
+        faulthandler.disable()  # pytest's handler, inherited: it would print the "crash"
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "raise":
+        raise ValueError(f"bad item {value}")
+    if kind == "pid":
+        return os.getpid()
+    raise AssertionError(kind)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_results_come_back_in_order(workers):
+    items = [("double", n) for n in range(50)]
+    with WorkerPool(task, workers=workers, limits=Limits(60)) as pool:
+        assert pool.map(items) == [n * 2 for n in range(50)]
+        assert pool.map([("double", 7)]) == [14]  # a pool serves several maps
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_native_code_past_the_time_limit_fails_that_task_alone(workers):
+    items = [("double", 1), ("native", 0), ("double", 2), ("native", 0), ("double", 3)]
+    with WorkerPool(task, workers=workers, limits=Limits(0.5)) as pool:
+        results = pool.map(items)
+    assert results[0::2] == [2, 4, 6]
+    assert results[1] == results[3] == TaskFailure("time", "0.5 s")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memory is read from /proc")
+def test_a_worker_past_the_memory_limit_is_stopped():
+    with WorkerPool(task, workers=1, limits=Limits(60, 64 << 20)) as pool:
+        results = pool.map([("memory", 200), ("double", 5)])
+    assert results == [TaskFailure("memory", "64 MiB"), 10]
+
+
+def test_a_crash_or_an_exception_fails_that_task_alone():
+    with WorkerPool(task, workers=1, limits=Limits(60)) as pool:
+        crashed, doubled, raised = pool.map([("crash", 0), ("double", 4), ("raise", 9)])
+    assert crashed == TaskFailure("crash", "the worker process was killed by SIGSEGV")
+    assert doubled == 8
+    assert raised.kind == "error" and "ValueError: bad item 9" in raised.detail
+
+
+def test_no_worker_outlives_the_pool():
+    with WorkerPool(task, workers=2, limits=Limits(0.5)) as pool:
+        pids = set(pool.map([("pid", 0)] * 10))
+        pool.map([("native", 0)])
+    assert pids and not any(alive(pid) for pid in pids)
+
+
+def test_an_interrupt_stops_every_worker():
+    """Leaving the pool by an exception (Ctrl-C in the parent) kills the busy workers too."""
+    pool = WorkerPool(task, workers=2, limits=Limits(600))
+    pids = set(pool.map([("pid", 0)] * 4))
+    with pytest.raises(KeyboardInterrupt):
+        with pool:
+            previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0.3)
+                pool.map([("native", 0), ("native", 0)])  # both workers in native code
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+    assert not any(alive(pid) for pid in pids)
