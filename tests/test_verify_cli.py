@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -161,9 +160,7 @@ def test_script_that_never_trains_exits_2():
 
 def test_script_timeout_exits_2(tmp_path):
     (tmp_path / "slow.py").write_text("import time\nwhile True:\n    time.sleep(0.05)\n")
-    started = time.perf_counter()
-    result = invoke(["verify", "slow.py", "--timeout", "0.5"], cwd=tmp_path)
-    assert time.perf_counter() - started < 10
+    result = invoke(["verify", "slow.py", "--timeout", "0.5"], cwd=tmp_path)  # the script never ends
     assert result.exit_code == 2
     assert "error: slow.py ran for 0.5 s (--timeout) without a forward of an nn.Module" in result.stderr
 

