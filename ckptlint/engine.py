@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.config import Settings
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
-from ckptlint.project import ProjectIndex
+from ckptlint.model.index import ProjectIndex
 from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source

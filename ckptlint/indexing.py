@@ -24,16 +24,10 @@ from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
 from ckptlint.worker_pool import TaskFailure, WorkerPool
-from ckptlint.project import (
-    FileFacts,
-    LazyFacts,
-    ProjectIndex,
-    cross_file_kinds,
-    exported_digest,
-    extract_facts,
-    fingerprint_of,
-    module_name,
-)
+from ckptlint.model.extraction import extract_facts
+from ckptlint.model.facts import FileFacts
+from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds, exported_digest, fingerprint_of
+from ckptlint.model.names import module_name
 
 # Below this many files to extract, a second worker process costs more than it saves.
 PARALLEL_EXTRACTION_THRESHOLD = 256

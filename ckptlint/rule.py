@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ckptlint.analysis.checkpoint_sites import CheckpointSite
     from ckptlint.config import Settings
     from ckptlint.traversal import FileContext
-    from ckptlint.project import ProjectIndex
+    from ckptlint.model.index import ProjectIndex
 
 
 

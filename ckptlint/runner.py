@@ -16,7 +16,7 @@ from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, display_path, re
 from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
-from ckptlint.project import ProjectIndex
+from ckptlint.model.index import ProjectIndex
 from ckptlint.registry import project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes

@@ -14,7 +14,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Qualif
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
-from ckptlint.project import ProjectIndex
+from ckptlint.model.index import ProjectIndex
 from ckptlint.registry import rule_by_code
 from ckptlint.rule import Rule
 from ckptlint.source import LineIndex

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.fsdp import ModelStep, call_at, model_steps
-from ckptlint.project import EventKind, Impl, ProjectIndex
+from ckptlint.model.facts import EventKind, Impl
+from ckptlint.model.index import ProjectIndex
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies, VersionRange

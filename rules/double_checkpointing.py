@@ -5,7 +5,9 @@ import libcst as cst
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.fsdp import ModelStep, call_at, model_steps
 from ckptlint.analysis.huggingface import gc_enable_kwargs
-from ckptlint.project import EventKind, Impl, ProjectIndex, module_name
+from ckptlint.model.facts import EventKind, Impl
+from ckptlint.model.index import ProjectIndex
+from ckptlint.model.names import module_name
 from ckptlint.versions import Applies, VersionRange
 from ckptlint.rule import Invalid, Rule, Valid
 

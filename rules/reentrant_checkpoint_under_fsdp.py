@@ -16,7 +16,7 @@ from ckptlint.analysis.huggingface import (
 )
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.project import Impl
+from ckptlint.model.facts import Impl
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies

@@ -23,7 +23,7 @@ from ckptlint.cli import main
 from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import Projects
-from ckptlint.project import ProjectIndex
+from ckptlint.model.index import ProjectIndex
 from ckptlint.types import Applicability
 from ckptlint.registry import all_codes, all_rules
 

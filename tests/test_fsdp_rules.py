@@ -10,7 +10,9 @@ import textwrap
 import pytest
 
 import ckptlint.indexing
-from ckptlint.project import EventKind, Impl, ProjectIndex, extract_facts
+from ckptlint.model.extraction import extract_facts
+from ckptlint.model.facts import EventKind, Impl
+from ckptlint.model.index import ProjectIndex
 from tests.conftest import json_findings
 
 PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['torch>=2.4']\n"
@@ -289,7 +291,7 @@ def test_class_wrapped_in_another_file_double_checkpointing(cli, make_project):
 
 def test_index_facts_round_trip_through_json():
     facts = extract_facts(textwrap.dedent(SETUP_HELPERS), "setup_utils.py")
-    from ckptlint.project import FileFacts
+    from ckptlint.model.facts import FileFacts
 
     assert FileFacts.from_json(facts.to_json()) == facts
     [apply_ac] = [f for f in facts.functions if f.name == "setup_utils.apply_ac"]

@@ -1,6 +1,6 @@
 """What the FSDP rules ask of a file being linted, and of its project.
 
-The project index (`ckptlint.project`) knows where FSDP is used and what functions do to the
+The project index (`ckptlint.model.index`) knows where FSDP is used and what functions do to the
 models passed to them; this module answers, for the file's libcst tree, which names are
 torch's FSDP and activation-checkpointing APIs, and whether the project counts as an FSDP
 project (detected, or forced by the `fsdp` setting).
@@ -14,20 +14,21 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
-from ckptlint.project import (
+from ckptlint.model.facts import Event, EventKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
+
+from ckptlint.model.index import ProjectIndex
+
+from ckptlint.model.library import (
+
     CHECKPOINT_IMPL_NO_REENTRANT,
+
     CHECKPOINT_IMPL_REENTRANT,
+
     CHECKPOINT_WRAPPER,
-    Event,
-    EventKind,
-    FsdpUse,
-    FunctionFacts,
-    Impl,
-    ParameterEffect,
-    ProjectIndex,
-    absolute_import,
-    module_name,
+
 )
+
+from ckptlint.model.names import absolute_import, module_name
 
 if TYPE_CHECKING:
     from ckptlint.traversal import FileContext

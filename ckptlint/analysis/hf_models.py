@@ -35,7 +35,14 @@ import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.hf_names import TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.library import (
+    GET_PEFT_MODEL,
+    PREPARE_FOR_KBIT,
+    SAME_MODEL_FUNCTIONS,
+    SAME_MODEL_METHODS,
+    TRAINING_ARGUMENTS_CLASSES,
+    TRANSFORMERS_TRAINERS,
+)
 from ckptlint.analysis.huggingface import (
     GC_ENABLE,
     GC_KWARGS,
@@ -43,7 +50,7 @@ from ckptlint.analysis.huggingface import (
     KwargsShape,
     keyword_value,
 )
-from ckptlint.project import module_name
+from ckptlint.model.names import module_name
 from ckptlint.rule import Replacement
 
 if TYPE_CHECKING:
@@ -146,32 +153,6 @@ def classify_model_class(name: str, *, main_input_name: str | None = None) -> Mo
 
 # --- library names -------------------------------------------------------------------------
 
-GET_PEFT_MODEL = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"})
-PREPARE_FOR_KBIT = frozenset(
-    {
-        f"peft{module}.{function}"
-        for module in ("", ".utils", ".utils.other")
-        for function in ("prepare_model_for_kbit_training", "prepare_model_for_int8_training")
-    }
-)
-TRANSFORMERS_TRAINERS = frozenset(
-    {
-        "transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
-        "transformers.trainer_seq2seq.Seq2SeqTrainer",
-    }
-)
-PASS_THROUGH_FUNCTIONS = frozenset(
-    {
-        "torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel", "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-    }
-)
-# Methods that return the model they are called on (or a part that shares its layers).
-PASS_THROUGH_METHODS = frozenset(
-    {"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval", "requires_grad_", "get_base_model",
-     "unwrap_model", "module"}
-)
 ADAPTER_METHODS = frozenset({"add_adapter", "load_adapter"})
 # Methods of other objects that hand back the models given to them, wrapped (accelerate's
 # `prepare`, Lightning Fabric's `setup`).
@@ -890,7 +871,7 @@ class _Interpreter:
             keys = _dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
             if keys is None or ("use_cache" in keys and not _is_true(keys["use_cache"])):
                 self._step(part, StepKind.USE_CACHE_OFF, call, frame)
-        if method in PASS_THROUGH_METHODS:
+        if method in SAME_MODEL_METHODS:
             return part
         if method in ("merge_and_unload", "unload"):
             return None  # the base model without its adapters: a different story
@@ -998,7 +979,7 @@ class _Interpreter:
                     enables_checkpointing=True if enables is None else _literal(enables),
                 )
             return True, model
-        if names <= PASS_THROUGH_FUNCTIONS:
+        if names <= SAME_MODEL_FUNCTIONS:
             return True, first if isinstance(first, _Part) else None
         if names == {"deepspeed.initialize"}:
             # `engine, optimizer, _, _ = deepspeed.initialize(model=model, ...)`: the engine

@@ -19,7 +19,8 @@ import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.project import ProjectIndex, module_name
+from ckptlint.model.index import ProjectIndex
+from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
 

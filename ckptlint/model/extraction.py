@@ -1,286 +1,62 @@
-"""The project index: facts gathered from every Python file under a project root, for the
-rules whose hazards cross files (the model calls `checkpoint` in `model.py`, the training
-script wraps it with FSDP in `train.py`, and pre-commit passes only `model.py`).
-
-Facts are extracted with CPython's `ast` (an order of magnitude faster than libcst, and
-enough for what is recorded here), only from files holding one of the index's trigger
-words, and cached by file content, so a second run re-reads only what changed.
+"""Extracting one file's facts with CPython's `ast` (an order of magnitude faster than libcst,
+and enough for what is recorded here), only from files holding one of the trigger words.
 
 Per file (`FileFacts`): how torch FSDP is used, the classes and their bases, the classes
 that get wrapped by `checkpoint_wrapper` / `apply_activation_checkpointing`, and for every
 function (module-level code counts as one) the ordered events that matter for
 checkpointing and sharding a model object: checkpointing applied to it, FSDP wrapping it, HF
 gradient checkpointing enabled on it, names bound from it, and calls that pass it to another
-function of the project. `ProjectIndex` aggregates them and answers what a call to a project
-function does to the objects passed to it, transitively.
+function of the project.
 """
 
 from __future__ import annotations
 
 import ast
-import enum
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from functools import cached_property
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
 
-from ckptlint.analysis.hf_names import TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.facts import (
+    ClassFacts,
+    Event,
+    EventKind,
+    FileFacts,
+    FsdpKind,
+    FsdpUse,
+    FunctionFacts,
+    Impl,
+    MethodFacts,
+    WrappedClass,
+)
+from ckptlint.model.library import (
+    ACCELERATE_FSDP_PLUGIN,
+    APPLY_ACTIVATION_CHECKPOINTING,
+    CHECKPOINT_IMPL_NO_REENTRANT,
+    CHECKPOINT_IMPL_REENTRANT,
+    CHECKPOINT_WRAPPER,
+    COMPOSABLE_CHECKPOINT,
+    CONTAINER_MODULES,
+    CONTAINER_MUTATORS,
+    FSDP1,
+    FSDP2,
+    IN_PLACE_METHODS,
+    LIBRARY_PREFIXES,
+    LIGHTNING_ENTRY_POINTS,
+    LIGHTNING_FSDP_STRATEGY,
+    LIGHTNING_PACKAGES,
+    NORMS_WITH_RUNNING_STATS,
+    RANDOM_FUNCTIONS,
+    RANDOM_MODULES,
+    SAME_MODEL_FUNCTIONS,
+    SAME_MODEL_METHODS,
+    TORCH_CHECKPOINT_FUNCTIONS,
+    TRAINING_ARGUMENTS_CLASSES,
+)
+from ckptlint.model.names import absolute_import, module_name
 
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config", "Module",
 )
 
 MODULE_LEVEL = "<module>"
-
-_CHECKPOINT_WRAPPER_MODULE = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
-APPLY_ACTIVATION_CHECKPOINTING = frozenset(
-    {
-        f"{_CHECKPOINT_WRAPPER_MODULE}.apply_activation_checkpointing",
-        f"{_CHECKPOINT_WRAPPER_MODULE}.apply_activation_checkpointing_wrapper",  # torch < 1.13
-    }
-)
-CHECKPOINT_WRAPPER = frozenset({f"{_CHECKPOINT_WRAPPER_MODULE}.checkpoint_wrapper"})
-CHECKPOINT_IMPL_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.REENTRANT"
-CHECKPOINT_IMPL_NO_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.NO_REENTRANT"
-# The composable (FSDP2-era) checkpoint: always the non-reentrant implementation.
-COMPOSABLE_CHECKPOINT = frozenset(
-    {"torch.distributed._composable.checkpoint", "torch.distributed._composable.checkpoint_activation.checkpoint"}
-)
-TORCH_CHECKPOINT_FUNCTIONS = frozenset(
-    {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"}
-)
-FSDP1 = frozenset(
-    {
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
-FSDP2 = frozenset(
-    {
-        "torch.distributed.fsdp.fully_shard",
-        "torch.distributed.fsdp._fully_shard.fully_shard",
-        "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
-    }
-)
-ACCELERATE_FSDP_PLUGIN = frozenset(
-    {
-        "accelerate.FullyShardedDataParallelPlugin",
-        "accelerate.utils.FullyShardedDataParallelPlugin",
-        "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin",
-    }
-)
-_LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric")
-LIGHTNING_FSDP_STRATEGY = frozenset(
-    f"{package}.strategies{sub}.FSDPStrategy" for package in _LIGHTNING_PACKAGES for sub in ("", ".fsdp")
-)
-LIGHTNING_ENTRY_POINTS = frozenset(
-    {"lightning.Trainer", "lightning.Fabric", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
-     "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
-)
-# Calls that hand back the model they are given (possibly wrapped): a name bound from one
-# still refers to the same layers.
-_PASS_THROUGH_METHODS = frozenset({"to", "cuda", "cpu", "half", "bfloat16", "float", "train", "requires_grad_"})
-_PASS_THROUGH_FUNCTIONS = frozenset(
-    {"torch.compile", "peft.get_peft_model", "peft.prepare_model_for_kbit_training",
-     "torch.nn.parallel.DistributedDataParallel"}
-)
-
-
-class FsdpKind(str, enum.Enum):
-    FSDP1 = "FullyShardedDataParallel"
-    FSDP2 = "fully_shard"
-    HF_TRAINER = "TrainingArguments(fsdp=...)"
-    ACCELERATE = "accelerate FullyShardedDataParallelPlugin"
-    LIGHTNING = "Lightning FSDPStrategy"
-
-
-class EventKind(str, enum.Enum):
-    CHECKPOINT = "checkpointing applied"  # apply_activation_checkpointing / checkpoint_wrapper
-    FSDP1 = "FullyShardedDataParallel"
-    FSDP2 = "fully_shard"
-    HF_GC = "gradient_checkpointing_enable"
-    ALIAS = "bound from"  # target = <source>, or a pass-through wrapper of it
-    CALL = "passed to"  # a call of a project function with the target as an argument
-    RUNS_CHECKPOINTED = "run under checkpoint"  # the target is the function torch's checkpoint runs
-
-
-class Impl(str, enum.Enum):
-    REENTRANT = "reentrant"
-    NON_REENTRANT = "non-reentrant"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class FsdpUse:
-    kind: FsdpKind
-    path: str  # relative to the project root
-    line: int
-
-
-@dataclass(frozen=True)
-class Event:
-    """One thing a function does to an object it names (`target`, a dotted name such as
-    `model` or `self.model`), in source order."""
-
-    kind: EventKind
-    target: str
-    line: int
-    column: int  # 0-based, of the call
-    api: str = ""  # what was called, as written
-    impl: Impl = Impl.UNKNOWN  # CHECKPOINT: the implementation
-    auto_wrap: bool = False  # FSDP1: an auto-wrap policy is given
-    direct: bool = True  # CHECKPOINT: the model itself (apply_activation_checkpointing), not a layer
-    source: str = ""  # ALIAS: the name it is bound from
-    callee: str = ""  # CALL: absolute name of the project function
-    parameter: str | int = 0  # CALL: the callee's parameter (name, or position) receiving the target
-
-
-@dataclass(frozen=True)
-class FunctionFacts:
-    name: str  # absolute: `pkg.train.main`, `pkg.model.Model.forward`, `pkg.train.<module>`
-    parameters: tuple[str, ...]
-    events: tuple[Event, ...]
-
-
-@dataclass(frozen=True)
-class MethodFacts:
-    """What one method does that a checkpointed region cares about."""
-
-    name: str
-    random: tuple[str, ...] = ()  # random operations it calls, described (`F.dropout(p=0.1)`)
-    attributes: tuple[str, ...] = ()  # `self.<attr>` it reads
-    methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls
-    evaluated: tuple[str, ...] = ()  # `self.<attr>.eval()` / `.train(False)`: put in eval mode
-    # Writes to state that outlives the call, outside guards that rule training out, described.
-    mutations: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ClassFacts:
-    name: str  # absolute
-    line: int
-    bases: tuple[str, ...]  # absolute where resolvable, else as written
-    # `self.<attr> = Cls(...)` (also the members of `nn.Sequential(...)` / `nn.ModuleList(...)`),
-    # by attribute: the classes it holds, absolute where resolvable.
-    modules: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    methods: tuple[MethodFacts, ...] = ()
-    # `self.<attr> = nn.Sequential(m0, m1, ...)` written member by member: per attribute, the
-    # classes of each member in order (for `checkpoint_sequential`, whose last segment runs
-    # without checkpointing).
-    sequences: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()
-
-
-@dataclass(frozen=True)
-class WrappedClass:
-    """A class whose instances get wrapped for activation checkpointing (through
-    `check_fn=lambda m: isinstance(m, Block)`, a wrap policy, `checkpoint_wrapper(Block(...))`,
-    Lightning's `activation_checkpointing_policy`, accelerate's class-name list)."""
-
-    name: str  # absolute, or the bare class name when only that is written (a string)
-    line: int
-    api: str
-    impl: Impl = Impl.NON_REENTRANT
-
-
-@dataclass(frozen=True)
-class FileFacts:
-    module: str
-    fsdp: tuple[FsdpUse, ...] = ()
-    classes: tuple[ClassFacts, ...] = ()
-    functions: tuple[FunctionFacts, ...] = ()
-    wrapped_classes: tuple[WrappedClass, ...] = ()
-    # `TrainingArguments`-like calls with an FSDP `fsdp=` value, by callee, for subclasses
-    # defined in the project (resolved once every file's classes are known).
-    fsdp_argument_calls: tuple[tuple[str, int], ...] = ()
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping) -> FileFacts:
-        return cls(
-            module=data["module"],
-            fsdp=tuple(FsdpUse(FsdpKind(u["kind"]), u["path"], u["line"]) for u in data["fsdp"]),
-            classes=tuple(
-                ClassFacts(
-                    c["name"],
-                    c["line"],
-                    tuple(c["bases"]),
-                    tuple((attr, tuple(classes)) for attr, classes in c.get("modules", ())),
-                    tuple(
-                        MethodFacts(
-                            m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]),
-                            tuple(m.get("evaluated", ())), tuple(m.get("mutations", ())),
-                        )
-                        for m in c.get("methods", ())
-                    ),
-                    tuple(
-                        (attr, tuple(tuple(member) for member in members))
-                        for attr, members in c.get("sequences", ())
-                    ),
-                )
-                for c in data["classes"]
-            ),
-            functions=tuple(
-                FunctionFacts(
-                    f["name"],
-                    tuple(f["parameters"]),
-                    tuple(
-                        Event(**{**e, "kind": EventKind(e["kind"]), "impl": Impl(e["impl"])}) for e in f["events"]
-                    ),
-                )
-                for f in data["functions"]
-            ),
-            wrapped_classes=tuple(WrappedClass(**{**w, "impl": Impl(w["impl"])}) for w in data["wrapped_classes"]),
-            fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
-        )
-
-
-def text_digest(text: str) -> str:
-    """The digest of the text as UTF-8: for a UTF-8 file, its content digest
-    (`ckptlint.cache.content_digest` of its bytes), as the index records it."""
-    import hashlib
-
-    return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
-
-
-def _parameter_events(function: FunctionFacts) -> tuple:
-    """The events of a function that concern its parameters (and names bound from them)."""
-    names = set(function.parameters)
-    events = []
-    for event in function.events:
-        if event.kind is EventKind.ALIAS and event.source in names:
-            names.add(event.target)
-        if event.target in names:
-            events.append(event)
-    return (function.name, function.parameters, tuple(events))
-
-
-# --- module names ----------------------------------------------------------------------
-
-
-def module_name(relative_path: str) -> str:
-    """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`."""
-    parts = relative_path.removesuffix(".pyi").removesuffix(".py").split("/")
-    if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def absolute_import(module: str, is_package: bool, relative: str) -> str:
-    """`from ..x import y` seen in `module`: the absolute name `..x.y` stands for."""
-    level = len(relative) - len(relative.lstrip("."))
-    if level == 0:
-        return relative
-    package = module.split(".") if is_package else module.split(".")[:-1]
-    base = package[: len(package) - (level - 1)] if level > 1 else package
-    rest = relative[level:]
-    return ".".join([*base, rest] if rest else base)
-
-
-# --- extraction ------------------------------------------------------------------------
 
 
 def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> FileFacts:
@@ -440,10 +216,10 @@ class _Extractor:
         if not isinstance(value, ast.Call) or not value.args:
             return None
         first = value.args[0]
-        if isinstance(value.func, ast.Attribute) and value.func.attr in _PASS_THROUGH_METHODS:
+        if isinstance(value.func, ast.Attribute) and value.func.attr in SAME_MODEL_METHODS:
             return _dotted(value.func.value)
         callee = self.resolve(value.func, enclosing_class)
-        if callee in FSDP1 | FSDP2 | _PASS_THROUGH_FUNCTIONS or (
+        if callee in FSDP1 | FSDP2 | SAME_MODEL_FUNCTIONS or (
             isinstance(value.func, ast.Attribute) and value.func.attr == "prepare" and len(value.args) == 1
         ):
             return _dotted(first)
@@ -476,7 +252,7 @@ class _Extractor:
             for keyword in ("activation_checkpointing_policy", "activation_checkpointing"):
                 for cls in self._classes_in(_keyword(call, keyword), enclosing_class):
                     self.wrapped.append(WrappedClass(cls, line, "FSDPStrategy"))
-        elif callee in LIGHTNING_ENTRY_POINTS or (callee or "").startswith(tuple(p + "." for p in _LIGHTNING_PACKAGES)):
+        elif callee in LIGHTNING_ENTRY_POINTS or (callee or "").startswith(tuple(p + "." for p in LIGHTNING_PACKAGES)):
             strategy = _keyword(call, "strategy")
             if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str) and strategy.value.startswith("fsdp"):
                 self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
@@ -525,7 +301,7 @@ class _Extractor:
                 else:
                     self.fsdp_argument_calls.append((callee, line))
         # A project function receiving a model: what it does to it is resolved later.
-        if callee is not None and not callee.startswith(_LIBRARY_PREFIXES):
+        if callee is not None and not callee.startswith(LIBRARY_PREFIXES):
             for position, arg in enumerate(call.args):
                 target = _dotted(arg) if not isinstance(arg, ast.Starred) else None
                 if target is not None:
@@ -591,7 +367,7 @@ class _Extractor:
         name = self.resolve(value.func) or _dotted(value.func)
         if name is None:
             return []
-        if name.rsplit(".", 1)[-1] in _CONTAINER_MODULES:
+        if name.rsplit(".", 1)[-1] in CONTAINER_MODULES:
             return [c for arg in value.args for c in self._constructed(arg)]
         if name in RANDOM_MODULES and _inactive_dropout(value):
             return []
@@ -727,27 +503,6 @@ class _Extractor:
         return [resolved] if resolved is not None else []
 
 
-RANDOM_MODULES = frozenset(
-    {f"torch.nn.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")}
-    | {f"torch.nn.modules.dropout.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")}
-    | {"timm.layers.DropPath", "timm.models.layers.DropPath", "timm.layers.drop.DropPath"}
-)
-RANDOM_FUNCTIONS = frozenset(
-    {f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-                                                "feature_alpha_dropout")}
-    | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
-       "timm.layers.drop.drop_path"}
-)
-_BATCH_NORMS = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
-                "LazyBatchNorm3d")
-_INSTANCE_NORMS = ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-                   "LazyInstanceNorm3d")
-NORMS_WITH_RUNNING_STATS = frozenset(
-    f"{prefix}.{name}" for prefix in ("torch.nn", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm")
-    for name in (*_BATCH_NORMS, *_INSTANCE_NORMS)
-)
-
-
 def _tracks_running_stats(name: str, call: ast.Call) -> bool:
     """BatchNorm tracks by default, InstanceNorm does not; `track_running_stats=` decides."""
     value = _keyword(call, "track_running_stats")
@@ -758,7 +513,7 @@ def _tracks_running_stats(name: str, call: ast.Call) -> bool:
     return "InstanceNorm" not in name
 
 
-_CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
 _REGION_WORDS = (
     "checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(",
     "self.", "global ", "nonlocal ",
@@ -768,10 +523,6 @@ _REGION_WORDS = (
 def _is_zero(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and not isinstance(expr.value, bool) and expr.value == 0
 
-
-_IN_PLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_add_",
-                                "scatter_", "masked_fill_", "lerp_"})
-_CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "clear"})
 
 
 def _self_attribute(expr: ast.AST) -> str | None:
@@ -829,7 +580,7 @@ def _state_mutations(body: Sequence[ast.stmt]) -> list[str]:
                     elif isinstance(target, ast.Name) and target.id in declared:
                         found.append(f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})")
             elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
-                if _self_attribute(inner.func.value) is not None and inner.func.attr in _IN_PLACE_METHODS | _CONTAINER_MUTATORS:
+                if _self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
                     found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
 
     def visit(statements: Sequence[ast.stmt]) -> None:
@@ -876,12 +627,6 @@ def _inactive_dropout(call: ast.Call) -> bool:
     """`nn.Dropout(0.0)` / `nn.Dropout(p=0)`: no randomness."""
     probability = _keyword(call, "p") or (call.args[0] if call.args else None)
     return _is_zero(probability)
-
-
-_LIBRARY_PREFIXES = (
-    "torch.", "transformers.", "peft.", "accelerate.", "trl.", "lightning", "pytorch_lightning.", "deepspeed.",
-    "functools.", "builtins.", "numpy.", "os.", "sys.", "logging.", "typing.", "math.", "json.",
-)
 
 
 def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
@@ -979,406 +724,3 @@ def _fsdp_argument(call: ast.Call) -> bool:
         return True
     return False
 
-
-# --- the index -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParameterEffect:
-    """What calling a project function does to the object passed as one of its parameters."""
-
-    kind: EventKind  # CHECKPOINT, FSDP1, FSDP2 or HF_GC
-    impl: Impl
-    auto_wrap: bool
-    path: str
-    line: int
-    function: str
-
-
-def exported_digest(facts: FileFacts) -> str:
-    """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
-    import hashlib
-
-    exported = (
-        facts.fsdp,
-        facts.wrapped_classes,
-        facts.fsdp_argument_calls,
-        tuple(replace(c, line=0) for c in facts.classes),
-        tuple(_parameter_events(f) for f in facts.functions if f.parameters),
-    )
-    return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
-
-
-WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND = "wraps", "fsdp", "checkpointing"
-
-
-def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
-    """The file's functions that run one of their parameters under torch's checkpoint."""
-    return [
-        f
-        for f in facts.functions
-        if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
-    ]
-
-
-def cross_file_kinds(facts: FileFacts) -> list[str]:
-    """The kinds of facts that project-wide queries collect from every file holding them."""
-    kinds = []
-    if facts.wrapped_classes:
-        kinds.append(WRAPS_KIND)
-    if facts.fsdp or facts.fsdp_argument_calls:
-        kinds.append(FSDP_KIND)
-    if _checkpointing_functions(facts):
-        kinds.append(CHECKPOINTING_KIND)
-    return kinds
-
-
-def fingerprint_of(exported: Iterable[tuple[str, str]]) -> str:
-    """The project's fingerprint from each file's `exported_digest`."""
-    import hashlib
-
-    digest = hashlib.blake2b(digest_size=12)
-    for path, piece in sorted(exported):
-        digest.update(f"{path}\0{piece}\0".encode())
-    return digest.hexdigest()
-
-
-class LazyFacts(Mapping):
-    """Facts by relative path, each built on first use by `load` (from the cache, or
-    extracted again): a run whose files are all unchanged never builds them."""
-
-    def __init__(self, keys: Iterable[str], built: Mapping[str, FileFacts], load) -> None:
-        self._built = dict(built)
-        self._keys = sorted(set(keys) | set(self._built))
-        self._known = frozenset(self._keys)
-        self._load = load
-
-    def __getitem__(self, key: str) -> FileFacts:
-        found = self._built.get(key)
-        if found is None:
-            if key not in self._known:
-                raise KeyError(key)
-            found = self._built[key] = self._load(key)
-        return found
-
-    def __iter__(self):
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._known
-
-    def __reduce__(self):
-        # Sent to worker processes as plain facts (the loader is a closure).
-        return (dict, (dict(self.items()),))
-
-
-@dataclass
-class ProjectIndex:
-    root: Path
-    files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
-    # relative path -> content digest of the text the facts were extracted from
-    digests: dict[str, str] = field(default_factory=dict)
-    # The fingerprint, when known without the facts (cached for exactly these digests).
-    known_fingerprint: str | None = None
-    # The files whose facts hold each kind of cross-file fact (`cross_file_kinds`), when
-    # known without the facts: project-wide queries then load only those files.
-    files_with: Mapping[str, frozenset[str]] | None = None
-
-    def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
-        if self.files_with is None:
-            return self.files.items()
-        return ((path, self.files[path]) for path in sorted(self.files_with.get(kind, ())) if path in self.files)
-
-    # queries -----------------------------------------------------------------------------
-
-    @cached_property
-    def fsdp_uses(self) -> tuple[FsdpUse, ...]:
-        using = list(self._files_of_kind(FSDP_KIND))
-        uses = [use for _, facts in using for use in facts.fsdp]
-        for path, facts in using:
-            for callee, line in facts.fsdp_argument_calls:
-                # `training_arguments_classes` scans every class: only asked when needed.
-                if self._resolve_name(callee, self.training_arguments_classes):
-                    uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
-        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
-
-    @cached_property
-    def classes(self) -> dict[str, ClassFacts]:
-        return {c.name: c for facts in self.files.values() for c in facts.classes}
-
-    @cached_property
-    def functions(self) -> dict[str, FunctionFacts]:
-        return {f.name: f for facts in self.files.values() for f in facts.functions}
-
-    @cached_property
-    def _function_paths(self) -> dict[str, str]:
-        return {f.name: path for path, facts in self.files.items() for f in facts.functions}
-
-    @cached_property
-    def _suffixes(self) -> dict[str, list[str]]:
-        """Every dotted suffix (of two or more parts) of every function and class name: a
-        script's `from helpers import f` names `scripts.helpers.f` as `helpers.f`, and a
-        src-layout package is imported without its `src.`."""
-        table: dict[str, list[str]] = {}
-        for name in (*self.functions, *self.classes):
-            parts = name.split(".")
-            for start in range(1, len(parts) - 1):
-                table.setdefault(".".join(parts[start:]), []).append(name)
-        return table
-
-    def _resolve_name(self, name: str, names: Container[str]) -> str | None:
-        if name in names:
-            return name
-        candidates = [c for c in self._suffixes.get(name, ()) if c in names]
-        return candidates[0] if len(candidates) == 1 else None
-
-    def function(self, name: str) -> FunctionFacts | None:
-        resolved = self._resolve_name(name, self.functions)
-        return self.functions.get(resolved) if resolved else None
-
-    def class_named(self, name: str) -> ClassFacts | None:
-        resolved = self._resolve_name(name, self.classes)
-        return self.classes.get(resolved) if resolved else None
-
-    def ancestors(self, name: str) -> list[str]:
-        """The class and its bases defined in the project (and external bases by name)."""
-        found: list[str] = []
-        pending = [name]
-        while pending and len(found) < 64:
-            current = pending.pop()
-            facts = self.class_named(current)
-            resolved = facts.name if facts else current
-            if resolved in found:
-                continue
-            found.append(resolved)
-            if facts is not None:
-                pending.extend(facts.bases)
-        return found
-
-    @cached_property
-    def training_arguments_classes(self) -> frozenset[str]:
-        """transformers' and TRL's argument classes, and the project's subclasses of them."""
-        known = set(TRAINING_ARGUMENTS_CLASSES)
-        changed = True
-        while changed:
-            changed = False
-            for cls in self.classes.values():
-                if cls.name not in known and any(b in known or self._resolve_name(b, known) for b in cls.bases):
-                    known.add(cls.name)
-                    changed = True
-        return frozenset(known)
-
-    def is_training_arguments(self, name: str) -> bool:
-        known = self.training_arguments_classes
-        if name in known:
-            return True
-        facts = self.class_named(name)
-        return facts is not None and facts.name in known
-
-    @cached_property
-    def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
-        """(relative path, entry) for every class wrapped for activation checkpointing."""
-        return tuple(
-            sorted(((path, w) for path, facts in self._files_of_kind(WRAPS_KIND) for w in facts.wrapped_classes),
-                   key=lambda item: (item[0], item[1].line))
-        )
-
-    def wrapping_of(self, class_name: str) -> tuple[str, WrappedClass] | None:
-        """Where instances of `class_name` (or of one of its bases) get checkpoint-wrapped."""
-        if not self.wrapped_classes:
-            return None
-        lineage = self.ancestors(class_name)
-        simple = {name.rsplit(".", 1)[-1] for name in lineage}
-        for path, wrapped in self.wrapped_classes:
-            resolved = self._resolve_name(wrapped.name, self.classes) or wrapped.name
-            if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
-                return path, wrapped
-        return None
-
-    def class_modules(self, name: str) -> dict[str, tuple[str, ...]]:
-        """A class's module attributes, its bases' included (its own win)."""
-        found: dict[str, tuple[str, ...]] = {}
-        for ancestor in reversed(self.ancestors(name)):
-            facts = self.class_named(ancestor)
-            if facts is not None:
-                found.update(dict(facts.modules))
-        return found
-
-    def class_sequence(self, name: str, attribute: str) -> tuple[tuple[str, ...], ...] | None:
-        """The members of `self.<attribute> = nn.Sequential(...)` in order, each as the classes
-        it builds, when the class (or a base) writes it member by member."""
-        for ancestor in self.ancestors(name):
-            facts = self.class_named(ancestor)
-            if facts is not None and any(attr == attribute for attr, _ in facts.modules):
-                return dict(facts.sequences).get(attribute)
-        return None
-
-    def _evaluated_in_forward(self, name: str) -> set[str]:
-        """Module attributes the methods `forward` reaches put in eval mode."""
-        evaluated: set[str] = set()
-        pending, seen = ["forward"], set()
-        while pending:
-            method_name = pending.pop()
-            if method_name in seen:
-                continue
-            seen.add(method_name)
-            method = self.class_method(name, method_name)
-            if method is not None:
-                evaluated.update(method.evaluated)
-                pending.extend(method.methods)
-        return evaluated
-
-    def class_method(self, name: str, method: str) -> MethodFacts | None:
-        for ancestor in self.ancestors(name):
-            facts = self.class_named(ancestor)
-            for candidate in facts.methods if facts is not None else ():
-                if candidate.name == method:
-                    return candidate
-        return None
-
-    def randomness(self, name: str, extra_random: frozenset[str] = frozenset()) -> tuple[str, ...]:
-        """Where instances of a class draw random numbers in training, as paths
-        (`Block.attn -> Attention.dropout -> (torch.nn.Dropout)`); transitive over its module
-        attributes and bases, memoised."""
-        return self._paths(name, RANDOM_MODULES | extra_random, with_random_calls=True)
-
-    def running_stats(self, name: str, extra_stateful: frozenset[str] = frozenset()) -> tuple[str, ...]:
-        """Paths to the BatchNorm-like modules (running statistics updated in training) an
-        instance of a class holds."""
-        return self._paths(name, NORMS_WITH_RUNNING_STATS | extra_stateful, with_random_calls=False)
-
-    def _paths(self, name: str, leaves: frozenset[str], *, with_random_calls: bool) -> tuple[str, ...]:
-        key = (name, leaves, with_random_calls)
-        if key in self._randomness:
-            return self._randomness[key]
-        self._randomness[key] = ()  # a cycle contributes nothing
-        short = name.rsplit(".", 1)[-1]
-        if name in leaves or short in leaves:
-            found = [f"({name})"]
-        else:
-            found = []
-            if with_random_calls:
-                for ancestor in self.ancestors(name):
-                    facts = self.class_named(ancestor)
-                    for method in facts.methods if facts is not None else ():
-                        found.extend(f"{short}.{method.name}: {random}" for random in method.random)
-            # A module the instance's own forward puts in eval mode (a frozen BatchNorm)
-            # updates no statistics and draws no random numbers.
-            evaluated = self._evaluated_in_forward(name)
-            for attribute, classes in self.class_modules(name).items():
-                if attribute in evaluated:
-                    continue
-                for cls in classes:
-                    found.extend(
-                        f"{short}.{attribute} -> {path}"
-                        for path in self._paths(cls, leaves, with_random_calls=with_random_calls)
-                    )
-        result = tuple(dict.fromkeys(found))
-        self._randomness[key] = result
-        return result
-
-    @cached_property
-    def _randomness(self) -> dict:
-        return {}
-
-    @cached_property
-    def checkpoint_wrappers(self) -> tuple[str, ...]:
-        """The project's functions that run one of their parameters under torch's checkpoint."""
-        return tuple(
-            sorted(f.name for _, facts in self._files_of_kind(CHECKPOINTING_KIND) for f in _checkpointing_functions(facts))
-        )
-
-    def checkpointed_parameter(self, name: str) -> int | None:
-        """For a project function that hands one of its parameters to torch's checkpoint as
-        the function to run (timm's `checkpoint_seq`, fairseq's `checkpoint_wrapper`-style
-        helpers): that parameter's position."""
-        facts = self.function(name)
-        if facts is None:
-            return None
-        for event in facts.events:
-            if event.kind is EventKind.RUNS_CHECKPOINTED and event.target in facts.parameters:
-                return facts.parameters.index(event.target)
-        return None
-
-    def parameter_effects(self, name: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> list[ParameterEffect]:
-        """What calling project function `name` does to the object passed as `parameter`
-        (a position or a keyword), following calls to other project functions."""
-        facts = self.function(name)
-        if facts is None or facts.name in _seen or len(_seen) > 16:
-            return []
-        if isinstance(parameter, int):
-            if parameter >= len(facts.parameters):
-                return []
-            parameter = facts.parameters[parameter]
-        elif parameter not in facts.parameters:
-            return []
-        path = self._function_paths[facts.name]
-        effects: list[ParameterEffect] = []
-        names = {parameter}
-        for event in facts.events:
-            if event.kind is EventKind.ALIAS:
-                if event.source in names:
-                    names.add(event.target)
-                elif event.target in names:
-                    names.discard(event.target)
-                continue
-            if event.target not in names:
-                continue
-            if event.kind is EventKind.CALL:
-                effects.extend(self.parameter_effects(event.callee, event.parameter, _seen | {facts.name}))
-            elif event.kind in (EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC):
-                effects.append(ParameterEffect(event.kind, event.impl, event.auto_wrap, path, event.line, facts.name))
-        return effects
-
-    @cached_property
-    def fingerprint(self) -> str:
-        return self.known_fingerprint or self.computed_fingerprint()
-
-    def computed_fingerprint(self) -> str:
-        """What other files can observe of the project: FSDP use, wrapped classes, classes
-        and their bases (not their lines), and what functions do to their parameters. A
-        result cached for one file stays valid while this is unchanged, so editing an
-        ordinary model file does not invalidate every other file's result."""
-        return fingerprint_of((path, exported_digest(self.files[path])) for path in self.files)
-
-    def with_file(self, relative_path: str, text: str) -> ProjectIndex:
-        """The index with one file's facts taken from `text` (the version being linted, which
-        a rule has found worth analysing: no trigger-word prefilter)."""
-        if self.digests.get(relative_path) == text_digest(text) and any(word in text for word in INDEX_TRIGGERS):
-            return self  # indexed from this very text, without the prefilter skipping it
-        facts = extract_facts(text, relative_path, prefilter=False)
-        if self.files.get(relative_path) == facts:
-            return self
-        files_with = None
-        if self.files_with is not None:
-            files_with = dict(self.files_with)
-            for kind in cross_file_kinds(facts):
-                files_with[kind] = files_with.get(kind, frozenset()) | {relative_path}
-        return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests, files_with=files_with)
-
-
-class _Overlay(Mapping):
-    """The facts of a project with one file's replaced, without loading the others."""
-
-    def __init__(self, files: Mapping[str, FileFacts], key: str, facts: FileFacts) -> None:
-        self._files, self._key, self._facts = files, key, facts
-
-    def __getitem__(self, key: str) -> FileFacts:
-        return self._facts if key == self._key else self._files[key]
-
-    def __iter__(self):
-        yield from self._files
-        if self._key not in self._files:
-            yield self._key
-
-    def __len__(self) -> int:
-        return len(self._files) + (self._key not in self._files)
-
-    def __contains__(self, key: object) -> bool:
-        return key == self._key or key in self._files
-
-    def __reduce__(self):
-        return (dict, (dict(self.items()),))

@@ -1,0 +1,178 @@
+"""The facts one file contributes to the project model: how it uses FSDP, its classes and
+what their methods do, what each function does to the objects it names, the classes it gets
+wrapped for checkpointing. Plain frozen values, written to the cache as JSON."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+class FsdpKind(str, enum.Enum):
+    FSDP1 = "FullyShardedDataParallel"
+    FSDP2 = "fully_shard"
+    HF_TRAINER = "TrainingArguments(fsdp=...)"
+    ACCELERATE = "accelerate FullyShardedDataParallelPlugin"
+    LIGHTNING = "Lightning FSDPStrategy"
+
+
+class EventKind(str, enum.Enum):
+    CHECKPOINT = "checkpointing applied"  # apply_activation_checkpointing / checkpoint_wrapper
+    FSDP1 = "FullyShardedDataParallel"
+    FSDP2 = "fully_shard"
+    HF_GC = "gradient_checkpointing_enable"
+    ALIAS = "bound from"  # target = <source>, or a pass-through wrapper of it
+    CALL = "passed to"  # a call of a project function with the target as an argument
+    RUNS_CHECKPOINTED = "run under checkpoint"  # the target is the function torch's checkpoint runs
+
+
+class Impl(str, enum.Enum):
+    REENTRANT = "reentrant"
+    NON_REENTRANT = "non-reentrant"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class FsdpUse:
+    kind: FsdpKind
+    path: str  # relative to the project root
+    line: int
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing a function does to an object it names (`target`, a dotted name such as
+    `model` or `self.model`), in source order."""
+
+    kind: EventKind
+    target: str
+    line: int
+    column: int  # 0-based, of the call
+    api: str = ""  # what was called, as written
+    impl: Impl = Impl.UNKNOWN  # CHECKPOINT: the implementation
+    auto_wrap: bool = False  # FSDP1: an auto-wrap policy is given
+    direct: bool = True  # CHECKPOINT: the model itself (apply_activation_checkpointing), not a layer
+    source: str = ""  # ALIAS: the name it is bound from
+    callee: str = ""  # CALL: absolute name of the project function
+    parameter: str | int = 0  # CALL: the callee's parameter (name, or position) receiving the target
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    name: str  # absolute: `pkg.train.main`, `pkg.model.Model.forward`, `pkg.train.<module>`
+    parameters: tuple[str, ...]
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class MethodFacts:
+    """What one method does that a checkpointed region cares about."""
+
+    name: str
+    random: tuple[str, ...] = ()  # random operations it calls, described (`F.dropout(p=0.1)`)
+    attributes: tuple[str, ...] = ()  # `self.<attr>` it reads
+    methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls
+    evaluated: tuple[str, ...] = ()  # `self.<attr>.eval()` / `.train(False)`: put in eval mode
+    # Writes to state that outlives the call, outside guards that rule training out, described.
+    mutations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    name: str  # absolute
+    line: int
+    bases: tuple[str, ...]  # absolute where resolvable, else as written
+    # `self.<attr> = Cls(...)` (also the members of `nn.Sequential(...)` / `nn.ModuleList(...)`),
+    # by attribute: the classes it holds, absolute where resolvable.
+    modules: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    methods: tuple[MethodFacts, ...] = ()
+    # `self.<attr> = nn.Sequential(m0, m1, ...)` written member by member: per attribute, the
+    # classes of each member in order (for `checkpoint_sequential`, whose last segment runs
+    # without checkpointing).
+    sequences: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class WrappedClass:
+    """A class whose instances get wrapped for activation checkpointing (through
+    `check_fn=lambda m: isinstance(m, Block)`, a wrap policy, `checkpoint_wrapper(Block(...))`,
+    Lightning's `activation_checkpointing_policy`, accelerate's class-name list)."""
+
+    name: str  # absolute, or the bare class name when only that is written (a string)
+    line: int
+    api: str
+    impl: Impl = Impl.NON_REENTRANT
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    module: str
+    fsdp: tuple[FsdpUse, ...] = ()
+    classes: tuple[ClassFacts, ...] = ()
+    functions: tuple[FunctionFacts, ...] = ()
+    wrapped_classes: tuple[WrappedClass, ...] = ()
+    # `TrainingArguments`-like calls with an FSDP `fsdp=` value, by callee, for subclasses
+    # defined in the project (resolved once every file's classes are known).
+    fsdp_argument_calls: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> FileFacts:
+        return cls(
+            module=data["module"],
+            fsdp=tuple(FsdpUse(FsdpKind(u["kind"]), u["path"], u["line"]) for u in data["fsdp"]),
+            classes=tuple(
+                ClassFacts(
+                    c["name"],
+                    c["line"],
+                    tuple(c["bases"]),
+                    tuple((attr, tuple(classes)) for attr, classes in c.get("modules", ())),
+                    tuple(
+                        MethodFacts(
+                            m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]),
+                            tuple(m.get("evaluated", ())), tuple(m.get("mutations", ())),
+                        )
+                        for m in c.get("methods", ())
+                    ),
+                    tuple(
+                        (attr, tuple(tuple(member) for member in members))
+                        for attr, members in c.get("sequences", ())
+                    ),
+                )
+                for c in data["classes"]
+            ),
+            functions=tuple(
+                FunctionFacts(
+                    f["name"],
+                    tuple(f["parameters"]),
+                    tuple(
+                        Event(**{**e, "kind": EventKind(e["kind"]), "impl": Impl(e["impl"])}) for e in f["events"]
+                    ),
+                )
+                for f in data["functions"]
+            ),
+            wrapped_classes=tuple(WrappedClass(**{**w, "impl": Impl(w["impl"])}) for w in data["wrapped_classes"]),
+            fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
+        )
+
+
+def text_digest(text: str) -> str:
+    """The digest of the text as UTF-8: for a UTF-8 file, its content digest
+    (`ckptlint.cache.content_digest` of its bytes), as the index records it."""
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class ParameterEffect:
+    """What calling a project function does to the object passed as one of its parameters."""
+
+    kind: EventKind  # CHECKPOINT, FSDP1, FSDP2 or HF_GC
+    impl: Impl
+    auto_wrap: bool
+    path: str
+    line: int
+    function: str

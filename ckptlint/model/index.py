@@ -1,0 +1,425 @@
+"""The project index: every file's facts (cached by content, loaded lazily) and the
+questions rules ask across files: where FSDP is used, which classes get wrapped for
+checkpointing, what a class holds and does, what calling a project function does to the
+objects passed to it, transitively."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+
+from ckptlint.model.extraction import INDEX_TRIGGERS, extract_facts
+from ckptlint.model.facts import (
+    ClassFacts,
+    EventKind,
+    FileFacts,
+    FsdpKind,
+    FsdpUse,
+    FunctionFacts,
+    MethodFacts,
+    ParameterEffect,
+    WrappedClass,
+    text_digest,
+)
+from ckptlint.model.library import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRAINING_ARGUMENTS_CLASSES
+
+def _parameter_events(function: FunctionFacts) -> tuple:
+    """The events of a function that concern its parameters (and names bound from them)."""
+    names = set(function.parameters)
+    events = []
+    for event in function.events:
+        if event.kind is EventKind.ALIAS and event.source in names:
+            names.add(event.target)
+        if event.target in names:
+            events.append(event)
+    return (function.name, function.parameters, tuple(events))
+
+def exported_digest(facts: FileFacts) -> str:
+    """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
+    import hashlib
+
+    exported = (
+        facts.fsdp,
+        facts.wrapped_classes,
+        facts.fsdp_argument_calls,
+        tuple(replace(c, line=0) for c in facts.classes),
+        tuple(_parameter_events(f) for f in facts.functions if f.parameters),
+    )
+    return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
+
+
+WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND = "wraps", "fsdp", "checkpointing"
+
+
+def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
+    """The file's functions that run one of their parameters under torch's checkpoint."""
+    return [
+        f
+        for f in facts.functions
+        if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
+    ]
+
+
+def cross_file_kinds(facts: FileFacts) -> list[str]:
+    """The kinds of facts that project-wide queries collect from every file holding them."""
+    kinds = []
+    if facts.wrapped_classes:
+        kinds.append(WRAPS_KIND)
+    if facts.fsdp or facts.fsdp_argument_calls:
+        kinds.append(FSDP_KIND)
+    if _checkpointing_functions(facts):
+        kinds.append(CHECKPOINTING_KIND)
+    return kinds
+
+
+def fingerprint_of(exported: Iterable[tuple[str, str]]) -> str:
+    """The project's fingerprint from each file's `exported_digest`."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=12)
+    for path, piece in sorted(exported):
+        digest.update(f"{path}\0{piece}\0".encode())
+    return digest.hexdigest()
+
+
+class LazyFacts(Mapping):
+    """Facts by relative path, each built on first use by `load` (from the cache, or
+    extracted again): a run whose files are all unchanged never builds them."""
+
+    def __init__(self, keys: Iterable[str], built: Mapping[str, FileFacts], load) -> None:
+        self._built = dict(built)
+        self._keys = sorted(set(keys) | set(self._built))
+        self._known = frozenset(self._keys)
+        self._load = load
+
+    def __getitem__(self, key: str) -> FileFacts:
+        found = self._built.get(key)
+        if found is None:
+            if key not in self._known:
+                raise KeyError(key)
+            found = self._built[key] = self._load(key)
+        return found
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._known
+
+    def __reduce__(self):
+        # Sent to worker processes as plain facts (the loader is a closure).
+        return (dict, (dict(self.items()),))
+
+
+@dataclass
+class ProjectIndex:
+    root: Path
+    files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
+    # relative path -> content digest of the text the facts were extracted from
+    digests: dict[str, str] = field(default_factory=dict)
+    # The fingerprint, when known without the facts (cached for exactly these digests).
+    known_fingerprint: str | None = None
+    # The files whose facts hold each kind of cross-file fact (`cross_file_kinds`), when
+    # known without the facts: project-wide queries then load only those files.
+    files_with: Mapping[str, frozenset[str]] | None = None
+
+    def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
+        if self.files_with is None:
+            return self.files.items()
+        return ((path, self.files[path]) for path in sorted(self.files_with.get(kind, ())) if path in self.files)
+
+    # queries -----------------------------------------------------------------------------
+
+    @cached_property
+    def fsdp_uses(self) -> tuple[FsdpUse, ...]:
+        using = list(self._files_of_kind(FSDP_KIND))
+        uses = [use for _, facts in using for use in facts.fsdp]
+        for path, facts in using:
+            for callee, line in facts.fsdp_argument_calls:
+                # `training_arguments_classes` scans every class: only asked when needed.
+                if self._resolve_name(callee, self.training_arguments_classes):
+                    uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
+        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    @cached_property
+    def classes(self) -> dict[str, ClassFacts]:
+        return {c.name: c for facts in self.files.values() for c in facts.classes}
+
+    @cached_property
+    def functions(self) -> dict[str, FunctionFacts]:
+        return {f.name: f for facts in self.files.values() for f in facts.functions}
+
+    @cached_property
+    def _function_paths(self) -> dict[str, str]:
+        return {f.name: path for path, facts in self.files.items() for f in facts.functions}
+
+    @cached_property
+    def _suffixes(self) -> dict[str, list[str]]:
+        """Every dotted suffix (of two or more parts) of every function and class name: a
+        script's `from helpers import f` names `scripts.helpers.f` as `helpers.f`, and a
+        src-layout package is imported without its `src.`."""
+        table: dict[str, list[str]] = {}
+        for name in (*self.functions, *self.classes):
+            parts = name.split(".")
+            for start in range(1, len(parts) - 1):
+                table.setdefault(".".join(parts[start:]), []).append(name)
+        return table
+
+    def _resolve_name(self, name: str, names: Container[str]) -> str | None:
+        if name in names:
+            return name
+        candidates = [c for c in self._suffixes.get(name, ()) if c in names]
+        return candidates[0] if len(candidates) == 1 else None
+
+    def function(self, name: str) -> FunctionFacts | None:
+        resolved = self._resolve_name(name, self.functions)
+        return self.functions.get(resolved) if resolved else None
+
+    def class_named(self, name: str) -> ClassFacts | None:
+        resolved = self._resolve_name(name, self.classes)
+        return self.classes.get(resolved) if resolved else None
+
+    def ancestors(self, name: str) -> list[str]:
+        """The class and its bases defined in the project (and external bases by name)."""
+        found: list[str] = []
+        pending = [name]
+        while pending and len(found) < 64:
+            current = pending.pop()
+            facts = self.class_named(current)
+            resolved = facts.name if facts else current
+            if resolved in found:
+                continue
+            found.append(resolved)
+            if facts is not None:
+                pending.extend(facts.bases)
+        return found
+
+    @cached_property
+    def training_arguments_classes(self) -> frozenset[str]:
+        """transformers' and TRL's argument classes, and the project's subclasses of them."""
+        known = set(TRAINING_ARGUMENTS_CLASSES)
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.classes.values():
+                if cls.name not in known and any(b in known or self._resolve_name(b, known) for b in cls.bases):
+                    known.add(cls.name)
+                    changed = True
+        return frozenset(known)
+
+    def is_training_arguments(self, name: str) -> bool:
+        known = self.training_arguments_classes
+        if name in known:
+            return True
+        facts = self.class_named(name)
+        return facts is not None and facts.name in known
+
+    @cached_property
+    def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
+        """(relative path, entry) for every class wrapped for activation checkpointing."""
+        return tuple(
+            sorted(((path, w) for path, facts in self._files_of_kind(WRAPS_KIND) for w in facts.wrapped_classes),
+                   key=lambda item: (item[0], item[1].line))
+        )
+
+    def wrapping_of(self, class_name: str) -> tuple[str, WrappedClass] | None:
+        """Where instances of `class_name` (or of one of its bases) get checkpoint-wrapped."""
+        if not self.wrapped_classes:
+            return None
+        lineage = self.ancestors(class_name)
+        simple = {name.rsplit(".", 1)[-1] for name in lineage}
+        for path, wrapped in self.wrapped_classes:
+            resolved = self._resolve_name(wrapped.name, self.classes) or wrapped.name
+            if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
+                return path, wrapped
+        return None
+
+    def class_modules(self, name: str) -> dict[str, tuple[str, ...]]:
+        """A class's module attributes, its bases' included (its own win)."""
+        found: dict[str, tuple[str, ...]] = {}
+        for ancestor in reversed(self.ancestors(name)):
+            facts = self.class_named(ancestor)
+            if facts is not None:
+                found.update(dict(facts.modules))
+        return found
+
+    def class_sequence(self, name: str, attribute: str) -> tuple[tuple[str, ...], ...] | None:
+        """The members of `self.<attribute> = nn.Sequential(...)` in order, each as the classes
+        it builds, when the class (or a base) writes it member by member."""
+        for ancestor in self.ancestors(name):
+            facts = self.class_named(ancestor)
+            if facts is not None and any(attr == attribute for attr, _ in facts.modules):
+                return dict(facts.sequences).get(attribute)
+        return None
+
+    def _evaluated_in_forward(self, name: str) -> set[str]:
+        """Module attributes the methods `forward` reaches put in eval mode."""
+        evaluated: set[str] = set()
+        pending, seen = ["forward"], set()
+        while pending:
+            method_name = pending.pop()
+            if method_name in seen:
+                continue
+            seen.add(method_name)
+            method = self.class_method(name, method_name)
+            if method is not None:
+                evaluated.update(method.evaluated)
+                pending.extend(method.methods)
+        return evaluated
+
+    def class_method(self, name: str, method: str) -> MethodFacts | None:
+        for ancestor in self.ancestors(name):
+            facts = self.class_named(ancestor)
+            for candidate in facts.methods if facts is not None else ():
+                if candidate.name == method:
+                    return candidate
+        return None
+
+    def randomness(self, name: str, extra_random: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """Where instances of a class draw random numbers in training, as paths
+        (`Block.attn -> Attention.dropout -> (torch.nn.Dropout)`); transitive over its module
+        attributes and bases, memoised."""
+        return self._paths(name, RANDOM_MODULES | extra_random, with_random_calls=True)
+
+    def running_stats(self, name: str, extra_stateful: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """Paths to the BatchNorm-like modules (running statistics updated in training) an
+        instance of a class holds."""
+        return self._paths(name, NORMS_WITH_RUNNING_STATS | extra_stateful, with_random_calls=False)
+
+    def _paths(self, name: str, leaves: frozenset[str], *, with_random_calls: bool) -> tuple[str, ...]:
+        key = (name, leaves, with_random_calls)
+        if key in self._randomness:
+            return self._randomness[key]
+        self._randomness[key] = ()  # a cycle contributes nothing
+        short = name.rsplit(".", 1)[-1]
+        if name in leaves or short in leaves:
+            found = [f"({name})"]
+        else:
+            found = []
+            if with_random_calls:
+                for ancestor in self.ancestors(name):
+                    facts = self.class_named(ancestor)
+                    for method in facts.methods if facts is not None else ():
+                        found.extend(f"{short}.{method.name}: {random}" for random in method.random)
+            # A module the instance's own forward puts in eval mode (a frozen BatchNorm)
+            # updates no statistics and draws no random numbers.
+            evaluated = self._evaluated_in_forward(name)
+            for attribute, classes in self.class_modules(name).items():
+                if attribute in evaluated:
+                    continue
+                for cls in classes:
+                    found.extend(
+                        f"{short}.{attribute} -> {path}"
+                        for path in self._paths(cls, leaves, with_random_calls=with_random_calls)
+                    )
+        result = tuple(dict.fromkeys(found))
+        self._randomness[key] = result
+        return result
+
+    @cached_property
+    def _randomness(self) -> dict:
+        return {}
+
+    @cached_property
+    def checkpoint_wrappers(self) -> tuple[str, ...]:
+        """The project's functions that run one of their parameters under torch's checkpoint."""
+        return tuple(
+            sorted(f.name for _, facts in self._files_of_kind(CHECKPOINTING_KIND) for f in _checkpointing_functions(facts))
+        )
+
+    def checkpointed_parameter(self, name: str) -> int | None:
+        """For a project function that hands one of its parameters to torch's checkpoint as
+        the function to run (timm's `checkpoint_seq`, fairseq's `checkpoint_wrapper`-style
+        helpers): that parameter's position."""
+        facts = self.function(name)
+        if facts is None:
+            return None
+        for event in facts.events:
+            if event.kind is EventKind.RUNS_CHECKPOINTED and event.target in facts.parameters:
+                return facts.parameters.index(event.target)
+        return None
+
+    def parameter_effects(self, name: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> list[ParameterEffect]:
+        """What calling project function `name` does to the object passed as `parameter`
+        (a position or a keyword), following calls to other project functions."""
+        facts = self.function(name)
+        if facts is None or facts.name in _seen or len(_seen) > 16:
+            return []
+        if isinstance(parameter, int):
+            if parameter >= len(facts.parameters):
+                return []
+            parameter = facts.parameters[parameter]
+        elif parameter not in facts.parameters:
+            return []
+        path = self._function_paths[facts.name]
+        effects: list[ParameterEffect] = []
+        names = {parameter}
+        for event in facts.events:
+            if event.kind is EventKind.ALIAS:
+                if event.source in names:
+                    names.add(event.target)
+                elif event.target in names:
+                    names.discard(event.target)
+                continue
+            if event.target not in names:
+                continue
+            if event.kind is EventKind.CALL:
+                effects.extend(self.parameter_effects(event.callee, event.parameter, _seen | {facts.name}))
+            elif event.kind in (EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC):
+                effects.append(ParameterEffect(event.kind, event.impl, event.auto_wrap, path, event.line, facts.name))
+        return effects
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return self.known_fingerprint or self.computed_fingerprint()
+
+    def computed_fingerprint(self) -> str:
+        """What other files can observe of the project: FSDP use, wrapped classes, classes
+        and their bases (not their lines), and what functions do to their parameters. A
+        result cached for one file stays valid while this is unchanged, so editing an
+        ordinary model file does not invalidate every other file's result."""
+        return fingerprint_of((path, exported_digest(self.files[path])) for path in self.files)
+
+    def with_file(self, relative_path: str, text: str) -> ProjectIndex:
+        """The index with one file's facts taken from `text` (the version being linted, which
+        a rule has found worth analysing: no trigger-word prefilter)."""
+        if self.digests.get(relative_path) == text_digest(text) and any(word in text for word in INDEX_TRIGGERS):
+            return self  # indexed from this very text, without the prefilter skipping it
+        facts = extract_facts(text, relative_path, prefilter=False)
+        if self.files.get(relative_path) == facts:
+            return self
+        files_with = None
+        if self.files_with is not None:
+            files_with = dict(self.files_with)
+            for kind in cross_file_kinds(facts):
+                files_with[kind] = files_with.get(kind, frozenset()) | {relative_path}
+        return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests, files_with=files_with)
+
+
+class _Overlay(Mapping):
+    """The facts of a project with one file's replaced, without loading the others."""
+
+    def __init__(self, files: Mapping[str, FileFacts], key: str, facts: FileFacts) -> None:
+        self._files, self._key, self._facts = files, key, facts
+
+    def __getitem__(self, key: str) -> FileFacts:
+        return self._facts if key == self._key else self._files[key]
+
+    def __iter__(self):
+        yield from self._files
+        if self._key not in self._files:
+            yield self._key
+
+    def __len__(self) -> int:
+        return len(self._files) + (self._key not in self._files)
+
+    def __contains__(self, key: object) -> bool:
+        return key == self._key or key in self._files
+
+    def __reduce__(self):
+        return (dict, (dict(self.items()),))

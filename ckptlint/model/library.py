@@ -1,0 +1,175 @@
+"""What third-party code does, as data: the one table the model, the rules and the recipe
+checks read. Names are absolute (as imported: `torch.nn.BatchNorm2d`); each entry says where
+the behaviour was read or measured. Add a library fact here, never as a branch in a rule.
+"""
+
+from __future__ import annotations
+
+# --- torch: activation checkpointing ----------------------------------------------------
+
+# torch 2.13 `torch/utils/checkpoint.py`: both default to the reentrant implementation when
+# `use_reentrant` is not passed (and warn).
+TORCH_CHECKPOINT_FUNCTIONS = frozenset(
+    {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"}
+)
+_CHECKPOINT_WRAPPER_MODULE = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
+# torch 2.13 `checkpoint_wrapper.py`: `apply_activation_checkpointing(model,
+# checkpoint_wrapper_fn=checkpoint_wrapper, check_fn=..., auto_wrap_policy=...)`.
+APPLY_ACTIVATION_CHECKPOINTING = frozenset(
+    {
+        f"{_CHECKPOINT_WRAPPER_MODULE}.apply_activation_checkpointing",
+        f"{_CHECKPOINT_WRAPPER_MODULE}.apply_activation_checkpointing_wrapper",  # torch < 1.13
+    }
+)
+# `checkpoint_wrapper(module, checkpoint_impl=CheckpointImpl.NO_REENTRANT, ...)`: non-reentrant
+# by default since torch 1.13 (`checkpoint_wrapper.py`).
+CHECKPOINT_WRAPPER = frozenset({f"{_CHECKPOINT_WRAPPER_MODULE}.checkpoint_wrapper"})
+CHECKPOINT_IMPL_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.REENTRANT"
+CHECKPOINT_IMPL_NO_REENTRANT = f"{_CHECKPOINT_WRAPPER_MODULE}.CheckpointImpl.NO_REENTRANT"
+# The composable (FSDP2-era) checkpoint: always the non-reentrant implementation
+# (`torch/distributed/_composable/checkpoint_activation.py`).
+COMPOSABLE_CHECKPOINT = frozenset(
+    {"torch.distributed._composable.checkpoint", "torch.distributed._composable.checkpoint_activation.checkpoint"}
+)
+
+# --- torch / accelerate / Lightning: FSDP -----------------------------------------------
+
+FSDP1 = frozenset(
+    {
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+FSDP2 = frozenset(
+    {
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed.fsdp._fully_shard.fully_shard",
+        "torch.distributed.fsdp._fully_shard._fully_shard.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+    }
+)
+ACCELERATE_FSDP_PLUGIN = frozenset(
+    {
+        "accelerate.FullyShardedDataParallelPlugin",
+        "accelerate.utils.FullyShardedDataParallelPlugin",
+        "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin",
+    }
+)
+LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric")
+LIGHTNING_FSDP_STRATEGY = frozenset(
+    f"{package}.strategies{sub}.FSDPStrategy" for package in LIGHTNING_PACKAGES for sub in ("", ".fsdp")
+)
+LIGHTNING_ENTRY_POINTS = frozenset(
+    {"lightning.Trainer", "lightning.Fabric", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+     "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+)
+
+# --- the same model under another name ----------------------------------------------------
+
+# Calls that hand back the model they are given, possibly wrapped, sharing its layers: a
+# name bound from one names the same model (`model = torch.compile(model)`). peft's
+# `get_peft_model` wraps it in a PeftModel around the same base layers (peft 0.13
+# `mapping.py`); FSDP1 wraps it in place (its parameters are flattened, the modules stay).
+SAME_MODEL_FUNCTIONS = frozenset(
+    {
+        "torch.compile", "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel", "peft.get_peft_model",
+        "peft.prepare_model_for_kbit_training",
+    }
+)
+# Methods that return the model they are called on (`nn.Module.to/cuda/train/...` return
+# `self`), or a part sharing its layers (`PeftModel.get_base_model`, DDP's `.module`).
+SAME_MODEL_METHODS = frozenset(
+    {"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval", "requires_grad_", "get_base_model",
+     "unwrap_model", "module"}
+)
+
+# --- torch.nn: what modules hold -------------------------------------------------------------
+
+# Containers whose members run in order (`nn.Sequential`) or are iterated by their owner.
+CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+# Dropout draws a new mask on every forward in training; `p=0` draws nothing. timm's
+# DropPath (`timm/layers/drop.py`) draws one per sample.
+RANDOM_MODULES = frozenset(
+    {f"torch.nn.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")}
+    | {f"torch.nn.modules.dropout.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")}
+    | {"timm.layers.DropPath", "timm.models.layers.DropPath", "timm.layers.drop.DropPath"}
+)
+RANDOM_FUNCTIONS = frozenset(
+    {f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                                "feature_alpha_dropout")}
+    | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
+       "timm.layers.drop.drop_path"}
+)
+# Modules that update running statistics in training (torch 2.13 `_BatchNorm` /
+# `_InstanceNorm`): BatchNorm tracks them by default, InstanceNorm only with
+# `track_running_stats=True`. Measured: `num_batches_tracked == 2` after one checkpointed
+# step (tests/test_closure_rules.py).
+_BATCH_NORMS = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+                "LazyBatchNorm3d")
+_INSTANCE_NORMS = ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+                   "LazyInstanceNorm3d")
+NORMS_WITH_RUNNING_STATS = frozenset(
+    f"{prefix}.{name}" for prefix in ("torch.nn", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm")
+    for name in (*_BATCH_NORMS, *_INSTANCE_NORMS)
+)
+# Tensor methods that write in place, and container methods that mutate.
+IN_PLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_add_",
+                              "scatter_", "masked_fill_", "lerp_"})
+CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "clear"})
+# `nn.Module` methods that yield its child modules (every attribute holding a module).
+CHILDREN_METHODS = frozenset({"children", "named_children", "modules", "named_modules"})
+# `nn.Module` methods that register a child under a (possibly computed) name.
+REGISTERING_METHODS = frozenset({"add_module", "register_module"})
+
+# --- transformers / TRL ------------------------------------------------------------------
+
+# The argument classes whose `gradient_checkpointing` / `fsdp` fields the Trainer reads
+# (TRL's configs subclass TrainingArguments).
+TRAINING_ARGUMENTS_CLASSES = frozenset(
+    {
+        "transformers.TrainingArguments",
+        "transformers.training_args.TrainingArguments",
+        "transformers.Seq2SeqTrainingArguments",
+        "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+        *(
+            f"trl.{name}"
+            for name in (
+                "SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "ORPOConfig", "KTOConfig",
+                "PPOConfig", "RLOOConfig", "CPOConfig", "BCOConfig", "GKDConfig", "PRMConfig",
+                "OnlineDPOConfig", "XPOConfig", "NashMDConfig", "AlignPropConfig", "DDPOConfig",
+            )
+        ),
+    }
+)
+TRANSFORMERS_TRAINERS = frozenset(
+    {
+        "transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
+        "transformers.trainer_seq2seq.Seq2SeqTrainer",
+    }
+)
+
+# --- peft --------------------------------------------------------------------------------
+
+GET_PEFT_MODEL = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"})
+# peft 0.13 `utils/other.py`: `prepare_model_for_kbit_training(model,
+# use_gradient_checkpointing=True, gradient_checkpointing_kwargs=None)` enables gradient
+# checkpointing and input grads.
+PREPARE_FOR_KBIT = frozenset(
+    {
+        f"peft{module}.{function}"
+        for module in ("", ".utils", ".utils.other")
+        for function in ("prepare_model_for_kbit_training", "prepare_model_for_int8_training")
+    }
+)
+
+# --- where library code starts ----------------------------------------------------------
+
+# Calls into these are not the project's: what they do to a model is in the tables above
+# or unknown.
+LIBRARY_PREFIXES = (
+    "torch.", "transformers.", "peft.", "accelerate.", "trl.", "lightning", "pytorch_lightning.", "deepspeed.",
+    "functools.", "builtins.", "numpy.", "os.", "sys.", "logging.", "typing.", "math.", "json.",
+)

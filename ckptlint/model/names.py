@@ -1,0 +1,22 @@
+"""Module names and imports: how a file of the project names itself and what it imports."""
+
+from __future__ import annotations
+
+def module_name(relative_path: str) -> str:
+    """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`."""
+    parts = relative_path.removesuffix(".pyi").removesuffix(".py").split("/")
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def absolute_import(module: str, is_package: bool, relative: str) -> str:
+    """`from ..x import y` seen in `module`: the absolute name `..x.y` stands for."""
+    level = len(relative) - len(relative.lstrip("."))
+    if level == 0:
+        return relative
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - (level - 1)] if level > 1 else package
+    rest = relative[level:]
+    return ".".join([*base, rest] if rest else base)
+
