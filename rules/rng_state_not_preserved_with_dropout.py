@@ -89,8 +89,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
         if found is None:
             return
         call, keyword = found
+        project = self.context.project
         random = region_randomness(
-            class_region(class_name), self.context.project, frozenset(self.context.settings.stateful_modules)
+            class_region(project, class_name), project, frozenset(self.context.settings.stateful_modules)
         )
         if not random:
             return

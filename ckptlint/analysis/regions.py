@@ -1,214 +1,213 @@
-"""What a checkpoint recomputes: from a checkpoint site to the module classes and methods its
-region runs, through the project index's class summaries.
+"""What a checkpoint recomputes: from a checkpoint site to the modules and functions its
+region runs, through the project model (`ckptlint.model.denotation`), across files:
 
-    checkpoint(self.block, x)         -> the classes `self.block` is built from in `__init__`
-    checkpoint(self._forward, x)      -> that method: its own calls, the modules it uses
-    checkpoint(lambda t: ..., x)      -> the `self.<attr>` modules and methods the body uses
-    for blk in self.blocks: checkpoint(blk, x) -> the classes in `self.blocks`
-    checkpoint_sequential(self.seq, n, x)      -> the members of `self.seq` (with `self.seq`
-                                                  written member by member and `n` a literal:
-                                                  those of the first n - 1 segments)
+    checkpoint(self.block, x)                  the module `self.block` holds, however it was
+                                               built (a constructor default, `add_module`, a
+                                               builder function, a class passed in)
+    checkpoint(self._forward, x)               that method, and what it calls
+    def _inner_forward(x): ...                 a function nested in `forward` (closing over
+    cp.checkpoint(_inner_forward, x)           `self`), and what it calls
+    checkpoint(create_custom_forward(layer))   the function a factory returns, with its closure
+    checkpoint(lambda t: self.block(t), x)     what the lambda calls
+    for blk in self.blocks: checkpoint(blk, x) each module of `self.blocks`
+    checkpoint_sequential(self.seq, n, x)      the members of the first n - 1 segments (torch
+                                               runs the last one plainly)
+    checkpoint_seq([self.a, self.b], x)        a project's own checkpoint helper's argument
 
-Anything else is not resolved, and rules stay silent about it.
+A region the model cannot resolve is not reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
+from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.fsdp import absolute_names
+from ckptlint.model.denotation import Constant, Denotation, FunctionRef, Instance, Lambda, Sequence
 from ckptlint.model.index import ProjectIndex
+from ckptlint.model.library import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
+_MAX_CALL_DEPTH = 6
 
 
 @dataclass(frozen=True)
 class Region:
-    """The parts of a class a checkpoint site recomputes."""
+    """What one checkpoint recomputes."""
 
-    owner: str  # absolute name of the class holding the site
-    attributes: frozenset[str]  # its module attributes the region runs
-    methods: frozenset[str]  # its methods the region runs
-    extra: tuple[str, ...] = ()  # what the callable's own body does (for lambdas), described
-    # Attributes of which the region runs only some members (checkpoint_sequential's
-    # checkpointed segments): attribute -> the classes of those members.
-    members: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    owner: str | None  # absolute name of the class holding the site, if any
+    label: str | None  # how the site names it, prefixing the paths (`Stage.blocks`)
+    runs: frozenset  # module instances, functions and lambdas (`ckptlint.model.denotation`)
 
 
-def _modules(region: Region, project: ProjectIndex) -> dict[str, tuple[str, ...]]:
-    """The owner's module attributes, narrowed to the members the region runs."""
-    return {**project.class_modules(region.owner), **dict(region.members)}
-
-
-def sequential_region(region: Region, site: CheckpointSite, project: ProjectIndex) -> Region:
-    """`checkpoint_sequential(self.seq, segments, x)` checkpoints all but the last segment
-    (torch runs that one plainly): with `self.seq` written member by member and `segments`
-    a literal, the region is the members of the checkpointed segments only."""
-    if len(region.attributes) != 1 or region.methods or site.via_partial is not None:
-        return region
-    (attribute,) = region.attributes
-    members = project.class_sequence(region.owner, attribute)
-    positional = [arg for arg in site.node.args if arg.keyword is None and not arg.star]
-    segments = positional[1].value if len(positional) > 1 else next(
-        (arg.value for arg in site.node.args if arg.keyword is not None and arg.keyword.value == "segments"), None
-    )
-    if members is None or not isinstance(segments, cst.Integer) or int(segments.evaluated_value) < 1:
-        return region
-    count = int(segments.evaluated_value)
-    checkpointed = members[: (len(members) // count) * (count - 1)]
-    classes = tuple(dict.fromkeys(cls for member in checkpointed for cls in member))
-    return Region(region.owner, region.attributes, region.methods, region.extra, ((attribute, classes),))
-
-
-def _self_uses(node: cst.CSTNode) -> tuple[set[str], set[str]]:
-    """`self.<attr>` read and `self.<method>(...)` called in a lambda or function body."""
-    attributes: set[str] = set()
-    methods: set[str] = set()
-
-    class Reader(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            func = call.func
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                methods.add(func.attr.value)
-
-        def visit_Attribute(self, attribute: cst.Attribute) -> None:
-            if isinstance(attribute.value, cst.Name) and attribute.value.value == "self":
-                attributes.add(attribute.attr.value)
-
-    node.visit(Reader())
-    return attributes, methods
-
-
-def region_of(
-    function: cst.BaseExpression | None,
-    owner: str | None,
-    project: ProjectIndex,
-    loop_sources: dict[str, cst.BaseExpression],
-) -> Region | None:
-    """The region of a checkpointed callable written inside class `owner` (absolute), or
-    None when not resolvable."""
-    if owner is None or function is None:
-        return None
-    if isinstance(function, cst.Attribute) and isinstance(function.value, cst.Name) and function.value.value == "self":
-        name = function.attr.value
-        if name in project.class_modules(owner):
-            return Region(owner, frozenset({name}), frozenset())
-        if project.class_method(owner, name) is not None:
-            return Region(owner, frozenset(), frozenset({name}))
-        return None
-    if isinstance(function, cst.Name) and function.value in loop_sources:
-        iterated = loop_sources[function.value]
-        if isinstance(iterated, cst.Attribute) and isinstance(iterated.value, cst.Name) and iterated.value.value == "self":
-            if iterated.attr.value in project.class_modules(owner):
-                return Region(owner, frozenset({iterated.attr.value}), frozenset())
-        return None
-    if isinstance(function, (cst.Lambda,)):
-        attributes, methods = _self_uses(function.body)
-        modules = project.class_modules(owner)
-        return Region(owner, frozenset(a for a in attributes if a in modules), frozenset(methods))
-    return None
+def class_region(project: ProjectIndex, class_name: str) -> Region:
+    """The region of a wrapped instance: its whole forward."""
+    return Region(class_name, None, frozenset({project.denotation.instance(class_name)}))
 
 
 def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the modules with running statistics the region runs."""
-    short = region.owner.rsplit(".", 1)[-1]
-    modules = _modules(region, project)
-    found: list[str] = []
-    for attribute in sorted(_region_attributes(region, project)):
-        for cls in modules[attribute]:
-            found.extend(f"{short}.{attribute} -> {path}" for path in project.running_stats(cls, extra))
-    return list(dict.fromkeys(found))
+    """Paths to the modules with running statistics (BatchNorm...) the region runs."""
+    return _RegionPaths(project, "statistics", extra).of(region)
 
 
-def _region_attributes(region: Region, project: ProjectIndex) -> set[str]:
-    """The module attributes the region runs: its own, and those its methods use."""
-    modules = _modules(region, project)
-    attributes = set(region.attributes)
-    evaluated: set[str] = set()
-    pending, seen = list(region.methods), set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        method = project.class_method(region.owner, name)
-        if method is None:
-            if name in modules:
-                attributes.add(name)
-            continue
-        attributes |= {a for a in method.attributes if a in modules}
-        evaluated |= set(method.evaluated)
-        pending.extend(method.methods)
-    # A module the region itself puts in eval mode updates no running statistics.
-    return attributes - evaluated
-
-
-def region_randomness(region: Region, project: ProjectIndex, extra_random: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the random operations the region runs (a module it puts in eval mode draws
-    none)."""
-    short = region.owner.rsplit(".", 1)[-1]
-    found = [
-        f"{short}.{m.name}: {random}"
-        for m in _reachable_methods(region.owner, list(region.methods), project)
-        for random in m.random
-    ]
-    modules = _modules(region, project)
-    for attribute in sorted(_region_attributes(region, project)):
-        for cls in modules[attribute]:
-            found.extend(f"{short}.{attribute} -> {path}" for path in project.randomness(cls, extra_random))
-    return list(dict.fromkeys(found))
-
-
-def _reachable_methods(owner: str, start: list[str], project: ProjectIndex) -> list:
-    """The methods of `owner` reachable from `start` through `self.<method>(...)` calls."""
-    found, pending, seen = [], list(start), set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        method = project.class_method(owner, name)
-        if method is not None:
-            found.append(method)
-            pending.extend(method.methods)
-    return found
-
-
-def _class_mutations(name: str, project: ProjectIndex, seen: set[str]) -> list[str]:
-    """State writes an instance's `forward` makes, transitively through its modules."""
-    if name in seen or project.class_named(name) is None:
-        return []
-    seen.add(name)
-    short = name.rsplit(".", 1)[-1]
-    found = [f"{short}.{m.name}: {what}" for m in _reachable_methods(name, ["forward"], project) for what in m.mutations]
-    modules = project.class_modules(name)
-    used = {a for m in _reachable_methods(name, ["forward"], project) for a in (*m.attributes, *m.methods) if a in modules}
-    for attribute in sorted(used):
-        for cls in modules[attribute]:
-            found.extend(f"{short}.{attribute} -> {path}" for path in _class_mutations(cls, project, seen))
-    return found
-
-
-def class_region(class_name: str) -> Region:
-    """The region of a wrapped instance: its whole forward."""
-    return Region(class_name, frozenset(), frozenset({"forward"}))
+def region_randomness(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
+    """Paths to the random operations the region runs (a module put in eval mode draws none)."""
+    return _RegionPaths(project, "randomness", extra).of(region)
 
 
 def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
     """State the region writes that outlives the call, as paths."""
-    short = region.owner.rsplit(".", 1)[-1]
-    found = [
-        f"{short}.{m.name}: {what}" for m in _reachable_methods(region.owner, list(region.methods), project)
-        for what in m.mutations
-    ]
-    modules = _modules(region, project)
-    for attribute in sorted(_region_attributes(region, project)):
-        for cls in modules[attribute]:
-            found.extend(f"{short}.{attribute} -> {path}" for path in _class_mutations(cls, project, {region.owner}))
-    return list(dict.fromkeys(found))
+    return _RegionPaths(project, "mutations", frozenset()).of(region)
+
+
+class _RegionPaths:
+    """Paths from a region to what one rule looks for: modules with running statistics,
+    random operations, or writes to state. A path names each step (`Stage.blocks ->
+    ConvBNAct.bn -> (torch.nn.BatchNorm2d)`); containers are transparent."""
+
+    def __init__(self, project: ProjectIndex, kind: str, extra: frozenset[str]) -> None:
+        self.project = project
+        self.denotation: Denotation = project.denotation
+        self.kind = kind
+        self.extra = extra
+        self._memo: dict = {}
+
+    def of(self, region: Region) -> list[str]:
+        found: list[str] = []
+        for value in sorted(region.runs, key=repr):
+            if isinstance(value, Instance):
+                paths = self.instance(value, frozenset())
+                found.extend(f"{region.label} -> {p}" if region.label else p for p in paths)
+            elif isinstance(value, FunctionRef):
+                found.extend(self.function(value, 0))
+            elif isinstance(value, Lambda):
+                for callee in sorted(self.denotation.lambda_callees(value), key=repr):
+                    found.extend(self.callee(callee, region.label, 0))
+        return list(dict.fromkeys(found))
+
+    # --- module instances --------------------------------------------------------------------
+
+    def instance(self, instance: Instance, seen: frozenset) -> tuple[str, ...]:
+        key = instance
+        if key in self._memo:
+            return self._memo[key]
+        if instance in seen or len(seen) > 12:
+            return ()
+        self._memo[key] = ()  # a cycle contributes nothing
+        result = tuple(dict.fromkeys(self._instance_paths(instance, seen | {instance})))
+        self._memo[key] = result
+        return result
+
+    def _instance_paths(self, instance: Instance, seen: frozenset) -> Iterator[str]:
+        lineage = self.project.ancestors(instance.cls)
+        if self._is_leaf(instance, lineage):
+            yield f"({instance.cls})"
+            return
+        if instance.members is not None:
+            for members in instance.members:
+                for member in sorted(members, key=repr):
+                    if isinstance(member, Instance):
+                        yield from self.instance(member, seen)
+            return
+        if self.project.class_named(instance.cls) is None:
+            return
+        short = instance.short_name
+        methods = self._reachable_methods(instance.cls, ["forward"])
+        if self.kind == "randomness":
+            yield from (f"{short}.{m.name}: {r}" for m in methods for r in m.random)
+        elif self.kind == "mutations":
+            yield from (f"{short}.{m.name}: {w}" for m in methods for w in m.mutations)
+        # A module its own forward puts in eval mode (a frozen BatchNorm) updates no
+        # statistics and draws no random numbers.
+        evaluated = {a for m in methods for a in m.evaluated}
+        used = {a for m in methods for a in (*m.attributes, *m.methods)}
+        for attribute, children in self.denotation.children(instance).items():
+            if attribute in evaluated or (self.kind == "mutations" and attribute not in used):
+                continue
+            shown_as = f"{short}.{attribute}" if attribute != "*" else f"{short}.<added module>"
+            for child in sorted(children, key=repr):
+                yield from (f"{shown_as} -> {p}" for p in self.instance(child, seen))
+
+    def _is_leaf(self, instance: Instance, lineage: list[str]) -> bool:
+        names = set(lineage) | {name.rsplit(".", 1)[-1] for name in lineage}
+        if self.kind == "statistics":
+            if not (names & (NORMS_WITH_RUNNING_STATS | self.extra)):
+                return False
+            tracked = instance.argument("track_running_stats")
+            if tracked and all(isinstance(v, Constant) for v in tracked):
+                return any(v.value for v in tracked)
+            return not any("InstanceNorm" in name for name in lineage) or names & self.extra != set()
+        if self.kind == "randomness":
+            if not (names & (RANDOM_MODULES | self.extra)):
+                return False
+            probability = instance.argument("p", 0)
+            return not (probability and all(isinstance(v, Constant) and v.value == 0 for v in probability))
+        return False
+
+    def _reachable_methods(self, class_name: str, start: list[str]) -> list:
+        found, pending, seen = [], list(start), set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            method = self.project.class_method(class_name, name)
+            if method is not None:
+                found.append(method)
+                pending.extend(method.methods)
+        return found
+
+    # --- functions -------------------------------------------------------------------------------
+
+    def function(self, function: FunctionRef, depth: int) -> Iterator[str]:
+        if depth > _MAX_CALL_DEPTH:
+            return
+        owner = function.frame.self_instance if function.frame is not None else None
+        facts = None
+        prefix = function.name.rsplit(".", 1)[-1]
+        if owner is not None and function.name.startswith(f"{owner.cls}."):
+            local = function.name[len(owner.cls) + 1:]
+            prefix = f"{owner.short_name}.{local}"
+            facts = self.project.class_method(owner.cls, local)
+        if facts is not None:
+            if self.kind == "randomness":
+                yield from (f"{prefix}: {r}" for r in facts.random)
+            elif self.kind == "mutations":
+                yield from (f"{prefix}: {w}" for w in facts.mutations)
+        evaluated = set(facts.evaluated) if facts is not None else set()
+        summary = self.denotation.summary(function.name)
+        if summary is None:
+            return
+        for callee in summary.calls:
+            if callee[0] == "attr" and callee[1] == ("name", summary.self_name) and callee[2] in evaluated:
+                continue
+            label = _label(callee, summary.self_name, owner)
+            values = self.denotation.evaluate(callee, self.denotation.frame_for(function, summary))
+            for value in sorted(values, key=repr):
+                yield from self.callee(value, label, depth + 1)
+
+    def callee(self, value, label: str | None, depth: int) -> Iterator[str]:
+        if isinstance(value, Instance):
+            yield from (f"{label} -> {p}" if label else p for p in self.instance(value, frozenset()))
+        elif isinstance(value, FunctionRef):
+            yield from self.function(value, depth)
+        elif isinstance(value, Sequence):
+            for element in sorted(value.elements, key=repr):
+                yield from self.callee(element, label, depth)
+
+
+def _label(expr: tuple, self_name: str | None, owner: Instance | None) -> str | None:
+    """How a callee is shown in a path: `Block.attn` for `self.attn`, else its name."""
+    if expr[0] == "attr" and expr[1] == ("name", self_name) and owner is not None:
+        return f"{owner.short_name}.{expr[2]}"
+    if expr[0] == "name":
+        return expr[1]
+    return None
 
 
 def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, text: str) -> bool:
@@ -239,21 +238,31 @@ class CheckpointingGate:
 
 class RegionRule(CheckpointingGate, Rule):
     """Base of the rules about what a checkpoint site recomputes: tracks, during the
-    traversal, the class and the loops each call sits in, and resolves a site's region."""
+    traversal, the class, the function and the loops each call sits in, and resolves a
+    site's region through the project model."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._classes: list[str] = []
-        self._call_class: dict[cst.Call, str] = {}
+        self._module = module_name(context.relative_path)
+        self._scopes: list[tuple[str, str]] = []  # ("class" | "function", name), outermost first
+        self._call_scopes: dict[cst.Call, tuple[tuple[str, str], ...]] = {}
         self._loops: list[dict[str, cst.BaseExpression]] = [{}]
         self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
         self._calls: list[cst.Call] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(node.name.value)
+        self._scopes.append(("class", node.name.value))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
+        self._scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(("function", node.name.value))
+        self._loops.append({})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+        self._loops.pop()
 
     def visit_For(self, node: cst.For) -> None:
         sources = dict(self._loops[-1])
@@ -266,24 +275,66 @@ class RegionRule(CheckpointingGate, Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append(node)
-        if self._classes:
-            self._call_class[node] = ".".join(self._classes)
-            self._call_loops[node] = self._loops[-1]
+        self._call_scopes[node] = tuple(self._scopes)
+        self._call_loops[node] = self._loops[-1]
+
+    # --- resolving a region ------------------------------------------------------------------
 
     def site_region(self, site: CheckpointSite) -> Region | None:
         if site.kind is not SiteKind.CALL:
             return None
         region = self._region_at(site.node, site.function)
-        if region is not None and site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL:
-            return sequential_region(region, site, self.context.project)
+        if region is not None and site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None:
+            return _sequential_region(region, site)
         return region
 
     def _region_at(self, call: cst.Call, function: cst.BaseExpression | None) -> Region | None:
-        class_name = self._call_class.get(call)
-        owner = f"{module_name(self.context.relative_path)}.{class_name}" if class_name else None
-        return region_of(function, owner, self.context.project, self._call_loops.get(call, {}))
+        if function is None:
+            return None
+        scopes = self._call_scopes.get(call, ())
+        owner = self._owner(scopes)
+        denotation = self.context.project.denotation
+        frame = self._frame(scopes, owner)
+        runs = denotation.runs(denotation.evaluate(expression(function), frame))
+        if not runs:
+            return None
+        return Region(owner, self._region_label(call, function, owner), runs)
 
-    # --- regions not given to torch's checkpoint directly ---------------------------------
+    def _owner(self, scopes: tuple[tuple[str, str], ...]) -> str | None:
+        """The class whose method (or a function nested in it) holds the call."""
+        names = [name for _, name in scopes]
+        for index in range(len(scopes) - 1, -1, -1):
+            if scopes[index][0] == "class" and index + 1 < len(scopes):
+                return ".".join([self._module, *names[: index + 1]])
+        return None
+
+    def _frame(self, scopes: tuple[tuple[str, str], ...], owner: str | None):
+        denotation = self.context.project.denotation
+        instance = denotation.instance(owner) if owner is not None else None
+        if not scopes or scopes[-1][0] != "function":
+            return denotation.frame_of(f"{self._module}.<module>", self._module)
+        function = ".".join([self._module, *(name for _, name in scopes)])
+        return denotation.frame_of(function, self._module, instance)
+
+    def _region_label(self, call: cst.Call, function: cst.BaseExpression, owner: str | None) -> str | None:
+        """`Stage.blocks` for `self.blocks` (or a loop variable over it), else the code."""
+        short = owner.rsplit(".", 1)[-1] if owner is not None else None
+        node = function
+        if isinstance(node, cst.Name):
+            node = self._call_loops.get(call, {}).get(node.value, node)
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "children", "modules", "values"
+        ):
+            node = node.func.value
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" and short:
+            return f"{short}.{node.attr.value}"
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return _code(node)
+        return None
+
+    # --- the rules' hooks --------------------------------------------------------------------
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         region = self.site_region(site)
@@ -296,14 +347,14 @@ class RegionRule(CheckpointingGate, Rule):
     def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
         """Report what the rule finds in instances of `class_name`, wrapped by `node` (by
         default: their whole forward as a region)."""
-        self.check_region(node, class_region(class_name), api)
+        self.check_region(node, class_region(self.context.project, class_name), api)
 
     def finish(self) -> None:
         project = self.context.project
         configured = set(self.context.settings.checkpoint_functions)
         # Calls of the project's own checkpoint wrappers (timm's `checkpoint_seq`-style).
         for call in self._calls:
-            names = absolute_names(self.context, call.func) if self._call_class.get(call) else set()
+            names = absolute_names(self.context, call.func) if self._owner(self._call_scopes.get(call, ())) else set()
             positions = {0 if n in configured else project.checkpointed_parameter(n) for n in names}
             if len(positions) != 1 or None in positions:
                 continue
@@ -324,6 +375,26 @@ class RegionRule(CheckpointingGate, Rule):
             resolved = project.class_named(wrapped.name)
             if node is not None and resolved is not None:
                 self.check_class(node, resolved.name, wrapped.api)
+
+
+def _sequential_region(region: Region, site: CheckpointSite) -> Region:
+    """`checkpoint_sequential(seq, segments, x)` checkpoints all but the last segment (torch
+    runs that one plainly): with `seq` an `nn.Sequential` whose members are known and
+    `segments` a literal, the region is the members of the checkpointed segments only."""
+    positional = [arg for arg in site.node.args if arg.keyword is None and not arg.star]
+    segments = positional[1].value if len(positional) > 1 else next(
+        (arg.value for arg in site.node.args if arg.keyword is not None and arg.keyword.value == "segments"), None
+    )
+    containers = [v for v in region.runs if isinstance(v, Instance) and v.members is not None and v.ordered]
+    if len(containers) != 1 or len(region.runs) != 1 or not isinstance(segments, cst.Integer):
+        return region
+    count = int(segments.evaluated_value)
+    members = containers[0].members
+    if count < 1:
+        return region
+    checkpointed = members[: (len(members) // count) * (count - 1)]
+    runs = frozenset(v for member in checkpointed for v in member)
+    return Region(region.owner, region.label, runs)
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping, Sequence
 
+from ckptlint.model.code import FunctionSummary, summarize
 from ckptlint.model.facts import (
     ClassFacts,
     Event,
@@ -117,10 +118,15 @@ class _Extractor:
                     if isinstance(target, ast.Name):
                         table = self.predicates if isinstance(node.value, ast.Lambda) else self.assigned_calls
                         table.setdefault(target.id, node.value)
+        assigned: set[str] = set()
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.top_level.add(statement.name)
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                assigned.update(t.id for t in targets if isinstance(t, ast.Name))
         self._function(f"{self.module}.{MODULE_LEVEL}", (), tree.body, enclosing_class=None)
+        names = {**{name: f"{self.module}.{name}" for name in assigned | self.top_level}, **self.imports}
         return FileFacts(
             self.module,
             tuple(self.fsdp),
@@ -128,7 +134,38 @@ class _Extractor:
             tuple(self.functions),
             tuple(self.wrapped),
             tuple(self.fsdp_argument_calls),
+            tuple(sorted(names.items())),
+            tuple(self._summaries(tree)),
         )
+
+    def _summaries(self, tree: ast.Module) -> list[FunctionSummary]:
+        """A summary of every function, method and nested function, and of the module's
+        top-level code, named as the events name them."""
+        found: list[FunctionSummary] = []
+
+        def visit(node, name: str, self_name: str | None, in_class: bool) -> None:
+            if not isinstance(node, ast.Module):
+                own_self = self_name
+                if in_class and not _is_static(node):
+                    arguments = [*node.args.posonlyargs, *node.args.args]
+                    own_self = arguments[0].arg if arguments else None
+                summary = summarize(node, name, self.resolve, self_name=own_self)
+                self_name = own_self
+            else:
+                summary = summarize(node, name, self.resolve)
+            if summary is not None:
+                found.append(summary)
+            prefix = name.removesuffix(f".{MODULE_LEVEL}")
+            for child in _definitions(node.body):
+                if isinstance(child, ast.ClassDef):
+                    for member in _definitions(child.body):
+                        if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            visit(member, f"{prefix}.{child.name}.{member.name}", None, True)
+                else:
+                    visit(child, f"{prefix}.{child.name}", self_name, False)
+
+        visit(tree, f"{self.module}.{MODULE_LEVEL}", None, False)
+        return found
 
     # names ------------------------------------------------------------------------------
 
@@ -381,9 +418,20 @@ class _Extractor:
         if not any(word in text for word in _REGION_WORDS):
             return ()
         methods = []
-        for method in node.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name == "__init__":
-                continue
+        # Methods, and the functions nested in them (`forward._inner_forward`): those close
+        # over `self` and are what the mm* libraries checkpoint.
+        pending = [
+            (method.name, method)
+            for method in node.body
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "__init__"
+        ]
+        while pending:
+            name, method = pending.pop(0)
+            pending.extend(
+                (f"{name}.{inner.name}", inner)
+                for inner in _definitions(method.body)
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
             random: list[str] = []
             attributes: set[str] = set()
             called: set[str] = set()
@@ -411,7 +459,7 @@ class _Extractor:
                         random.append(f"{description} (line {inner.lineno})")
             methods.append(
                 MethodFacts(
-                    method.name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
+                    name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
                     tuple(_state_mutations(method.body)),
                 )
             )
@@ -627,6 +675,18 @@ def _inactive_dropout(call: ast.Call) -> bool:
     """`nn.Dropout(0.0)` / `nn.Dropout(p=0)`: no randomness."""
     probability = _keyword(call, "p") or (call.args[0] if call.args else None)
     return _is_zero(probability)
+
+
+def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """The functions and classes a body defines, in its nested blocks too (a definition
+    under `if` / `try` is still one), not those inside other definitions."""
+    for node in _walk_own_code(body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node
 
 
 def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from ckptlint.model.code import FunctionSummary
 
 class FsdpKind(str, enum.Enum):
     FSDP1 = "FullyShardedDataParallel"
@@ -114,48 +116,76 @@ class FileFacts:
     # `TrainingArguments`-like calls with an FSDP `fsdp=` value, by callee, for subclasses
     # defined in the project (resolved once every file's classes are known).
     fsdp_argument_calls: tuple[tuple[str, int], ...] = ()
+    # What the file's own names stand for: imports, and its top-level definitions and
+    # assignments (local name -> absolute name).
+    names: tuple[tuple[str, str], ...] = ()
+    # What each function binds, builds and returns (`ckptlint.model.code`).
+    summaries: tuple[FunctionSummary, ...] = ()
 
     def to_json(self) -> dict:
-        return asdict(self)
+        # Written out by hand: `dataclasses.asdict` deep-copies every value (4.5 s of a cold
+        # run over torch + transformers).
+        return {
+            "module": self.module,
+            "fsdp": [[u.kind.value, u.path, u.line] for u in self.fsdp],
+            "classes": [
+                [c.name, c.line, list(c.bases), [[a, list(k)] for a, k in c.modules],
+                 [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations)]
+                  for m in c.methods],
+                 [[a, [list(member) for member in members]] for a, members in c.sequences]]
+                for c in self.classes
+            ],
+            "functions": [
+                [f.name, list(f.parameters), [_event_json(e) for e in f.events]] for f in self.functions
+            ],
+            "wrapped_classes": [[w.name, w.line, w.api, w.impl.value] for w in self.wrapped_classes],
+            "fsdp_argument_calls": [list(call) for call in self.fsdp_argument_calls],
+            "names": [list(pair) for pair in self.names],
+            "summaries": [summary.to_json() for summary in self.summaries],
+        }
 
     @classmethod
     def from_json(cls, data: Mapping) -> FileFacts:
         return cls(
             module=data["module"],
-            fsdp=tuple(FsdpUse(FsdpKind(u["kind"]), u["path"], u["line"]) for u in data["fsdp"]),
+            fsdp=tuple(FsdpUse(FsdpKind(kind), path, line) for kind, path, line in data["fsdp"]),
             classes=tuple(
                 ClassFacts(
-                    c["name"],
-                    c["line"],
-                    tuple(c["bases"]),
-                    tuple((attr, tuple(classes)) for attr, classes in c.get("modules", ())),
+                    name,
+                    line,
+                    tuple(bases),
+                    tuple((attr, tuple(classes)) for attr, classes in modules),
                     tuple(
-                        MethodFacts(
-                            m["name"], tuple(m["random"]), tuple(m["attributes"]), tuple(m["methods"]),
-                            tuple(m.get("evaluated", ())), tuple(m.get("mutations", ())),
-                        )
-                        for m in c.get("methods", ())
+                        MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]))
+                        for m in methods
                     ),
-                    tuple(
-                        (attr, tuple(tuple(member) for member in members))
-                        for attr, members in c.get("sequences", ())
-                    ),
+                    tuple((attr, tuple(tuple(member) for member in members)) for attr, members in sequences),
                 )
-                for c in data["classes"]
+                for name, line, bases, modules, methods, sequences in data["classes"]
             ),
             functions=tuple(
-                FunctionFacts(
-                    f["name"],
-                    tuple(f["parameters"]),
-                    tuple(
-                        Event(**{**e, "kind": EventKind(e["kind"]), "impl": Impl(e["impl"])}) for e in f["events"]
-                    ),
-                )
-                for f in data["functions"]
+                FunctionFacts(name, tuple(parameters), tuple(_event_from_json(e) for e in events))
+                for name, parameters, events in data["functions"]
             ),
-            wrapped_classes=tuple(WrappedClass(**{**w, "impl": Impl(w["impl"])}) for w in data["wrapped_classes"]),
+            wrapped_classes=tuple(
+                WrappedClass(name, line, api, Impl(impl)) for name, line, api, impl in data["wrapped_classes"]
+            ),
             fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
+            names=tuple((local, absolute) for local, absolute in data["names"]),
+            summaries=tuple(FunctionSummary.from_json(item) for item in data["summaries"]),
         )
+
+
+_EVENT_FIELDS = ("kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter")
+
+
+def _event_json(event: Event) -> list:
+    return [getattr(event, name) for name in _EVENT_FIELDS]
+
+
+def _event_from_json(values: list) -> Event:
+    fields = dict(zip(_EVENT_FIELDS, values))
+    return Event(**{**fields, "kind": EventKind(fields["kind"]), "impl": Impl(fields["impl"])})
 
 
 def text_digest(text: str) -> str:

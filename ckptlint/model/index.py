@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from ckptlint.model.denotation import Denotation
 from ckptlint.model.extraction import INDEX_TRIGGERS, extract_facts
 from ckptlint.model.facts import (
     ClassFacts,
@@ -373,6 +374,11 @@ class ProjectIndex:
             elif event.kind in (EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC):
                 effects.append(ParameterEffect(event.kind, event.impl, event.auto_wrap, path, event.line, facts.name))
         return effects
+
+    @cached_property
+    def denotation(self) -> Denotation:
+        """What expressions of the project's code denote (`ckptlint.model.denotation`)."""
+        return Denotation(self)
 
     @cached_property
     def fingerprint(self) -> str:

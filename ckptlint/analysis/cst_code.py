@@ -1,0 +1,82 @@
+"""libcst expressions in the summary form of `ckptlint.model.code`, so that an expression a
+rule holds (the callable a checkpoint call is given) is evaluated by the same model as the
+code the project index summarised with `ast`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ckptlint.model.code import MAX_DEPTH, UNKNOWN, Expr
+
+
+def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
+    if node is None or depth > MAX_DEPTH:
+        return UNKNOWN
+    down = depth + 1
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False", "None"):
+            return ("const", {"True": True, "False": False, "None": None}[node.value])
+        return ("name", node.value)
+    if isinstance(node, cst.Attribute):
+        return ("attr", expression(node.value, down), node.attr.value)
+    if isinstance(node, cst.Call):
+        args = []
+        keywords = []
+        for arg in node.args:
+            if arg.star == "**":
+                keywords.append((None, expression(arg.value, down)))
+            elif arg.star == "*":
+                args.append(("star", expression(arg.value, down)))
+            elif arg.keyword is not None:
+                keywords.append((arg.keyword.value, expression(arg.value, down)))
+            else:
+                args.append(expression(arg.value, down))
+        return ("call", expression(node.func, down), tuple(args), tuple(keywords))
+    if isinstance(node, cst.Subscript):
+        key = None
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = node.slice[0].slice.value
+            if isinstance(index, cst.Integer):
+                key = int(index.evaluated_value)
+            elif isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) and isinstance(
+                index.expression, cst.Integer
+            ):
+                key = -int(index.expression.evaluated_value)
+            elif isinstance(index, cst.SimpleString):
+                key = index.evaluated_value
+        return ("index", expression(node.value, down), key)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return ("seq", tuple(
+            ("star", expression(e.value, down)) if isinstance(e, cst.StarredElement) else expression(e.value, down)
+            for e in node.elements
+        ))
+    if isinstance(node, cst.BooleanOperation):
+        left, right = expression(node.left, down), expression(node.right, down)
+        return ("or", (left, right)) if isinstance(node.operator, cst.Or) else right
+    if isinstance(node, cst.IfExp):
+        return ("if", expression(node.test, down), expression(node.body, down), expression(node.orelse, down))
+    if isinstance(node, cst.Integer):
+        return ("const", int(node.evaluated_value))
+    if isinstance(node, cst.SimpleString):
+        return ("const", node.evaluated_value)
+    if isinstance(node, cst.Lambda):
+        return ("lambda", _callees(node.body))
+    return UNKNOWN
+
+
+def _callees(node: cst.CSTNode) -> tuple[Expr, ...]:
+    """What a lambda's body calls (names and attribute chains: the modules and functions
+    it runs)."""
+    found: list[Expr] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            callee = expression(call.func)
+            if callee[0] in ("name", "attr") and callee not in found:
+                found.append(callee)
+
+        def visit_Lambda(self, inner: cst.Lambda) -> bool:
+            return False
+
+    node.visit(Calls())
+    return tuple(found)

@@ -1,0 +1,330 @@
+"""Code summaries: what each function of a file binds, builds and returns, in a small form
+the model can evaluate later across files (`ckptlint.model.denotation`).
+
+An expression is kept as a nested tuple (cheap to build, to hash and to write as JSON):
+
+    ("name", id)                         ("attr", expr, attr)
+    ("call", func, (arg...), ((keyword, expr)...))   an arg may be ("star", expr); keyword None: `**expr`
+    ("index", expr, key)                 key: an int or str constant, else None
+    ("seq", (expr...))                   list / tuple / set literal
+    ("dict", ((key, expr)...))           key None: a `**` splat
+    ("or", (expr...))                    ("if", test, then, else)
+    ("const", value)                     ("comp", element, ((pattern, iterable)...))
+    ("?",)                               anything else
+
+A binding target (`pattern`) is a name, an attribute (`self.blocks`), a subscript, or a
+sequence of patterns (`a, (b, *c) = ...`). A function summary lists, flow-insensitively,
+every binding in its body in source order (`x = e`, `for x in e`, `xs.append(e)`,
+`self.add_module(name, e)`), what it returns, and its parameters with their defaults and the
+classes their annotations name. Expressions nested deeper than `MAX_DEPTH` are `("?",)`:
+generated code cannot make a summary large.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ckptlint.model.library import REGISTERING_METHODS
+
+Expr = tuple
+UNKNOWN: Expr = ("?",)
+MAX_DEPTH = 40
+
+# How a binding binds: `=` assigns the value; `for` binds each element of it; `append`
+# (`insert`, `add`) adds the value to the container the pattern names; `extend` (`+=`) adds
+# each element of it.
+ASSIGN, ELEMENTS, ADD, ADD_ELEMENTS = "=", "for", "append", "extend"
+_ADDING_METHODS = {"append": ADD, "insert": ADD, "add": ADD, "appendleft": ADD, "extend": ADD_ELEMENTS}
+# Names an annotation may use around the classes it names.
+_TYPING_WRAPPERS = frozenset(
+    {"Type", "type", "Optional", "Union", "Tuple", "tuple", "List", "list", "Sequence", "Iterable", "Callable",
+     "Dict", "dict", "Any", "ClassVar", "Final", "Annotated"}
+)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    default: Expr | None  # None: no default
+    annotated: tuple[str, ...]  # the classes the annotation names (absolute where resolvable)
+    kind: str  # "positional", "keyword" (keyword-only), "*", "**"
+
+
+@dataclass(frozen=True)
+class Binding:
+    pattern: Expr
+    how: str  # ASSIGN, ELEMENTS, ADD, ADD_ELEMENTS
+    value: Expr
+    line: int
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str  # absolute: `pkg.mod.Class.method`, nested: `pkg.mod.Class.forward.inner`
+    parameters: tuple[Parameter, ...]
+    bindings: tuple[Binding, ...]
+    returns: tuple[Expr, ...]
+    # The callee of every call in the body (not in nested definitions): what the function runs.
+    calls: tuple[Expr, ...] = ()
+    # `self` (a method's first parameter), when the function is a method or nested in one.
+    self_name: str | None = None
+    nested: tuple[str, ...] = ()  # the simple names of the functions defined in its body
+
+    def to_json(self) -> list:
+        return [
+            self.name,
+            [[p.name, p.default, list(p.annotated), p.kind] for p in self.parameters],
+            [[b.pattern, b.how, b.value, b.line] for b in self.bindings],
+            list(self.returns),
+            list(self.calls),
+            self.self_name,
+            list(self.nested),
+        ]
+
+    @classmethod
+    def from_json(cls, data: list) -> FunctionSummary:
+        name, parameters, bindings, returns, calls, self_name, nested = data
+        return cls(
+            name,
+            tuple(Parameter(p[0], frozen(p[1]) if p[1] is not None else None, tuple(p[2]), p[3]) for p in parameters),
+            tuple(Binding(frozen(b[0]), b[1], frozen(b[2]), b[3]) for b in bindings),
+            tuple(frozen(r) for r in returns),
+            tuple(frozen(c) for c in calls),
+            self_name,
+            tuple(nested),
+        )
+
+
+def frozen(value):
+    """JSON lists back to the tuples expressions are made of."""
+    if isinstance(value, list):
+        return tuple(frozen(item) for item in value)
+    return value
+
+
+# --- from `ast` ------------------------------------------------------------------------------
+
+
+def expression(node: ast.AST | None, depth: int = 0) -> Expr:
+    """The summary form of an expression."""
+    if node is None or depth > MAX_DEPTH:
+        return UNKNOWN
+    down = depth + 1
+    if isinstance(node, ast.Name):
+        return ("name", node.id)
+    if isinstance(node, ast.Attribute):
+        return ("attr", expression(node.value, down), node.attr)
+    if isinstance(node, ast.Call):
+        args = tuple(
+            ("star", expression(arg.value, down)) if isinstance(arg, ast.Starred) else expression(arg, down)
+            for arg in node.args
+        )
+        keywords = tuple((k.arg, expression(k.value, down)) for k in node.keywords)
+        return ("call", expression(node.func, down), args, keywords)
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        constant = key.value if isinstance(key, ast.Constant) and isinstance(key.value, (int, str)) else None
+        if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub) and isinstance(key.operand, ast.Constant):
+            constant = -key.operand.value if isinstance(key.operand.value, int) else None
+        return ("index", expression(node.value, down), constant)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return ("seq", tuple(
+            ("star", expression(e.value, down)) if isinstance(e, ast.Starred) else expression(e, down) for e in node.elts
+        ))
+    if isinstance(node, ast.Dict):
+        return ("dict", tuple(
+            (k.value if isinstance(k, ast.Constant) and isinstance(k.value, (str, int)) else None, expression(v, down))
+            for k, v in zip(node.keys, node.values)
+            if k is None or isinstance(k, ast.Constant)
+        ))
+    if isinstance(node, ast.BoolOp):
+        values = tuple(expression(v, down) for v in node.values)
+        return ("or", values) if isinstance(node.op, ast.Or) else values[-1]
+    if isinstance(node, ast.IfExp):
+        return ("if", expression(node.test, down), expression(node.body, down), expression(node.orelse, down))
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float, str))):
+        return ("const", node.value)
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        generators = tuple((pattern(g.target, down), expression(g.iter, down)) for g in node.generators)
+        return ("comp", expression(node.elt, down), generators)
+    if isinstance(node, ast.DictComp):
+        generators = tuple((pattern(g.target, down), expression(g.iter, down)) for g in node.generators)
+        return ("comp", expression(node.value, down), generators)
+    if isinstance(node, ast.Starred):
+        return ("star", expression(node.value, down))
+    if isinstance(node, ast.NamedExpr):
+        return expression(node.value, down)
+    return UNKNOWN
+
+
+def pattern(node: ast.AST, depth: int = 0) -> Expr:
+    if depth > MAX_DEPTH:
+        return UNKNOWN
+    if isinstance(node, ast.Name):
+        return ("name", node.id)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return ("seq", tuple(pattern(e, depth + 1) for e in node.elts))
+    if isinstance(node, ast.Starred):
+        return ("star", pattern(node.value, depth + 1))
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        return expression(node, depth + 1)
+    return UNKNOWN
+
+
+def is_known(expr: Expr) -> bool:
+    """Whether an expression says anything the model can follow (not a bare constant or `?`)."""
+    return expr[0] not in ("?", "const")
+
+
+def summarize(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module,
+    name: str,
+    resolve: Callable[[ast.AST], str | None],
+    *,
+    self_name: str | None = None,
+) -> FunctionSummary | None:
+    """The summary of a function (or of a module's top-level code); None when it binds,
+    returns and calls nothing the model can follow."""
+    parameters: tuple[Parameter, ...] = ()
+    if not isinstance(node, ast.Module):
+        parameters = _parameters(node.args, resolve)
+    bindings: list[Binding] = []
+    returns: list[Expr] = []
+    calls: list[Expr] = []
+    nested: list[str] = []
+    for inner in _own_nodes(node.body):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nested.append(inner.name)
+        elif isinstance(inner, ast.Assign):
+            value = expression(inner.value)
+            if is_known(value):
+                bindings.extend(Binding(pattern(t), ASSIGN, value, inner.lineno) for t in inner.targets)
+        elif isinstance(inner, ast.AnnAssign) and inner.value is not None:
+            value = expression(inner.value)
+            if is_known(value):
+                bindings.append(Binding(pattern(inner.target), ASSIGN, value, inner.lineno))
+        elif isinstance(inner, ast.AugAssign) and isinstance(inner.op, ast.Add):
+            value = expression(inner.value)
+            if is_known(value):
+                bindings.append(Binding(pattern(inner.target), ADD_ELEMENTS, value, inner.lineno))
+        elif isinstance(inner, (ast.For, ast.AsyncFor)):
+            iterable = expression(inner.iter)
+            if is_known(iterable):
+                bindings.append(Binding(pattern(inner.target), ELEMENTS, iterable, inner.lineno))
+        elif isinstance(inner, (ast.With, ast.AsyncWith)):
+            for item in inner.items:
+                if item.optional_vars is not None and is_known(value := expression(item.context_expr)):
+                    bindings.append(Binding(pattern(item.optional_vars), ASSIGN, value, inner.lineno))
+        elif isinstance(inner, ast.Return) and inner.value is not None:
+            value = expression(inner.value)
+            if is_known(value):
+                returns.append(value)
+        elif isinstance(inner, ast.Call):
+            binding = _binding_call(inner, self_name)
+            if binding is not None:
+                bindings.append(binding)
+            callee = expression(inner.func)
+            if _runs_code(callee) and callee not in calls:
+                calls.append(callee)
+    if not (bindings or returns or calls or parameters):
+        return None
+    return FunctionSummary(name, parameters, tuple(bindings), tuple(returns), tuple(calls), self_name, tuple(nested))
+
+
+def _runs_code(callee: Expr) -> bool:
+    """A callee that may run a module or a function of the project: a name or an attribute
+    chain (not `super().__init__`, not a method of a call's result)."""
+    while callee[0] == "attr":
+        callee = callee[1]
+    return callee[0] == "name" and callee[1] not in ("super", "print", "len", "range", "isinstance", "getattr")
+
+
+def _binding_call(call: ast.Call, self_name: str | None) -> Binding | None:
+    """`xs.append(e)`, `self.add_module("name", e)`, `setattr(self, "name", e)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _ADDING_METHODS and call.args:
+        value = call.args[-1] if func.attr == "insert" else call.args[0]
+        return Binding(pattern(func.value), _ADDING_METHODS[func.attr], expression(value), call.lineno)
+    registering = (
+        isinstance(func, ast.Attribute)
+        and func.attr in REGISTERING_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id == self_name
+    )
+    if registering and call.args:
+        if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
+            # `self.add_module(*stage)` with `stage = (name, module)`.
+            return Binding(("child", None), ASSIGN, ("index", expression(call.args[0].value), 1), call.lineno)
+        if len(call.args) >= 2:
+            return Binding(("child", _constant_name(call.args[0])), ASSIGN, expression(call.args[1]), call.lineno)
+    if (
+        isinstance(func, ast.Name)
+        and func.id == "setattr"
+        and len(call.args) == 3
+        and isinstance(call.args[0], ast.Name)
+        and call.args[0].id == self_name
+    ):
+        return Binding(("child", _constant_name(call.args[1])), ASSIGN, expression(call.args[2]), call.lineno)
+    return None
+
+
+def _constant_name(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _parameters(arguments: ast.arguments, resolve: Callable[[ast.AST], str | None]) -> tuple[Parameter, ...]:
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults: list[ast.AST | None] = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    found = [
+        Parameter(a.arg, expression(d) if d is not None else None, annotated_classes(a.annotation, resolve), "positional")
+        for a, d in zip(positional, defaults)
+    ]
+    if arguments.vararg is not None:
+        found.append(Parameter(arguments.vararg.arg, None, (), "*"))
+    found.extend(
+        Parameter(a.arg, expression(d) if d is not None else None, annotated_classes(a.annotation, resolve), "keyword")
+        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)
+    )
+    if arguments.kwarg is not None:
+        found.append(Parameter(arguments.kwarg.arg, None, (), "**"))
+    return tuple(found)
+
+
+def annotated_classes(annotation: ast.AST | None, resolve: Callable[[ast.AST], str | None]) -> tuple[str, ...]:
+    """The classes an annotation names: `Type[BasicBlock]`, `Union[Type[A], Type[B]]`,
+    `Optional[Callable]`, `Tuple[Type[A], ...]`; typing's own names are skipped."""
+    found: list[str] = []
+
+    def visit(node: ast.AST | None) -> None:
+        if isinstance(node, ast.Subscript):
+            visit(node.value)
+            visit(node.slice)
+        elif isinstance(node, ast.Tuple):
+            for element in node.elts:
+                visit(element)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            visit(node.left)
+            visit(node.right)
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            short = node.id if isinstance(node, ast.Name) else node.attr
+            if short not in _TYPING_WRAPPERS and short[:1].isupper():
+                name = resolve(node)
+                if name is not None:
+                    found.append(name)
+
+    visit(annotation)
+    return tuple(dict.fromkeys(found))
+
+
+def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a body, not descending into nested function or class bodies (a nested
+    function is yielded itself), comprehension generators included."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))

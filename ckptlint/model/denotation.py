@@ -1,0 +1,932 @@
+"""What an expression denotes: which module classes a value can be, which modules a module
+holds, which function runs, followed across constructors, builders, helpers and files.
+
+The evaluator reads the function summaries of `ckptlint.model.code` (flow-insensitive: a
+name stands for every value bound to it earlier in the function's text) and yields sets of
+abstract values:
+
+    ClassRef(name, bound)        a class (or `partial(Class, ...)` of it)
+    Instance(cls, arguments)     a module built from a class, with the arguments it was built
+                                 with; `members` for torch's containers (Sequential,
+                                 ModuleList, ModuleDict), in order
+    FunctionRef(name, frame)     a project function or method, with its `self` and closure
+    Sequence(items, elements)    a list or tuple (`items` when its length is known)
+    Mapping(entries)             a dict with constant keys
+    Constant(value)
+
+An empty set means "not known": rules stay silent about what they cannot see. Where the
+code chooses among classes by a value not known here (`a if flag else b`), every choice is
+kept; a constructor argument the caller passes but that cannot be evaluated is unknown, one
+it does not pass (or passes through an opaque `**kwargs`) takes the parameter's default, and
+a parameter without a usable default takes the classes its annotation names
+(`block: Type[BasicBlock]`). Evaluation is memoised, cycles evaluate to nothing, and every
+query has a budget, so no project can make it slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+from ckptlint.model.code import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
+from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, LIBRARY_PREFIXES
+from ckptlint.model.names import module_name
+
+if TYPE_CHECKING:
+    from ckptlint.model.index import ProjectIndex
+
+Arguments = tuple  # ((name, frozenset[Value]), ...), sorted by name
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: object
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    name: str  # absolute
+    bound: Arguments = ()  # `partial(Class, **bound)`
+
+
+@dataclass(frozen=True)
+class Instance:
+    cls: str  # absolute
+    arguments: Arguments = ()  # what the constructor got, by parameter name (or `#0`...)
+    members: tuple[frozenset, ...] | None = None  # torch containers: their members, in order
+    ordered: bool = True  # False: a member came from a `*` splat, positions are not known
+
+    @property
+    def short_name(self) -> str:
+        return self.cls.rsplit(".", 1)[-1]
+
+    def argument(self, name: str, position: int | None = None) -> frozenset | None:
+        for key, values in self.arguments:
+            if key == name or (position is not None and key == f"#{position}"):
+                return values
+        return None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where an expression is evaluated: a function (None: a module's top-level code), the
+    values its parameters and closure are bound to, its `self`, the frame it is nested in."""
+
+    function: str | None
+    module: str
+    arguments: Arguments = ()
+    self_instance: Instance | None = None
+    parent: Frame | None = None
+    locals: Arguments = ()  # comprehension targets
+    before: int | None = None  # only bindings on earlier lines are seen (a binding's own value)
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    name: str  # absolute (for a library function: as imported)
+    frame: Frame | None = None  # a method's `self` / a nested function's closure
+    bound: Arguments = ()  # `partial(function, **bound)`
+    positional: tuple[frozenset, ...] = ()  # `partial(function, *positional)`
+
+
+@dataclass(frozen=True)
+class Lambda:
+    """A lambda written at a checkpoint call: the callees of its body, in its frame."""
+
+    calls: tuple[Expr, ...]
+    frame: Frame
+
+
+@dataclass(frozen=True)
+class Sequence:
+    items: tuple[frozenset, ...] | None  # known positions
+    elements: frozenset  # every element
+
+
+@dataclass(frozen=True)
+class Mapping:
+    entries: tuple[tuple[object, frozenset], ...]
+
+
+Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
+NOTHING: frozenset = frozenset()
+_BUILTINS = frozenset(
+    {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain"}
+)
+_MAX_DEPTH = 24
+_BUDGET = 20_000
+
+
+class OutOfBudget(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Splat:
+    """A `*` argument whose items are not known one by one: the positions after it are not
+    known either."""
+
+    values: frozenset
+
+
+def arguments_of(pairs: Iterable[tuple[str, frozenset]]) -> Arguments:
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+
+
+class Denotation:
+    """Evaluates expressions of the project's code (one per index; memoised)."""
+
+    def __init__(self, index: ProjectIndex) -> None:
+        self.index = index
+        self._memo: dict = {}
+        self._active: set = set()
+        self._depth = 0
+        self._budget = _BUDGET
+        self._summaries: dict[str, dict[str, FunctionSummary]] = {}
+        self._local_bindings: dict[str, dict[str, list[Binding]]] = {}
+        self._modules: dict[str, str] | None = None
+        self._methods_cache: dict[str, list[FunctionSummary]] = {}
+
+    # --- entry points --------------------------------------------------------------------
+
+    def evaluate(self, expr: Expr, frame: Frame) -> frozenset:
+        """The values `expr` may denote in `frame` (empty: not known)."""
+        self._budget = _BUDGET
+        try:
+            return self._eval(expr, frame)
+        except OutOfBudget:
+            return NOTHING
+
+    def frame_of(self, function: str, module: str, self_instance: Instance | None = None) -> Frame:
+        """The frame of a project function, nested functions inside their parents' frames."""
+        parent = None
+        owner, _, _ = function.rpartition(".")
+        if self.summary(owner) is not None and owner != module:
+            parent = self.frame_of(owner, module, self_instance)
+        return Frame(function, module, (), self_instance, parent)
+
+    def instance(self, class_name: str) -> Instance:
+        """An instance of a class built with its constructor's defaults."""
+        found = self.index.class_named(class_name)
+        return Instance(found.name if found is not None else class_name)
+
+    def attribute(self, instance: Instance, name: str) -> frozenset:
+        """The values `instance.<name>` may hold (assigned in any method of its class or its
+        bases; registered with `add_module` / `setattr`; else one of its dynamically named
+        children)."""
+        self._budget = _BUDGET
+        try:
+            return self._attribute(instance, name)
+        except OutOfBudget:
+            return NOTHING
+
+    def children(self, instance: Instance) -> dict[str, frozenset]:
+        """Every attribute of a project class's instance that holds a module, with the
+        module instances (containers flattened); `*` for children registered under
+        computed names."""
+        self._budget = _BUDGET
+        try:
+            return self._children(instance)
+        except OutOfBudget:
+            return {}
+
+    def runs(self, values: Iterable[Value]) -> frozenset:
+        """What calling these values runs: module instances (their forward), and functions
+        with the frames they run in."""
+        self._budget = _BUDGET
+        try:
+            return frozenset(value for value in self._runs(values))
+        except OutOfBudget:
+            return NOTHING
+
+    def callees(self, function: FunctionRef) -> frozenset:
+        """What a function's body calls that the model can follow."""
+        self._budget = _BUDGET
+        summary = self.summary(function.name)
+        if summary is None:
+            return NOTHING
+        frame = self.frame_for(function, summary)
+        found: set = set()
+        try:
+            for callee in summary.calls:
+                found |= self._eval(callee, frame)
+        except OutOfBudget:
+            pass
+        return frozenset(found)
+
+    def lambda_callees(self, value: Lambda) -> frozenset:
+        self._budget = _BUDGET
+        found: set = set()
+        try:
+            for callee in value.calls:
+                found |= self._eval(callee, value.frame)
+        except OutOfBudget:
+            pass
+        return frozenset(found)
+
+    # --- summaries ------------------------------------------------------------------------
+
+    def summary(self, name: str) -> FunctionSummary | None:
+        module = self._module_of(name)
+        if module is None:
+            return None
+        return self._module_summaries(module).get(name)
+
+    def _module_summaries(self, module: str) -> dict[str, FunctionSummary]:
+        found = self._summaries.get(module)
+        if found is None:
+            path = self._modules_by_name().get(module)
+            facts = self.index.files.get(path) if path is not None else None
+            found = {s.name: s for s in facts.summaries} if facts is not None else {}
+            self._summaries[module] = found
+        return found
+
+    def _modules_by_name(self) -> dict[str, str]:
+        if self._modules is None:
+            self._modules = {module_name(path): path for path in self.index.files}
+        return self._modules
+
+    def _module_of(self, name: str) -> str | None:
+        modules = self._modules_by_name()
+        parts = name.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            candidate = ".".join(parts[:end])
+            if candidate in modules:
+                return candidate
+        return None
+
+    def _names(self, module: str) -> dict[str, str]:
+        path = self._modules_by_name().get(module)
+        facts = self.index.files.get(path) if path is not None else None
+        return dict(facts.names) if facts is not None else {}
+
+    def _bindings_of(self, summary: FunctionSummary) -> dict[str, list[Binding]]:
+        """The bindings of a function by the local name they bind."""
+        found = self._local_bindings.get(summary.name)
+        if found is None:
+            found = {}
+            for binding in summary.bindings:
+                for name in _names_in(binding.pattern):
+                    found.setdefault(name, []).append(binding)
+            self._local_bindings[summary.name] = found
+        return found
+
+    # --- evaluation ------------------------------------------------------------------------
+
+    def _eval(self, expr: Expr, frame: Frame) -> frozenset:
+        key = (expr, frame)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if key in self._active or self._depth > _MAX_DEPTH:
+            return NOTHING
+        self._budget -= 1
+        if self._budget < 0:
+            raise OutOfBudget
+        self._active.add(key)
+        self._depth += 1
+        try:
+            result = frozenset(self._evaluate(expr, frame))
+        finally:
+            self._depth -= 1
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _evaluate(self, expr: Expr, frame: Frame) -> Iterable[Value]:
+        tag = expr[0]
+        if tag == "name":
+            return self._name(expr[1], frame)
+        if tag == "attr":
+            dotted = self._global_dotted(expr, frame)
+            if dotted is not None:
+                return self._absolute(dotted)
+            found: set = set()
+            for value in self._eval(expr[1], frame):
+                found |= self._attribute_of(value, expr[2])
+            return found
+        if tag == "call":
+            return self._call(expr, frame)
+        if tag == "index":
+            return self._index(self._eval(expr[1], frame), expr[2])
+        if tag == "seq":
+            return {self._sequence(expr[1], frame)}
+        if tag == "dict":
+            return {self._mapping(expr[1], frame)}
+        if tag == "or":
+            found = set()
+            for part in expr[1]:
+                values = self._eval(part, frame)
+                found |= {v for v in values if not _falsy(v)}
+                if values and not any(_falsy(v) for v in values):
+                    break  # `a or b` with `a` always set: never `b`
+            return found
+        if tag == "if":
+            test = self._eval(expr[1], frame)
+            if len(test) == 1 and isinstance(next(iter(test)), Constant):
+                return self._eval(expr[2] if next(iter(test)).value else expr[3], frame)
+            return self._eval(expr[2], frame) | self._eval(expr[3], frame)
+        if tag == "const":
+            return {Constant(expr[1])}
+        if tag == "comp":
+            return {Sequence(None, frozenset(self._comprehension(expr[1], expr[2], frame)))}
+        if tag == "lambda":
+            return {Lambda(expr[1], frame)}
+        return ()
+
+    def _name(self, name: str, frame: Frame) -> Iterable[Value]:
+        for local, values in frame.locals:
+            if local == name:
+                return values
+        summary = self.summary(frame.function) if frame.function is not None else None
+        if summary is None:
+            return self._global(name, frame.module, frame.before)
+        if name == summary.self_name and frame.self_instance is not None:
+            return {frame.self_instance}
+        parameter = next((p for p in summary.parameters if p.name == name), None)
+        found: set = set()
+        if parameter is not None:
+            bound = next((values for key, values in frame.arguments if key == name), None)
+            if bound is not None:
+                # Passed but not known: what the annotation says it is.
+                found |= bound if bound else self._annotated(parameter)
+            elif parameter.kind not in ("*", "**"):
+                found |= self._default(parameter, frame)
+        bindings = self._bindings_of(summary).get(name)
+        if bindings:
+            for binding in bindings:
+                if frame.before is None or binding.line < frame.before:
+                    found |= self._bound_by(binding, name, frame)
+        if parameter is not None or bindings:
+            return found
+        if name in summary.nested:
+            return {FunctionRef(f"{summary.name}.{name}", frame)}
+        if frame.parent is not None:
+            return self._name(name, frame.parent)
+        return self._global(name, frame.module, None)
+
+    def _default(self, parameter, frame: Frame) -> set:
+        """A parameter nothing was passed for: its default, else (or when the default is
+        None) the classes its annotation names."""
+        found: set = set()
+        if parameter.default is not None:
+            found |= self._eval(parameter.default, Frame(None, frame.module))
+        if not any(not _falsy(v) for v in found):
+            found |= self._annotated(parameter)
+        return found
+
+    def _annotated(self, parameter) -> set:
+        """The classes a parameter's annotation names, as the classes themselves and as a
+        collection of them (`Tuple[Type[A], ...]` is iterated, `Type[A]` is called)."""
+        classes: set = set()
+        for name in parameter.annotated:
+            if name not in _GENERIC_ANNOTATIONS:
+                classes |= {v for v in self._absolute(name) if isinstance(v, ClassRef)}
+        return classes | {Sequence(None, frozenset(classes))} if classes else set()
+
+    def _bound_by(self, binding: Binding, name: str, frame: Frame) -> set:
+        """What `binding` binds `name` to (a binding's own value sees only earlier lines)."""
+        own = Frame(frame.function, frame.module, frame.arguments, frame.self_instance, frame.parent, frame.locals,
+                    binding.line)
+        values = self._eval(binding.value, own)
+        if binding.how == ELEMENTS:
+            values = self._elements(values)
+        if binding.how in (ADD, ADD_ELEMENTS):
+            if binding.pattern != ("name", name):
+                return set()
+            added = values if binding.how == ADD else self._elements(values)
+            return {Sequence(None, frozenset(added))}
+        return set(_destructure(values, binding.pattern, name, self._elements))
+
+    def _global(self, name: str, module: str, before: int | None) -> Iterable[Value]:
+        absolute = self._names(module).get(name)
+        if absolute is not None:
+            return self._absolute(absolute)
+        if name in _BUILTINS:
+            return {FunctionRef(f"builtins.{name}")}
+        return ()
+
+    def _global_dotted(self, expr: Expr, frame: Frame) -> str | None:
+        """`nn.BatchNorm2d`, `layers.Block`: an attribute chain on an imported or top-level
+        name, as one absolute name."""
+        parts: list[str] = []
+        while expr[0] == "attr":
+            parts.append(expr[2])
+            expr = expr[1]
+        if expr[0] != "name" or self._is_local(expr[1], frame):
+            return None
+        absolute = self._names(frame.module).get(expr[1])
+        if absolute is None:
+            return None
+        return ".".join([absolute, *reversed(parts)])
+
+    def _is_local(self, name: str, frame: Frame | None) -> bool:
+        while frame is not None:
+            if any(local == name for local, _ in frame.locals) or any(bound == name for bound, _ in frame.arguments):
+                return True
+            summary = self.summary(frame.function) if frame.function is not None else None
+            if summary is not None and (
+                name == summary.self_name
+                or name in summary.nested
+                or any(p.name == name for p in summary.parameters)
+                or name in self._bindings_of(summary)
+            ):
+                return True
+            frame = frame.parent
+        return False
+
+    def _absolute(self, name: str) -> Iterable[Value]:
+        """A name as imported: a class or function of the project (in any file), a
+        module-level variable of the project, or a library name."""
+        found = self.index.class_named(name)
+        if found is not None:
+            return {ClassRef(found.name)}
+        if self.summary(name) is not None:
+            return {FunctionRef(name)}
+        module, _, variable = name.rpartition(".")
+        if module in self._modules_by_name():
+            summary = self._module_summaries(module).get(f"{module}.<module>")
+            if summary is not None and variable in self._bindings_of(summary):
+                return self._name(variable, Frame(summary.name, module))
+            return ()
+        if self._module_of(name) is not None:
+            return ()  # a project module's name that the index does not know
+        short = name.rsplit(".", 1)[-1]
+        return {ClassRef(name)} if short[:1].isupper() else {FunctionRef(name)}
+
+    # --- calls -----------------------------------------------------------------------------
+
+    def _call(self, expr: Expr, frame: Frame) -> set:
+        _, func, args, keywords = expr
+        positional: list[frozenset | Splat] = []
+        for arg in args:
+            if arg[0] == "star":
+                values = self._eval(arg[1], frame)
+                items = self._sequence_items(values)
+                positional.extend(items) if items else positional.append(Splat(values))
+            else:
+                positional.append(self._eval(arg, frame))
+        named: dict[str, frozenset] = {}
+        opaque = False  # a `**` splat whose keys are not known
+        for name, value in keywords:
+            values = self._eval(value, frame)
+            if name is not None:
+                named[name] = values
+                continue
+            mappings = [v for v in values if isinstance(v, Mapping)]
+            opaque = opaque or not mappings or len(mappings) != len(values)
+            for mapping in mappings:
+                for key, entry in mapping.entries:
+                    if isinstance(key, str):
+                        named[key] = named.get(key, NOTHING) | entry
+        if func[0] == "attr" and self._global_dotted(func, frame) is None:
+            receivers = self._eval(func[1], frame)
+            return self._method_call(receivers, func[2], positional, named, opaque)
+        found: set = set()
+        for callee in self._eval(func, frame):
+            found |= self._invoke(callee, positional, named, opaque)
+        return found
+
+    def _invoke(self, callee: Value, positional: list, named: dict, opaque: bool) -> set:
+        if isinstance(callee, ClassRef):
+            return {self._construct(callee, positional, named, opaque)}
+        if isinstance(callee, FunctionRef):
+            summary = self.summary(callee.name)
+            if summary is not None:
+                positional = [*callee.positional, *positional]
+                named = {**dict(callee.bound), **named}
+                return self._returns(summary, callee, positional, named, opaque)
+            return self._library_function(callee, positional, named)
+        return set()
+
+    def _construct(self, cls: ClassRef, positional: list, named: dict, opaque: bool) -> Instance:
+        named = {**dict(cls.bound), **named}
+        facts = self.index.class_named(cls.name)
+        if facts is None:
+            if cls.name.rsplit(".", 1)[-1] in CONTAINER_MODULES and cls.name.startswith("torch."):
+                members = self._container_members(positional, named)
+                return Instance(cls.name, (), members, not any(isinstance(v, Splat) for v in positional))
+            constants = [
+                (f"#{i}", v) for i, v in enumerate(positional)
+                if not isinstance(v, Splat) and v and all(isinstance(c, Constant) for c in v)
+            ]
+            constants += [(k, v) for k, v in named.items() if v and all(isinstance(c, Constant) for c in v)]
+            return Instance(cls.name, arguments_of(constants))
+        init = self._method(facts.name, "__init__")
+        if init is None:
+            return Instance(facts.name)
+        return Instance(facts.name, self._match(init, positional, named, opaque, skip_self=True))
+
+    def _returns(self, summary: FunctionSummary, callee: FunctionRef, positional: list, named: dict, opaque: bool) -> set:
+        bound = callee.frame.self_instance is not None if callee.frame is not None else False
+        arguments = self._match(summary, positional, named, opaque, skip_self=bound or summary.self_name is not None)
+        frame = Frame(
+            summary.name,
+            self._module_of(summary.name) or "",
+            arguments,
+            callee.frame.self_instance if callee.frame is not None else None,
+            callee.frame if callee.frame is not None and callee.frame.function != summary.name else None,
+        )
+        found: set = set()
+        for returned in summary.returns:
+            found |= self._eval(returned, frame)
+        return found
+
+    def _match(self, summary: FunctionSummary, positional: list, named: dict, opaque: bool, *, skip_self: bool) -> Arguments:
+        """The arguments of a call by parameter name. After a `*` splat positions are not
+        known: the parameters from there on are unknown (an empty set)."""
+        parameters = list(summary.parameters)
+        if skip_self and parameters and parameters[0].kind == "positional" and parameters[0].name == summary.self_name:
+            parameters = parameters[1:]
+        slots = [p for p in parameters if p.kind == "positional"]
+        found: dict[str, frozenset] = {}
+        extra: list[frozenset] = []
+        unknown_from = None
+        for position, values in enumerate(positional):
+            if isinstance(values, Splat):
+                unknown_from = position
+                break
+            if position < len(slots):
+                found[slots[position].name] = values
+            else:
+                extra.append(values)
+        if unknown_from is not None:
+            for slot in slots[unknown_from:]:
+                found.setdefault(slot.name, NOTHING)
+        for name, values in named.items():
+            if any(p.name == name and p.kind != "*" for p in parameters):
+                found[name] = values
+        star = next((p for p in parameters if p.kind == "*"), None)
+        if star is not None and extra:
+            found[star.name] = frozenset({Sequence(tuple(extra), frozenset().union(*extra))})
+        double_star = next((p for p in parameters if p.kind == "**"), None)
+        if double_star is not None:
+            rest = [(k, v) for k, v in named.items() if not any(p.name == k for p in parameters)]
+            if not opaque:
+                found[double_star.name] = frozenset({Mapping(tuple(rest))})
+        return arguments_of(found.items())
+
+    def _method_call(self, receivers: frozenset, method: str, positional: list, named: dict, opaque: bool) -> set:
+        found: set = set()
+        for receiver in receivers:
+            if isinstance(receiver, Instance):
+                if method in CHILDREN_METHODS:
+                    children = [v for values in self._children(receiver).values() for v in values]
+                    if method.startswith("named"):
+                        found.add(Sequence(None, frozenset(Sequence((NOTHING, frozenset({c})), frozenset({c})) for c in children)))
+                    else:
+                        found.add(Sequence(None, frozenset(children)))
+                    continue
+                if receiver.members is not None and method in ("values", "children", "modules"):
+                    found.add(Sequence(None, frozenset().union(*receiver.members) if receiver.members else NOTHING))
+                    continue
+                summary = self._method(receiver.cls, method)
+                if summary is not None:
+                    found |= self._returns(summary, FunctionRef(summary.name, Frame(summary.name, "", (), receiver)),
+                                           positional, named, opaque)
+            elif isinstance(receiver, Mapping):
+                if method == "values":
+                    found.add(Sequence(None, frozenset().union(*(v for _, v in receiver.entries)) if receiver.entries else NOTHING))
+                elif method == "items":
+                    found.add(Sequence(None, frozenset(
+                        Sequence((frozenset({Constant(k)}), v), frozenset({Constant(k)}) | v) for k, v in receiver.entries
+                    )))
+                elif method == "get" and positional and not isinstance(positional[0], Splat):
+                    keys = {c.value for c in positional[0] if isinstance(c, Constant)}
+                    hits = [v for k, v in receiver.entries if not keys or k in keys]
+                    if hits:
+                        found |= frozenset().union(*hits)
+                    elif len(positional) > 1 and not isinstance(positional[1], Splat):
+                        found |= positional[1]
+            elif isinstance(receiver, Sequence) and method == "copy":
+                found.add(receiver)
+            elif isinstance(receiver, ClassRef) and self.index.class_named(receiver.name) is not None:
+                summary = self._method(receiver.name, method)
+                if summary is not None:  # a classmethod / staticmethod factory
+                    found |= self._returns(summary, FunctionRef(summary.name), positional, named, opaque)
+        return found
+
+    def _library_function(self, callee: FunctionRef, positional: list, named: dict) -> set:
+        name = callee.name
+        short = name.rsplit(".", 1)[-1]
+        known = [v for v in positional if not isinstance(v, Splat)]
+        if name == "functools.partial" and known:
+            found: set = set()
+            for target in known[0]:
+                bound = arguments_of({**dict(getattr(target, "bound", ())), **named}.items())
+                if isinstance(target, ClassRef):
+                    found.add(ClassRef(target.name, bound))
+                elif isinstance(target, FunctionRef):
+                    found.add(FunctionRef(target.name, target.frame, bound, (*target.positional, *known[1:])))
+            return found
+        if name.startswith("builtins.") or name in ("itertools.chain", "itertools.chain.from_iterable"):
+            if short == "dict":
+                entries = [(k, v) for k, v in named.items()]
+                for mapping in (known[0] if known else ()):
+                    if isinstance(mapping, Mapping):
+                        entries = [*mapping.entries, *entries]
+                return {Mapping(tuple(entries))}
+            if short in ("list", "tuple", "set", "reversed", "sorted", "iter") and known:
+                return {Sequence(None, frozenset(self._elements(known[0])))}
+            if short == "filter" and len(known) >= 2:
+                return {Sequence(None, frozenset(self._elements(known[1])))}
+            if short == "chain":
+                return {Sequence(None, frozenset(self._elements(frozenset().union(*known)) if known else ()))}
+            if short == "zip" and known:
+                columns = [frozenset(self._elements(values)) for values in known]
+                return {Sequence(None, frozenset({Sequence(tuple(columns), frozenset().union(*columns))}))}
+            if short == "enumerate" and known:
+                elements = frozenset(self._elements(known[0]))
+                return {Sequence(None, frozenset({Sequence((NOTHING, elements), elements)}))}
+            if short == "getattr" and len(known) >= 2:
+                names = {c.value for c in known[1] if isinstance(c, Constant) and isinstance(c.value, str)}
+                found = set()
+                for receiver in known[0]:
+                    for attribute in names or {None}:
+                        found |= self._attribute_of(receiver, attribute)
+                return found
+        return set()
+
+    def _container_members(self, positional: list, named: dict) -> tuple[frozenset, ...]:
+        """`Sequential(a, b)`, `Sequential(*blocks)`, `ModuleList(blocks)`, `ModuleDict({...})`,
+        `Sequential(OrderedDict([(name, module), ...]))`."""
+        members: list[frozenset] = []
+        for values in positional:
+            if isinstance(values, Splat):
+                elements = frozenset(_flatten_modules(self._elements(values.values), self._elements))
+                if elements:
+                    members.append(elements)  # `Sequential(*blocks)`: positions not known
+                continue
+            modules = {v for v in values if isinstance(v, Instance)}
+            if modules:
+                members.append(frozenset(modules))
+                continue
+            for element in self._elements(values):
+                if isinstance(element, Sequence) and element.items is not None and len(element.items) == 2:
+                    members.append(element.items[1])  # (name, module) pairs
+                elif isinstance(element, Instance):
+                    members.append(frozenset({element}))
+        for values in named.values():
+            members.append(frozenset(v for v in values if isinstance(v, Instance)))
+        return tuple(m for m in members if m)
+
+    # --- attributes and containers ---------------------------------------------------------------
+
+    def _method(self, class_name: str, method: str) -> FunctionSummary | None:
+        for ancestor in self.index.ancestors(class_name):
+            summary = self.summary(f"{ancestor}.{method}")
+            if summary is not None:
+                return summary
+        return None
+
+    def _class_methods(self, class_name: str) -> list[FunctionSummary]:
+        """Every summarised method of a class and its project bases (nearest first)."""
+        found = self._methods_cache.get(class_name)
+        if found is None:
+            found = []
+            for ancestor in self.index.ancestors(class_name):
+                module = self._module_of(ancestor)
+                if module is None:
+                    continue
+                prefix = f"{ancestor}."
+                found.extend(
+                    summary
+                    for name, summary in self._module_summaries(module).items()
+                    if name.startswith(prefix) and "." not in name[len(prefix):]
+                )
+            self._methods_cache[class_name] = found
+        return found
+
+    def _attribute_of(self, value: Value, name: str | None) -> set:
+        if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
+            if name is None:  # `getattr(self, name)`: any of its children
+                return {v for values in self._children(value).values() for v in values}
+            return set(self._attribute(value, name))
+        return set()
+
+    def _attribute(self, instance: Instance, name: str) -> frozenset:
+        key = ("attribute", instance, name)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if key in self._active:
+            return NOTHING
+        self._active.add(key)
+        try:
+            found: set = set()
+            registered = False
+            for summary in self._class_methods(instance.cls):
+                arguments = instance.arguments if summary.name.endswith(".__init__") else ()
+                frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
+                for binding in summary.bindings:
+                    target = binding.pattern
+                    if target == ("attr", ("name", summary.self_name), name) or target == ("child", name):
+                        registered = True
+                        found |= self._binding_values(binding, frame)
+            if not registered:
+                method = self._method(instance.cls, name)
+                if method is not None:  # a bound method
+                    found.add(FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), instance)))
+                else:
+                    found |= self._dynamic_children(instance)
+        finally:
+            self._active.discard(key)
+        result = frozenset(found)
+        self._memo[key] = result
+        return result
+
+    def _binding_values(self, binding: Binding, frame: Frame) -> set:
+        values = self._eval(binding.value, frame)
+        if binding.how == ASSIGN:
+            return set(values)
+        if binding.how == ELEMENTS:
+            return set(self._elements(values))
+        added = values if binding.how == ADD else frozenset(self._elements(values))
+        return {Sequence(None, frozenset(added))}
+
+    def _dynamic_children(self, instance: Instance) -> frozenset:
+        """Children registered under names computed at run time (`add_module(f"layer{i}", m)`)."""
+        found: set = set()
+        for summary in self._class_methods(instance.cls):
+            arguments = instance.arguments if summary.name.endswith(".__init__") else ()
+            frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
+            for binding in summary.bindings:
+                if binding.pattern == ("child", None):
+                    found |= self._binding_values(binding, frame)
+        return frozenset(_flatten_modules(found, self._elements))
+
+    def _children(self, instance: Instance) -> dict[str, frozenset]:
+        if instance.members is not None:
+            return {str(i): members for i, members in enumerate(instance.members)}
+        if self.index.class_named(instance.cls) is None:
+            return {}
+        names: list[str] = []
+        for summary in self._class_methods(instance.cls):
+            for binding in summary.bindings:
+                target = binding.pattern
+                if target[0] == "attr" and target[1] == ("name", summary.self_name):
+                    names.append(target[2])
+                elif target[0] == "child" and target[1] is not None:
+                    names.append(target[1])
+        found: dict[str, frozenset] = {}
+        for name in dict.fromkeys(names):
+            modules = frozenset(_flatten_modules(self._attribute(instance, name), self._elements))
+            if modules:
+                found[name] = modules
+        dynamic = self._dynamic_children(instance)
+        if dynamic:
+            found["*"] = dynamic
+        return found
+
+    def _index(self, values: frozenset, key) -> set:
+        found: set = set()
+        for value in values:
+            if isinstance(value, Sequence):
+                if value.items is not None and isinstance(key, int) and -len(value.items) <= key < len(value.items):
+                    found |= value.items[key]
+                else:
+                    found |= value.elements
+            elif isinstance(value, Mapping):
+                hits = [v for k, v in value.entries if key is None or k == key]
+                for hit in hits:
+                    found |= hit
+            elif isinstance(value, Instance) and value.members is not None:
+                if isinstance(key, int) and -len(value.members) <= key < len(value.members):
+                    found |= value.members[key]
+                else:
+                    found |= frozenset().union(*value.members) if value.members else NOTHING
+        return found
+
+    def _elements(self, values: Iterable[Value]) -> frozenset:
+        found: set = set()
+        for value in values:
+            if isinstance(value, Sequence):
+                found |= value.elements
+            elif isinstance(value, Mapping):
+                found |= {Constant(k) for k, _ in value.entries}
+            elif isinstance(value, Instance) and value.members is not None:
+                for members in value.members:
+                    found |= members
+        return frozenset(found)
+
+    def _sequence_items(self, values: frozenset) -> list[frozenset]:
+        """The items a `*` splat of these values passes, when their number is known."""
+        if len(values) == 1:
+            value = next(iter(values))
+            if isinstance(value, Sequence) and value.items is not None:
+                return list(value.items)
+        return []
+
+    def _sequence(self, items: tuple, frame: Frame) -> Sequence:
+        known: list[frozenset] = []
+        every: set = set()
+        exact = True
+        for item in items:
+            if item[0] == "star":
+                exact = False
+                every |= self._elements(self._eval(item[1], frame))
+            else:
+                values = self._eval(item, frame)
+                known.append(values)
+                every |= values
+        return Sequence(tuple(known) if exact else None, frozenset(every))
+
+    def _mapping(self, entries: tuple, frame: Frame) -> Mapping:
+        found: list = []
+        for key, value in entries:
+            values = self._eval(value, frame)
+            if key is None:
+                for mapping in values:
+                    if isinstance(mapping, Mapping):
+                        found.extend(mapping.entries)
+            else:
+                found.append((key, values))
+        return Mapping(tuple(found))
+
+    def _comprehension(self, element: Expr, generators: tuple, frame: Frame) -> frozenset:
+        if not generators:
+            return self._eval(element, frame)
+        (target, iterable), rest = generators[0], generators[1:]
+        values = self._elements(self._eval(iterable, frame))
+        bound = [(name, frozenset(_destructure(values, target, name, self._elements))) for name in _names_in(target)]
+        inner = Frame(frame.function, frame.module, frame.arguments, frame.self_instance, frame.parent,
+                      arguments_of([*frame.locals, *bound]), frame.before)
+        return self._comprehension(element, rest, inner)
+
+    # --- what a region runs ----------------------------------------------------------------------
+
+    def _runs(self, values: Iterable[Value], depth: int = 0) -> Iterator[Value]:
+        for value in values:
+            if isinstance(value, (Instance, FunctionRef, Lambda)):
+                yield value
+            elif isinstance(value, Sequence) and depth < 4:
+                yield from self._runs(value.elements, depth + 1)
+
+    def frame_for(self, function: FunctionRef, summary: FunctionSummary) -> Frame:
+        """The frame a function runs in: its own closure frame, or a new one."""
+        if function.frame is not None and function.frame.function == summary.name:
+            return function.frame
+        module = self._module_of(summary.name) or ""
+        self_instance = function.frame.self_instance if function.frame is not None else None
+        return Frame(summary.name, module, function.bound, self_instance, function.frame)
+
+
+_GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
+
+
+def _falsy(value: Value) -> bool:
+    return isinstance(value, Constant) and not value.value
+
+
+def _names_in(target: Expr) -> Iterator[str]:
+    if target[0] == "name":
+        yield target[1]
+    elif target[0] == "seq":
+        for item in target[1]:
+            yield from _names_in(item)
+    elif target[0] == "star":
+        yield from _names_in(target[1])
+
+
+def _destructure(values: Iterable[Value], target: Expr, name: str, elements) -> Iterator[Value]:
+    """The values `name` gets when `values` are unpacked into `target`."""
+    if target[0] == "name":
+        if target[1] == name:
+            yield from values
+        return
+    if target[0] == "star":
+        yield Sequence(None, frozenset(elements(values)))
+        return
+    if target[0] != "seq":
+        return
+    items = target[1]
+    position = next((i for i, item in enumerate(items) if name in set(_names_in(item))), None)
+    if position is None:
+        return
+    starred = any(item[0] == "star" for item in items)
+    for value in values:
+        if isinstance(value, Sequence) and value.items is not None and not starred and len(value.items) == len(items):
+            yield from _destructure(value.items[position], items[position], name, elements)
+        else:
+            yield from _destructure(elements((value,)), items[position], name, elements)
+
+
+def _flatten_modules(values: Iterable[Value], elements) -> Iterator[Instance]:
+    """The module instances among values: containers of them (lists, dicts) unpacked."""
+    pending = list(values)
+    seen: set = set()
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value, Instance):
+            yield value
+        elif isinstance(value, (Sequence, Mapping)):
+            pending.extend(elements((value,)) if isinstance(value, Sequence) else
+                           [v for _, vs in value.entries for v in vs])
+
+
+def is_project_name(name: str) -> bool:
+    return not name.startswith(LIBRARY_PREFIXES)
