@@ -34,7 +34,6 @@ from ckptlint.model.library import (
     CHECKPOINT_IMPL_REENTRANT,
     CHECKPOINT_WRAPPER,
     COMPOSABLE_CHECKPOINT,
-    CONTAINER_MODULES,
     CONTAINER_MUTATORS,
     FSDP1,
     FSDP2,
@@ -43,9 +42,7 @@ from ckptlint.model.library import (
     LIGHTNING_ENTRY_POINTS,
     LIGHTNING_FSDP_STRATEGY,
     LIGHTNING_PACKAGES,
-    NORMS_WITH_RUNNING_STATS,
     RANDOM_FUNCTIONS,
-    RANDOM_MODULES,
     SAME_MODEL_FUNCTIONS,
     SAME_MODEL_METHODS,
     TORCH_CHECKPOINT_FUNCTIONS,
@@ -214,9 +211,7 @@ class _Extractor:
                         qualified,
                         node.lineno,
                         tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases),
-                        self._modules_of(node),
                         self._methods_of(node),
-                        self._sequences_of(node),
                     )
                 )
                 self._function(qualified, (), node.body, enclosing_class=qualified)
@@ -349,68 +344,6 @@ class _Extractor:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg))
 
     # class summaries -------------------------------------------------------------------
-
-    def _modules_of(self, node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        found: dict[str, list[str]] = {}
-        for method in node.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for statement in ast.walk(method):
-                if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
-                    continue
-                target = statement.targets[0]
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                    classes = self._constructed(statement.value)
-                    if classes:
-                        found.setdefault(target.attr, []).extend(classes)
-        return tuple((attr, tuple(dict.fromkeys(classes))) for attr, classes in sorted(found.items()))
-
-    def _sequences_of(self, node: ast.ClassDef) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
-        found: dict[str, tuple[tuple[str, ...], ...] | None] = {}
-        for method in node.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for statement in ast.walk(method):
-                if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
-                    continue
-                target, value = statement.targets[0], statement.value
-                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
-                    continue
-                name = (self.resolve(value.func) or _dotted(value.func)) if isinstance(value, ast.Call) else None
-                literal = (
-                    name is not None
-                    and name.rsplit(".", 1)[-1] == "Sequential"
-                    and not value.keywords
-                    and not any(isinstance(arg, ast.Starred) for arg in value.args)
-                )
-                # Assigned twice, or not member by member: the order is not known.
-                found[target.attr] = (
-                    tuple(tuple(self._constructed(arg)) for arg in value.args)
-                    if literal and target.attr not in found
-                    else None
-                )
-        return tuple((attr, members) for attr, members in sorted(found.items()) if members is not None)
-
-    def _constructed(self, value: ast.AST) -> list[str]:
-        """The module classes a value builds: `Cls(...)`, and the members of containers."""
-        if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
-            return self._constructed(value.elt)
-        if isinstance(value, (ast.List, ast.Tuple)):
-            return [c for element in value.elts for c in self._constructed(element)]
-        if isinstance(value, ast.Starred):
-            return self._constructed(value.value)
-        if not isinstance(value, ast.Call):
-            return []
-        name = self.resolve(value.func) or _dotted(value.func)
-        if name is None:
-            return []
-        if name.rsplit(".", 1)[-1] in CONTAINER_MODULES:
-            return [c for arg in value.args for c in self._constructed(arg)]
-        if name in RANDOM_MODULES and _inactive_dropout(value):
-            return []
-        if name in NORMS_WITH_RUNNING_STATS and not _tracks_running_stats(name, value):
-            return []
-        return [name]
 
     def _methods_of(self, node: ast.ClassDef) -> tuple[MethodFacts, ...]:
         # Only classes whose text can matter to a region are summarised method by method.
@@ -551,17 +484,6 @@ class _Extractor:
         return [resolved] if resolved is not None else []
 
 
-def _tracks_running_stats(name: str, call: ast.Call) -> bool:
-    """BatchNorm tracks by default, InstanceNorm does not; `track_running_stats=` decides."""
-    value = _keyword(call, "track_running_stats")
-    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
-        return value.value
-    if value is not None:
-        return True  # not known: counted, as the default of BatchNorm
-    return "InstanceNorm" not in name
-
-
-
 _REGION_WORDS = (
     "checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(",
     "self.", "global ", "nonlocal ",
@@ -669,12 +591,6 @@ def _first(call: ast.Call) -> ast.AST | None:
 
 def _is_false(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
-
-
-def _inactive_dropout(call: ast.Call) -> bool:
-    """`nn.Dropout(0.0)` / `nn.Dropout(p=0)`: no randomness."""
-    probability = _keyword(call, "p") or (call.args[0] if call.args else None)
-    return _is_zero(probability)
 
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

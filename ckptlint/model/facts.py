@@ -84,14 +84,7 @@ class ClassFacts:
     name: str  # absolute
     line: int
     bases: tuple[str, ...]  # absolute where resolvable, else as written
-    # `self.<attr> = Cls(...)` (also the members of `nn.Sequential(...)` / `nn.ModuleList(...)`),
-    # by attribute: the classes it holds, absolute where resolvable.
-    modules: tuple[tuple[str, tuple[str, ...]], ...] = ()
     methods: tuple[MethodFacts, ...] = ()
-    # `self.<attr> = nn.Sequential(m0, m1, ...)` written member by member: per attribute, the
-    # classes of each member in order (for `checkpoint_sequential`, whose last segment runs
-    # without checkpointing).
-    sequences: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,10 +122,9 @@ class FileFacts:
             "module": self.module,
             "fsdp": [[u.kind.value, u.path, u.line] for u in self.fsdp],
             "classes": [
-                [c.name, c.line, list(c.bases), [[a, list(k)] for a, k in c.modules],
+                [c.name, c.line, list(c.bases),
                  [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations)]
-                  for m in c.methods],
-                 [[a, [list(member) for member in members]] for a, members in c.sequences]]
+                  for m in c.methods]]
                 for c in self.classes
             ],
             "functions": [
@@ -154,14 +146,12 @@ class FileFacts:
                     name,
                     line,
                     tuple(bases),
-                    tuple((attr, tuple(classes)) for attr, classes in modules),
                     tuple(
                         MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]))
                         for m in methods
                     ),
-                    tuple((attr, tuple(tuple(member) for member in members)) for attr, members in sequences),
                 )
-                for name, line, bases, modules, methods, sequences in data["classes"]
+                for name, line, bases, methods in data["classes"]
             ),
             functions=tuple(
                 FunctionFacts(name, tuple(parameters), tuple(_event_from_json(e) for e in events))

@@ -24,7 +24,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
-from ckptlint.model.library import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.library import TRAINING_ARGUMENTS_CLASSES
 
 def _parameter_events(function: FunctionFacts) -> tuple:
     """The events of a function that concern its parameters (and names bound from them)."""
@@ -240,39 +240,6 @@ class ProjectIndex:
                 return path, wrapped
         return None
 
-    def class_modules(self, name: str) -> dict[str, tuple[str, ...]]:
-        """A class's module attributes, its bases' included (its own win)."""
-        found: dict[str, tuple[str, ...]] = {}
-        for ancestor in reversed(self.ancestors(name)):
-            facts = self.class_named(ancestor)
-            if facts is not None:
-                found.update(dict(facts.modules))
-        return found
-
-    def class_sequence(self, name: str, attribute: str) -> tuple[tuple[str, ...], ...] | None:
-        """The members of `self.<attribute> = nn.Sequential(...)` in order, each as the classes
-        it builds, when the class (or a base) writes it member by member."""
-        for ancestor in self.ancestors(name):
-            facts = self.class_named(ancestor)
-            if facts is not None and any(attr == attribute for attr, _ in facts.modules):
-                return dict(facts.sequences).get(attribute)
-        return None
-
-    def _evaluated_in_forward(self, name: str) -> set[str]:
-        """Module attributes the methods `forward` reaches put in eval mode."""
-        evaluated: set[str] = set()
-        pending, seen = ["forward"], set()
-        while pending:
-            method_name = pending.pop()
-            if method_name in seen:
-                continue
-            seen.add(method_name)
-            method = self.class_method(name, method_name)
-            if method is not None:
-                evaluated.update(method.evaluated)
-                pending.extend(method.methods)
-        return evaluated
-
     def class_method(self, name: str, method: str) -> MethodFacts | None:
         for ancestor in self.ancestors(name):
             facts = self.class_named(ancestor)
@@ -280,51 +247,6 @@ class ProjectIndex:
                 if candidate.name == method:
                     return candidate
         return None
-
-    def randomness(self, name: str, extra_random: frozenset[str] = frozenset()) -> tuple[str, ...]:
-        """Where instances of a class draw random numbers in training, as paths
-        (`Block.attn -> Attention.dropout -> (torch.nn.Dropout)`); transitive over its module
-        attributes and bases, memoised."""
-        return self._paths(name, RANDOM_MODULES | extra_random, with_random_calls=True)
-
-    def running_stats(self, name: str, extra_stateful: frozenset[str] = frozenset()) -> tuple[str, ...]:
-        """Paths to the BatchNorm-like modules (running statistics updated in training) an
-        instance of a class holds."""
-        return self._paths(name, NORMS_WITH_RUNNING_STATS | extra_stateful, with_random_calls=False)
-
-    def _paths(self, name: str, leaves: frozenset[str], *, with_random_calls: bool) -> tuple[str, ...]:
-        key = (name, leaves, with_random_calls)
-        if key in self._randomness:
-            return self._randomness[key]
-        self._randomness[key] = ()  # a cycle contributes nothing
-        short = name.rsplit(".", 1)[-1]
-        if name in leaves or short in leaves:
-            found = [f"({name})"]
-        else:
-            found = []
-            if with_random_calls:
-                for ancestor in self.ancestors(name):
-                    facts = self.class_named(ancestor)
-                    for method in facts.methods if facts is not None else ():
-                        found.extend(f"{short}.{method.name}: {random}" for random in method.random)
-            # A module the instance's own forward puts in eval mode (a frozen BatchNorm)
-            # updates no statistics and draws no random numbers.
-            evaluated = self._evaluated_in_forward(name)
-            for attribute, classes in self.class_modules(name).items():
-                if attribute in evaluated:
-                    continue
-                for cls in classes:
-                    found.extend(
-                        f"{short}.{attribute} -> {path}"
-                        for path in self._paths(cls, leaves, with_random_calls=with_random_calls)
-                    )
-        result = tuple(dict.fromkeys(found))
-        self._randomness[key] = result
-        return result
-
-    @cached_property
-    def _randomness(self) -> dict:
-        return {}
 
     @cached_property
     def checkpoint_wrappers(self) -> tuple[str, ...]:
