@@ -20,7 +20,7 @@ A region the model cannot resolve is not reported.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -183,11 +183,12 @@ class _RegionPaths:
         summary = self.denotation.summary(function.name)
         if summary is None:
             return
-        for callee in summary.calls:
+        frame = self.denotation.frame_for(function, summary)
+        for callee, line in summary.calls:
             if callee[0] == "attr" and callee[1] == ("name", summary.self_name) and callee[2] in evaluated:
                 continue
             label = _label(callee, summary.self_name, owner)
-            values = self.denotation.evaluate(callee, self.denotation.frame_for(function, summary))
+            values = self.denotation.evaluate(callee, replace(frame, before=line + 1))
             for value in sorted(values, key=repr):
                 yield from self.callee(value, label, depth + 1)
 
@@ -294,7 +295,8 @@ class RegionRule(CheckpointingGate, Rule):
         scopes = self._call_scopes.get(call, ())
         owner = self._owner(scopes)
         denotation = self.context.project.denotation
-        frame = self._frame(scopes, owner)
+        # Names are seen as bound on the lines before the call (a loop variable as the loop binds it).
+        frame = replace(self._frame(scopes, owner), before=self.context.position(call).start.line + 1)
         runs = denotation.runs(denotation.evaluate(expression(function), frame))
         if not runs:
             return None

@@ -23,7 +23,7 @@ generated code cannot make a summary large.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ckptlint.model.library import REGISTERING_METHODS
@@ -52,12 +52,18 @@ class Parameter:
     kind: str  # "positional", "keyword" (keyword-only), "*", "**"
 
 
+# The `if` tests guarding a statement, each with the truth it needs: ((test, True), ...).
+Conditions = tuple
+
+
 @dataclass(frozen=True)
 class Binding:
     pattern: Expr
     how: str  # ASSIGN, ELEMENTS, ADD, ADD_ELEMENTS
     value: Expr
     line: int
+    end: int = 0  # a `for` loop: the last line of its body (the target holds there)
+    conditions: Conditions = ()
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,10 @@ class FunctionSummary:
     name: str  # absolute: `pkg.mod.Class.method`, nested: `pkg.mod.Class.forward.inner`
     parameters: tuple[Parameter, ...]
     bindings: tuple[Binding, ...]
-    returns: tuple[Expr, ...]
-    # The callee of every call in the body (not in nested definitions): what the function runs.
-    calls: tuple[Expr, ...] = ()
+    returns: tuple[tuple[Expr, Conditions], ...]
+    # The callee of every call in the body (not in nested definitions), with its first line:
+    # what the function runs.
+    calls: tuple[tuple[Expr, int], ...] = ()
     # `self` (a method's first parameter), when the function is a method or nested in one.
     self_name: str | None = None
     nested: tuple[str, ...] = ()  # the simple names of the functions defined in its body
@@ -76,9 +83,9 @@ class FunctionSummary:
         return [
             self.name,
             [[p.name, p.default, list(p.annotated), p.kind] for p in self.parameters],
-            [[b.pattern, b.how, b.value, b.line] for b in self.bindings],
-            list(self.returns),
-            list(self.calls),
+            [[b.pattern, b.how, b.value, b.line, b.end, b.conditions] for b in self.bindings],
+            [[value, conditions] for value, conditions in self.returns],
+            [[c, line] for c, line in self.calls],
             self.self_name,
             list(self.nested),
         ]
@@ -89,9 +96,9 @@ class FunctionSummary:
         return cls(
             name,
             tuple(Parameter(p[0], frozen(p[1]) if p[1] is not None else None, tuple(p[2]), p[3]) for p in parameters),
-            tuple(Binding(frozen(b[0]), b[1], frozen(b[2]), b[3]) for b in bindings),
-            tuple(frozen(r) for r in returns),
-            tuple(frozen(c) for c in calls),
+            tuple(Binding(frozen(b[0]), b[1], frozen(b[2]), b[3], b[4], frozen(b[5])) for b in bindings),
+            tuple((frozen(value), frozen(conditions)) for value, conditions in returns),
+            tuple((frozen(c), line) for c, line in calls),
             self_name,
             tuple(nested),
         )
@@ -190,47 +197,136 @@ def summarize(
     parameters: tuple[Parameter, ...] = ()
     if not isinstance(node, ast.Module):
         parameters = _parameters(node.args, resolve)
-    bindings: list[Binding] = []
-    returns: list[Expr] = []
-    calls: list[Expr] = []
-    nested: list[str] = []
-    for inner in _own_nodes(node.body):
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            nested.append(inner.name)
-        elif isinstance(inner, ast.Assign):
-            value = expression(inner.value)
-            if is_known(value):
-                bindings.extend(Binding(pattern(t), ASSIGN, value, inner.lineno) for t in inner.targets)
-        elif isinstance(inner, ast.AnnAssign) and inner.value is not None:
-            value = expression(inner.value)
-            if is_known(value):
-                bindings.append(Binding(pattern(inner.target), ASSIGN, value, inner.lineno))
-        elif isinstance(inner, ast.AugAssign) and isinstance(inner.op, ast.Add):
-            value = expression(inner.value)
-            if is_known(value):
-                bindings.append(Binding(pattern(inner.target), ADD_ELEMENTS, value, inner.lineno))
-        elif isinstance(inner, (ast.For, ast.AsyncFor)):
-            iterable = expression(inner.iter)
-            if is_known(iterable):
-                bindings.append(Binding(pattern(inner.target), ELEMENTS, iterable, inner.lineno))
-        elif isinstance(inner, (ast.With, ast.AsyncWith)):
-            for item in inner.items:
-                if item.optional_vars is not None and is_known(value := expression(item.context_expr)):
-                    bindings.append(Binding(pattern(item.optional_vars), ASSIGN, value, inner.lineno))
-        elif isinstance(inner, ast.Return) and inner.value is not None:
-            value = expression(inner.value)
-            if is_known(value):
-                returns.append(value)
-        elif isinstance(inner, ast.Call):
-            binding = _binding_call(inner, self_name)
-            if binding is not None:
-                bindings.append(binding)
-            callee = expression(inner.func)
-            if _runs_code(callee) and callee not in calls:
-                calls.append(callee)
-    if not (bindings or returns or calls or parameters):
+    summary = _Summarizer(self_name)
+    summary.block(node.body, ())
+    if not (summary.bindings or summary.returns or summary.calls or parameters):
         return None
-    return FunctionSummary(name, parameters, tuple(bindings), tuple(returns), tuple(calls), self_name, tuple(nested))
+    return FunctionSummary(
+        name, parameters, tuple(summary.bindings), tuple(summary.returns), tuple(summary.calls), self_name,
+        tuple(summary.nested),
+    )
+
+
+class _Summarizer:
+    """Walks a body statement by statement, with the `if` conditions that guard each one
+    (an `if` whose body returns guards what follows it with the opposite condition)."""
+
+    def __init__(self, self_name: str | None) -> None:
+        self.self_name = self_name
+        self.bindings: list[Binding] = []
+        self.returns: list[tuple[Expr, Conditions]] = []
+        self.calls: list[tuple[Expr, int]] = []
+        self.nested: list[str] = []
+        self._seen: set = set()
+
+    def block(self, statements: Sequence[ast.stmt], conditions: Conditions) -> None:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.nested.append(statement.name)
+                continue
+            if isinstance(statement, ast.ClassDef):
+                continue
+            if isinstance(statement, ast.If):
+                test = condition(statement.test)
+                self.expressions([statement.test], statement.lineno, conditions)
+                self.block(statement.body, (*conditions, (test, True)))
+                self.block(statement.orelse, (*conditions, (test, False)))
+                if _leaves(statement.body) and not _leaves(statement.orelse):
+                    conditions = (*conditions, (test, False))
+                elif _leaves(statement.orelse) and statement.orelse and not _leaves(statement.body):
+                    conditions = (*conditions, (test, True))
+                continue
+            self.statement(statement, conditions)
+
+    def statement(self, node: ast.stmt, conditions: Conditions) -> None:
+        line = node.lineno
+        if isinstance(node, ast.Assign):
+            value = expression(node.value)
+            if is_known(value):
+                self.bindings.extend(Binding(pattern(t), ASSIGN, value, line, 0, conditions) for t in node.targets)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            value = expression(node.value)
+            if is_known(value):
+                self.bindings.append(Binding(pattern(node.target), ASSIGN, value, line, 0, conditions))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            value = expression(node.value)
+            if is_known(value):
+                self.bindings.append(Binding(pattern(node.target), ADD_ELEMENTS, value, line, 0, conditions))
+        elif isinstance(node, ast.Return) and node.value is not None:
+            value = expression(node.value)
+            if is_known(value):
+                self.returns.append((value, conditions))
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            iterable = expression(node.iter)
+            if is_known(iterable):
+                end = node.end_lineno or line
+                self.bindings.append(Binding(pattern(node.target), ELEMENTS, iterable, line, end, conditions))
+            self.expressions([node.iter], line, conditions)
+            self.block(node.body, conditions)
+            self.block(node.orelse, conditions)
+        elif isinstance(node, ast.While):
+            self.expressions([node.test], line, conditions)
+            self.block(node.body, conditions)
+            self.block(node.orelse, conditions)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                value = expression(item.context_expr)
+                if item.optional_vars is not None and is_known(value):
+                    self.bindings.append(Binding(pattern(item.optional_vars), ASSIGN, value, line, 0, conditions))
+            self.expressions([item.context_expr for item in node.items], line, conditions)
+            self.block(node.body, conditions)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.block(node.body, conditions)
+            for handler in node.handlers:
+                self.block(handler.body, conditions)
+            self.block(node.orelse, conditions)
+            self.block(node.finalbody, conditions)
+        elif isinstance(node, ast.Match):
+            self.expressions([node.subject], line, conditions)
+            for case in node.cases:
+                self.block(case.body, conditions)
+        else:
+            self.expressions([node], line, conditions)
+
+    def expressions(self, nodes: Sequence[ast.AST], line: int, conditions: Conditions) -> None:
+        """The calls in expressions (not in lambdas or nested definitions)."""
+        pending = list(nodes)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.Lambda):
+                continue
+            if isinstance(node, ast.Call):
+                binding = _binding_call(node, self.self_name, conditions)
+                if binding is not None:
+                    self.bindings.append(binding)
+                callee = expression(node.func)
+                if _runs_code(callee) and (callee, node.lineno) not in self._seen:
+                    self._seen.add((callee, node.lineno))
+                    self.calls.append((callee, node.lineno))
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _leaves(body: Sequence[ast.stmt]) -> bool:
+    """Whether a block always leaves (returns, raises, continues, breaks)."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def condition(node: ast.AST, depth: int = 0) -> Expr:
+    """An `if` test in the summary form: comparisons, `not`, `and` / `or` kept."""
+    if depth > MAX_DEPTH:
+        return UNKNOWN
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        operator = _COMPARISONS.get(type(node.ops[0]))
+        if operator is not None:
+            return ("cmp", operator, expression(node.left, depth + 1), expression(node.comparators[0], depth + 1))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ("not", condition(node.operand, depth + 1))
+    if isinstance(node, ast.BoolOp):
+        return ("and" if isinstance(node.op, ast.And) else "any", tuple(condition(v, depth + 1) for v in node.values))
+    return expression(node, depth + 1)
+
+
+_COMPARISONS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
 
 
 def _runs_code(callee: Expr) -> bool:
@@ -241,12 +337,13 @@ def _runs_code(callee: Expr) -> bool:
     return callee[0] == "name" and callee[1] not in ("super", "print", "len", "range", "isinstance", "getattr")
 
 
-def _binding_call(call: ast.Call, self_name: str | None) -> Binding | None:
+def _binding_call(call: ast.Call, self_name: str | None, conditions: Conditions = ()) -> Binding | None:
     """`xs.append(e)`, `self.add_module("name", e)`, `setattr(self, "name", e)`."""
     func = call.func
+    line = call.lineno
     if isinstance(func, ast.Attribute) and func.attr in _ADDING_METHODS and call.args:
         value = call.args[-1] if func.attr == "insert" else call.args[0]
-        return Binding(pattern(func.value), _ADDING_METHODS[func.attr], expression(value), call.lineno)
+        return Binding(pattern(func.value), _ADDING_METHODS[func.attr], expression(value), line, 0, conditions)
     registering = (
         isinstance(func, ast.Attribute)
         and func.attr in REGISTERING_METHODS
@@ -256,9 +353,10 @@ def _binding_call(call: ast.Call, self_name: str | None) -> Binding | None:
     if registering and call.args:
         if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
             # `self.add_module(*stage)` with `stage = (name, module)`.
-            return Binding(("child", None), ASSIGN, ("index", expression(call.args[0].value), 1), call.lineno)
+            return Binding(("child", None), ASSIGN, ("index", expression(call.args[0].value), 1), line, 0, conditions)
         if len(call.args) >= 2:
-            return Binding(("child", _constant_name(call.args[0])), ASSIGN, expression(call.args[1]), call.lineno)
+            child = ("child", _constant_name(call.args[0]))
+            return Binding(child, ASSIGN, expression(call.args[1]), line, 0, conditions)
     if (
         isinstance(func, ast.Name)
         and func.id == "setattr"
@@ -266,7 +364,8 @@ def _binding_call(call: ast.Call, self_name: str | None) -> Binding | None:
         and isinstance(call.args[0], ast.Name)
         and call.args[0].id == self_name
     ):
-        return Binding(("child", _constant_name(call.args[1])), ASSIGN, expression(call.args[2]), call.lineno)
+        child = ("child", _constant_name(call.args[1]))
+        return Binding(child, ASSIGN, expression(call.args[2]), line, 0, conditions)
     return None
 
 
@@ -318,13 +417,3 @@ def annotated_classes(annotation: ast.AST | None, resolve: Callable[[ast.AST], s
     return tuple(dict.fromkeys(found))
 
 
-def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node of a body, not descending into nested function or class bodies (a nested
-    function is yielded itself), comprehension generators included."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))

@@ -26,7 +26,7 @@ query has a budget, so no project can make it slow.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Union
 
 from ckptlint.model.code import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
@@ -209,8 +209,8 @@ class Denotation:
         frame = self.frame_for(function, summary)
         found: set = set()
         try:
-            for callee in summary.calls:
-                found |= self._eval(callee, frame)
+            for callee, line in summary.calls:
+                found |= self._eval(callee, replace(frame, before=line + 1))
         except OutOfBudget:
             pass
         return frozenset(found)
@@ -355,9 +355,8 @@ class Denotation:
                 found |= self._default(parameter, frame)
         bindings = self._bindings_of(summary).get(name)
         if bindings:
-            for binding in bindings:
-                if frame.before is None or binding.line < frame.before:
-                    found |= self._bound_by(binding, name, frame)
+            for binding in _visible(bindings, frame.before):
+                found |= self._bound_by(binding, name, frame)
         if parameter is not None or bindings:
             return found
         if name in summary.nested:
@@ -389,6 +388,8 @@ class Denotation:
         """What `binding` binds `name` to (a binding's own value sees only earlier lines)."""
         own = Frame(frame.function, frame.module, frame.arguments, frame.self_instance, frame.parent, frame.locals,
                     binding.line)
+        if not self._may_hold(binding.conditions, own):
+            return set()
         values = self._eval(binding.value, own)
         if binding.how == ELEMENTS:
             values = self._elements(values)
@@ -454,6 +455,53 @@ class Denotation:
             return ()  # a project module's name that the index does not know
         short = name.rsplit(".", 1)[-1]
         return {ClassRef(name)} if short[:1].isupper() else {FunctionRef(name)}
+
+    # --- conditions ------------------------------------------------------------------------
+
+    def _may_hold(self, conditions: tuple, frame: Frame) -> bool:
+        """False when a guarding `if` test is known to have the other truth here
+        (`if norm == "bn":` with `norm` bound to "ln")."""
+        for test, wanted in conditions:
+            truth = self._truth(test, frame)
+            if truth is not None and truth is not wanted:
+                return False
+        return True
+
+    def _truth(self, test: Expr, frame: Frame) -> bool | None:
+        tag = test[0]
+        if tag == "not":
+            inner = self._truth(test[1], frame)
+            return None if inner is None else not inner
+        if tag in ("and", "any"):
+            parts = [self._truth(part, frame) for part in test[1]]
+            decisive = tag == "any"  # `or` is decided by a true part, `and` by a false one
+            if decisive in parts:
+                return decisive
+            return (not decisive) if all(part is (not decisive) for part in parts) else None
+        if tag == "cmp":
+            return self._compare(test[1], self._eval(test[2], frame), self._eval(test[3], frame))
+        return _single(_truthiness(value) for value in self._eval(test, frame))
+
+    def _compare(self, operator: str, left: frozenset, right: frozenset) -> bool | None:
+        if not left or not right:
+            return None
+        if operator in ("in", "not in"):
+            members = set()
+            for container in right:
+                if not isinstance(container, Sequence) or container.items is None:
+                    return None
+                members |= container.elements
+            if not all(isinstance(v, Constant) for v in members | left):
+                return None
+            found = _single(v in members for v in left)
+            return found if found is None or operator == "in" else not found
+        if operator in ("is", "is not") and right == {Constant(None)}:
+            is_none = _single(v == Constant(None) for v in left)
+            return is_none if is_none is None or operator == "is" else not is_none
+        if all(isinstance(v, Constant) for v in left | right):
+            equal = _single(a.value == b.value for a in left for b in right)
+            return equal if equal is None or operator in ("==", "is") else not equal
+        return None
 
     # --- calls -----------------------------------------------------------------------------
 
@@ -529,8 +577,9 @@ class Denotation:
             callee.frame if callee.frame is not None and callee.frame.function != summary.name else None,
         )
         found: set = set()
-        for returned in summary.returns:
-            found |= self._eval(returned, frame)
+        for returned, conditions in summary.returns:
+            if self._may_hold(conditions, frame):
+                found |= self._eval(returned, frame)
         return found
 
     def _match(self, summary: FunctionSummary, positional: list, named: dict, opaque: bool, *, skip_self: bool) -> Arguments:
@@ -737,6 +786,9 @@ class Denotation:
         return result
 
     def _binding_values(self, binding: Binding, frame: Frame) -> set:
+        frame = replace(frame, before=binding.line)
+        if not self._may_hold(binding.conditions, frame):
+            return set()
         values = self._eval(binding.value, frame)
         if binding.how == ASSIGN:
             return set(values)
@@ -873,6 +925,35 @@ class Denotation:
 
 
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
+
+
+def _visible(bindings: list[Binding], before: int | None) -> list[Binding]:
+    """The bindings a use on line `before` may see: those on earlier lines; inside a `for`
+    loop over the name, only the loop's own binding and what follows it."""
+    if before is None:
+        return bindings
+    earlier = [b for b in bindings if b.line < before]
+    loops = [b for b in earlier if b.how == ELEMENTS and before <= b.end]
+    if loops:
+        start = max(b.line for b in loops)
+        return [b for b in earlier if b.line >= start]
+    return earlier
+
+
+def _single(truths) -> bool | None:
+    """The one truth all values agree on, else None."""
+    found = set(truths)
+    if len(found) == 1 and None not in found:
+        return found.pop()
+    return None
+
+
+def _truthiness(value: Value) -> bool | None:
+    if isinstance(value, Constant):
+        return bool(value.value)
+    if isinstance(value, (ClassRef, Instance, FunctionRef, Lambda)):
+        return True
+    return None
 
 
 def _falsy(value: Value) -> bool:

@@ -350,6 +350,7 @@ class _Extractor:
         text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
         if not any(word in text for word in _REGION_WORDS):
             return ()
+        never_true = _flags_never_set(node)
         methods = []
         # Methods, and the functions nested in them (`forward._inner_forward`): those close
         # over `self` and are what the mm* libraries checkpoint.
@@ -375,12 +376,6 @@ class _Extractor:
                 elif isinstance(inner, ast.Call):
                     if (
                         isinstance(inner.func, ast.Attribute)
-                        and isinstance(inner.func.value, ast.Name)
-                        and inner.func.value.id == "self"
-                    ):
-                        called.add(inner.func.attr)
-                    if (
-                        isinstance(inner.func, ast.Attribute)
                         and (inner.func.attr == "eval" or (inner.func.attr == "train" and _is_false(_first(inner))))
                         and isinstance(inner.func.value, ast.Attribute)
                         and isinstance(inner.func.value.value, ast.Name)
@@ -390,10 +385,20 @@ class _Extractor:
                     description = self._random_call(inner)
                     if description:
                         random.append(f"{description} (line {inner.lineno})")
+            # The methods it calls where training can reach them.
+            for statement in _in_training(method.body, never_true):
+                for inner in ast.walk(statement):
+                    if (
+                        isinstance(inner, ast.Call)
+                        and isinstance(inner.func, ast.Attribute)
+                        and isinstance(inner.func.value, ast.Name)
+                        and inner.func.value.id == "self"
+                    ):
+                        called.add(inner.func.attr)
             methods.append(
                 MethodFacts(
                     name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
-                    tuple(_state_mutations(method.body)),
+                    tuple(_state_mutations(method.body, never_true)),
                 )
             )
         return tuple(methods)
@@ -510,7 +515,25 @@ def _is_use_cache(expr: ast.AST) -> bool:
     )
 
 
-def _rules_out_training(test: ast.AST) -> bool | None:
+def _flags_never_set(node: ast.ClassDef) -> frozenset[str]:
+    """`self.<flag>` attributes the class only ever sets to False / None / 0 (a
+    visualisation switch like `self.save_attention = False`): code under `if self.<flag>:`
+    does not run unless something outside the class flips it."""
+    values: dict[str, list[ast.AST]] = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and getattr(inner, "value", None) is not None:
+            targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+            for target in targets:
+                attribute = _self_attribute(target)
+                if attribute is not None and isinstance(target, ast.Attribute):
+                    values.setdefault(attribute, []).append(inner.value if not isinstance(inner, ast.AugAssign) else target)
+    return frozenset(
+        name for name, assigned in values.items()
+        if all(isinstance(v, ast.Constant) and not v.value for v in assigned)
+    )
+
+
+def _rules_out_training(test: ast.AST, never_true: frozenset[str] = frozenset()) -> bool | None:
     """True if an `if` test can only hold outside training (`not self.training`,
     `torch.jit.is_scripting()`), False if only in training (`self.training`), else None.
 
@@ -524,6 +547,15 @@ def _rules_out_training(test: ast.AST) -> bool | None:
         return True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_use_cache(test.operand):
         return False
+    if isinstance(test, ast.BoolOp):
+        parts = [_rules_out_training(value, never_true) for value in test.values]
+        if isinstance(test.op, ast.Or) and False in parts:
+            return False  # `torch.jit.is_tracing() or self.training`: true whenever training
+        if isinstance(test.op, ast.And) and True in parts:
+            return True  # `x and not self.training`: true only outside training
+        return None
+    if _self_attribute(test) in never_true and isinstance(test, ast.Attribute):
+        return True  # never true at all
     text = ast.unparse(test)
     if text in ("not self.training", "self.training is False", "self.training == False"):
         return True
@@ -534,14 +566,50 @@ def _rules_out_training(test: ast.AST) -> bool | None:
     return None
 
 
-def _state_mutations(body: Sequence[ast.stmt]) -> list[str]:
+def _in_training(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> Iterator[ast.stmt]:
+    """The simple statements of a body that can run in training: branches whose test rules
+    training out (`if not self.training:`, `if use_cache:`, `if self.<flag never set>:`)
+    are skipped, and so is what follows an `if` that returns whenever training."""
+
+    def visit(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, ast.If):
+                outside_training = _rules_out_training(statement.test, never_true)
+                if outside_training is not True:
+                    yield from visit(statement.body)
+                if outside_training is not False:
+                    yield from visit(statement.orelse)
+                if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                    return  # `if not use_cache: return out`: what follows cannot run in training
+            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+                yield from visit(statement.body)
+                yield from visit(statement.orelse)
+            elif isinstance(statement, (ast.With, ast.AsyncWith)):
+                yield from visit(statement.body)
+            elif isinstance(statement, ast.Try):
+                yield from visit(statement.body)
+                for handler in statement.handlers:
+                    yield from visit(handler.body)
+                yield from visit(statement.orelse)
+                yield from visit(statement.finalbody)
+            else:
+                yield statement
+
+    return visit(body)
+
+
+def _state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> list[str]:
     """Writes to `self` state (assignments, in-place tensor methods, container mutators) and
-    `global` / `nonlocal` writes, skipping branches that cannot run in training."""
+    `global` / `nonlocal` writes that can run in training."""
     found: list[str] = []
     declared: set[str] = set()
-
-    def scan(node: ast.AST) -> None:
-        for inner in ast.walk(node):
+    for statement in _in_training(body, never_true):
+        if isinstance(statement, (ast.Global, ast.Nonlocal)):
+            declared.update(statement.names)
+            continue
+        for inner in ast.walk(statement):
             if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
                 for target in targets:
@@ -552,36 +620,6 @@ def _state_mutations(body: Sequence[ast.stmt]) -> list[str]:
             elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
                 if _self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
                     found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
-
-    def visit(statements: Sequence[ast.stmt]) -> None:
-        for statement in statements:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(statement, (ast.Global, ast.Nonlocal)):
-                declared.update(statement.names)
-            elif isinstance(statement, ast.If):
-                outside_training = _rules_out_training(statement.test)
-                if outside_training is not True:
-                    visit(statement.body)
-                if outside_training is not False:
-                    visit(statement.orelse)
-                if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
-                    return  # `if not use_cache: return out`: what follows cannot run in training
-            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-                visit(statement.body)
-                visit(statement.orelse)
-            elif isinstance(statement, (ast.With, ast.AsyncWith)):
-                visit(statement.body)
-            elif isinstance(statement, ast.Try):
-                visit(statement.body)
-                for handler in statement.handlers:
-                    visit(handler.body)
-                visit(statement.orelse)
-                visit(statement.finalbody)
-            else:
-                scan(statement)
-
-    visit(body)
     return list(dict.fromkeys(found))
 
 
