@@ -35,15 +35,7 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
     if isinstance(node, cst.Subscript):
         key = None
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            index = node.slice[0].slice.value
-            if isinstance(index, cst.Integer):
-                key = int(index.evaluated_value)
-            elif isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) and isinstance(
-                index.expression, cst.Integer
-            ):
-                key = -int(index.expression.evaluated_value)
-            elif isinstance(index, cst.SimpleString):
-                key = index.evaluated_value
+            key = expression(node.slice[0].slice.value, down)
         return ("index", expression(node.value, down), key)
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         return ("seq", tuple(
@@ -57,6 +49,8 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
         return ("if", expression(node.test, down), expression(node.body, down), expression(node.orelse, down))
     if isinstance(node, cst.Integer):
         return ("const", int(node.evaluated_value))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return ("const", -int(node.expression.evaluated_value))
     if isinstance(node, cst.SimpleString):
         return ("const", node.evaluated_value)
     if isinstance(node, cst.Lambda):

@@ -86,8 +86,10 @@ class _RegionPaths:
             elif isinstance(value, FunctionRef):
                 found.extend(self.function(value, 0))
             elif isinstance(value, Lambda):
-                for callee in sorted(self.denotation.lambda_callees(value), key=repr):
-                    found.extend(self.callee(callee, region.label, 0))
+                for expr in value.calls:
+                    label = _label(expr, "self", value.frame.self_instance)
+                    for callee in sorted(self.denotation.evaluate(expr, value.frame), key=repr):
+                        found.extend(self.callee(callee, label, 0))
         return list(dict.fromkeys(found))
 
     # --- module instances --------------------------------------------------------------------
@@ -326,10 +328,15 @@ class RegionRule(CheckpointingGate, Rule):
             node = self._call_loops.get(call, {}).get(node.value, node)
         while isinstance(node, cst.Subscript):
             node = node.value
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-            "children", "modules", "values"
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("children", "named_children", "modules", "values", "items")
         ):
-            node = node.func.value
+            receiver = node.func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self" and short:
+                return f"{short}.{node.func.attr.value}()"
+            node = receiver
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" and short:
             return f"{short}.{node.attr.value}"
         if isinstance(node, (cst.Name, cst.Attribute)):

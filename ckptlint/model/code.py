@@ -5,7 +5,7 @@ An expression is kept as a nested tuple (cheap to build, to hash and to write as
 
     ("name", id)                         ("attr", expr, attr)
     ("call", func, (arg...), ((keyword, expr)...))   an arg may be ("star", expr); keyword None: `**expr`
-    ("index", expr, key)                 key: an int or str constant, else None
+    ("index", expr, key)                 key: an expression (None for a slice)
     ("seq", (expr...))                   list / tuple / set literal
     ("dict", ((key, expr)...))           key None: a `**` splat
     ("or", (expr...))                    ("if", test, then, else)
@@ -131,11 +131,8 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
         keywords = tuple((k.arg, expression(k.value, down)) for k in node.keywords)
         return ("call", expression(node.func, down), args, keywords)
     if isinstance(node, ast.Subscript):
-        key = node.slice
-        constant = key.value if isinstance(key, ast.Constant) and isinstance(key.value, (int, str)) else None
-        if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub) and isinstance(key.operand, ast.Constant):
-            constant = -key.operand.value if isinstance(key.operand.value, int) else None
-        return ("index", expression(node.value, down), constant)
+        key = None if isinstance(node.slice, (ast.Slice, ast.Tuple)) else expression(node.slice, down)
+        return ("index", expression(node.value, down), key)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return ("seq", tuple(
             ("star", expression(e.value, down)) if isinstance(e, ast.Starred) else expression(e, down) for e in node.elts
@@ -153,6 +150,9 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
         return ("if", expression(node.test, down), expression(node.body, down), expression(node.orelse, down))
     if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float, str))):
         return ("const", node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        if isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+            return ("const", -node.operand.value)
     if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
         generators = tuple((pattern(g.target, down), expression(g.iter, down)) for g in node.generators)
         return ("comp", expression(node.elt, down), generators)
@@ -353,7 +353,7 @@ def _binding_call(call: ast.Call, self_name: str | None, conditions: Conditions 
     if registering and call.args:
         if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
             # `self.add_module(*stage)` with `stage = (name, module)`.
-            return Binding(("child", None), ASSIGN, ("index", expression(call.args[0].value), 1), line, 0, conditions)
+            return Binding(("child", None), ASSIGN, ("index", expression(call.args[0].value), ("const", 1)), line, 0, conditions)
         if len(call.args) >= 2:
             child = ("child", _constant_name(call.args[0]))
             return Binding(child, ASSIGN, expression(call.args[1]), line, 0, conditions)

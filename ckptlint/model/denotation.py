@@ -215,16 +215,6 @@ class Denotation:
             pass
         return frozenset(found)
 
-    def lambda_callees(self, value: Lambda) -> frozenset:
-        self._budget = _BUDGET
-        found: set = set()
-        try:
-            for callee in value.calls:
-                found |= self._eval(callee, value.frame)
-        except OutOfBudget:
-            pass
-        return frozenset(found)
-
     # --- summaries ------------------------------------------------------------------------
 
     def summary(self, name: str) -> FunctionSummary | None:
@@ -309,7 +299,9 @@ class Denotation:
         if tag == "call":
             return self._call(expr, frame)
         if tag == "index":
-            return self._index(self._eval(expr[1], frame), expr[2])
+            keys = self._eval(expr[2], frame) if expr[2] is not None else NOTHING
+            key = next(iter(keys)).value if len(keys) == 1 and isinstance(next(iter(keys)), Constant) else None
+            return self._index(self._eval(expr[1], frame), key)
         if tag == "seq":
             return {self._sequence(expr[1], frame)}
         if tag == "dict":
@@ -933,7 +925,7 @@ def _visible(bindings: list[Binding], before: int | None) -> list[Binding]:
     if before is None:
         return bindings
     earlier = [b for b in bindings if b.line < before]
-    loops = [b for b in earlier if b.how == ELEMENTS and before <= b.end]
+    loops = [b for b in earlier if b.how == ELEMENTS and before - 1 <= b.end]
     if loops:
         start = max(b.line for b in loops)
         return [b for b in earlier if b.line >= start]

@@ -50,8 +50,11 @@ from ckptlint.model.library import (
 )
 from ckptlint.model.names import absolute_import, module_name
 
+# A file without any of these can neither use FSDP nor checkpointing nor build a module: it
+# is not parsed. (`nn.` and `torch`: a norm table or a stage builder names no `Module`.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config", "Module",
+    "nn.", "torch",
 )
 
 MODULE_LEVEL = "<module>"

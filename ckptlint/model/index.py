@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from ckptlint.model.code import UNKNOWN, FunctionSummary
 from ckptlint.model.denotation import Denotation
 from ckptlint.model.extraction import INDEX_TRIGGERS, extract_facts
 from ckptlint.model.facts import (
@@ -24,7 +25,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
-from ckptlint.model.library import TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAINING_ARGUMENTS_CLASSES
 
 def _parameter_events(function: FunctionFacts) -> tuple:
     """The events of a function that concern its parameters (and names bound from them)."""
@@ -47,8 +48,52 @@ def exported_digest(facts: FileFacts) -> str:
         facts.fsdp_argument_calls,
         tuple(replace(c, line=0) for c in facts.classes),
         tuple(_parameter_events(f) for f in facts.functions if f.parameters),
+        facts.names,
+        tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
+
+
+def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tuple:
+    """A summary as other files can observe it through the model: lines replaced by their
+    order (only the order of bindings and calls means anything to the model, so code added
+    in between leaves it equal), and what a library function returns (a tensor, to the model
+    nothing) left out, so that adding `use_reentrant=False` to a `checkpoint(...)` call
+    changes nothing other files see."""
+    lines = sorted({b.line for b in summary.bindings} | {b.end for b in summary.bindings if b.end}
+                   | {line for _, line in summary.calls})
+    rank = {line: position for position, line in enumerate(lines)}
+
+    def observable(expr):
+        if not isinstance(expr, tuple) or not expr:
+            return expr
+        if expr[0] == "call" and _library_function(expr[1], names):
+            return UNKNOWN
+        return tuple(observable(part) if isinstance(part, tuple) else part for part in expr)
+
+    return (
+        summary.name,
+        summary.parameters,
+        tuple((b.pattern, b.how, observable(b.value), rank[b.line], rank.get(b.end, 0), b.conditions)
+              for b in summary.bindings if observable(b.value) != UNKNOWN),
+        tuple((observable(value), conditions) for value, conditions in summary.returns if observable(value) != UNKNOWN),
+        tuple((callee, rank[line]) for callee, line in summary.calls),
+        summary.self_name,
+        summary.nested,
+    )
+
+
+def _library_function(callee: tuple, names: dict[str, str]) -> bool:
+    """A call of a library function the model does not interpret (its result is nothing to it)."""
+    parts: list[str] = []
+    while callee[0] == "attr":
+        parts.append(callee[2])
+        callee = callee[1]
+    if callee[0] != "name" or callee[1] not in names:
+        return False
+    absolute = ".".join([names[callee[1]], *reversed(parts)])
+    short = absolute.rsplit(".", 1)[-1]
+    return absolute.startswith(LIBRARY_PREFIXES) and not short[:1].isupper() and absolute not in INTERPRETED_FUNCTIONS
 
 
 WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND = "wraps", "fsdp", "checkpointing"

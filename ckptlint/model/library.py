@@ -167,6 +167,10 @@ PREPARE_FOR_KBIT = frozenset(
 
 # --- where library code starts ----------------------------------------------------------
 
+# Library functions whose result the model follows (`ckptlint.model.denotation`): every
+# other library function returns nothing a rule looks at (a tensor).
+INTERPRETED_FUNCTIONS = frozenset({"functools.partial", "itertools.chain", "itertools.chain.from_iterable"})
+
 # Calls into these are not the project's: what they do to a model is in the tables above
 # or unknown.
 LIBRARY_PREFIXES = (
