@@ -169,14 +169,16 @@ def project_files(root: Path, settings: Settings, cache_directory: Path | None =
     ]
 
 
-def _extract(item: tuple[str, str]) -> tuple[FileFacts, str] | None:
-    """The facts of one file and the digest of the bytes they were extracted from."""
+def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str] | None:
+    """The facts of one file, the digest of the bytes they were extracted from, and their
+    exported digest (computed here, in the worker, where the summaries are still decoded)."""
     path, relative = item
     try:
         data = read_source_bytes(path)
     except OSError:
         return None
-    return extract_facts(data.decode("utf-8", errors="replace"), relative), content_digest(data)
+    facts = extract_facts(data.decode("utf-8", errors="replace"), relative)
+    return facts, content_digest(data), exported_digest(facts)
 
 
 def build_index(
@@ -254,14 +256,14 @@ def build_index(
             # Past a limit: no facts (the lint of the file reports the limit). Its digest is
             # remembered so that a warm run under the same limits does not try again.
             try:
-                result = FileFacts(module_name(relative)), content_digest(read_source_bytes(path))
+                empty_facts = FileFacts(module_name(relative))
+                result = empty_facts, content_digest(read_source_bytes(path)), exported_digest(empty_facts)
             except OSError:
                 continue
             stopped = stopped_under
         if result is None:
             continue
-        built[relative], digests[relative] = result
-        exported[relative] = exported_digest(built[relative])
+        built[relative], digests[relative], exported[relative] = result
         kinds[relative] = cross_file_kinds(built[relative])
         if cache is not None:
             is_empty = built[relative] == FileFacts(built[relative].module)

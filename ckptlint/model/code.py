@@ -26,7 +26,7 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ckptlint.model.library import REGISTERING_METHODS
+from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
 
 Expr = tuple
 UNKNOWN: Expr = ("?",)
@@ -197,26 +197,93 @@ def summarize(
     parameters: tuple[Parameter, ...] = ()
     if not isinstance(node, ast.Module):
         parameters = _parameters(node.args, resolve)
-    summary = _Summarizer(self_name)
+    summary = _Summarizer(self_name, resolve)
     summary.block(node.body, ())
-    if not (summary.bindings or summary.returns or summary.calls or parameters):
+    # A module's top-level names are other functions' globals: every binding may be asked about.
+    bindings = summary.bindings if isinstance(node, ast.Module) else _needed(
+        summary.bindings, summary.returns, summary.calls, self_name, summary.checkpointed
+    )
+    if not (bindings or summary.returns or summary.calls or parameters):
         return None
     return FunctionSummary(
-        name, parameters, tuple(summary.bindings), tuple(summary.returns), tuple(summary.calls), self_name,
+        name, parameters, tuple(bindings), tuple(summary.returns), tuple(summary.calls), self_name,
         tuple(summary.nested),
     )
+
+
+def _needed(
+    bindings: list[Binding], returns: list, calls: list, self_name: str | None, checkpointed: list
+) -> list[Binding]:
+    """The bindings the model can ever ask about: of `self` attributes and children, loop
+    targets, and the local names that what the function returns, calls, stores on `self` or
+    hands to a checkpoint call depends on (`h = layer(h)` in a forward pass is not one of them)."""
+    kept = [b for b in bindings if _stores_on_self(b.pattern, self_name) or b.how == ELEMENTS]
+    needed: set[str] = set()
+    pending: list = [value for value, _ in returns] + [callee for callee, _ in calls] + checkpointed
+    pending += [part for b in kept for part in (b.value, b.conditions)]
+    pending += [conditions for _, conditions in returns]
+    by_name: dict[str, list[Binding]] = {}
+    for binding in bindings:
+        if not _stores_on_self(binding.pattern, self_name):
+            for name in _names_bound(binding.pattern):
+                by_name.setdefault(name, []).append(binding)
+    while pending:
+        for name in _names_read(pending.pop()):
+            if name not in needed:
+                needed.add(name)
+                for binding in by_name.get(name, ()):
+                    pending.extend((binding.value, binding.conditions))
+    found = set(map(id, kept))
+    return [b for b in bindings if id(b) in found or any(n in needed for n in _names_bound(b.pattern))]
+
+
+def _stores_on_self(target: Expr, self_name: str | None) -> bool:
+    if target[0] == "child":
+        return True
+    while target[0] in ("attr", "index"):
+        if target[0] == "attr" and target[1] == ("name", self_name):
+            return True
+        target = target[1]
+    return False
+
+
+def _names_bound(target: Expr) -> list[str]:
+    if target[0] == "name":
+        return [target[1]]
+    if target[0] in ("seq",):
+        return [name for item in target[1] for name in _names_bound(item)]
+    if target[0] == "star":
+        return _names_bound(target[1])
+    return []
+
+
+def _names_read(value) -> set[str]:
+    found: set[str] = set()
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, tuple):
+            if len(item) == 2 and item[0] == "name" and isinstance(item[1], str):
+                found.add(item[1])
+            else:
+                pending.extend(part for part in item if isinstance(part, tuple))
+    return found
 
 
 class _Summarizer:
     """Walks a body statement by statement, with the `if` conditions that guard each one
     (an `if` whose body returns guards what follows it with the opposite condition)."""
 
-    def __init__(self, self_name: str | None) -> None:
+    def __init__(self, self_name: str | None, resolve: Callable[[ast.AST], str | None]) -> None:
         self.self_name = self_name
+        self.resolve = resolve
         self.bindings: list[Binding] = []
         self.returns: list[tuple[Expr, Conditions]] = []
         self.calls: list[tuple[Expr, int]] = []
         self.nested: list[str] = []
+        # What calls that look like checkpointing (`cp.checkpoint(...)`, `checkpoint_seq(...)`,
+        # `self._gradient_checkpointing_func(...)`) are given: rules evaluate those.
+        self.checkpointed: list[Expr] = []
         self._seen: set = set()
 
     def block(self, statements: Sequence[ast.stmt], conditions: Conditions) -> None:
@@ -238,22 +305,40 @@ class _Summarizer:
                 continue
             self.statement(statement, conditions)
 
+    def value(self, node: ast.AST) -> Expr:
+        """An expression the model may follow; a library function's result (a tensor: `x =
+        F.relu(x)`, `h = torch.cat(...)`) is nothing to it, and not kept."""
+        if isinstance(node, ast.Call) and self._library_function(node.func):
+            return UNKNOWN
+        return expression(node)
+
+    def _library_function(self, func: ast.AST) -> bool:
+        if not isinstance(func, (ast.Name, ast.Attribute)):
+            return False
+        name = self.resolve(func)
+        return (
+            name is not None
+            and name.startswith(LIBRARY_PREFIXES)
+            and not name.rsplit(".", 1)[-1][:1].isupper()
+            and name not in INTERPRETED_FUNCTIONS
+        )
+
     def statement(self, node: ast.stmt, conditions: Conditions) -> None:
         line = node.lineno
         if isinstance(node, ast.Assign):
-            value = expression(node.value)
+            value = self.value(node.value)
             if is_known(value):
                 self.bindings.extend(Binding(pattern(t), ASSIGN, value, line, 0, conditions) for t in node.targets)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            value = expression(node.value)
+            value = self.value(node.value)
             if is_known(value):
                 self.bindings.append(Binding(pattern(node.target), ASSIGN, value, line, 0, conditions))
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
-            value = expression(node.value)
+            value = self.value(node.value)
             if is_known(value):
                 self.bindings.append(Binding(pattern(node.target), ADD_ELEMENTS, value, line, 0, conditions))
         elif isinstance(node, ast.Return) and node.value is not None:
-            value = expression(node.value)
+            value = self.value(node.value)
             if is_known(value):
                 self.returns.append((value, conditions))
         if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -300,10 +385,17 @@ class _Summarizer:
                 if binding is not None:
                     self.bindings.append(binding)
                 callee = expression(node.func)
-                if _runs_code(callee) and (callee, node.lineno) not in self._seen:
+                if _looks_like_checkpointing(node.func):
+                    self.checkpointed.extend(expression(arg) for arg in node.args)
+                if _runs_code(callee) and (callee, node.lineno) not in self._seen and not self._library_function(node.func):
                     self._seen.add((callee, node.lineno))
                     self.calls.append((callee, node.lineno))
             pending.extend(ast.iter_child_nodes(node))
+
+
+def _looks_like_checkpointing(func: ast.AST) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return "checkpoint" in name or "ckpt" in name
 
 
 def _leaves(body: Sequence[ast.stmt]) -> bool:

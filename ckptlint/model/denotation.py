@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Union
 
 from ckptlint.model.code import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
 from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, LIBRARY_PREFIXES
-from ckptlint.model.names import module_name
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -145,7 +144,6 @@ class Denotation:
         self._budget = _BUDGET
         self._summaries: dict[str, dict[str, FunctionSummary]] = {}
         self._local_bindings: dict[str, dict[str, list[Binding]]] = {}
-        self._modules: dict[str, str] | None = None
         self._methods_cache: dict[str, list[FunctionSummary]] = {}
 
     # --- entry points --------------------------------------------------------------------
@@ -233,9 +231,7 @@ class Denotation:
         return found
 
     def _modules_by_name(self) -> dict[str, str]:
-        if self._modules is None:
-            self._modules = {module_name(path): path for path in self.index.files}
-        return self._modules
+        return self.index.module_paths
 
     def _module_of(self, name: str) -> str | None:
         modules = self._modules_by_name()

@@ -50,11 +50,12 @@ from ckptlint.model.library import (
 )
 from ckptlint.model.names import absolute_import, module_name
 
-# A file without any of these can neither use FSDP nor checkpointing nor build a module: it
-# is not parsed. (`nn.` and `torch`: a norm table or a stage builder names no `Module`.)
+# A file without any of these can neither use FSDP nor checkpointing nor build a module that
+# matters to a rule: it is not parsed. (`Norm`, `Dropout`, `Sequential`: a norm table or a
+# stage builder may name no `Module`.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config", "Module",
-    "nn.", "torch",
+    "Norm", "Dropout", "Sequential",
 )
 
 MODULE_LEVEL = "<module>"
@@ -127,15 +128,15 @@ class _Extractor:
                 assigned.update(t.id for t in targets if isinstance(t, ast.Name))
         self._function(f"{self.module}.{MODULE_LEVEL}", (), tree.body, enclosing_class=None)
         names = {**{name: f"{self.module}.{name}" for name in assigned | self.top_level}, **self.imports}
-        return FileFacts(
-            self.module,
-            tuple(self.fsdp),
-            tuple(self.classes),
-            tuple(self.functions),
-            tuple(self.wrapped),
-            tuple(self.fsdp_argument_calls),
-            tuple(sorted(names.items())),
-            tuple(self._summaries(tree)),
+        return FileFacts.with_summaries(
+            self._summaries(tree),
+            module=self.module,
+            fsdp=tuple(self.fsdp),
+            classes=tuple(self.classes),
+            functions=tuple(self.functions),
+            wrapped_classes=tuple(self.wrapped),
+            fsdp_argument_calls=tuple(self.fsdp_argument_calls),
+            names=tuple(sorted(names.items())),
         )
 
     def _summaries(self, tree: ast.Module) -> list[FunctionSummary]:
@@ -523,13 +524,16 @@ def _flags_never_set(node: ast.ClassDef) -> frozenset[str]:
     visualisation switch like `self.save_attention = False`): code under `if self.<flag>:`
     does not run unless something outside the class flips it."""
     values: dict[str, list[ast.AST]] = {}
-    for inner in ast.walk(node):
-        if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and getattr(inner, "value", None) is not None:
-            targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-            for target in targets:
-                attribute = _self_attribute(target)
-                if attribute is not None and isinstance(target, ast.Attribute):
-                    values.setdefault(attribute, []).append(inner.value if not isinstance(inner, ast.AugAssign) else target)
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in _statements(method.body):
+            if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and getattr(inner, "value", None) is not None:
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                for target in targets:
+                    attribute = _self_attribute(target)
+                    if attribute is not None and isinstance(target, ast.Attribute):
+                        values.setdefault(attribute, []).append(inner.value if not isinstance(inner, ast.AugAssign) else target)
     return frozenset(
         name for name, assigned in values.items()
         if all(isinstance(v, ast.Constant) and not v.value for v in assigned)
@@ -641,9 +645,26 @@ def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def _definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
     """The functions and classes a body defines, in its nested blocks too (a definition
     under `if` / `try` is still one), not those inside other definitions."""
-    for node in _walk_own_code(body):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node
+    for statement in _statements(body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield statement
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body and of its nested blocks, not of nested definitions (and
+    never an expression: definitions and assignments are statements)."""
+    pending = list(reversed(body))
+    while pending:
+        statement = pending.pop()
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+        blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+        blocks += [case.body for case in getattr(statement, "cases", ())]
+        for block in reversed(blocks):
+            if block:
+                pending.extend(reversed(block))
 
 
 def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:

@@ -5,8 +5,10 @@ wrapped for checkpointing. Plain frozen values, written to the cache as JSON."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from ckptlint.model.code import FunctionSummary
 
@@ -112,8 +114,25 @@ class FileFacts:
     # What the file's own names stand for: imports, and its top-level definitions and
     # assignments (local name -> absolute name).
     names: tuple[tuple[str, str], ...] = ()
-    # What each function binds, builds and returns (`ckptlint.model.code`).
-    summaries: tuple[FunctionSummary, ...] = ()
+    # What each function binds, builds and returns (`ckptlint.model.code`), as JSON: decoded
+    # (`summaries`) only for the files the model evaluates, not for every file loaded.
+    summaries_json: str = "[]"
+
+    @cached_property
+    def summaries(self) -> tuple[FunctionSummary, ...]:
+        return tuple(FunctionSummary.from_json(item) for item in json.loads(self.summaries_json))
+
+    @classmethod
+    def with_summaries(cls, summaries: Sequence[FunctionSummary], **fields) -> FileFacts:
+        """Facts built from summaries in hand (the extraction): encoded for the cache, and
+        kept decoded."""
+        facts = cls(**fields, summaries_json=json.dumps([s.to_json() for s in summaries], separators=(",", ":")))
+        facts.__dict__["summaries"] = tuple(summaries)
+        return facts
+
+    def __getstate__(self) -> dict:
+        # Sent between processes encoded: the decoded summaries are rebuilt where needed.
+        return {key: value for key, value in self.__dict__.items() if key != "summaries"}
 
     def to_json(self) -> dict:
         # Written out by hand: `dataclasses.asdict` deep-copies every value (4.5 s of a cold
@@ -133,7 +152,7 @@ class FileFacts:
             "wrapped_classes": [[w.name, w.line, w.api, w.impl.value] for w in self.wrapped_classes],
             "fsdp_argument_calls": [list(call) for call in self.fsdp_argument_calls],
             "names": [list(pair) for pair in self.names],
-            "summaries": [summary.to_json() for summary in self.summaries],
+            "summaries": self.summaries_json,
         }
 
     @classmethod
@@ -162,7 +181,7 @@ class FileFacts:
             ),
             fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
             names=tuple((local, absolute) for local, absolute in data["names"]),
-            summaries=tuple(FunctionSummary.from_json(item) for item in data["summaries"]),
+            summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 
 

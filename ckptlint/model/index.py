@@ -25,6 +25,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
+from ckptlint.model.names import module_name
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAINING_ARGUMENTS_CLASSES
 
 def _parameter_events(function: FunctionFacts) -> tuple:
@@ -200,9 +201,14 @@ class ProjectIndex:
     def functions(self) -> dict[str, FunctionFacts]:
         return {f.name: f for facts in self.files.values() for f in facts.functions}
 
-    @cached_property
-    def _function_paths(self) -> dict[str, str]:
-        return {f.name: path for path, facts in self.files.items() for f in facts.functions}
+    def path_of(self, name: str) -> str | None:
+        """The relative path of the file an absolute name is defined in."""
+        parts = name.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            path = self.module_paths.get(".".join(parts[:end]))
+            if path is not None:
+                return path
+        return None
 
     @cached_property
     def _suffixes(self) -> dict[str, list[str]]:
@@ -223,12 +229,42 @@ class ProjectIndex:
         return candidates[0] if len(candidates) == 1 else None
 
     def function(self, name: str) -> FunctionFacts | None:
+        facts = self.facts_of(name)
+        found = next((f for f in facts.functions if f.name == name), None) if facts is not None else None
+        if found is not None or not self._may_name_the_project(name):
+            return found
         resolved = self._resolve_name(name, self.functions)
         return self.functions.get(resolved) if resolved else None
 
     def class_named(self, name: str) -> ClassFacts | None:
+        facts = self.facts_of(name)
+        found = next((c for c in facts.classes if c.name == name), None) if facts is not None else None
+        if found is not None or not self._may_name_the_project(name):
+            return found
         resolved = self._resolve_name(name, self.classes)
         return self.classes.get(resolved) if resolved else None
+
+    def _may_name_the_project(self, name: str) -> bool:
+        """Whether a name its module does not resolve may still be the project's, written
+        differently (`helpers.f` for `scripts/helpers.py`, a `src/` layout): it starts with
+        a component of a project module's name. `torch.nn.BatchNorm2d` in a project that is
+        not torch does not, and is never looked up in every file's facts."""
+        return name.split(".", 1)[0] in self._module_components
+
+    @cached_property
+    def _module_components(self) -> frozenset[str]:
+        return frozenset(part for module in self.module_paths for part in module.split("."))
+
+    def facts_of(self, name: str) -> FileFacts | None:
+        """The facts of the file an absolute name is defined in (`pkg.mod.Class.method` ->
+        `pkg/mod.py`), found by its module without loading any other file."""
+        path = self.path_of(name)
+        return self.files.get(path) if path is not None else None
+
+    @cached_property
+    def module_paths(self) -> dict[str, str]:
+        """Module name -> relative path, for every file of the project."""
+        return {module_name(path): path for path in self.files}
 
     def ancestors(self, name: str) -> list[str]:
         """The class and its bases defined in the project (and external bases by name)."""
@@ -324,7 +360,7 @@ class ProjectIndex:
             parameter = facts.parameters[parameter]
         elif parameter not in facts.parameters:
             return []
-        path = self._function_paths[facts.name]
+        path = self.path_of(facts.name)
         effects: list[ParameterEffect] = []
         names = {parameter}
         for event in facts.events:
