@@ -276,7 +276,7 @@ class CheckpointBeforeFsdpWrap(Rule):
                 CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
             )
 
-            reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+            reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)
             model = FSDP(model, auto_wrap_policy=policy)
             apply_activation_checkpointing(model, checkpoint_wrapper_fn=reentrant, check_fn=is_block)
             """,

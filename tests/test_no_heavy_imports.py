@@ -60,9 +60,13 @@ def test_import_and_version_do_not_load_the_engine():
 
 def test_rule_manifest_matches_the_rules():
     """The registry answers codes, names and `uses_project` without importing the rules
-    (libcst); `python -m ckptlint.registry` prints the manifest to paste when a rule changes."""
-    from ckptlint.registry import RULE_MANIFEST, RULE_TRIGGERS, all_rules, manifest_of, triggers_of
+    (libcst), from `ckptlint/rule_manifest.py`, which `python -m ckptlint.docs` generates."""
+    from pathlib import Path
 
+    from ckptlint.registry import RULE_MANIFEST, RULE_TRIGGERS, all_rules, manifest_module, manifest_of, triggers_of
+
+    generated = Path(__file__).resolve().parent.parent / "ckptlint" / "rule_manifest.py"
+    assert generated.read_text(encoding="utf-8") == manifest_module(), "stale: run `python -m ckptlint.docs`"
     assert RULE_MANIFEST == manifest_of(all_rules())
     assert RULE_TRIGGERS == triggers_of(all_rules())
     assert all(rule.triggers for rule in all_rules())  # else the trigger words would not gate it

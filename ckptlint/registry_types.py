@@ -1,0 +1,20 @@
+"""What the registry records of a rule without importing it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ckptlint.types import RULE_DOCS_URL, Applicability
+
+
+@dataclass(frozen=True)
+class RuleSummary:
+    """What a run needs to know of a rule before (or without) importing it."""
+
+    code: str
+    name: str
+    uses_project: bool  # reads the project index
+    fix: Applicability | None
+
+    def url(self) -> str:
+        return RULE_DOCS_URL.format(code=self.code)
