@@ -1,112 +1,22 @@
 """One file's analysis with libcst: the shared traversal that finds checkpoint sites and
-runs every selected rule, and the context rules see. Imported by the engine only for a
+runs every selected rule (the context rules see is `ckptlint.rule.FileContext`). Imported by the engine only for a
 file that a selected rule may apply to (libcst and the rules take 0.2 s to import)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, QualifiedName, ScopeProvider
+from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
 from ckptlint.registry import rule_by_code
-from ckptlint.rule import Rule
-from ckptlint.source import LineIndex
+from ckptlint.rule import FileContext, Rule
 from ckptlint.suppression import NOQA, noqa_codes
-from ckptlint.types import Diagnostic, Edit, Location
-from ckptlint.versions import TargetVersions
-
-
-@dataclass
-class FileContext:
-    """What a rule sees of the file it is checking and of the run."""
-
-    path: Path
-    display_path: str
-    text: str
-    module: cst.Module
-    versions: TargetVersions
-    settings: Settings
-    wrapper: MetadataWrapper
-    # The project the file belongs to, with this file's facts taken from `text`.
-    project: ProjectIndex
-    relative_path: str  # to the project root
-    line_index: LineIndex = field(init=False)
-    # Every checkpoint site of the file, known before the first `visit_checkpoint_site`.
-    sites: list[CheckpointSite] = field(default_factory=list)
-    # Qualified names of a name, attribute or call (through imports, scopes); available from
-    # the hooks that run after the traversal.
-    qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()
-
-    def __post_init__(self) -> None:
-        self.line_index = LineIndex(self.text)
-        self._positions = None
-
-    def position(self, node: cst.CSTNode) -> CodeRange:
-        # Positions need a code-generation pass over the whole module: computed only once
-        # something is reported.
-        if self._positions is None:
-            self._positions = self.wrapper.resolve(PositionProvider)
-        return self._positions[node]
-
-    def edit_for(self, original: cst.CSTNode, replacement: cst.CSTNode) -> Edit | None:
-        """The smallest text edit that turns `original` into `replacement`.
-
-        An expression is rendered on its own, in the indentation of its line; when that
-        rendering is the file's text at the node's position, the replacement rendered the
-        same way is exact (a file with many fixes costs one small rendering per fix).
-        Otherwise (statements, blocks, an expression starting on a continuation line) the
-        whole module is regenerated, as a node's own code lacks the indentation of the
-        block around it. Either way only the differing span is kept, so fixes of nested
-        nodes never overlap and the bytes outside the edit stay identical."""
-        if isinstance(original, cst.BaseExpression) and isinstance(replacement, cst.BaseExpression):
-            local = self._local_texts(original, replacement)
-            if local is not None:
-                start, old_text, new_text = local
-                return self._difference(old_text, new_text, start)
-        new_text = self.module.deep_replace(original, replacement).code
-        # Diff against libcst's own rendering (equal to the text, except that libcst drops a
-        # final lone "\r"), so the edit never reaches past what the rules saw.
-        return self._difference(self.module.code, new_text, 0)
-
-    def _local_texts(self, original: cst.BaseExpression, replacement: cst.BaseExpression) -> tuple[int, str, str] | None:
-        position = self.position(original)
-        start = self.line_index.offset(Location(position.start.line, position.start.column + 1))
-        end = self.line_index.offset(Location(position.end.line, position.end.column + 1))
-        line = self.line_index.line(position.start.line)
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        old_text = self._render(original, indent)
-        if old_text != self.text[start:end]:
-            return None
-        return start, old_text, self._render(replacement, indent)
-
-    def _render(self, node: cst.CSTNode, indent: str) -> str:
-        state = CodegenState(self.module.default_indent, self.module.default_newline, indent_tokens=[indent] if indent else [])
-        node._codegen(state)
-        return "".join(state.tokens)
-
-    def _difference(self, old_text: str, new_text: str, offset: int) -> Edit | None:
-        """The edit that turns `old_text` (found at `offset` of the file) into `new_text`."""
-        if new_text == old_text:
-            return None
-        limit = min(len(old_text), len(new_text))
-        prefix = 0
-        while prefix < limit and old_text[prefix] == new_text[prefix]:
-            prefix += 1
-        suffix = 0
-        while suffix < limit - prefix and old_text[-1 - suffix] == new_text[-1 - suffix]:
-            suffix += 1
-        return Edit(
-            location=self.line_index.location(offset + prefix),
-            end_location=self.line_index.location(offset + len(old_text) - suffix),
-            content=new_text[prefix : len(new_text) - suffix],
-        )
+from ckptlint.types import Diagnostic
 
 
 class FileAnalyzer(cst.BatchableCSTVisitor):

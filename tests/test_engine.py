@@ -265,7 +265,7 @@ def test_local_fix_edits_equal_regenerating_the_whole_module(monkeypatch):
     """Every fix the rules offer on the fixtures and on awkward layouts (tabs, calls over
     several lines, continuation lines, comments) is the same edit whether the node is
     rendered on its own or the whole module is regenerated."""
-    from ckptlint.traversal import FileContext
+    from ckptlint.rule import FileContext
 
     sources = {"tricky.py": TRICKY_EDITS, "tabs.py": TRICKY_EDITS.replace("    ", "\t")}
     for path in sorted(Path(__file__).parent.parent.joinpath("fixtures").rglob("*.py")):

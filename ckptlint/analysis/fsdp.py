@@ -31,7 +31,7 @@ from ckptlint.model.library import (
 from ckptlint.model.names import absolute_import, module_name
 
 if TYPE_CHECKING:
-    from ckptlint.traversal import FileContext
+    from ckptlint.rule import FileContext
 
 PARTIAL = "functools.partial"
 

@@ -54,7 +54,7 @@ from ckptlint.model.names import module_name
 from ckptlint.rule import Replacement
 
 if TYPE_CHECKING:
-    from ckptlint.traversal import FileContext
+    from ckptlint.rule import FileContext
 
 
 # --- model classes -----------------------------------------------------------------------
