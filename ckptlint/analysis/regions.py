@@ -27,7 +27,8 @@ import libcst as cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.model.denotation import Constant, Denotation, FunctionRef, Instance, Lambda, Sequence
+from ckptlint.model.denotation import Denotation
+from ckptlint.model.values import Constant, FunctionRef, Instance, Lambda, Sequence
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES
 from ckptlint.model.names import module_name

@@ -26,111 +26,43 @@ query has a budget, so no project can make it slow.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Union
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ckptlint.model.code import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
-from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, LIBRARY_PREFIXES
+from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES
+from ckptlint.model.values import (
+    NOTHING,
+    Arguments,
+    ClassRef,
+    Constant,
+    Frame,
+    FunctionRef,
+    Instance,
+    Lambda,
+    Mapping,
+    OutOfBudget,
+    Sequence,
+    Splat,
+    Value,
+    arguments_of,
+    destructure,
+    falsy,
+    flatten_modules,
+    names_in,
+    single,
+    truthiness,
+)
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
 
-Arguments = tuple  # ((name, frozenset[Value]), ...), sorted by name
-
-
-@dataclass(frozen=True)
-class Constant:
-    value: object
-
-
-@dataclass(frozen=True)
-class ClassRef:
-    name: str  # absolute
-    bound: Arguments = ()  # `partial(Class, **bound)`
-
-
-@dataclass(frozen=True)
-class Instance:
-    cls: str  # absolute
-    arguments: Arguments = ()  # what the constructor got, by parameter name (or `#0`...)
-    members: tuple[frozenset, ...] | None = None  # torch containers: their members, in order
-    ordered: bool = True  # False: a member came from a `*` splat, positions are not known
-
-    @property
-    def short_name(self) -> str:
-        return self.cls.rsplit(".", 1)[-1]
-
-    def argument(self, name: str, position: int | None = None) -> frozenset | None:
-        for key, values in self.arguments:
-            if key == name or (position is not None and key == f"#{position}"):
-                return values
-        return None
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Where an expression is evaluated: a function (None: a module's top-level code), the
-    values its parameters and closure are bound to, its `self`, the frame it is nested in."""
-
-    function: str | None
-    module: str
-    arguments: Arguments = ()
-    self_instance: Instance | None = None
-    parent: Frame | None = None
-    locals: Arguments = ()  # comprehension targets
-    before: int | None = None  # only bindings on earlier lines are seen (a binding's own value)
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    name: str  # absolute (for a library function: as imported)
-    frame: Frame | None = None  # a method's `self` / a nested function's closure
-    bound: Arguments = ()  # `partial(function, **bound)`
-    positional: tuple[frozenset, ...] = ()  # `partial(function, *positional)`
-
-
-@dataclass(frozen=True)
-class Lambda:
-    """A lambda written at a checkpoint call: the callees of its body, in its frame."""
-
-    calls: tuple[Expr, ...]
-    frame: Frame
-
-
-@dataclass(frozen=True)
-class Sequence:
-    items: tuple[frozenset, ...] | None  # known positions
-    elements: frozenset  # every element
-
-
-@dataclass(frozen=True)
-class Mapping:
-    entries: tuple[tuple[object, frozenset], ...]
-
-
-Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
-NOTHING: frozenset = frozenset()
 _BUILTINS = frozenset(
     {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain"}
 )
 _MAX_DEPTH = 24
 _BUDGET = 20_000
-
-
-class OutOfBudget(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class Splat:
-    """A `*` argument whose items are not known one by one: the positions after it are not
-    known either."""
-
-    values: frozenset
-
-
-def arguments_of(pairs: Iterable[tuple[str, frozenset]]) -> Arguments:
-    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+_GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
 
 
 class Denotation:
@@ -253,7 +185,7 @@ class Denotation:
         if found is None:
             found = {}
             for binding in summary.bindings:
-                for name in _names_in(binding.pattern):
+                for name in names_in(binding.pattern):
                     found.setdefault(name, []).append(binding)
             self._local_bindings[summary.name] = found
         return found
@@ -306,8 +238,8 @@ class Denotation:
             found = set()
             for part in expr[1]:
                 values = self._eval(part, frame)
-                found |= {v for v in values if not _falsy(v)}
-                if values and not any(_falsy(v) for v in values):
+                found |= {v for v in values if not falsy(v)}
+                if values and not any(falsy(v) for v in values):
                     break  # `a or b` with `a` always set: never `b`
             return found
         if tag == "if":
@@ -359,7 +291,7 @@ class Denotation:
         found: set = set()
         if parameter.default is not None:
             found |= self._eval(parameter.default, Frame(None, frame.module))
-        if not any(not _falsy(v) for v in found):
+        if not any(not falsy(v) for v in found):
             found |= self._annotated(parameter)
         return found
 
@@ -386,7 +318,7 @@ class Denotation:
                 return set()
             added = values if binding.how == ADD else self._elements(values)
             return {Sequence(None, frozenset(added))}
-        return set(_destructure(values, binding.pattern, name, self._elements))
+        return set(destructure(values, binding.pattern, name, self._elements))
 
     def _global(self, name: str, module: str, before: int | None) -> Iterable[Value]:
         absolute = self._names(module).get(name)
@@ -468,7 +400,7 @@ class Denotation:
             return (not decisive) if all(part is (not decisive) for part in parts) else None
         if tag == "cmp":
             return self._compare(test[1], self._eval(test[2], frame), self._eval(test[3], frame))
-        return _single(_truthiness(value) for value in self._eval(test, frame))
+        return single(truthiness(value) for value in self._eval(test, frame))
 
     def _compare(self, operator: str, left: frozenset, right: frozenset) -> bool | None:
         if not left or not right:
@@ -481,13 +413,13 @@ class Denotation:
                 members |= container.elements
             if not all(isinstance(v, Constant) for v in members | left):
                 return None
-            found = _single(v in members for v in left)
+            found = single(v in members for v in left)
             return found if found is None or operator == "in" else not found
         if operator in ("is", "is not") and right == {Constant(None)}:
-            is_none = _single(v == Constant(None) for v in left)
+            is_none = single(v == Constant(None) for v in left)
             return is_none if is_none is None or operator == "is" else not is_none
         if all(isinstance(v, Constant) for v in left | right):
-            equal = _single(a.value == b.value for a in left for b in right)
+            equal = single(a.value == b.value for a in left for b in right)
             return equal if equal is None or operator in ("==", "is") else not equal
         return None
 
@@ -691,7 +623,7 @@ class Denotation:
         members: list[frozenset] = []
         for values in positional:
             if isinstance(values, Splat):
-                elements = frozenset(_flatten_modules(self._elements(values.values), self._elements))
+                elements = frozenset(flatten_modules(self._elements(values.values), self._elements))
                 if elements:
                     members.append(elements)  # `Sequential(*blocks)`: positions not known
                 continue
@@ -794,7 +726,7 @@ class Denotation:
             for binding in summary.bindings:
                 if binding.pattern == ("child", None):
                     found |= self._binding_values(binding, frame)
-        return frozenset(_flatten_modules(found, self._elements))
+        return frozenset(flatten_modules(found, self._elements))
 
     def _children(self, instance: Instance) -> dict[str, frozenset]:
         if instance.members is not None:
@@ -811,7 +743,7 @@ class Denotation:
                     names.append(target[1])
         found: dict[str, frozenset] = {}
         for name in dict.fromkeys(names):
-            modules = frozenset(_flatten_modules(self._attribute(instance, name), self._elements))
+            modules = frozenset(flatten_modules(self._attribute(instance, name), self._elements))
             if modules:
                 found[name] = modules
         dynamic = self._dynamic_children(instance)
@@ -889,7 +821,7 @@ class Denotation:
             return self._eval(element, frame)
         (target, iterable), rest = generators[0], generators[1:]
         values = self._elements(self._eval(iterable, frame))
-        bound = [(name, frozenset(_destructure(values, target, name, self._elements))) for name in _names_in(target)]
+        bound = [(name, frozenset(destructure(values, target, name, self._elements))) for name in names_in(target)]
         inner = Frame(frame.function, frame.module, frame.arguments, frame.self_instance, frame.parent,
                       arguments_of([*frame.locals, *bound]), frame.before)
         return self._comprehension(element, rest, inner)
@@ -912,7 +844,6 @@ class Denotation:
         return Frame(summary.name, module, function.bound, self_instance, function.frame)
 
 
-_GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
 
 
 def _visible(bindings: list[Binding], before: int | None) -> list[Binding]:
@@ -926,76 +857,3 @@ def _visible(bindings: list[Binding], before: int | None) -> list[Binding]:
         start = max(b.line for b in loops)
         return [b for b in earlier if b.line >= start]
     return earlier
-
-
-def _single(truths) -> bool | None:
-    """The one truth all values agree on, else None."""
-    found = set(truths)
-    if len(found) == 1 and None not in found:
-        return found.pop()
-    return None
-
-
-def _truthiness(value: Value) -> bool | None:
-    if isinstance(value, Constant):
-        return bool(value.value)
-    if isinstance(value, (ClassRef, Instance, FunctionRef, Lambda)):
-        return True
-    return None
-
-
-def _falsy(value: Value) -> bool:
-    return isinstance(value, Constant) and not value.value
-
-
-def _names_in(target: Expr) -> Iterator[str]:
-    if target[0] == "name":
-        yield target[1]
-    elif target[0] == "seq":
-        for item in target[1]:
-            yield from _names_in(item)
-    elif target[0] == "star":
-        yield from _names_in(target[1])
-
-
-def _destructure(values: Iterable[Value], target: Expr, name: str, elements) -> Iterator[Value]:
-    """The values `name` gets when `values` are unpacked into `target`."""
-    if target[0] == "name":
-        if target[1] == name:
-            yield from values
-        return
-    if target[0] == "star":
-        yield Sequence(None, frozenset(elements(values)))
-        return
-    if target[0] != "seq":
-        return
-    items = target[1]
-    position = next((i for i, item in enumerate(items) if name in set(_names_in(item))), None)
-    if position is None:
-        return
-    starred = any(item[0] == "star" for item in items)
-    for value in values:
-        if isinstance(value, Sequence) and value.items is not None and not starred and len(value.items) == len(items):
-            yield from _destructure(value.items[position], items[position], name, elements)
-        else:
-            yield from _destructure(elements((value,)), items[position], name, elements)
-
-
-def _flatten_modules(values: Iterable[Value], elements) -> Iterator[Instance]:
-    """The module instances among values: containers of them (lists, dicts) unpacked."""
-    pending = list(values)
-    seen: set = set()
-    while pending:
-        value = pending.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        if isinstance(value, Instance):
-            yield value
-        elif isinstance(value, (Sequence, Mapping)):
-            pending.extend(elements((value,)) if isinstance(value, Sequence) else
-                           [v for _, vs in value.entries for v in vs])
-
-
-def is_project_name(name: str) -> bool:
-    return not name.startswith(LIBRARY_PREFIXES)

@@ -1,0 +1,169 @@
+"""The values the model's evaluator answers with (`ckptlint.model.denotation`): abstract
+objects of the analysed program, hashable, and the helpers that take them apart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Union
+
+from ckptlint.model.code import Expr
+
+Arguments = tuple  # ((name, frozenset[Value]), ...), sorted by name
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: object
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    name: str  # absolute
+    bound: Arguments = ()  # `partial(Class, **bound)`
+
+
+@dataclass(frozen=True)
+class Instance:
+    cls: str  # absolute
+    arguments: Arguments = ()  # what the constructor got, by parameter name (or `#0`...)
+    members: tuple[frozenset, ...] | None = None  # torch containers: their members, in order
+    ordered: bool = True  # False: a member came from a `*` splat, positions are not known
+
+    @property
+    def short_name(self) -> str:
+        return self.cls.rsplit(".", 1)[-1]
+
+    def argument(self, name: str, position: int | None = None) -> frozenset | None:
+        for key, values in self.arguments:
+            if key == name or (position is not None and key == f"#{position}"):
+                return values
+        return None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where an expression is evaluated: a function (None: a module's top-level code), the
+    values its parameters and closure are bound to, its `self`, the frame it is nested in."""
+
+    function: str | None
+    module: str
+    arguments: Arguments = ()
+    self_instance: Instance | None = None
+    parent: Frame | None = None
+    locals: Arguments = ()  # comprehension targets
+    before: int | None = None  # only bindings on earlier lines are seen (a binding's own value)
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    name: str  # absolute (for a library function: as imported)
+    frame: Frame | None = None  # a method's `self` / a nested function's closure
+    bound: Arguments = ()  # `partial(function, **bound)`
+    positional: tuple[frozenset, ...] = ()  # `partial(function, *positional)`
+
+
+@dataclass(frozen=True)
+class Lambda:
+    """A lambda written at a checkpoint call: the callees of its body, in its frame."""
+
+    calls: tuple[Expr, ...]
+    frame: Frame
+
+
+@dataclass(frozen=True)
+class Sequence:
+    items: tuple[frozenset, ...] | None  # known positions
+    elements: frozenset  # every element
+
+
+@dataclass(frozen=True)
+class Mapping:
+    entries: tuple[tuple[object, frozenset], ...]
+
+
+Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
+NOTHING: frozenset = frozenset()
+class OutOfBudget(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Splat:
+    """A `*` argument whose items are not known one by one: the positions after it are not
+    known either."""
+
+    values: frozenset
+
+
+def arguments_of(pairs: Iterable[tuple[str, frozenset]]) -> Arguments:
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+
+
+def single(truths) -> bool | None:
+    """The one truth all values agree on, else None."""
+    found = set(truths)
+    if len(found) == 1 and None not in found:
+        return found.pop()
+    return None
+
+
+def truthiness(value: Value) -> bool | None:
+    if isinstance(value, Constant):
+        return bool(value.value)
+    if isinstance(value, (ClassRef, Instance, FunctionRef, Lambda)):
+        return True
+    return None
+
+
+def falsy(value: Value) -> bool:
+    return isinstance(value, Constant) and not value.value
+
+
+def names_in(target: Expr) -> Iterator[str]:
+    if target[0] == "name":
+        yield target[1]
+    elif target[0] == "seq":
+        for item in target[1]:
+            yield from names_in(item)
+    elif target[0] == "star":
+        yield from names_in(target[1])
+
+
+def destructure(values: Iterable[Value], target: Expr, name: str, elements) -> Iterator[Value]:
+    """The values `name` gets when `values` are unpacked into `target`."""
+    if target[0] == "name":
+        if target[1] == name:
+            yield from values
+        return
+    if target[0] == "star":
+        yield Sequence(None, frozenset(elements(values)))
+        return
+    if target[0] != "seq":
+        return
+    items = target[1]
+    position = next((i for i, item in enumerate(items) if name in set(names_in(item))), None)
+    if position is None:
+        return
+    starred = any(item[0] == "star" for item in items)
+    for value in values:
+        if isinstance(value, Sequence) and value.items is not None and not starred and len(value.items) == len(items):
+            yield from destructure(value.items[position], items[position], name, elements)
+        else:
+            yield from destructure(elements((value,)), items[position], name, elements)
+
+
+def flatten_modules(values: Iterable[Value], elements) -> Iterator[Instance]:
+    """The module instances among values: containers of them (lists, dicts) unpacked."""
+    pending = list(values)
+    seen: set = set()
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value, Instance):
+            yield value
+        elif isinstance(value, (Sequence, Mapping)):
+            pending.extend(elements((value,)) if isinstance(value, Sequence) else
+                           [v for _, vs in value.entries for v in vs])
