@@ -16,7 +16,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT021", "peft-checkpointing-without-input-grads", True, Applicability.SAFE),
     RuleSummary("CKPT030", "late-binding-closure-in-checkpoint", True, Applicability.SAFE),
     RuleSummary("CKPT031", "mutable-state-across-recompute", False, None),
-    RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", False, Applicability.SAFE),
+    RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", True, Applicability.SAFE),
     RuleSummary("CKPT033", "rng-state-not-preserved-with-dropout", True, Applicability.SAFE),
 )
 

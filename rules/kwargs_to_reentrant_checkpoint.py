@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import (
@@ -10,13 +12,16 @@ from ckptlint.analysis.checkpoint_sites import (
     Reentrancy,
     SiteKind,
 )
+from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.model.code import FunctionSummary, Parameter
+from ckptlint.model.values import FunctionRef, Instance
+from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import VersionRange
 
 
-class KwargsToReentrantCheckpoint(Rule):
+class KwargsToReentrantCheckpoint(SiteScopes):
     """Keyword arguments passed to a reentrant `checkpoint`: a `ValueError` at runtime.
 
     ## What it does
@@ -89,71 +94,25 @@ class KwargsToReentrantCheckpoint(Rule):
     requires = SITE_REQUIRES
     supersedes = ("CKPT001",)
 
+    uses_project = True  # the callee may be defined in another file
+
     def __init__(self, context) -> None:
         super().__init__(context)
-        # Functions defined in the file, by name (a name defined twice resolves to nothing),
-        # and the methods of each class, for `self.<method>`.
-        self._functions: dict[str, list[cst.FunctionDef]] = {}
-        self._methods: dict[tuple[str, str], cst.FunctionDef] = {}
-        self._classes: list[str] = []
-        self._call_class: dict[cst.Call, str] = {}
-        self._class_nodes: dict[str, cst.ClassDef] = {}
-        # `self.<attr>` -> the class its value (or every element of it) is built from.
-        self._attribute_classes: dict[tuple[str, str], str] = {}
-        # Loop variable -> the expression iterated, for the loops that hold each call.
-        self._loops: list[tuple[str, cst.BaseExpression]] = []
-        self._call_loops: dict[cst.Call, tuple[tuple[str, cst.BaseExpression], ...]] = {}
         self._ifs: list[cst.If] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(node.name.value)
-        self._class_nodes.setdefault(node.name.value, node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if not self._classes or len(node.targets) != 1:
-            return
-        target = node.targets[0].target
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-            built = _built_class(node.value)
-            if built is not None:
-                self._attribute_classes[(self._classes[-1], target.attr.value)] = built
-
-    def visit_For(self, node: cst.For) -> None:
-        if isinstance(node.target, cst.Name):
-            self._loops.append((node.target.value, node.iter))
-        else:
-            self._loops.append(("", node.iter))
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self._loops.pop()
 
     def visit_If(self, node: cst.If) -> None:
         self._ifs.append(node)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.setdefault(node.name.value, []).append(node)
-        if self._classes:
-            self._methods[(self._classes[-1], node.name.value)] = node
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self._classes:
-            self._call_class[node] = self._classes[-1]
-        if self._loops:
-            self._call_loops[node] = tuple(self._loops)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
             return
         extra = site.extra_keywords()
-        callee = self._local_callee(site) if extra else None
-        if callee is not None:
-            rejected = [name for name in extra if not _accepts_keyword(callee, name)]
-            if rejected:
-                self._report_rejected(site, callee, rejected)
-                return
+        callees = self._callees(site) if extra else []
+        rejecting = [c for c in callees if any(not c.accepts(name) for name in extra)]
+        if callees and len(rejecting) == len(callees):  # every function it may call rejects one
+            callee = callees[0]
+            self._report_rejected(site, callee, [name for name in extra if not callee.accepts(name)])
+            return
         if self._check_positional_slots(site):
             return
         self._check_reentrant(site, extra)
@@ -161,14 +120,15 @@ class KwargsToReentrantCheckpoint(Rule):
     def _check_positional_slots(self, site: CheckpointSite) -> bool:
         """The checkpointed call passes a value positionally into another parameter than the
         one the plain call of the other branch names for it."""
-        callee = self._local_callee(site) or self._module_forward(site)
-        if callee is None or site.function is None:
+        callees = self._callees(site)
+        if len(callees) != 1 or site.function is None:
             return False
+        callee = callees[0]
         function_code = _code(site.function)
         plain = [call for call in self._other_branch_calls(site) if _code(call.func) == function_code]
         if len(plain) != 1:
             return False
-        slots = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+        slots = [p.name for p in callee.parameters if p.kind == "positional"]
         keywords = {_code(arg.value): arg.keyword.value for arg in plain[0].args if arg.keyword is not None}
         for position, arg in enumerate(site.positional):
             expected = keywords.get(_code(arg.value))
@@ -179,8 +139,8 @@ class KwargsToReentrantCheckpoint(Rule):
                 self.report(
                     site.node,
                     f"`{_code(arg.value)}` is passed positionally into parameter `{slot}` of "
-                    f"`{callee.name.value}`, while the non-checkpointed branch passes it as `{expected}=`: with "
-                    f"checkpointing on, the value lands in the wrong parameter; pass the inputs in `{callee.name.value}`'s "
+                    f"`{callee.name}`, while the non-checkpointed branch passes it as `{expected}=`: with "
+                    f"checkpointing on, the value lands in the wrong parameter; pass the inputs in `{callee.name}`'s "
                     "parameter order",
                 )
                 return True
@@ -195,60 +155,42 @@ class KwargsToReentrantCheckpoint(Rule):
                     return _calls_in(other)
         return []
 
-    def _module_forward(self, site: CheckpointSite) -> cst.FunctionDef | None:
-        """`forward` of the class of a module attribute (`self.block`), or of the elements of
-        one the enclosing loop iterates (`for block in self.blocks`)."""
-        owner = self._call_class.get(site.node)
-        function = site.function
-        if owner is None or function is None:
-            return None
-        attribute = None
-        if isinstance(function, cst.Attribute) and _is_self(function.value):
-            attribute = function.attr.value
-        elif isinstance(function, cst.Name):
-            for variable, iterated in reversed(self._call_loops.get(site.node, ())):
-                if variable == function.value and isinstance(iterated, cst.Attribute) and _is_self(iterated.value):
-                    attribute = iterated.attr.value
-                    break
-        class_name = self._attribute_classes.get((owner, attribute)) if attribute else None
-        node = self._class_nodes.get(class_name) if class_name else None
-        if node is None:
-            return None
-        forwards = [s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"]
-        return _without_self(forwards[0]) if len(forwards) == 1 else None
-
-    def _report_rejected(self, site: CheckpointSite, callee: cst.FunctionDef, rejected: list[str]) -> None:
+    def _report_rejected(self, site: CheckpointSite, callee: _Callee, rejected: list[str]) -> None:
         names = ", ".join(f"`{name}`" for name in rejected)
-        signature = cst.Module([]).code_for_node(callee.params)
         self.report(
             site.node,
             f"keyword argument{'s' if len(rejected) > 1 else ''} {names} passed through `checkpoint` to "
-            f"`{callee.name.value}({signature})`, which cannot accept "
+            f"`{callee.name}({callee.signature()})`{callee.where}, which cannot accept "
             f"{'them' if len(rejected) > 1 else 'it'}: a TypeError as soon as checkpointing is on (a ValueError "
             "with the reentrant implementation); pass them positionally or give the function the parameters",
         )
 
-    def _local_callee(self, site: CheckpointSite) -> cst.FunctionDef | None:
-        """The function defined in this file that checkpoint will call: a function by name,
-        `self.<method>` of the enclosing class, or the inner function a local factory returns
-        (`create_custom_forward(module)`)."""
-        function = site.function
-        if isinstance(function, cst.Name):
-            found = self._functions.get(function.value, [])
-            return found[0] if len(found) == 1 else None
-        if (
-            isinstance(function, cst.Attribute)
-            and isinstance(function.value, cst.Name)
-            and function.value.value == "self"
-            and site.node in self._call_class
-        ):
-            method = self._methods.get((self._call_class[site.node], function.attr.value))
-            return _without_self(method) if method is not None else None
-        if isinstance(function, cst.Call) and isinstance(function.func, cst.Name):
-            factories = self._functions.get(function.func.value, [])
-            if len(factories) == 1:
-                return _returned_function(factories[0])
-        return None
+    def _callees(self, site: CheckpointSite) -> list[_Callee]:
+        """The functions checkpoint will call with the site's inputs, through the project
+        model (any file): a function, `self.<method>`, the function a factory returns
+        (`create_custom_forward(module)`), or a module's `forward` (`self.block`, a loop
+        variable over `self.blocks`). Empty when any of them is not known."""
+        if site.function is None:
+            return []
+        _, values = self.values_at(site.node, site.function)
+        denotation = self.context.project.denotation
+        found: list[_Callee] = []
+        for value in denotation.runs(values):
+            callee = None
+            if isinstance(value, FunctionRef):
+                summary = denotation.summary(value.name)
+                bound = value.frame is not None and value.frame.self_instance is not None and value.frame.function == value.name
+                callee = _Callee.of(summary, skip_self=bound) if summary is not None else None
+            elif isinstance(value, Instance) and self.context.project.class_named(value.cls) is not None:
+                forward = denotation.method(value.cls, "forward")
+                callee = _Callee.of(forward, skip_self=True) if forward is not None else None
+            if callee is None:
+                return []
+            path = self.context.project.path_of(value.name if isinstance(value, FunctionRef) else value.cls)
+            if path is not None and path != self.context.relative_path:
+                callee = replace(callee, where=f" ({path})")
+            found.append(callee)
+        return list(dict.fromkeys(found))
 
     def _check_reentrant(self, site: CheckpointSite, extra: list[str]) -> None:
         if not site.reentrancy.is_reentrant:
@@ -468,57 +410,52 @@ class KwargsToReentrantCheckpoint(Rule):
     ]
 
 
-def _accepts_keyword(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    if isinstance(params.star_kwarg, cst.Param):
-        return True
-    return any(p.name.value == name for p in (*params.params, *params.kwonly_params))
+@dataclass(frozen=True)
+class _Callee:
+    """A function checkpoint calls, as the project model summarised it."""
+
+    name: str
+    parameters: tuple[Parameter, ...]  # without `self`
+    where: str = ""  # ` (pkg/layers.py)` when defined in another file
+
+    @classmethod
+    def of(cls, summary: FunctionSummary, *, skip_self: bool) -> _Callee:
+        parameters = summary.parameters
+        if skip_self and parameters and parameters[0].kind == "positional":
+            parameters = parameters[1:]
+        return cls(summary.name.rsplit(".", 1)[-1], parameters)
+
+    def accepts(self, keyword: str) -> bool:
+        return any(p.kind == "**" for p in self.parameters) or any(
+            p.name == keyword and p.kind in ("positional", "keyword") for p in self.parameters
+        )
+
+    def signature(self) -> str:
+        shown: list[str] = []
+        starred = any(p.kind == "*" for p in self.parameters)
+        for parameter in self.parameters:
+            if parameter.kind == "keyword" and not starred:
+                shown.append("*")
+                starred = True
+            prefix = {"*": "*", "**": "**"}.get(parameter.kind, "")
+            default = f"={_shown(parameter.default)}" if parameter.default is not None else ""
+            shown.append(f"{prefix}{parameter.name}{default}")
+        return ", ".join(shown)
 
 
-def _without_self(method: cst.FunctionDef) -> cst.FunctionDef:
-    params = method.params
-    if params.params and params.params[0].name.value in ("self", "cls"):
-        return method.with_changes(params=params.with_changes(params=params.params[1:]))
-    if params.posonly_params and params.posonly_params[0].name.value in ("self", "cls"):
-        return method.with_changes(params=params.with_changes(posonly_params=params.posonly_params[1:]))
-    return method
-
-
-def _returned_function(factory: cst.FunctionDef) -> cst.FunctionDef | None:
-    """The nested function a factory returns by name, when it returns exactly that."""
-    if not isinstance(factory.body, cst.IndentedBlock):
-        return None
-    nested = {s.name.value: s for s in factory.body.body if isinstance(s, cst.FunctionDef)}
-    returned = [
-        small.value.value
-        for statement in factory.body.body
-        if isinstance(statement, cst.SimpleStatementLine)
-        for small in statement.body
-        if isinstance(small, cst.Return) and isinstance(small.value, cst.Name)
-    ]
-    return nested.get(returned[0]) if len(returned) == 1 else None
+def _shown(expr: tuple) -> str:
+    """A default value as written, where the summary keeps it simply."""
+    if expr[0] == "const":
+        return repr(expr[1])
+    if expr[0] == "name":
+        return expr[1]
+    if expr[0] == "attr":
+        return f"{_shown(expr[1])}.{expr[2]}"
+    return "..."
 
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
-
-
-def _is_self(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "self"
-
-
-def _built_class(value: cst.BaseExpression) -> str | None:
-    """`Block(...)`, or `nn.ModuleList([Block(...) for ...])` / `nn.ModuleList(Block(...) for ...)`
-    / `nn.Sequential(*[Block(...) ...])`: the class name when it is a plain name."""
-    if not isinstance(value, cst.Call):
-        return None
-    if isinstance(value.func, cst.Name):
-        return value.func.value
-    if isinstance(value.func, cst.Attribute) and value.func.attr.value in ("ModuleList", "Sequential") and value.args:
-        inner = value.args[0].value
-        if isinstance(inner, (cst.ListComp, cst.GeneratorExp)):
-            return _built_class(inner.elt)
-    return None
 
 
 def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:

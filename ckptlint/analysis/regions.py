@@ -240,10 +240,10 @@ class CheckpointingGate:
         return mentions_checkpointing(project, relative_path, settings, text)
 
 
-class RegionRule(CheckpointingGate, Rule):
-    """Base of the rules about what a checkpoint site recomputes: tracks, during the
-    traversal, the class, the function and the loops each call sits in, and resolves a
-    site's region through the project model."""
+class SiteScopes(Rule):
+    """Tracks, during the traversal, the class, the function and the loops each call sits
+    in, so that an expression at a call (the callable a checkpoint is given) is evaluated by
+    the project model in the frame it runs in."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -282,28 +282,13 @@ class RegionRule(CheckpointingGate, Rule):
         self._call_scopes[node] = tuple(self._scopes)
         self._call_loops[node] = self._loops[-1]
 
-    # --- resolving a region ------------------------------------------------------------------
-
-    def site_region(self, site: CheckpointSite) -> Region | None:
-        if site.kind is not SiteKind.CALL:
-            return None
-        region = self._region_at(site.node, site.function)
-        if region is not None and site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None:
-            return _sequential_region(region, site)
-        return region
-
-    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None) -> Region | None:
-        if function is None:
-            return None
+    def values_at(self, call: cst.Call, expr: cst.BaseExpression) -> tuple[str | None, frozenset]:
+        """The class holding `call` (if any) and what `expr`, written at `call`, may denote
+        (names as bound on the lines before the call: a loop variable as its loop binds it)."""
         scopes = self._call_scopes.get(call, ())
         owner = self._owner(scopes)
-        denotation = self.context.project.denotation
-        # Names are seen as bound on the lines before the call (a loop variable as the loop binds it).
         frame = replace(self._frame(scopes, owner), before=self.context.position(call).start.line + 1)
-        runs = denotation.runs(denotation.evaluate(expression(function), frame))
-        if not runs:
-            return None
-        return Region(owner, self._region_label(call, function, owner), runs)
+        return owner, self.context.project.denotation.evaluate(expression(expr), frame)
 
     def _owner(self, scopes: tuple[tuple[str, str], ...]) -> str | None:
         """The class whose method (or a function nested in it) holds the call."""
@@ -320,6 +305,30 @@ class RegionRule(CheckpointingGate, Rule):
             return denotation.frame_of(f"{self._module}.<module>", self._module)
         function = ".".join([self._module, *(name for _, name in scopes)])
         return denotation.frame_of(function, self._module, instance)
+
+
+class RegionRule(CheckpointingGate, SiteScopes):
+    """Base of the rules about what a checkpoint site recomputes: resolves a site's region
+    through the project model."""
+
+    # --- resolving a region ------------------------------------------------------------------
+
+    def site_region(self, site: CheckpointSite) -> Region | None:
+        if site.kind is not SiteKind.CALL:
+            return None
+        region = self._region_at(site.node, site.function)
+        if region is not None and site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None:
+            return _sequential_region(region, site)
+        return region
+
+    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None) -> Region | None:
+        if function is None:
+            return None
+        owner, values = self.values_at(call, function)
+        runs = self.context.project.denotation.runs(values)
+        if not runs:
+            return None
+        return Region(owner, self._region_label(call, function, owner), runs)
 
     def _region_label(self, call: cst.Call, function: cst.BaseExpression, owner: str | None) -> str | None:
         """`Stage.blocks` for `self.blocks` (or a loop variable over it), else the code."""

@@ -642,6 +642,10 @@ class Denotation:
 
     # --- attributes and containers ---------------------------------------------------------------
 
+    def method(self, class_name: str, method: str) -> FunctionSummary | None:
+        """The summary of a method of a class or of its nearest project base."""
+        return self._method(class_name, method)
+
     def _method(self, class_name: str, method: str) -> FunctionSummary | None:
         for ancestor in self.index.ancestors(class_name):
             summary = self.summary(f"{ancestor}.{method}")
