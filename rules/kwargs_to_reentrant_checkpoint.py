@@ -129,13 +129,18 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         if len(plain) != 1:
             return False
         slots = [p.name for p in callee.parameters if p.kind == "positional"]
-        keywords = {_code(arg.value): arg.keyword.value for arg in plain[0].args if arg.keyword is not None}
+        # A value may be passed under several names (`k_x=image_embs, v_x=image_embs`).
+        keywords: dict[str, list[str]] = {}
+        for arg in plain[0].args:
+            if arg.keyword is not None:
+                keywords.setdefault(_code(arg.value), []).append(arg.keyword.value)
         for position, arg in enumerate(site.positional):
-            expected = keywords.get(_code(arg.value))
-            if arg.star or expected is None or position >= len(slots):
+            names = keywords.get(_code(arg.value))
+            if arg.star or names is None or position >= len(slots):
                 continue
             slot = slots[position]
-            if slot != expected:
+            expected = " or ".join(f"{name}" for name in names)
+            if slot not in names:
                 self.report(
                     site.node,
                     f"`{_code(arg.value)}` is passed positionally into parameter `{slot}` of "
@@ -216,6 +221,31 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         )
 
     valid = [
+        # One value passed under two names, positionally into both slots (open_clip's
+        # cross-attention: `k_x=image_embs, v_x=image_embs`).
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class ResidualAttentionBlock(nn.Module):
+                def forward(self, q_x, k_x=None, v_x=None, attn_mask=None):
+                    return q_x
+
+            class MultimodalTransformer(nn.Module):
+                def __init__(self, layers):
+                    super().__init__()
+                    self.cross_attn = nn.ModuleList([ResidualAttentionBlock() for _ in range(layers)])
+
+                def forward(self, image_embs, text_embs):
+                    for cross_attn in self.cross_attn:
+                        if self.grad_checkpointing:
+                            text_embs = checkpoint(cross_attn, text_embs, image_embs, image_embs, None, use_reentrant=False)
+                        else:
+                            text_embs = cross_attn(text_embs, k_x=image_embs, v_x=image_embs)
+                    return text_embs
+            """
+        ),
         # The right slots: `None, None` fill k_x and v_x.
         Valid(
             """
