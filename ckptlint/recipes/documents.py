@@ -85,6 +85,9 @@ class RecipeSyntaxError(Exception):
         self.column = column
 
 
+_TOO_DEEP = "the document is nested too deeply to read"
+
+
 def parse_recipe(text: str, path: str, *, is_json: bool) -> list[Recipe]:
     """The documents of a YAML (or JSON) file; raises `RecipeSyntaxError`."""
     if is_json:
@@ -101,11 +104,13 @@ def parse_recipe(text: str, path: str, *, is_json: bool) -> list[Recipe]:
         mark = error.problem_mark or error.context_mark
         problem = error.problem or error.context or "invalid YAML"
         row, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        if "nesting depth" in problem:  # PyYAML 6.0.4 stops at 1,000 levels where older ones recurse
+            raise RecipeSyntaxError(_TOO_DEEP, row, column) from None
         raise RecipeSyntaxError(f"invalid {'JSON' if is_json else 'YAML'}: {problem}", row, column) from None
     except yaml.YAMLError as error:
         raise RecipeSyntaxError(f"invalid {'JSON' if is_json else 'YAML'}: {error}", 1, 1) from None
     except RecursionError:
-        raise RecipeSyntaxError("the document is nested too deeply to read", 1, 1) from None
+        raise RecipeSyntaxError(_TOO_DEEP, 1, 1) from None
     recipes = []
     for node in nodes:
         if node is None:
@@ -114,7 +119,7 @@ def parse_recipe(text: str, path: str, *, is_json: bool) -> list[Recipe]:
         try:
             _flatten(node, (), path, settings, frozenset())
         except RecursionError:
-            raise RecipeSyntaxError("the document is nested too deeply to read", 1, 1) from None
+            raise RecipeSyntaxError(_TOO_DEEP, 1, 1) from None
         except ConstructorError as error:
             mark = error.problem_mark or error.context_mark
             row, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
