@@ -10,11 +10,16 @@ class CheckpointedBatchnorm(RegionRule):
     ## What it does
     Finds checkpoint calls whose region (resolved through the project index, across files:
     `checkpoint(self.block, x)`, `checkpoint(self._forward, x)`, a lambda using `self`, a
-    loop over `self.blocks`, `checkpoint_sequential(self.stage, ...)`) holds a
+    loop over `self.blocks`, `checkpoint_sequential(self.stage, ...)`, `checkpoint_wrapper(block)`
+    and the composable `checkpoint(block)` over what `block` can be) holds a
     `BatchNorm1d/2d/3d`, `SyncBatchNorm`, `LazyBatchNorm*`, an `InstanceNorm*` with
     `track_running_stats=True`, or a class listed in the `stateful-modules` setting (e.g.
     `timm.layers.BatchNormAct2d`). The message names the path to the module
-    (`Stage.block -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)`).
+    (`Stage.block -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)`). A helper that takes any model
+    (`def wrap_blocks(model): ... checkpoint_wrapper(block)`) is resolved at its call sites in
+    the project, and the message says where the model came from (`model.blocks (as passed at
+    setup.py:40 <- train.py:10)`); a `checkpoint_seq`-style helper, which runs the module it is
+    given under checkpoint, is reported at each call site that passes BatchNorm.
 
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and

@@ -40,7 +40,8 @@ class CheckpointedStatefulForward(RegionRule):
     writes behind `use_cache` (`if use_cache:`, `if self.use_cache and ...`, after `if not
     use_cache: return ...`: under checkpointing in training transformers turns the cache off,
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
-    regions that cannot be resolved. No fix.
+    an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
+    recomputation writes the same value again), regions that cannot be resolved. No fix.
 
     ## Evidence
     torch 2.13 (CPU): a module whose forward does `self.calls += 1`, checkpointed with either
@@ -90,6 +91,30 @@ class CheckpointedStatefulForward(RegionRule):
 
                 def forward(self, x):
                     return checkpoint(self._attend, x, use_reentrant=False)
+            """
+        ),
+        # A one-shot flag set to a literal: the recomputation writes the same value (only a
+        # print is skipped the second time).
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Expert(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+                    self._announced = False
+
+                def _run(self, x):
+                    if not self._announced:
+                        print("checkpointing the expert")
+                        self._announced = True
+                    self.cache = None
+                    return self.proj(x)
+
+                def forward(self, x):
+                    return checkpoint(self._run, x, use_reentrant=False)
             """
         ),
         # Writes in __init__, to locals, or guarded out of training.

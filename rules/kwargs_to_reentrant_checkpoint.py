@@ -14,7 +14,7 @@ from ckptlint.analysis.checkpoint_sites import (
 )
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.model.code import FunctionSummary, Parameter
+from ckptlint.model.summary import FunctionSummary, Parameter
 from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability

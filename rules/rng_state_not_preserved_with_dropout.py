@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, literal_bool
-from ckptlint.analysis.regions import RegionRule, class_region, region_randomness, shown
+from ckptlint.analysis.regions import RegionRule, region_randomness, shown
 from ckptlint.analysis.transforms import remove_keyword
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -81,7 +81,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
             if isinstance(target.target, cst.Name):
                 self._bound.setdefault(target.target.value, []).append(node.value)
 
-    def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
+    def check_wrapped(self, node: cst.Call, region, what: str, api: str) -> None:
         """`checkpoint_wrapper(Block(...), preserve_rng_state=False)`, or
         `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
         preserve_rng_state=False), check_fn=...)` (the partial inline or bound to a name)."""
@@ -89,15 +89,12 @@ class RngStateNotPreservedWithDropout(RegionRule):
         if found is None:
             return
         call, keyword = found
-        project = self.context.project
-        random = region_randomness(
-            class_region(project, class_name), project, frozenset(self.context.settings.stateful_modules)
-        )
+        random = region_randomness(region, self.context.project, frozenset(self.context.settings.stateful_modules))
         if not random:
             return
         self.report(
             node,
-            f"`{api}` with `preserve_rng_state=False` checkpoints `{class_name.rsplit('.', 1)[-1]}`, which draws "
+            f"`{api}` with `preserve_rng_state=False` checkpoints `{what}`, which draws "
             f"random numbers ({shown(random)}): the recomputation in backward draws new masks, so gradients belong "
             "to a different network than the loss; remove `preserve_rng_state=False`",
             replacements=[Replacement(call, remove_keyword(call, "preserve_rng_state"))],

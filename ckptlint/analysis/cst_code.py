@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.model.code import MAX_DEPTH, UNKNOWN, Expr
+from ckptlint.model.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key
 
 
 def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
@@ -36,6 +36,9 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
         key = None
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             key = expression(node.slice[0].slice.value, down)
+        elif len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+            part = node.slice[0].slice
+            key = slice_key([_bound(bound) for bound in (part.lower, part.upper, part.step)])
         return ("index", expression(node.value, down), key)
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         return ("seq", tuple(
@@ -56,6 +59,14 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
     if isinstance(node, cst.Lambda):
         return ("lambda", _callees(node.body))
     return UNKNOWN
+
+
+def _bound(node: cst.BaseExpression | None) -> int | None | bool:
+    """A slice bound: an integer literal, None when absent, False when not a literal."""
+    if node is None:
+        return None
+    value = expression(node)
+    return value[1] if value[0] == "const" and type(value[1]) is int else False
 
 
 def _callees(node: cst.CSTNode) -> tuple[Expr, ...]:

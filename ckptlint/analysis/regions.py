@@ -30,7 +30,7 @@ from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.denotation import Denotation
 from ckptlint.model.values import Constant, FunctionRef, Instance, Lambda, Sequence
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES
+from ckptlint.model.library import CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, NORMS_WITH_RUNNING_STATS, RANDOM_MODULES
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
@@ -220,6 +220,8 @@ def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, 
     configured `checkpoint-functions` entry)."""
     if any(w.decode() in text for w in SITE_TRIGGERS) and all(w.decode() in text for w in SITE_REQUIRES):
         return True
+    if "checkpoint_wrapper(" in text or ("_composable" in text and "checkpoint(" in text):
+        return True  # modules wrapped one by one
     facts = project.files.get(relative_path)
     if facts is not None and facts.wrapped_classes:
         return True
@@ -272,6 +274,15 @@ class SiteScopes(Rule):
         sources = dict(self._loops[-1])
         if isinstance(node.target, cst.Name):
             sources[node.target.value] = node.iter
+        elif (
+            isinstance(node.target, cst.Tuple)
+            and len(node.target.elements) == 2
+            and isinstance(node.target.elements[1].value, cst.Name)
+            and isinstance(node.iter, cst.Call)
+        ):
+            # `for i, block in enumerate(blocks)`, `for name, child in self.named_children()`
+            enumerated = isinstance(node.iter.func, cst.Name) and node.iter.func.value == "enumerate" and node.iter.args
+            sources[node.target.elements[1].value.value] = node.iter.args[0].value if enumerated else node.iter
         self._loops.append(sources)
 
     def leave_For(self, original_node: cst.For) -> None:
@@ -290,6 +301,15 @@ class SiteScopes(Rule):
         frame = replace(self._frame(scopes, owner), before=self.context.position(call).start.line + 1)
         return owner, self.context.project.denotation.evaluate(expression(expr), frame)
 
+    def _own_method(self, call: cst.Call) -> set[str]:
+        """`self.method(...)` in a method: the method of its class (or of a project base)."""
+        func = call.func
+        owner = self._owner(self._call_scopes.get(call, ()))
+        if owner is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return set()
+        found = self.context.project.denotation.method(owner, func.attr.value)
+        return {found.name} if found is not None else set()
+
     def _owner(self, scopes: tuple[tuple[str, str], ...]) -> str | None:
         """The class whose method (or a function nested in it) holds the call."""
         names = [name for _, name in scopes]
@@ -304,7 +324,11 @@ class SiteScopes(Rule):
         if not scopes or scopes[-1][0] != "function":
             return denotation.frame_of(f"{self._module}.<module>", self._module)
         function = ".".join([self._module, *(name for _, name in scopes)])
-        return denotation.frame_of(function, self._module, instance)
+        frame = denotation.frame_of(function, self._module, instance)
+        if self.context.project.checkpointed_parameter(function) is not None:
+            # A checkpoint_seq-style helper: its call sites are reported, each with what it passes.
+            frame = replace(frame, entry=False)
+        return frame
 
 
 class RegionRule(CheckpointingGate, SiteScopes):
@@ -331,7 +355,9 @@ class RegionRule(CheckpointingGate, SiteScopes):
         return Region(owner, self._region_label(call, function, owner), runs)
 
     def _region_label(self, call: cst.Call, function: cst.BaseExpression, owner: str | None) -> str | None:
-        """`Stage.blocks` for `self.blocks` (or a loop variable over it), else the code."""
+        """`Stage.blocks` for `self.blocks` (or a loop variable over it), else the code; a
+        generic parameter resolved at its call sites says where (`blocks (as passed at
+        train.py:12)`)."""
         short = owner.rsplit(".", 1)[-1] if owner is not None else None
         node = function
         if isinstance(node, cst.Name):
@@ -350,8 +376,32 @@ class RegionRule(CheckpointingGate, SiteScopes):
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" and short:
             return f"{short}.{node.attr.value}"
         if isinstance(node, (cst.Name, cst.Attribute)):
-            return _code(node)
+            return _code(node) + self._passed_at(call, node)
         return None
+
+    def _passed_at(self, call: cst.Call, node: cst.BaseExpression) -> str:
+        """Where the project passes the parameter `node` starts with, when the model
+        resolved it at the enclosing function's call sites."""
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        scopes = self._call_scopes.get(call, ())
+        if not isinstance(node, cst.Name) or not scopes or scopes[-1][0] != "function":
+            return ""
+        denotation = self.context.project.denotation
+        function = ".".join([self._module, *(name for _, name in scopes)])
+        sites = [site for site in denotation.passed_through(function) if site[0] == node.value]
+        if not sites:
+            return ""
+        more = f" and {len(sites) - 1} more call site{'s' if len(sites) > 2 else ''}" if len(sites) > 1 else ""
+        chain = [f"{sites[0][1]}:{sites[0][2]}"]
+        caller = sites[0][3]
+        while len(chain) < 4:  # the caller's own parameter, resolved at its call sites in turn
+            further = denotation.passed_through(caller)
+            if not further:
+                break
+            chain.append(f"{further[0][1]}:{further[0][2]}")
+            caller = further[0][3]
+        return f" (as passed at {' <- '.join(chain)}{more})"
 
     # --- the rules' hooks --------------------------------------------------------------------
 
@@ -363,17 +413,22 @@ class RegionRule(CheckpointingGate, SiteScopes):
     def check_region(self, node: cst.Call, region: Region, api: str) -> None:
         """Report what the rule finds in `region`, checkpointed by `node` (`api` names it)."""
 
+    def check_wrapped(self, node: cst.Call, region: Region, what: str, api: str) -> None:
+        """Report what the rule finds in modules `node` wraps (`checkpoint_wrapper(block)`,
+        the composable `checkpoint(block)`, `apply_activation_checkpointing(check_fn=...)`):
+        `what` names them; by default their forward is checked as a region."""
+        self.check_region(node, region, api)
+
     def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
-        """Report what the rule finds in instances of `class_name`, wrapped by `node` (by
-        default: their whole forward as a region)."""
-        self.check_region(node, class_region(self.context.project, class_name), api)
+        """Report what the rule finds in instances of `class_name`, wrapped by `node`."""
+        self.check_wrapped(node, class_region(self.context.project, class_name), class_name.rsplit(".", 1)[-1], api)
 
     def finish(self) -> None:
         project = self.context.project
         configured = set(self.context.settings.checkpoint_functions)
         # Calls of the project's own checkpoint wrappers (timm's `checkpoint_seq`-style).
         for call in self._calls:
-            names = absolute_names(self.context, call.func) if self._owner(self._call_scopes.get(call, ())) else set()
+            names = self._own_method(call) or absolute_names(self.context, call.func)
             positions = {0 if n in configured else project.checkpointed_parameter(n) for n in names}
             if len(positions) != 1 or None in positions:
                 continue
@@ -383,9 +438,24 @@ class RegionRule(CheckpointingGate, SiteScopes):
                 region = self._region_at(call, positional[position].value)
                 if region is not None:
                     self.check_region(call, region, _code(call.func))
+        # Modules wrapped one by one: `checkpoint_wrapper(block)`, the composable
+        # `checkpoint(block)`, whatever the argument denotes (a loop variable over
+        # `model.blocks`, a generic parameter resolved at its call sites).
+        wrapped_here: set[int] = set()
+        for call in self._calls:
+            names = absolute_names(self.context, call.func)
+            if not names or not (names <= CHECKPOINT_WRAPPER or names <= COMPOSABLE_CHECKPOINT):
+                continue
+            module = next((arg.value for arg in call.args if arg.keyword is None and not arg.star), None)
+            region = self._region_at(call, module) if module is not None else None
+            if region is not None and any(isinstance(v, Instance) for v in region.runs):
+                wrapped_here.add(self.context.position(call).start.line)
+                self.check_wrapped(call, region, _wrapped_name(region), _code(call.func).rsplit(".", 1)[-1])
         # Classes this file wraps with checkpoint_wrapper / apply_activation_checkpointing.
         facts = project.files.get(self.context.relative_path)
         for wrapped in facts.wrapped_classes if facts is not None else ():
+            if wrapped.api == "checkpoint_wrapper" and wrapped.line in wrapped_here:
+                continue
             node = next(
                 (c for c in self._calls if self.context.position(c).start.line == wrapped.line
                  and _code(c.func).rsplit(".", 1)[-1] in (wrapped.api, "checkpoint_wrapper", "apply_activation_checkpointing")),
@@ -394,6 +464,12 @@ class RegionRule(CheckpointingGate, SiteScopes):
             resolved = project.class_named(wrapped.name)
             if node is not None and resolved is not None:
                 self.check_class(node, resolved.name, wrapped.api)
+
+
+def _wrapped_name(region: Region) -> str:
+    """How a message names the modules one wrapper call wraps: the class, or the code."""
+    classes = sorted({v.cls.rsplit(".", 1)[-1] for v in region.runs if isinstance(v, Instance)})
+    return classes[0] if len(classes) == 1 else region.label or " / ".join(classes)
 
 
 def _sequential_region(region: Region, site: CheckpointSite) -> Region:

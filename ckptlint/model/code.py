@@ -1,41 +1,33 @@
-"""Code summaries: what each function of a file binds, builds and returns, in a small form
-the model can evaluate later across files (`ckptlint.model.denotation`).
-
-An expression is kept as a nested tuple (cheap to build, to hash and to write as JSON):
-
-    ("name", id)                         ("attr", expr, attr)
-    ("call", func, (arg...), ((keyword, expr)...))   an arg may be ("star", expr); keyword None: `**expr`
-    ("index", expr, key)                 key: an expression (None for a slice)
-    ("seq", (expr...))                   list / tuple / set literal
-    ("dict", ((key, expr)...))           key None: a `**` splat
-    ("or", (expr...))                    ("if", test, then, else)
-    ("const", value)                     ("comp", element, ((pattern, iterable)...))
-    ("?",)                               anything else
-
-A binding target (`pattern`) is a name, an attribute (`self.blocks`), a subscript, or a
-sequence of patterns (`a, (b, *c) = ...`). A function summary lists, flow-insensitively,
-every binding in its body in source order (`x = e`, `for x in e`, `xs.append(e)`,
-`self.add_module(name, e)`), what it returns, and its parameters with their defaults and the
-classes their annotations name. Expressions nested deeper than `MAX_DEPTH` are `("?",)`:
-generated code cannot make a summary large.
+"""Code summaries from `ast`: what each function of a file binds, builds, returns and calls,
+in the form of `ckptlint.model.summary`. Flow-insensitive: a summary lists every binding in
+its body in source order (`x = e`, `for x in e`, `xs.append(e)`, `self.add_module(name, e)`),
+with the `if` tests that guard it, what it returns, its parameters with their defaults and
+the classes their annotations name, and the calls that pass project functions something to
+follow. Expressions nested deeper than `MAX_DEPTH` are `("?",)`: generated code cannot make
+a summary large.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
+from ckptlint.model.summary import (
+    ADD,
+    ADD_ELEMENTS,
+    ASSIGN,
+    ELEMENTS,
+    MAX_DEPTH,
+    UNKNOWN,
+    Binding,
+    Conditions,
+    Expr,
+    FunctionSummary,
+    Parameter,
+    slice_key,
+)
 
-Expr = tuple
-UNKNOWN: Expr = ("?",)
-MAX_DEPTH = 40
-
-# How a binding binds: `=` assigns the value; `for` binds each element of it; `append`
-# (`insert`, `add`) adds the value to the container the pattern names; `extend` (`+=`) adds
-# each element of it.
-ASSIGN, ELEMENTS, ADD, ADD_ELEMENTS = "=", "for", "append", "extend"
 _ADDING_METHODS = {"append": ADD, "insert": ADD, "add": ADD, "appendleft": ADD, "extend": ADD_ELEMENTS}
 # Names an annotation may use around the classes it names.
 _TYPING_WRAPPERS = frozenset(
@@ -44,74 +36,16 @@ _TYPING_WRAPPERS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Parameter:
-    name: str
-    default: Expr | None  # None: no default
-    annotated: tuple[str, ...]  # the classes the annotation names (absolute where resolvable)
-    kind: str  # "positional", "keyword" (keyword-only), "*", "**"
-
-
-# The `if` tests guarding a statement, each with the truth it needs: ((test, True), ...).
-Conditions = tuple
-
-
-@dataclass(frozen=True)
-class Binding:
-    pattern: Expr
-    how: str  # ASSIGN, ELEMENTS, ADD, ADD_ELEMENTS
-    value: Expr
-    line: int
-    end: int = 0  # a `for` loop: the last line of its body (the target holds there)
-    conditions: Conditions = ()
-
-
-@dataclass(frozen=True)
-class FunctionSummary:
-    name: str  # absolute: `pkg.mod.Class.method`, nested: `pkg.mod.Class.forward.inner`
-    parameters: tuple[Parameter, ...]
-    bindings: tuple[Binding, ...]
-    returns: tuple[tuple[Expr, Conditions], ...]
-    # The callee of every call in the body (not in nested definitions), with its first line:
-    # what the function runs.
-    calls: tuple[tuple[Expr, int], ...] = ()
-    # `self` (a method's first parameter), when the function is a method or nested in one.
-    self_name: str | None = None
-    nested: tuple[str, ...] = ()  # the simple names of the functions defined in its body
-
-    def to_json(self) -> list:
-        return [
-            self.name,
-            [[p.name, p.default, list(p.annotated), p.kind] for p in self.parameters],
-            [[b.pattern, b.how, b.value, b.line, b.end, b.conditions] for b in self.bindings],
-            [[value, conditions] for value, conditions in self.returns],
-            [[c, line] for c, line in self.calls],
-            self.self_name,
-            list(self.nested),
-        ]
-
-    @classmethod
-    def from_json(cls, data: list) -> FunctionSummary:
-        name, parameters, bindings, returns, calls, self_name, nested = data
-        return cls(
-            name,
-            tuple(Parameter(p[0], frozen(p[1]) if p[1] is not None else None, tuple(p[2]), p[3]) for p in parameters),
-            tuple(Binding(frozen(b[0]), b[1], frozen(b[2]), b[3], b[4], frozen(b[5])) for b in bindings),
-            tuple((frozen(value), frozen(conditions)) for value, conditions in returns),
-            tuple((frozen(c), line) for c, line in calls),
-            self_name,
-            tuple(nested),
-        )
-
-
-def frozen(value):
-    """JSON lists back to the tuples expressions are made of."""
-    if isinstance(value, list):
-        return tuple(frozen(item) for item in value)
-    return value
-
-
-# --- from `ast` ------------------------------------------------------------------------------
+def _integer(node: ast.AST | None) -> int | None | bool:
+    """A slice bound: an integer literal, None when absent, False when not a literal."""
+    if node is None:
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _integer(node.operand)
+        return -inner if isinstance(inner, int) and not isinstance(inner, bool) else False
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return False
 
 
 def expression(node: ast.AST | None, depth: int = 0) -> Expr:
@@ -131,7 +65,10 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
         keywords = tuple((k.arg, expression(k.value, down)) for k in node.keywords)
         return ("call", expression(node.func, down), args, keywords)
     if isinstance(node, ast.Subscript):
-        key = None if isinstance(node.slice, (ast.Slice, ast.Tuple)) else expression(node.slice, down)
+        if isinstance(node.slice, ast.Slice):
+            key = slice_key([_integer(part) for part in (node.slice.lower, node.slice.upper, node.slice.step)])
+        else:
+            key = None if isinstance(node.slice, ast.Tuple) else expression(node.slice, down)
         return ("index", expression(node.value, down), key)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return ("seq", tuple(
@@ -201,13 +138,13 @@ def summarize(
     summary.block(node.body, ())
     # A module's top-level names are other functions' globals: every binding may be asked about.
     bindings = summary.bindings if isinstance(node, ast.Module) else _needed(
-        summary.bindings, summary.returns, summary.calls, self_name, summary.checkpointed
+        summary.bindings, summary.returns, summary.calls, self_name, summary.checkpointed + summary.passes
     )
     if not (bindings or summary.returns or summary.calls or parameters):
         return None
     return FunctionSummary(
         name, parameters, tuple(bindings), tuple(summary.returns), tuple(summary.calls), self_name,
-        tuple(summary.nested),
+        tuple(summary.nested), tuple(zip(summary.passes, summary.pass_lines)),
     )
 
 
@@ -284,6 +221,8 @@ class _Summarizer:
         # What calls that look like checkpointing (`cp.checkpoint(...)`, `checkpoint_seq(...)`,
         # `self._gradient_checkpointing_func(...)`) are given: rules evaluate those.
         self.checkpointed: list[Expr] = []
+        self.passes: list[Expr] = []
+        self.pass_lines: list[int] = []
         self._seen: set = set()
 
     def block(self, statements: Sequence[ast.stmt], conditions: Conditions) -> None:
@@ -322,6 +261,15 @@ class _Summarizer:
             and not name.rsplit(".", 1)[-1][:1].isupper()
             and name not in INTERPRETED_FUNCTIONS
         )
+
+    def _passes_to_project(self, call: ast.Call, callee: Expr) -> bool:
+        """A call of a global function or a method of `self` that passes it a name, an
+        attribute or a call's result (not only constants)."""
+        own_method = callee[0] == "attr" and callee[1] == ("name", self.self_name) and self.self_name is not None
+        if not own_method and self.resolve(call.func) is None:
+            return False
+        passed = [*call.args, *(k.value for k in call.keywords)]
+        return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed)
 
     def statement(self, node: ast.stmt, conditions: Conditions) -> None:
         line = node.lineno
@@ -390,7 +338,14 @@ class _Summarizer:
                 if _runs_code(callee) and (callee, node.lineno) not in self._seen and not self._library_function(node.func):
                     self._seen.add((callee, node.lineno))
                     self.calls.append((callee, node.lineno))
+                    if self._passes_to_project(node, callee):
+                        self.passes.append(expression(node))
+                        self.pass_lines.append(node.lineno)
             pending.extend(ast.iter_child_nodes(node))
+
+
+def _bare(node: ast.AST) -> ast.AST:
+    return node.value if isinstance(node, ast.Starred) else node
 
 
 def _looks_like_checkpointing(func: ast.AST) -> bool:

@@ -29,7 +29,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ckptlint.model.code import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
+from ckptlint.model.callers import CallSites
+from ckptlint.model.summary import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
 from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES
 from ckptlint.model.values import (
     NOTHING,
@@ -77,6 +78,9 @@ class Denotation:
         self._summaries: dict[str, dict[str, FunctionSummary]] = {}
         self._local_bindings: dict[str, dict[str, list[Binding]]] = {}
         self._methods_cache: dict[str, list[FunctionSummary]] = {}
+        self._passed: dict[tuple[str, str], frozenset] = {}
+        self._passed_at: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
+        self._call_sites = CallSites(index)
 
     # --- entry points --------------------------------------------------------------------
 
@@ -89,12 +93,23 @@ class Denotation:
             return NOTHING
 
     def frame_of(self, function: str, module: str, self_instance: Instance | None = None) -> Frame:
-        """The frame of a project function, nested functions inside their parents' frames."""
+        """The frame of a project function looked at on its own (nested functions inside
+        their parents' frames): parameters nothing else binds are what its call sites pass."""
         parent = None
         owner, _, _ = function.rpartition(".")
         if self.summary(owner) is not None and owner != module:
             parent = self.frame_of(owner, module, self_instance)
-        return Frame(function, module, (), self_instance, parent)
+        return Frame(function, module, (), self_instance, parent, entry=True)
+
+    def passed_through(self, function: str) -> tuple[tuple[str, str, int, str], ...]:
+        """The call sites (parameter, path, line, calling function) whose arguments stood for
+        a parameter of `function` (or of a function it is nested in) in the evaluations so far."""
+        return tuple(
+            (parameter, path, line, caller)
+            for (name, parameter), sites in sorted(self._passed_at.items())
+            if function == name or function.startswith(f"{name}.")
+            for path, line, caller in sites
+        )
 
     def instance(self, class_name: str) -> Instance:
         """An instance of a class built with its constructor's defaults."""
@@ -273,6 +288,8 @@ class Denotation:
                 found |= bound if bound else self._annotated(parameter)
             elif parameter.kind not in ("*", "**"):
                 found |= self._default(parameter, frame)
+                if frame.entry and not any(not falsy(v) for v in found):
+                    found |= self._passed_by_callers(summary, name)
         bindings = self._bindings_of(summary).get(name)
         if bindings:
             for binding in _visible(bindings, frame.before):
@@ -284,6 +301,63 @@ class Denotation:
         if frame.parent is not None:
             return self._name(name, frame.parent)
         return self._global(name, frame.module, None)
+
+    def _passed_by_callers(self, summary: FunctionSummary, parameter: str) -> frozenset:
+        """What the project's call sites of a module-level function or a method pass for one
+        of its parameters, each call evaluated in its own function (looked at on its own:
+        a caller's generic parameter is resolved at its callers in turn)."""
+        key = (summary.name, parameter)
+        found = self._passed.get(key)
+        if found is not None:
+            return found
+        module = self._module_of(summary.name)
+        if key in self._active or module is None:
+            return NOTHING
+        self._active.add(key)
+        values: set = set()
+        sites: list[tuple[str, int, str]] = []
+        try:
+            for path, caller, call, line in self._call_sites.of(summary.name, module):
+                passed = self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
+                if any(not falsy(v) for v in passed):
+                    values |= passed
+                    sites.append((path, line, caller.name))
+        finally:
+            self._active.discard(key)
+        found = self._passed[key] = frozenset(values)
+        self._passed_at[key] = sites
+        return found
+
+    def _argument_at(self, summary: FunctionSummary, parameter: str, call: Expr, frame: Frame) -> set:
+        """What `call`, in `frame`, passes for `parameter` when it calls `summary`'s function."""
+        func = call[1]
+        matched: list[Arguments] = []
+        if func[0] == "attr" and self._global_dotted(func, frame) is None:
+            receivers = [r for r in self._eval(func[1], frame) if isinstance(r, Instance)]
+            if any(getattr(self._method(r.cls, func[2]), "name", None) == summary.name for r in receivers):
+                positional, named, opaque = self._arguments(call, frame)
+                matched.append(self._match(summary, positional, named, opaque, skip_self=True))
+        else:
+            for callee in self._eval(func, frame):
+                if isinstance(callee, FunctionRef) and callee.name == summary.name:
+                    positional, named, opaque = self._arguments(call, frame)
+                    bound = callee.frame is not None and callee.frame.self_instance is not None
+                    matched.append(self._match(
+                        summary, [*callee.positional, *positional], {**dict(callee.bound), **named}, opaque,
+                        skip_self=bound or summary.self_name is not None,
+                    ))
+        return {v for arguments in matched for name, values in arguments if name == parameter for v in values}
+
+    def _entry_frame(self, function: str) -> Frame:
+        """The frame of a function looked at on its own, with its class's instance as `self`."""
+        module = self._module_of(function) or ""
+        parts = function.split(".")
+        owner = next(
+            (".".join(parts[:end]) for end in range(len(parts) - 1, len(module.split(".")), -1)
+             if self.index.class_named(".".join(parts[:end])) is not None),
+            None,
+        )
+        return self.frame_of(function, module, self.instance(owner) if owner is not None else None)
 
     def _default(self, parameter, frame: Frame) -> set:
         """A parameter nothing was passed for: its default, else (or when the default is
@@ -306,8 +380,7 @@ class Denotation:
 
     def _bound_by(self, binding: Binding, name: str, frame: Frame) -> set:
         """What `binding` binds `name` to (a binding's own value sees only earlier lines)."""
-        own = Frame(frame.function, frame.module, frame.arguments, frame.self_instance, frame.parent, frame.locals,
-                    binding.line)
+        own = replace(frame, before=binding.line)
         if not self._may_hold(binding.conditions, own):
             return set()
         values = self._eval(binding.value, own)
@@ -426,7 +499,20 @@ class Denotation:
     # --- calls -----------------------------------------------------------------------------
 
     def _call(self, expr: Expr, frame: Frame) -> set:
-        _, func, args, keywords = expr
+        func = expr[1]
+        positional, named, opaque = self._arguments(expr, frame)
+        if func[0] == "attr" and self._global_dotted(func, frame) is None:
+            receivers = self._eval(func[1], frame)
+            return self._method_call(receivers, func[2], positional, named, opaque)
+        found: set = set()
+        for callee in self._eval(func, frame):
+            found |= self._invoke(callee, positional, named, opaque)
+        return found
+
+    def _arguments(self, expr: Expr, frame: Frame) -> tuple[list, dict[str, frozenset], bool]:
+        """What a call passes: by position (a `Splat` for a `*` whose items are not known),
+        by name, and whether a `**` splat's keys are not known."""
+        _, _, args, keywords = expr
         positional: list[frozenset | Splat] = []
         for arg in args:
             if arg[0] == "star":
@@ -448,13 +534,7 @@ class Denotation:
                 for key, entry in mapping.entries:
                     if isinstance(key, str):
                         named[key] = named.get(key, NOTHING) | entry
-        if func[0] == "attr" and self._global_dotted(func, frame) is None:
-            receivers = self._eval(func[1], frame)
-            return self._method_call(receivers, func[2], positional, named, opaque)
-        found: set = set()
-        for callee in self._eval(func, frame):
-            found |= self._invoke(callee, positional, named, opaque)
-        return found
+        return positional, named, opaque
 
     def _invoke(self, callee: Value, positional: list, named: dict, opaque: bool) -> set:
         if isinstance(callee, ClassRef):
@@ -756,6 +836,8 @@ class Denotation:
         return found
 
     def _index(self, values: frozenset, key) -> set:
+        if isinstance(key, tuple) and key[:1] == ("slice",):
+            return self._slice(values, slice(*key[1:]))
         found: set = set()
         for value in values:
             if isinstance(value, Sequence):
@@ -772,6 +854,20 @@ class Denotation:
                     found |= value.members[key]
                 else:
                     found |= frozenset().union(*value.members) if value.members else NOTHING
+        return found
+
+    def _slice(self, values: frozenset, part: slice) -> set:
+        """`blocks[:-3]`: a list of the sliced items, a container of the sliced members (the
+        whole when the positions are not known)."""
+        found: set = set()
+        for value in values:
+            if isinstance(value, Sequence) and value.items is not None:
+                items = value.items[part]
+                found.add(Sequence(items, frozenset().union(*items) if items else NOTHING))
+            elif isinstance(value, Instance) and value.members is not None and value.ordered:
+                found.add(replace(value, members=value.members[part]))
+            elif isinstance(value, (Sequence, Instance)):
+                found.add(value)
         return found
 
     def _elements(self, values: Iterable[Value]) -> frozenset:
@@ -826,8 +922,7 @@ class Denotation:
         (target, iterable), rest = generators[0], generators[1:]
         values = self._elements(self._eval(iterable, frame))
         bound = [(name, frozenset(destructure(values, target, name, self._elements))) for name in names_in(target)]
-        inner = Frame(frame.function, frame.module, frame.arguments, frame.self_instance, frame.parent,
-                      arguments_of([*frame.locals, *bound]), frame.before)
+        inner = replace(frame, locals=arguments_of([*frame.locals, *bound]))
         return self._comprehension(element, rest, inner)
 
     # --- what a region runs ----------------------------------------------------------------------

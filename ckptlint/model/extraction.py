@@ -14,7 +14,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping, Sequence
 
-from ckptlint.model.code import FunctionSummary, summarize
+from ckptlint.model.code import summarize
+from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
     Event,
@@ -52,10 +53,11 @@ from ckptlint.model.names import absolute_import, module_name
 
 # A file without any of these can neither use FSDP nor checkpointing nor build a module that
 # matters to a rule: it is not parsed. (`Norm`, `Dropout`, `Sequential`: a norm table or a
-# stage builder may name no `Module`.)
+# stage builder may name no `Module`; `ckpt`: a script that only calls the project's
+# `enable_ckpt(model)` is where that helper's generic parameter is resolved.)
 INDEX_TRIGGERS = (
-    "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "TrainingArguments", "Config", "Module",
-    "Norm", "Dropout", "Sequential",
+    "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "TrainingArguments", "Config",
+    "Module", "Norm", "Dropout", "Sequential",
 )
 
 MODULE_LEVEL = "<module>"
@@ -617,6 +619,8 @@ def _state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = froz
             declared.update(statement.names)
             continue
         for inner in ast.walk(statement):
+            if isinstance(inner, (ast.Assign, ast.AnnAssign)) and _is_literal(inner.value):
+                continue  # `self._warned = True`: the recomputation writes the same value
             if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
                 for target in targets:
@@ -628,6 +632,12 @@ def _state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = froz
                 if _self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
                     found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
     return list(dict.fromkeys(found))
+
+
+def _is_literal(node: ast.AST | None) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        node = node.operand
+    return isinstance(node, ast.Constant)
 
 
 def _first(call: ast.Call) -> ast.AST | None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from ckptlint.model.code import FunctionSummary
+from ckptlint.model.summary import FunctionSummary
 
 class FsdpKind(str, enum.Enum):
     FSDP1 = "FullyShardedDataParallel"

@@ -6,13 +6,12 @@ objects passed to it, transitively."""
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from ckptlint.model.code import UNKNOWN, FunctionSummary
-from ckptlint.model.denotation import Denotation
-from ckptlint.model.extraction import INDEX_TRIGGERS, extract_facts
+from ckptlint.model.summary import UNKNOWN, FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
     EventKind,
@@ -27,6 +26,9 @@ from ckptlint.model.facts import (
 )
 from ckptlint.model.names import module_name
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAINING_ARGUMENTS_CLASSES
+
+if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
+    from ckptlint.model.denotation import Denotation
 
 def _parameter_events(function: FunctionFacts) -> tuple:
     """The events of a function that concern its parameters (and names bound from them)."""
@@ -81,6 +83,7 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
         tuple((callee, rank[line]) for callee, line in summary.calls),
         summary.self_name,
         summary.nested,
+        tuple((observable(call), rank[line]) for call, line in summary.passes),
     )
 
 
@@ -381,6 +384,8 @@ class ProjectIndex:
     @cached_property
     def denotation(self) -> Denotation:
         """What expressions of the project's code denote (`ckptlint.model.denotation`)."""
+        from ckptlint.model.denotation import Denotation
+
         return Denotation(self)
 
     @cached_property
@@ -397,6 +402,8 @@ class ProjectIndex:
     def with_file(self, relative_path: str, text: str) -> ProjectIndex:
         """The index with one file's facts taken from `text` (the version being linted, which
         a rule has found worth analysing: no trigger-word prefilter)."""
+        from ckptlint.model.extraction import INDEX_TRIGGERS, extract_facts
+
         if self.digests.get(relative_path) == text_digest(text) and any(word in text for word in INDEX_TRIGGERS):
             return self  # indexed from this very text, without the prefilter skipping it
         facts = extract_facts(text, relative_path, prefilter=False)

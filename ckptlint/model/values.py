@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Union
 
-from ckptlint.model.code import Expr
+from ckptlint.model.summary import Expr
 
 Arguments = tuple  # ((name, frozenset[Value]), ...), sorted by name
 
@@ -53,6 +53,10 @@ class Frame:
     parent: Frame | None = None
     locals: Arguments = ()  # comprehension targets
     before: int | None = None  # only bindings on earlier lines are seen (a binding's own value)
+    # The function is looked at on its own (a rule asks about a line of it), not as called
+    # from somewhere the model follows: a parameter nothing else binds is what the project's
+    # call sites pass it.
+    entry: bool = False
 
 
 @dataclass(frozen=True)
