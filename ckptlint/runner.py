@@ -193,6 +193,8 @@ def analyse_in_workers(
 ) -> list[FileResult]:
     """Each file's analysis in a worker process, under the per-file limits; the parent
     writes the fixes, in order."""
+    if not work:
+        return []
     jobs = options.jobs or os.cpu_count() or 1
     workers = jobs if len(work) >= PARALLEL_THRESHOLD else 1
     with WorkerPool(
@@ -258,12 +260,18 @@ def check_paths(
         is_python = absolute.endswith(PYTHON_SUFFIXES)
         # The index has just checked a Python file (by stat, or by reading it): its digest is current.
         content = index.digests.get(relative_to_root(absolute, root)) if is_python and index.digests else None
+        stat: list[int] | None = None
         try:
-            stat = trusted_stat(os.stat(absolute), trusted_before)
-            content = content or cache.recorded_content(absolute, stat)
             if content is None:
-                content = content_digest(read_source_bytes(absolute, limit=options.limits.file_bytes))
-        except (OSError, SourceTooLarge):
+                stat = trusted_stat(os.stat(absolute), trusted_before)
+                content = cache.recorded_content(absolute, stat) or content_digest(
+                    read_source_bytes(absolute, limit=options.limits.file_bytes)
+                )
+        except SourceTooLarge as error:
+            # Never parsed, never handed to a worker: silent unless it mentions checkpointing.
+            results.append(_too_large(Path(text_path), display_path(absolute), file_settings, options.limits, error.size))
+            continue
+        except OSError:
             pending.append(_Pending(Path(text_path), file_settings, root))  # check_file reports it
             continue
         if (root, is_python) not in keys:
@@ -274,6 +282,11 @@ def check_paths(
         key = f"{content}:{keys[root, is_python]}"
         cached = cache.get(absolute, key, trusted_before)
         if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)):
+            if stat is None:
+                try:
+                    stat = trusted_stat(os.stat(absolute), trusted_before)
+                except OSError:
+                    pass
             pending.append(_Pending(Path(text_path), file_settings, root, key, content, stat))
         else:
             # Nothing to fix: a cached result is what linting the file again would give.

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-from ckptlint.analysis.regions import RegionRule, region_running_stats, shown
+import libcst as cst
+
+from ckptlint.analysis.regions import RegionRule, mentions_checkpointing, region_running_stats, shown
+from ckptlint.model.library import TIMM_CREATE_MODEL, timm_checkpointed_batchnorm
+from ckptlint.model.values import Constant, Instance
 from ckptlint.rule import Invalid, Valid
 
 
@@ -55,6 +59,37 @@ class CheckpointedBatchnorm(RegionRule):
     code = "CKPT010"
     name = "checkpointed-batchnorm"
     message = "a checkpointed region holds BatchNorm"
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        return mentions_checkpointing(project, relative_path, settings, text) or (
+            "set_grad_checkpointing" in text and "timm" in text
+        )
+
+    def finish(self) -> None:
+        super().finish()
+        for call in self._calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "set_grad_checkpointing" and _enables(call):
+                self._check_timm_model(call)
+
+    def _check_timm_model(self, call: cst.Call) -> None:
+        """`model.set_grad_checkpointing()` on `timm.create_model("<architecture>")` of a family
+        whose checkpointed stages hold BatchNorm (`library.TIMM_BATCHNORM_CHECKPOINTED`)."""
+        _, values = self.values_at(call, call.func.value)
+        for value in sorted((v for v in values if isinstance(v, Instance) and v.cls in TIMM_CREATE_MODEL), key=repr):
+            names = sorted(c.value for _, found in value.arguments for c in found if isinstance(c, Constant))
+            for name in names:
+                family = timm_checkpointed_batchnorm(name)
+                if family is None:
+                    continue
+                source, evidence = family
+                self.report(
+                    call,
+                    f"`set_grad_checkpointing` makes timm's `{name}` checkpoint blocks that hold BatchNorm ({source}: "
+                    f"{evidence}): in training their statistics are updated twice per step; checkpoint only if the "
+                    "BatchNorm layers are frozen (in eval mode), or pick an architecture with GroupNorm/LayerNorm",
+                )
+                return
 
     def check_region(self, node, region, api) -> None:
         paths = region_running_stats(region, self.context.project, frozenset(self.context.settings.stateful_modules))
@@ -173,3 +208,9 @@ class CheckpointedBatchnorm(RegionRule):
             message_contains="Stage.blocks -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)",
         ),
     ]
+
+
+def _enables(call: cst.Call) -> bool:
+    """`set_grad_checkpointing(enable=True)` (timm's default) unless a literal False is passed."""
+    given = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "enable"), None)
+    return not (isinstance(given, cst.Name) and given.value == "False")

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-import ckptlint.indexing
+import ckptlint.model.extraction
 from ckptlint.model.extraction import extract_facts
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
@@ -106,7 +106,7 @@ def test_result_cache_follows_changes_in_other_files(cli, make_project):
 
 def test_index_reextracts_only_changed_files(cli, make_project, record_calls):
     root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP1}, pyproject=PYPROJECT)
-    extracted = record_calls(ckptlint.indexing, "extract_facts", lambda text, relative: relative)
+    extracted = record_calls(ckptlint.model.extraction, "extract_facts", lambda text, relative: relative)
     cli(["pkg/model.py"], root)
     assert sorted(extracted) == ["pkg/__init__.py", "pkg/model.py", "train.py"]
     extracted.clear()

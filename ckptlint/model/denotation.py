@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.model.callers import CallSites
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
-from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES
+from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, TIMM_CREATE_MODEL
 from ckptlint.model.values import (
     NOTHING,
     Arguments,
@@ -660,6 +660,12 @@ class Denotation:
         name = callee.name
         short = name.rsplit(".", 1)[-1]
         known = [v for v in positional if not isinstance(v, Splat)]
+        if name in TIMM_CREATE_MODEL:
+            # A library model: named by the architecture it is created from, when that is known.
+            first = positional[0] if positional and not isinstance(positional[0], Splat) else NOTHING
+            names = first | named.get("model_name", NOTHING)
+            constants = frozenset(v for v in names if isinstance(v, Constant) and isinstance(v.value, str))
+            return {Instance(name, arguments_of([("model_name", constants)]))} if constants and len(constants) == len(names) else set()
         if name == "functools.partial" and known:
             found: set = set()
             for target in known[0]:

@@ -177,3 +177,35 @@ LIBRARY_PREFIXES = (
     "torch.", "transformers.", "peft.", "accelerate.", "trl.", "lightning", "pytorch_lightning.", "deepspeed.",
     "functools.", "builtins.", "numpy.", "os.", "sys.", "logging.", "typing.", "math.", "json.",
 )
+
+
+# --- timm ----------------------------------------------------------------------------------
+
+# `timm.create_model(model_name, pretrained=False, ...)` (timm 1.0 `timm/models/_factory.py`):
+# the model is named by its architecture (`resnet50`, `resnet50.a1_in1k`, `hf-hub:timm/...`).
+TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", "timm.models._factory.create_model"})
+
+# The families whose checkpointed blocks (what `set_grad_checkpointing(True)` makes
+# `forward_features` run through `checkpoint_seq` / `checkpoint`) hold BatchNorm with their
+# registered configurations: (regex over the architecture names `@register_model` registers,
+# source file, where the BatchNorm is). Read in timm 1.0.29.dev0; each regex was checked to
+# match none of the names registered by other files.
+TIMM_BATCHNORM_CHECKPOINTED: tuple[tuple[str, str, str], ...] = ()
+
+
+def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
+    """(source file, evidence) when timm's `model_name` (`resnet50`, `resnet50.a1_in1k`,
+    `timm/resnet50.a1_in1k`, `hf-hub:timm/resnet50.a1_in1k`) checkpoints BatchNorm."""
+    import re
+
+    name = model_name
+    for prefix in ("hf-hub:", "hf_hub:"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            if not name.startswith("timm/"):
+                return None  # another organisation's repository: its architecture is in its config
+    name = name.removeprefix("timm/").split(".", 1)[0]
+    for pattern, source, evidence in TIMM_BATCHNORM_CHECKPOINTED:
+        if re.fullmatch(pattern, name):
+            return source, evidence
+    return None
