@@ -13,9 +13,11 @@ the summaries of files that cannot call it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.summary import Expr, FunctionSummary
+from ckptlint.model.values import NOTHING, Arguments, Frame, FunctionRef, Instance, falsy
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -56,6 +58,77 @@ class CallSites:
                     table.setdefault(absolute, []).append(path)
             self._namers = table
         return self._namers
+
+
+class CallSiteResolution:
+    """A mixin of `ckptlint.model.denotation.Denotation`: parameters resolved at call sites."""
+
+    def passed_through(self, function: str) -> tuple[tuple[str, str, int, str], ...]:
+        """The call sites (parameter, path, line, calling function) whose arguments stood for
+        a parameter of `function` (or of a function it is nested in) in the evaluations so far."""
+        return tuple(
+            (parameter, path, line, caller)
+            for (name, parameter), sites in sorted(self._passed_at.items())
+            if function == name or function.startswith(f"{name}.")
+            for path, line, caller in sites
+        )
+
+    def _passed_by_callers(self, summary: FunctionSummary, parameter: str) -> frozenset:
+        """What the project's call sites of a module-level function or a method pass for one
+        of its parameters, each call evaluated in its own function (looked at on its own:
+        a caller's generic parameter is resolved at its callers in turn)."""
+        key = (summary.name, parameter)
+        found = self._passed.get(key)
+        if found is not None:
+            return found
+        module = self._module_of(summary.name)
+        if key in self._active or module is None:
+            return NOTHING
+        self._active.add(key)
+        values: set = set()
+        sites: list[tuple[str, int, str]] = []
+        try:
+            for path, caller, call, line in self._call_sites.of(summary.name, module):
+                passed = self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
+                if any(not falsy(v) for v in passed):
+                    values |= passed
+                    sites.append((path, line, caller.name))
+        finally:
+            self._active.discard(key)
+        found = self._passed[key] = frozenset(values)
+        self._passed_at[key] = sites
+        return found
+
+    def _argument_at(self, summary: FunctionSummary, parameter: str, call: Expr, frame: Frame) -> set:
+        """What `call`, in `frame`, passes for `parameter` when it calls `summary`'s function."""
+        func = call[1]
+        matched: list[Arguments] = []
+        if func[0] == "attr" and self._global_dotted(func, frame) is None:
+            receivers = [r for r in self._eval(func[1], frame) if isinstance(r, Instance)]
+            if any(getattr(self._method(r.cls, func[2]), "name", None) == summary.name for r in receivers):
+                positional, named, opaque = self._arguments(call, frame)
+                matched.append(self._match(summary, positional, named, opaque, skip_self=True))
+        else:
+            for callee in self._eval(func, frame):
+                if isinstance(callee, FunctionRef) and callee.name == summary.name:
+                    positional, named, opaque = self._arguments(call, frame)
+                    bound = callee.frame is not None and callee.frame.self_instance is not None
+                    matched.append(self._match(
+                        summary, [*callee.positional, *positional], {**dict(callee.bound), **named}, opaque,
+                        skip_self=bound or summary.self_name is not None,
+                    ))
+        return {v for arguments in matched for name, values in arguments if name == parameter for v in values}
+
+    def _entry_frame(self, function: str) -> Frame:
+        """The frame of a function looked at on its own, with its class's instance as `self`."""
+        module = self._module_of(function) or ""
+        parts = function.split(".")
+        owner = next(
+            (".".join(parts[:end]) for end in range(len(parts) - 1, len(module.split(".")), -1)
+             if self.index.class_named(".".join(parts[:end])) is not None),
+            None,
+        )
+        return self.frame_of(function, module, self.instance(owner) if owner is not None else None)
 
 
 def _last_name(callee: Expr) -> str | None:

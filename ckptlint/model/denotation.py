@@ -29,9 +29,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ckptlint.model.callers import CallSites
-from ckptlint.model.summary import ADD, ADD_ELEMENTS, ASSIGN, ELEMENTS, Binding, Expr, FunctionSummary
-from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, TIMM_CREATE_MODEL
+from ckptlint.model.callers import CallSiteResolution, CallSites
+from ckptlint.model.containers import ContainerSemantics
+from ckptlint.model.modules import ModuleSemantics
+from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
+from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES
 from ckptlint.model.values import (
     NOTHING,
     Arguments,
@@ -49,7 +51,6 @@ from ckptlint.model.values import (
     arguments_of,
     destructure,
     falsy,
-    flatten_modules,
     names_in,
     single,
     truthiness,
@@ -66,8 +67,10 @@ _BUDGET = 20_000
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
 
 
-class Denotation:
-    """Evaluates expressions of the project's code (one per index; memoised)."""
+class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution):
+    """Evaluates expressions of the project's code (one per index; memoised). What module
+    instances hold, containers and library calls, and parameters resolved at call sites are
+    the mixins' (`modules.py`, `containers.py`, `callers.py`)."""
 
     def __init__(self, index: ProjectIndex) -> None:
         self.index = index
@@ -100,16 +103,6 @@ class Denotation:
         if self.summary(owner) is not None and owner != module:
             parent = self.frame_of(owner, module, self_instance)
         return Frame(function, module, (), self_instance, parent, entry=True)
-
-    def passed_through(self, function: str) -> tuple[tuple[str, str, int, str], ...]:
-        """The call sites (parameter, path, line, calling function) whose arguments stood for
-        a parameter of `function` (or of a function it is nested in) in the evaluations so far."""
-        return tuple(
-            (parameter, path, line, caller)
-            for (name, parameter), sites in sorted(self._passed_at.items())
-            if function == name or function.startswith(f"{name}.")
-            for path, line, caller in sites
-        )
 
     def instance(self, class_name: str) -> Instance:
         """An instance of a class built with its constructor's defaults."""
@@ -301,63 +294,6 @@ class Denotation:
         if frame.parent is not None:
             return self._name(name, frame.parent)
         return self._global(name, frame.module, None)
-
-    def _passed_by_callers(self, summary: FunctionSummary, parameter: str) -> frozenset:
-        """What the project's call sites of a module-level function or a method pass for one
-        of its parameters, each call evaluated in its own function (looked at on its own:
-        a caller's generic parameter is resolved at its callers in turn)."""
-        key = (summary.name, parameter)
-        found = self._passed.get(key)
-        if found is not None:
-            return found
-        module = self._module_of(summary.name)
-        if key in self._active or module is None:
-            return NOTHING
-        self._active.add(key)
-        values: set = set()
-        sites: list[tuple[str, int, str]] = []
-        try:
-            for path, caller, call, line in self._call_sites.of(summary.name, module):
-                passed = self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
-                if any(not falsy(v) for v in passed):
-                    values |= passed
-                    sites.append((path, line, caller.name))
-        finally:
-            self._active.discard(key)
-        found = self._passed[key] = frozenset(values)
-        self._passed_at[key] = sites
-        return found
-
-    def _argument_at(self, summary: FunctionSummary, parameter: str, call: Expr, frame: Frame) -> set:
-        """What `call`, in `frame`, passes for `parameter` when it calls `summary`'s function."""
-        func = call[1]
-        matched: list[Arguments] = []
-        if func[0] == "attr" and self._global_dotted(func, frame) is None:
-            receivers = [r for r in self._eval(func[1], frame) if isinstance(r, Instance)]
-            if any(getattr(self._method(r.cls, func[2]), "name", None) == summary.name for r in receivers):
-                positional, named, opaque = self._arguments(call, frame)
-                matched.append(self._match(summary, positional, named, opaque, skip_self=True))
-        else:
-            for callee in self._eval(func, frame):
-                if isinstance(callee, FunctionRef) and callee.name == summary.name:
-                    positional, named, opaque = self._arguments(call, frame)
-                    bound = callee.frame is not None and callee.frame.self_instance is not None
-                    matched.append(self._match(
-                        summary, [*callee.positional, *positional], {**dict(callee.bound), **named}, opaque,
-                        skip_self=bound or summary.self_name is not None,
-                    ))
-        return {v for arguments in matched for name, values in arguments if name == parameter for v in values}
-
-    def _entry_frame(self, function: str) -> Frame:
-        """The frame of a function looked at on its own, with its class's instance as `self`."""
-        module = self._module_of(function) or ""
-        parts = function.split(".")
-        owner = next(
-            (".".join(parts[:end]) for end in range(len(parts) - 1, len(module.split(".")), -1)
-             if self.index.class_named(".".join(parts[:end])) is not None),
-            None,
-        )
-        return self.frame_of(function, module, self.instance(owner) if owner is not None else None)
 
     def _default(self, parameter, frame: Frame) -> set:
         """A parameter nothing was passed for: its default, else (or when the default is
@@ -655,281 +591,6 @@ class Denotation:
                 if summary is not None:  # a classmethod / staticmethod factory
                     found |= self._returns(summary, FunctionRef(summary.name), positional, named, opaque)
         return found
-
-    def _library_function(self, callee: FunctionRef, positional: list, named: dict) -> set:
-        name = callee.name
-        short = name.rsplit(".", 1)[-1]
-        known = [v for v in positional if not isinstance(v, Splat)]
-        if name in TIMM_CREATE_MODEL:
-            # A library model: named by the architecture it is created from, when that is known.
-            first = positional[0] if positional and not isinstance(positional[0], Splat) else NOTHING
-            names = first | named.get("model_name", NOTHING)
-            constants = frozenset(v for v in names if isinstance(v, Constant) and isinstance(v.value, str))
-            return {Instance(name, arguments_of([("model_name", constants)]))} if constants and len(constants) == len(names) else set()
-        if name == "functools.partial" and known:
-            found: set = set()
-            for target in known[0]:
-                bound = arguments_of({**dict(getattr(target, "bound", ())), **named}.items())
-                if isinstance(target, ClassRef):
-                    found.add(ClassRef(target.name, bound))
-                elif isinstance(target, FunctionRef):
-                    found.add(FunctionRef(target.name, target.frame, bound, (*target.positional, *known[1:])))
-            return found
-        if name.startswith("builtins.") or name in ("itertools.chain", "itertools.chain.from_iterable"):
-            if short == "dict":
-                entries = [(k, v) for k, v in named.items()]
-                for mapping in (known[0] if known else ()):
-                    if isinstance(mapping, Mapping):
-                        entries = [*mapping.entries, *entries]
-                return {Mapping(tuple(entries))}
-            if short in ("list", "tuple", "set", "reversed", "sorted", "iter") and known:
-                return {Sequence(None, frozenset(self._elements(known[0])))}
-            if short == "filter" and len(known) >= 2:
-                return {Sequence(None, frozenset(self._elements(known[1])))}
-            if short == "chain":
-                return {Sequence(None, frozenset(self._elements(frozenset().union(*known)) if known else ()))}
-            if short == "zip" and known:
-                columns = [frozenset(self._elements(values)) for values in known]
-                return {Sequence(None, frozenset({Sequence(tuple(columns), frozenset().union(*columns))}))}
-            if short == "enumerate" and known:
-                elements = frozenset(self._elements(known[0]))
-                return {Sequence(None, frozenset({Sequence((NOTHING, elements), elements)}))}
-            if short == "getattr" and len(known) >= 2:
-                names = {c.value for c in known[1] if isinstance(c, Constant) and isinstance(c.value, str)}
-                found = set()
-                for receiver in known[0]:
-                    for attribute in names or {None}:
-                        found |= self._attribute_of(receiver, attribute)
-                return found
-        return set()
-
-    def _container_members(self, positional: list, named: dict) -> tuple[frozenset, ...]:
-        """`Sequential(a, b)`, `Sequential(*blocks)`, `ModuleList(blocks)`, `ModuleDict({...})`,
-        `Sequential(OrderedDict([(name, module), ...]))`."""
-        members: list[frozenset] = []
-        for values in positional:
-            if isinstance(values, Splat):
-                elements = frozenset(flatten_modules(self._elements(values.values), self._elements))
-                if elements:
-                    members.append(elements)  # `Sequential(*blocks)`: positions not known
-                continue
-            modules = {v for v in values if isinstance(v, Instance)}
-            if modules:
-                members.append(frozenset(modules))
-                continue
-            for element in self._elements(values):
-                if isinstance(element, Sequence) and element.items is not None and len(element.items) == 2:
-                    members.append(element.items[1])  # (name, module) pairs
-                elif isinstance(element, Instance):
-                    members.append(frozenset({element}))
-        for values in named.values():
-            members.append(frozenset(v for v in values if isinstance(v, Instance)))
-        return tuple(m for m in members if m)
-
-    # --- attributes and containers ---------------------------------------------------------------
-
-    def method(self, class_name: str, method: str) -> FunctionSummary | None:
-        """The summary of a method of a class or of its nearest project base."""
-        return self._method(class_name, method)
-
-    def _method(self, class_name: str, method: str) -> FunctionSummary | None:
-        for ancestor in self.index.ancestors(class_name):
-            summary = self.summary(f"{ancestor}.{method}")
-            if summary is not None:
-                return summary
-        return None
-
-    def _class_methods(self, class_name: str) -> list[FunctionSummary]:
-        """Every summarised method of a class and its project bases (nearest first)."""
-        found = self._methods_cache.get(class_name)
-        if found is None:
-            found = []
-            for ancestor in self.index.ancestors(class_name):
-                module = self._module_of(ancestor)
-                if module is None:
-                    continue
-                prefix = f"{ancestor}."
-                found.extend(
-                    summary
-                    for name, summary in self._module_summaries(module).items()
-                    if name.startswith(prefix) and "." not in name[len(prefix):]
-                )
-            self._methods_cache[class_name] = found
-        return found
-
-    def _attribute_of(self, value: Value, name: str | None) -> set:
-        if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
-            if name is None:  # `getattr(self, name)`: any of its children
-                return {v for values in self._children(value).values() for v in values}
-            return set(self._attribute(value, name))
-        return set()
-
-    def _attribute(self, instance: Instance, name: str) -> frozenset:
-        key = ("attribute", instance, name)
-        cached = self._memo.get(key)
-        if cached is not None:
-            return cached
-        if key in self._active:
-            return NOTHING
-        self._active.add(key)
-        try:
-            found: set = set()
-            registered = False
-            for summary in self._class_methods(instance.cls):
-                arguments = instance.arguments if summary.name.endswith(".__init__") else ()
-                frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
-                for binding in summary.bindings:
-                    target = binding.pattern
-                    if target == ("attr", ("name", summary.self_name), name) or target == ("child", name):
-                        registered = True
-                        found |= self._binding_values(binding, frame)
-            if not registered:
-                method = self._method(instance.cls, name)
-                if method is not None:  # a bound method
-                    found.add(FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), instance)))
-                else:
-                    found |= self._dynamic_children(instance)
-        finally:
-            self._active.discard(key)
-        result = frozenset(found)
-        self._memo[key] = result
-        return result
-
-    def _binding_values(self, binding: Binding, frame: Frame) -> set:
-        frame = replace(frame, before=binding.line)
-        if not self._may_hold(binding.conditions, frame):
-            return set()
-        values = self._eval(binding.value, frame)
-        if binding.how == ASSIGN:
-            return set(values)
-        if binding.how == ELEMENTS:
-            return set(self._elements(values))
-        added = values if binding.how == ADD else frozenset(self._elements(values))
-        return {Sequence(None, frozenset(added))}
-
-    def _dynamic_children(self, instance: Instance) -> frozenset:
-        """Children registered under names computed at run time (`add_module(f"layer{i}", m)`)."""
-        found: set = set()
-        for summary in self._class_methods(instance.cls):
-            arguments = instance.arguments if summary.name.endswith(".__init__") else ()
-            frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
-            for binding in summary.bindings:
-                if binding.pattern == ("child", None):
-                    found |= self._binding_values(binding, frame)
-        return frozenset(flatten_modules(found, self._elements))
-
-    def _children(self, instance: Instance) -> dict[str, frozenset]:
-        if instance.members is not None:
-            return {str(i): members for i, members in enumerate(instance.members)}
-        if self.index.class_named(instance.cls) is None:
-            return {}
-        names: list[str] = []
-        for summary in self._class_methods(instance.cls):
-            for binding in summary.bindings:
-                target = binding.pattern
-                if target[0] == "attr" and target[1] == ("name", summary.self_name):
-                    names.append(target[2])
-                elif target[0] == "child" and target[1] is not None:
-                    names.append(target[1])
-        found: dict[str, frozenset] = {}
-        for name in dict.fromkeys(names):
-            modules = frozenset(flatten_modules(self._attribute(instance, name), self._elements))
-            if modules:
-                found[name] = modules
-        dynamic = self._dynamic_children(instance)
-        if dynamic:
-            found["*"] = dynamic
-        return found
-
-    def _index(self, values: frozenset, key) -> set:
-        if isinstance(key, tuple) and key[:1] == ("slice",):
-            return self._slice(values, slice(*key[1:]))
-        found: set = set()
-        for value in values:
-            if isinstance(value, Sequence):
-                if value.items is not None and isinstance(key, int) and -len(value.items) <= key < len(value.items):
-                    found |= value.items[key]
-                else:
-                    found |= value.elements
-            elif isinstance(value, Mapping):
-                hits = [v for k, v in value.entries if key is None or k == key]
-                for hit in hits:
-                    found |= hit
-            elif isinstance(value, Instance) and value.members is not None:
-                if isinstance(key, int) and -len(value.members) <= key < len(value.members):
-                    found |= value.members[key]
-                else:
-                    found |= frozenset().union(*value.members) if value.members else NOTHING
-        return found
-
-    def _slice(self, values: frozenset, part: slice) -> set:
-        """`blocks[:-3]`: a list of the sliced items, a container of the sliced members (the
-        whole when the positions are not known)."""
-        found: set = set()
-        for value in values:
-            if isinstance(value, Sequence) and value.items is not None:
-                items = value.items[part]
-                found.add(Sequence(items, frozenset().union(*items) if items else NOTHING))
-            elif isinstance(value, Instance) and value.members is not None and value.ordered:
-                found.add(replace(value, members=value.members[part]))
-            elif isinstance(value, (Sequence, Instance)):
-                found.add(value)
-        return found
-
-    def _elements(self, values: Iterable[Value]) -> frozenset:
-        found: set = set()
-        for value in values:
-            if isinstance(value, Sequence):
-                found |= value.elements
-            elif isinstance(value, Mapping):
-                found |= {Constant(k) for k, _ in value.entries}
-            elif isinstance(value, Instance) and value.members is not None:
-                for members in value.members:
-                    found |= members
-        return frozenset(found)
-
-    def _sequence_items(self, values: frozenset) -> list[frozenset]:
-        """The items a `*` splat of these values passes, when their number is known."""
-        if len(values) == 1:
-            value = next(iter(values))
-            if isinstance(value, Sequence) and value.items is not None:
-                return list(value.items)
-        return []
-
-    def _sequence(self, items: tuple, frame: Frame) -> Sequence:
-        known: list[frozenset] = []
-        every: set = set()
-        exact = True
-        for item in items:
-            if item[0] == "star":
-                exact = False
-                every |= self._elements(self._eval(item[1], frame))
-            else:
-                values = self._eval(item, frame)
-                known.append(values)
-                every |= values
-        return Sequence(tuple(known) if exact else None, frozenset(every))
-
-    def _mapping(self, entries: tuple, frame: Frame) -> Mapping:
-        found: list = []
-        for key, value in entries:
-            values = self._eval(value, frame)
-            if key is None:
-                for mapping in values:
-                    if isinstance(mapping, Mapping):
-                        found.extend(mapping.entries)
-            else:
-                found.append((key, values))
-        return Mapping(tuple(found))
-
-    def _comprehension(self, element: Expr, generators: tuple, frame: Frame) -> frozenset:
-        if not generators:
-            return self._eval(element, frame)
-        (target, iterable), rest = generators[0], generators[1:]
-        values = self._elements(self._eval(iterable, frame))
-        bound = [(name, frozenset(destructure(values, target, name, self._elements))) for name in names_in(target)]
-        inner = replace(frame, locals=arguments_of([*frame.locals, *bound]))
-        return self._comprehension(element, rest, inner)
 
     # --- what a region runs ----------------------------------------------------------------------
 

@@ -1,0 +1,192 @@
+"""The evaluator's semantics of Python's containers and of the library calls it interprets:
+`list` / `dict` / `zip` / `enumerate` / `chain` / `getattr`, `functools.partial`, indexing
+and literal slices, comprehensions, torch's `Sequential` / `ModuleList` / `ModuleDict`
+members, and `timm.create_model` (a library model named by its architecture). A mixin of
+`ckptlint.model.denotation.Denotation`: it evaluates through the evaluator's `_eval`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from ckptlint.model.library import TIMM_CREATE_MODEL
+from ckptlint.model.summary import Expr
+from ckptlint.model.values import (
+    NOTHING,
+    ClassRef,
+    Constant,
+    Frame,
+    FunctionRef,
+    Instance,
+    Mapping,
+    Sequence,
+    Splat,
+    Value,
+    arguments_of,
+    destructure,
+    flatten_modules,
+    names_in,
+)
+
+
+class ContainerSemantics:
+    def _library_function(self, callee: FunctionRef, positional: list, named: dict) -> set:
+        name = callee.name
+        short = name.rsplit(".", 1)[-1]
+        known = [v for v in positional if not isinstance(v, Splat)]
+        if name in TIMM_CREATE_MODEL:
+            # A library model: named by the architecture it is created from, when that is known.
+            first = positional[0] if positional and not isinstance(positional[0], Splat) else NOTHING
+            names = first | named.get("model_name", NOTHING)
+            constants = frozenset(v for v in names if isinstance(v, Constant) and isinstance(v.value, str))
+            return {Instance(name, arguments_of([("model_name", constants)]))} if constants and len(constants) == len(names) else set()
+        if name == "functools.partial" and known:
+            found: set = set()
+            for target in known[0]:
+                bound = arguments_of({**dict(getattr(target, "bound", ())), **named}.items())
+                if isinstance(target, ClassRef):
+                    found.add(ClassRef(target.name, bound))
+                elif isinstance(target, FunctionRef):
+                    found.add(FunctionRef(target.name, target.frame, bound, (*target.positional, *known[1:])))
+            return found
+        if name.startswith("builtins.") or name in ("itertools.chain", "itertools.chain.from_iterable"):
+            if short == "dict":
+                entries = [(k, v) for k, v in named.items()]
+                for mapping in (known[0] if known else ()):
+                    if isinstance(mapping, Mapping):
+                        entries = [*mapping.entries, *entries]
+                return {Mapping(tuple(entries))}
+            if short in ("list", "tuple", "set", "reversed", "sorted", "iter") and known:
+                return {Sequence(None, frozenset(self._elements(known[0])))}
+            if short == "filter" and len(known) >= 2:
+                return {Sequence(None, frozenset(self._elements(known[1])))}
+            if short == "chain":
+                return {Sequence(None, frozenset(self._elements(frozenset().union(*known)) if known else ()))}
+            if short == "zip" and known:
+                columns = [frozenset(self._elements(values)) for values in known]
+                return {Sequence(None, frozenset({Sequence(tuple(columns), frozenset().union(*columns))}))}
+            if short == "enumerate" and known:
+                elements = frozenset(self._elements(known[0]))
+                return {Sequence(None, frozenset({Sequence((NOTHING, elements), elements)}))}
+            if short == "getattr" and len(known) >= 2:
+                names = {c.value for c in known[1] if isinstance(c, Constant) and isinstance(c.value, str)}
+                found = set()
+                for receiver in known[0]:
+                    for attribute in names or {None}:
+                        found |= self._attribute_of(receiver, attribute)
+                return found
+        return set()
+
+    def _container_members(self, positional: list, named: dict) -> tuple[frozenset, ...]:
+        """`Sequential(a, b)`, `Sequential(*blocks)`, `ModuleList(blocks)`, `ModuleDict({...})`,
+        `Sequential(OrderedDict([(name, module), ...]))`."""
+        members: list[frozenset] = []
+        for values in positional:
+            if isinstance(values, Splat):
+                elements = frozenset(flatten_modules(self._elements(values.values), self._elements))
+                if elements:
+                    members.append(elements)  # `Sequential(*blocks)`: positions not known
+                continue
+            modules = {v for v in values if isinstance(v, Instance)}
+            if modules:
+                members.append(frozenset(modules))
+                continue
+            for element in self._elements(values):
+                if isinstance(element, Sequence) and element.items is not None and len(element.items) == 2:
+                    members.append(element.items[1])  # (name, module) pairs
+                elif isinstance(element, Instance):
+                    members.append(frozenset({element}))
+        for values in named.values():
+            members.append(frozenset(v for v in values if isinstance(v, Instance)))
+        return tuple(m for m in members if m)
+
+    def _index(self, values: frozenset, key) -> set:
+        if isinstance(key, tuple) and key[:1] == ("slice",):
+            return self._slice(values, slice(*key[1:]))
+        found: set = set()
+        for value in values:
+            if isinstance(value, Sequence):
+                if value.items is not None and isinstance(key, int) and -len(value.items) <= key < len(value.items):
+                    found |= value.items[key]
+                else:
+                    found |= value.elements
+            elif isinstance(value, Mapping):
+                hits = [v for k, v in value.entries if key is None or k == key]
+                for hit in hits:
+                    found |= hit
+            elif isinstance(value, Instance) and value.members is not None:
+                if isinstance(key, int) and -len(value.members) <= key < len(value.members):
+                    found |= value.members[key]
+                else:
+                    found |= frozenset().union(*value.members) if value.members else NOTHING
+        return found
+
+    def _slice(self, values: frozenset, part: slice) -> set:
+        """`blocks[:-3]`: a list of the sliced items, a container of the sliced members (the
+        whole when the positions are not known)."""
+        found: set = set()
+        for value in values:
+            if isinstance(value, Sequence) and value.items is not None:
+                items = value.items[part]
+                found.add(Sequence(items, frozenset().union(*items) if items else NOTHING))
+            elif isinstance(value, Instance) and value.members is not None and value.ordered:
+                found.add(replace(value, members=value.members[part]))
+            elif isinstance(value, (Sequence, Instance)):
+                found.add(value)
+        return found
+
+    def _elements(self, values: Iterable[Value]) -> frozenset:
+        found: set = set()
+        for value in values:
+            if isinstance(value, Sequence):
+                found |= value.elements
+            elif isinstance(value, Mapping):
+                found |= {Constant(k) for k, _ in value.entries}
+            elif isinstance(value, Instance) and value.members is not None:
+                for members in value.members:
+                    found |= members
+        return frozenset(found)
+
+    def _sequence_items(self, values: frozenset) -> list[frozenset]:
+        """The items a `*` splat of these values passes, when their number is known."""
+        if len(values) == 1:
+            value = next(iter(values))
+            if isinstance(value, Sequence) and value.items is not None:
+                return list(value.items)
+        return []
+
+    def _sequence(self, items: tuple, frame: Frame) -> Sequence:
+        known: list[frozenset] = []
+        every: set = set()
+        exact = True
+        for item in items:
+            if item[0] == "star":
+                exact = False
+                every |= self._elements(self._eval(item[1], frame))
+            else:
+                values = self._eval(item, frame)
+                known.append(values)
+                every |= values
+        return Sequence(tuple(known) if exact else None, frozenset(every))
+
+    def _mapping(self, entries: tuple, frame: Frame) -> Mapping:
+        found: list = []
+        for key, value in entries:
+            values = self._eval(value, frame)
+            if key is None:
+                for mapping in values:
+                    if isinstance(mapping, Mapping):
+                        found.extend(mapping.entries)
+            else:
+                found.append((key, values))
+        return Mapping(tuple(found))
+
+    def _comprehension(self, element: Expr, generators: tuple, frame: Frame) -> frozenset:
+        if not generators:
+            return self._eval(element, frame)
+        (target, iterable), rest = generators[0], generators[1:]
+        values = self._elements(self._eval(iterable, frame))
+        bound = [(name, frozenset(destructure(values, target, name, self._elements))) for name in names_in(target)]
+        inner = replace(frame, locals=arguments_of([*frame.locals, *bound]))
+        return self._comprehension(element, rest, inner)

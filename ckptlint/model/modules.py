@@ -1,0 +1,135 @@
+"""What a module instance holds: its class's methods (nearest project base first), the
+values an attribute is assigned in any method, `add_module` / `register_module` / `setattr`
+registrations and children under computed names. A mixin of
+`ckptlint.model.denotation.Denotation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
+from ckptlint.model.values import (
+    NOTHING,
+    Frame,
+    FunctionRef,
+    Instance,
+    Sequence,
+    Value,
+    flatten_modules,
+)
+
+
+class ModuleSemantics:
+    def method(self, class_name: str, method: str) -> FunctionSummary | None:
+        """The summary of a method of a class or of its nearest project base."""
+        return self._method(class_name, method)
+
+    def _method(self, class_name: str, method: str) -> FunctionSummary | None:
+        for ancestor in self.index.ancestors(class_name):
+            summary = self.summary(f"{ancestor}.{method}")
+            if summary is not None:
+                return summary
+        return None
+
+    def _class_methods(self, class_name: str) -> list[FunctionSummary]:
+        """Every summarised method of a class and its project bases (nearest first)."""
+        found = self._methods_cache.get(class_name)
+        if found is None:
+            found = []
+            for ancestor in self.index.ancestors(class_name):
+                module = self._module_of(ancestor)
+                if module is None:
+                    continue
+                prefix = f"{ancestor}."
+                found.extend(
+                    summary
+                    for name, summary in self._module_summaries(module).items()
+                    if name.startswith(prefix) and "." not in name[len(prefix):]
+                )
+            self._methods_cache[class_name] = found
+        return found
+
+    def _attribute_of(self, value: Value, name: str | None) -> set:
+        if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
+            if name is None:  # `getattr(self, name)`: any of its children
+                return {v for values in self._children(value).values() for v in values}
+            return set(self._attribute(value, name))
+        return set()
+
+    def _attribute(self, instance: Instance, name: str) -> frozenset:
+        key = ("attribute", instance, name)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if key in self._active:
+            return NOTHING
+        self._active.add(key)
+        try:
+            found: set = set()
+            registered = False
+            for summary in self._class_methods(instance.cls):
+                arguments = instance.arguments if summary.name.endswith(".__init__") else ()
+                frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
+                for binding in summary.bindings:
+                    target = binding.pattern
+                    if target == ("attr", ("name", summary.self_name), name) or target == ("child", name):
+                        registered = True
+                        found |= self._binding_values(binding, frame)
+            if not registered:
+                method = self._method(instance.cls, name)
+                if method is not None:  # a bound method
+                    found.add(FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), instance)))
+                else:
+                    found |= self._dynamic_children(instance)
+        finally:
+            self._active.discard(key)
+        result = frozenset(found)
+        self._memo[key] = result
+        return result
+
+    def _binding_values(self, binding: Binding, frame: Frame) -> set:
+        frame = replace(frame, before=binding.line)
+        if not self._may_hold(binding.conditions, frame):
+            return set()
+        values = self._eval(binding.value, frame)
+        if binding.how == ASSIGN:
+            return set(values)
+        if binding.how == ELEMENTS:
+            return set(self._elements(values))
+        added = values if binding.how == ADD else frozenset(self._elements(values))
+        return {Sequence(None, frozenset(added))}
+
+    def _dynamic_children(self, instance: Instance) -> frozenset:
+        """Children registered under names computed at run time (`add_module(f"layer{i}", m)`)."""
+        found: set = set()
+        for summary in self._class_methods(instance.cls):
+            arguments = instance.arguments if summary.name.endswith(".__init__") else ()
+            frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
+            for binding in summary.bindings:
+                if binding.pattern == ("child", None):
+                    found |= self._binding_values(binding, frame)
+        return frozenset(flatten_modules(found, self._elements))
+
+    def _children(self, instance: Instance) -> dict[str, frozenset]:
+        if instance.members is not None:
+            return {str(i): members for i, members in enumerate(instance.members)}
+        if self.index.class_named(instance.cls) is None:
+            return {}
+        names: list[str] = []
+        for summary in self._class_methods(instance.cls):
+            for binding in summary.bindings:
+                target = binding.pattern
+                if target[0] == "attr" and target[1] == ("name", summary.self_name):
+                    names.append(target[2])
+                elif target[0] == "child" and target[1] is not None:
+                    names.append(target[1])
+        found: dict[str, frozenset] = {}
+        for name in dict.fromkeys(names):
+            modules = frozenset(flatten_modules(self._attribute(instance, name), self._elements))
+            if modules:
+                found[name] = modules
+        dynamic = self._dynamic_children(instance)
+        if dynamic:
+            found["*"] = dynamic
+        return found
