@@ -307,7 +307,7 @@ def facts_format() -> str:
     imported: a warm run needs no extraction)."""
     model = Path(__file__).parent / "model"
     digest = hashlib.blake2b(digest_size=8)
-    for module in ("summary.py", "code.py", "extraction.py", "facts.py", "library.py"):
+    for module in ("summary.py", "code.py", "extraction.py", "method_behaviour.py", "facts.py", "library.py"):
         digest.update((model / module).read_bytes())
     return digest.hexdigest()
 

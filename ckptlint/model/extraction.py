@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator, Mapping, Sequence
 
 from ckptlint.model.code import summarize
+from ckptlint.model.method_behaviour import definitions, keyword_argument, methods_of
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
@@ -25,7 +26,6 @@ from ckptlint.model.facts import (
     FsdpUse,
     FunctionFacts,
     Impl,
-    MethodFacts,
     WrappedClass,
 )
 from ckptlint.model.library import (
@@ -35,15 +35,12 @@ from ckptlint.model.library import (
     CHECKPOINT_IMPL_REENTRANT,
     CHECKPOINT_WRAPPER,
     COMPOSABLE_CHECKPOINT,
-    CONTAINER_MUTATORS,
     FSDP1,
     FSDP2,
-    IN_PLACE_METHODS,
     LIBRARY_PREFIXES,
     LIGHTNING_ENTRY_POINTS,
     LIGHTNING_FSDP_STRATEGY,
     LIGHTNING_PACKAGES,
-    RANDOM_FUNCTIONS,
     SAME_MODEL_FUNCTIONS,
     SAME_MODEL_METHODS,
     TORCH_CHECKPOINT_FUNCTIONS,
@@ -159,9 +156,9 @@ class _Extractor:
             if summary is not None:
                 found.append(summary)
             prefix = name.removesuffix(f".{MODULE_LEVEL}")
-            for child in _definitions(node.body):
+            for child in definitions(node.body):
                 if isinstance(child, ast.ClassDef):
-                    for member in _definitions(child.body):
+                    for member in definitions(child.body):
                         if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                             visit(member, f"{prefix}.{child.name}.{member.name}", None, True)
                 else:
@@ -217,7 +214,7 @@ class _Extractor:
                         qualified,
                         node.lineno,
                         tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases),
-                        self._methods_of(node),
+                        methods_of(node, self.lines, self.resolve),
                     )
                 )
                 self._function(qualified, (), node.body, enclosing_class=qualified)
@@ -266,10 +263,10 @@ class _Extractor:
     def _call(self, call: ast.Call, events: list[Event], loop_sources: Mapping[str, str], enclosing_class: str | None) -> None:
         callee = self.resolve(call.func, enclosing_class)
         line, column = call.lineno, call.col_offset
-        first = call.args[0] if call.args else _keyword(call, "module") or _keyword(call, "model")
+        first = call.args[0] if call.args else keyword_argument(call, "module") or keyword_argument(call, "model")
         if callee in FSDP1:
             self.fsdp.append(FsdpUse(FsdpKind.FSDP1, self.path, line))
-            policy = _keyword(call, "auto_wrap_policy")
+            policy = keyword_argument(call, "auto_wrap_policy")
             auto_wrap = policy is not None and not _is_none(policy)
             target = _dotted(first) if first is not None else None
             if target is not None:
@@ -281,21 +278,21 @@ class _Extractor:
                 events.append(Event(EventKind.FSDP2, target, line, column, api=_dotted(call.func) or ""))
         elif callee in ACCELERATE_FSDP_PLUGIN:
             self.fsdp.append(FsdpUse(FsdpKind.ACCELERATE, self.path, line))
-            if _truthy(_keyword(call, "activation_checkpointing")):
-                names = _keyword(call, "transformer_cls_names_to_wrap")
+            if _truthy(keyword_argument(call, "activation_checkpointing")):
+                names = keyword_argument(call, "transformer_cls_names_to_wrap")
                 for text in _strings(names):
                     self.wrapped.append(WrappedClass(text, line, "FullyShardedDataParallelPlugin"))
         elif callee in LIGHTNING_FSDP_STRATEGY:
             self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
             for keyword in ("activation_checkpointing_policy", "activation_checkpointing"):
-                for cls in self._classes_in(_keyword(call, keyword), enclosing_class):
+                for cls in self._classes_in(keyword_argument(call, keyword), enclosing_class):
                     self.wrapped.append(WrappedClass(cls, line, "FSDPStrategy"))
         elif callee in LIGHTNING_ENTRY_POINTS or (callee or "").startswith(tuple(p + "." for p in LIGHTNING_PACKAGES)):
-            strategy = _keyword(call, "strategy")
+            strategy = keyword_argument(call, "strategy")
             if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str) and strategy.value.startswith("fsdp"):
                 self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
         elif callee in APPLY_ACTIVATION_CHECKPOINTING:
-            impl = self._wrapper_impl(_keyword(call, "checkpoint_wrapper_fn"), enclosing_class)
+            impl = self._wrapper_impl(keyword_argument(call, "checkpoint_wrapper_fn"), enclosing_class)
             target = _dotted(first) if first is not None else None
             if target is not None:
                 events.append(Event(EventKind.CHECKPOINT, target, line, column, api=_dotted(call.func) or "", impl=impl))
@@ -351,84 +348,9 @@ class _Extractor:
 
     # class summaries -------------------------------------------------------------------
 
-    def _methods_of(self, node: ast.ClassDef) -> tuple[MethodFacts, ...]:
-        # Only classes whose text can matter to a region are summarised method by method.
-        text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
-        if not any(word in text for word in _REGION_WORDS):
-            return ()
-        never_true = _flags_never_set(node)
-        methods = []
-        # Methods, and the functions nested in them (`forward._inner_forward`): those close
-        # over `self` and are what the mm* libraries checkpoint.
-        pending = [
-            (method.name, method)
-            for method in node.body
-            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "__init__"
-        ]
-        while pending:
-            name, method = pending.pop(0)
-            pending.extend(
-                (f"{name}.{inner.name}", inner)
-                for inner in _definitions(method.body)
-                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
-            )
-            random: list[str] = []
-            attributes: set[str] = set()
-            called: set[str] = set()
-            evaluated: set[str] = set()
-            for inner in ast.walk(method):
-                if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
-                    attributes.add(inner.attr)
-                elif isinstance(inner, ast.Call):
-                    if (
-                        isinstance(inner.func, ast.Attribute)
-                        and (inner.func.attr == "eval" or (inner.func.attr == "train" and _is_false(_first(inner))))
-                        and isinstance(inner.func.value, ast.Attribute)
-                        and isinstance(inner.func.value.value, ast.Name)
-                        and inner.func.value.value.id == "self"
-                    ):
-                        evaluated.add(inner.func.value.attr)
-                    description = self._random_call(inner)
-                    if description:
-                        random.append(f"{description} (line {inner.lineno})")
-            # The methods it calls where training can reach them.
-            for statement in _in_training(method.body, never_true):
-                for inner in ast.walk(statement):
-                    if (
-                        isinstance(inner, ast.Call)
-                        and isinstance(inner.func, ast.Attribute)
-                        and isinstance(inner.func.value, ast.Name)
-                        and inner.func.value.id == "self"
-                    ):
-                        called.add(inner.func.attr)
-            methods.append(
-                MethodFacts(
-                    name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
-                    tuple(_state_mutations(method.body, never_true)),
-                )
-            )
-        return tuple(methods)
-
-    def _random_call(self, call: ast.Call) -> str | None:
-        name = self.resolve(call.func) or ""
-        short = name.rsplit(".", 1)[-1]
-        if name in RANDOM_FUNCTIONS:
-            probability = _keyword(call, "p") or (call.args[1] if len(call.args) > 1 else None)
-            if _is_zero(probability) or _is_false(_keyword(call, "training")):
-                return None
-            return f"`{short}`"
-        if short == "scaled_dot_product_attention" and name.startswith("torch."):
-            probability = _keyword(call, "dropout_p") or (call.args[4] if len(call.args) > 4 else None)
-            if probability is None or _is_zero(probability):
-                return None
-            if isinstance(probability, ast.IfExp) and _is_zero(probability.orelse):
-                pass  # `dropout_p if self.training else 0.0`: random in training
-            return "`scaled_dot_product_attention(dropout_p=...)`"
-        return None
-
     def _impl_of(self, call: ast.Call, enclosing_class: str | None) -> Impl:
         """`checkpoint_wrapper(m, checkpoint_impl=...)`: non-reentrant by default."""
-        value = _keyword(call, "checkpoint_impl")
+        value = keyword_argument(call, "checkpoint_impl")
         if value is None and len(call.args) >= 2:
             value = call.args[1]
         if value is None:
@@ -465,7 +387,7 @@ class _Extractor:
 
     def _check_fn_classes(self, call: ast.Call, enclosing_class: str | None) -> list[str]:
         found: list[str] = []
-        check_fn = _keyword(call, "check_fn")
+        check_fn = keyword_argument(call, "check_fn")
         if isinstance(check_fn, ast.Name):
             check_fn = self.predicates.get(check_fn.id)
         if check_fn is not None:
@@ -477,7 +399,7 @@ class _Extractor:
                     and len(node.args) == 2
                 ):
                     found.extend(self._classes_in(node.args[1], enclosing_class))
-        policy = _keyword(call, "auto_wrap_policy")
+        policy = keyword_argument(call, "auto_wrap_policy")
         if policy is not None:
             for node in ast.walk(policy):
                 if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
@@ -495,186 +417,8 @@ class _Extractor:
         return [resolved] if resolved is not None else []
 
 
-_REGION_WORDS = (
-    "checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(",
-    "self.", "global ", "nonlocal ",
-)
-
-
-def _is_zero(expr: ast.AST | None) -> bool:
-    return isinstance(expr, ast.Constant) and not isinstance(expr.value, bool) and expr.value == 0
-
-
-
-def _self_attribute(expr: ast.AST) -> str | None:
-    """`self.x`, `self.x[i]`, `self.x.y`: the `self` attribute written through."""
-    while isinstance(expr, (ast.Subscript, ast.Attribute)):
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            return expr.attr
-        expr = expr.value
-    return None
-
-
-def _is_use_cache(expr: ast.AST) -> bool:
-    return (isinstance(expr, ast.Name) and expr.id == "use_cache") or (
-        isinstance(expr, ast.Attribute) and expr.attr == "use_cache"
-    )
-
-
-def _flags_never_set(node: ast.ClassDef) -> frozenset[str]:
-    """`self.<flag>` attributes the class only ever sets to False / None / 0 (a
-    visualisation switch like `self.save_attention = False`): code under `if self.<flag>:`
-    does not run unless something outside the class flips it."""
-    values: dict[str, list[ast.AST]] = {}
-    for method in node.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for inner in _statements(method.body):
-            if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and getattr(inner, "value", None) is not None:
-                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-                for target in targets:
-                    attribute = _self_attribute(target)
-                    if attribute is not None and isinstance(target, ast.Attribute):
-                        values.setdefault(attribute, []).append(inner.value if not isinstance(inner, ast.AugAssign) else target)
-    return frozenset(
-        name for name, assigned in values.items()
-        if all(isinstance(v, ast.Constant) and not v.value for v in assigned)
-    )
-
-
-def _rules_out_training(test: ast.AST, never_true: frozenset[str] = frozenset()) -> bool | None:
-    """True if an `if` test can only hold outside training (`not self.training`,
-    `torch.jit.is_scripting()`), False if only in training (`self.training`), else None.
-
-    A KV-cache guard (`if use_cache:`, `if self.use_cache and ...`, `if self.config.use_cache:`)
-    counts as outside training too: under checkpointing in training transformers turns
-    `use_cache` off (per architecture before 5.0, in `GradientCheckpointingLayer` from 5.0;
-    CKPT020 reports the loops where it stays on), and a training forward has no use for a cache."""
-    if _is_use_cache(test) or (
-        isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(_is_use_cache(v) for v in test.values)
-    ):
-        return True
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_use_cache(test.operand):
-        return False
-    if isinstance(test, ast.BoolOp):
-        parts = [_rules_out_training(value, never_true) for value in test.values]
-        if isinstance(test.op, ast.Or) and False in parts:
-            return False  # `torch.jit.is_tracing() or self.training`: true whenever training
-        if isinstance(test.op, ast.And) and True in parts:
-            return True  # `x and not self.training`: true only outside training
-        return None
-    if _self_attribute(test) in never_true and isinstance(test, ast.Attribute):
-        return True  # never true at all
-    text = ast.unparse(test)
-    if text in ("not self.training", "self.training is False", "self.training == False"):
-        return True
-    if text in ("torch.jit.is_scripting()", "torch.jit.is_tracing()"):
-        return True
-    if text == "self.training":
-        return False
-    return None
-
-
-def _in_training(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> Iterator[ast.stmt]:
-    """The simple statements of a body that can run in training: branches whose test rules
-    training out (`if not self.training:`, `if use_cache:`, `if self.<flag never set>:`)
-    are skipped, and so is what follows an `if` that returns whenever training."""
-
-    def visit(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-        for statement in statements:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(statement, ast.If):
-                outside_training = _rules_out_training(statement.test, never_true)
-                if outside_training is not True:
-                    yield from visit(statement.body)
-                if outside_training is not False:
-                    yield from visit(statement.orelse)
-                if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
-                    return  # `if not use_cache: return out`: what follows cannot run in training
-            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-                yield from visit(statement.body)
-                yield from visit(statement.orelse)
-            elif isinstance(statement, (ast.With, ast.AsyncWith)):
-                yield from visit(statement.body)
-            elif isinstance(statement, ast.Try):
-                yield from visit(statement.body)
-                for handler in statement.handlers:
-                    yield from visit(handler.body)
-                yield from visit(statement.orelse)
-                yield from visit(statement.finalbody)
-            else:
-                yield statement
-
-    return visit(body)
-
-
-def _state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> list[str]:
-    """Writes to `self` state (assignments, in-place tensor methods, container mutators) and
-    `global` / `nonlocal` writes that can run in training."""
-    found: list[str] = []
-    declared: set[str] = set()
-    for statement in _in_training(body, never_true):
-        if isinstance(statement, (ast.Global, ast.Nonlocal)):
-            declared.update(statement.names)
-            continue
-        for inner in ast.walk(statement):
-            if isinstance(inner, (ast.Assign, ast.AnnAssign)) and _is_literal(inner.value):
-                continue  # `self._warned = True`: the recomputation writes the same value
-            if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-                for target in targets:
-                    if _self_attribute(target) is not None:
-                        found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
-                    elif isinstance(target, ast.Name) and target.id in declared:
-                        found.append(f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})")
-            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
-                if _self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
-                    found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
-    return list(dict.fromkeys(found))
-
-
-def _is_literal(node: ast.AST | None) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
-        node = node.operand
-    return isinstance(node, ast.Constant)
-
-
-def _first(call: ast.Call) -> ast.AST | None:
-    return call.args[0] if call.args else _keyword(call, "mode")
-
-
-def _is_false(expr: ast.AST | None) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value is False
-
-
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
-
-
-def _definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    """The functions and classes a body defines, in its nested blocks too (a definition
-    under `if` / `try` is still one), not those inside other definitions."""
-    for statement in _statements(body):
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield statement
-
-
-def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a body and of its nested blocks, not of nested definitions (and
-    never an expression: definitions and assignments are statements)."""
-    pending = list(reversed(body))
-    while pending:
-        statement = pending.pop()
-        yield statement
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
-        blocks += [handler.body for handler in getattr(statement, "handlers", ())]
-        blocks += [case.body for case in getattr(statement, "cases", ())]
-        for block in reversed(blocks):
-            if block:
-                pending.extend(reversed(block))
 
 
 def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
@@ -700,13 +444,6 @@ def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             children = [*value, *targets]
         stack.extend(reversed(children))
-
-
-def _keyword(call: ast.Call, name: str) -> ast.AST | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
 
 
 def _dotted(expr: ast.AST | None) -> str | None:
@@ -763,7 +500,7 @@ def _strings(expr: ast.AST | None) -> list[str]:
 
 def _fsdp_argument(call: ast.Call) -> bool:
     """`fsdp=` with a value that turns FSDP on: a non-empty string or list, or True."""
-    value = _keyword(call, "fsdp")
+    value = keyword_argument(call, "fsdp")
     if isinstance(value, ast.Constant):
         return value.value is True or (isinstance(value.value, str) and bool(value.value.strip()))
     if isinstance(value, (ast.List, ast.Tuple)):

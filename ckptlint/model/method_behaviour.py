@@ -1,0 +1,281 @@
+"""What a class's methods do when they run in training, for the region rules: the random
+operations they run (dropout with a non-zero probability), the `self` attributes they use,
+call and put in eval mode, and the state they write (assignments to `self`, in-place tensor
+methods, container mutators, `global` / `nonlocal`), leaving out code that cannot run in
+training (`if not self.training:`, a flag the class only ever sets to False, KV-cache
+writes behind `use_cache`). Read with `ast` by `ckptlint.model.extraction`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Sequence
+
+from ckptlint.model.facts import MethodFacts
+from ckptlint.model.library import CONTAINER_MUTATORS, IN_PLACE_METHODS, RANDOM_FUNCTIONS
+
+
+_REGION_WORDS = (
+    "checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(",
+    "self.", "global ", "nonlocal ",
+)
+
+
+def is_zero(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and not isinstance(expr.value, bool) and expr.value == 0
+
+
+def self_attribute(expr: ast.AST) -> str | None:
+    """`self.x`, `self.x[i]`, `self.x.y`: the `self` attribute written through."""
+    while isinstance(expr, (ast.Subscript, ast.Attribute)):
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return expr.attr
+        expr = expr.value
+    return None
+
+
+def is_use_cache(expr: ast.AST) -> bool:
+    return (isinstance(expr, ast.Name) and expr.id == "use_cache") or (
+        isinstance(expr, ast.Attribute) and expr.attr == "use_cache"
+    )
+
+
+def flags_never_set(node: ast.ClassDef) -> frozenset[str]:
+    """`self.<flag>` attributes the class only ever sets to False / None / 0 (a
+    visualisation switch like `self.save_attention = False`): code under `if self.<flag>:`
+    does not run unless something outside the class flips it."""
+    values: dict[str, list[ast.AST]] = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in statements(method.body):
+            if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and getattr(inner, "value", None) is not None:
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                for target in targets:
+                    attribute = self_attribute(target)
+                    if attribute is not None and isinstance(target, ast.Attribute):
+                        values.setdefault(attribute, []).append(inner.value if not isinstance(inner, ast.AugAssign) else target)
+    return frozenset(
+        name for name, assigned in values.items()
+        if all(isinstance(v, ast.Constant) and not v.value for v in assigned)
+    )
+
+
+def rules_out_training(test: ast.AST, never_true: frozenset[str] = frozenset()) -> bool | None:
+    """True if an `if` test can only hold outside training (`not self.training`,
+    `torch.jit.is_scripting()`), False if only in training (`self.training`), else None.
+
+    A KV-cache guard (`if use_cache:`, `if self.use_cache and ...`, `if self.config.use_cache:`)
+    counts as outside training too: under checkpointing in training transformers turns
+    `use_cache` off (per architecture before 5.0, in `GradientCheckpointingLayer` from 5.0;
+    CKPT020 reports the loops where it stays on), and a training forward has no use for a cache."""
+    if is_use_cache(test) or (
+        isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(is_use_cache(v) for v in test.values)
+    ):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and is_use_cache(test.operand):
+        return False
+    if isinstance(test, ast.BoolOp):
+        parts = [rules_out_training(value, never_true) for value in test.values]
+        if isinstance(test.op, ast.Or) and False in parts:
+            return False  # `torch.jit.is_tracing() or self.training`: true whenever training
+        if isinstance(test.op, ast.And) and True in parts:
+            return True  # `x and not self.training`: true only outside training
+        return None
+    if self_attribute(test) in never_true and isinstance(test, ast.Attribute):
+        return True  # never true at all
+    text = ast.unparse(test)
+    if text in ("not self.training", "self.training is False", "self.training == False"):
+        return True
+    if text in ("torch.jit.is_scripting()", "torch.jit.is_tracing()"):
+        return True
+    if text == "self.training":
+        return False
+    return None
+
+
+def in_training(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> Iterator[ast.stmt]:
+    """The simple statements of a body that can run in training: branches whose test rules
+    training out (`if not self.training:`, `if use_cache:`, `if self.<flag never set>:`)
+    are skipped, and so is what follows an `if` that returns whenever training."""
+
+    def visit(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, ast.If):
+                outside_training = rules_out_training(statement.test, never_true)
+                if outside_training is not True:
+                    yield from visit(statement.body)
+                if outside_training is not False:
+                    yield from visit(statement.orelse)
+                if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                    return  # `if not use_cache: return out`: what follows cannot run in training
+            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+                yield from visit(statement.body)
+                yield from visit(statement.orelse)
+            elif isinstance(statement, (ast.With, ast.AsyncWith)):
+                yield from visit(statement.body)
+            elif isinstance(statement, ast.Try):
+                yield from visit(statement.body)
+                for handler in statement.handlers:
+                    yield from visit(handler.body)
+                yield from visit(statement.orelse)
+                yield from visit(statement.finalbody)
+            else:
+                yield statement
+
+    return visit(body)
+
+
+def state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> list[str]:
+    """Writes to `self` state (assignments, in-place tensor methods, container mutators) and
+    `global` / `nonlocal` writes that can run in training."""
+    found: list[str] = []
+    declared: set[str] = set()
+    for statement in in_training(body, never_true):
+        if isinstance(statement, (ast.Global, ast.Nonlocal)):
+            declared.update(statement.names)
+            continue
+        for inner in ast.walk(statement):
+            if isinstance(inner, (ast.Assign, ast.AnnAssign)) and is_literal(inner.value):
+                continue  # `self._warned = True`: the recomputation writes the same value
+            if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                for target in targets:
+                    if self_attribute(target) is not None:
+                        found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
+                    elif isinstance(target, ast.Name) and target.id in declared:
+                        found.append(f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})")
+            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                if self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
+                    found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
+    return list(dict.fromkeys(found))
+
+
+def is_literal(node: ast.AST | None) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def first_argument(call: ast.Call) -> ast.AST | None:
+    return call.args[0] if call.args else keyword_argument(call, "mode")
+
+
+def is_false(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is False
+
+
+def definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """The functions and classes a body defines, in its nested blocks too (a definition
+    under `if` / `try` is still one), not those inside other definitions."""
+    for statement in statements(body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield statement
+
+
+def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body and of its nested blocks, not of nested definitions (and
+    never an expression: definitions and assignments are statements)."""
+    pending = list(reversed(body))
+    while pending:
+        statement = pending.pop()
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+        blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+        blocks += [case.body for case in getattr(statement, "cases", ())]
+        for block in reversed(blocks):
+            if block:
+                pending.extend(reversed(block))
+
+
+def keyword_argument(call: ast.Call, name: str) -> ast.AST | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def methods_of(node: ast.ClassDef, lines: Sequence[str], resolve: Callable[[ast.AST], str | None]) -> tuple[MethodFacts, ...]:
+    """What each method of a class (and each function nested in one) does when it runs in
+    training: the random operations it runs, the `self` attributes it uses, calls, puts in
+    eval mode and writes."""
+    # Only classes whose text can matter to a region are summarised method by method.
+    text = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
+    if not any(word in text for word in _REGION_WORDS):
+        return ()
+    never_true = flags_never_set(node)
+    methods = []
+    # Methods, and the functions nested in them (`forward._inner_forward`): those close
+    # over `self` and are what the mm* libraries checkpoint.
+    pending = [
+        (method.name, method)
+        for method in node.body
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name != "__init__"
+    ]
+    while pending:
+        name, method = pending.pop(0)
+        pending.extend(
+            (f"{name}.{inner.name}", inner)
+            for inner in definitions(method.body)
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        random: list[str] = []
+        attributes: set[str] = set()
+        called: set[str] = set()
+        evaluated: set[str] = set()
+        for inner in ast.walk(method):
+            if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
+                attributes.add(inner.attr)
+            elif isinstance(inner, ast.Call):
+                if (
+                    isinstance(inner.func, ast.Attribute)
+                    and (inner.func.attr == "eval" or (inner.func.attr == "train" and is_false(first_argument(inner))))
+                    and isinstance(inner.func.value, ast.Attribute)
+                    and isinstance(inner.func.value.value, ast.Name)
+                    and inner.func.value.value.id == "self"
+                ):
+                    evaluated.add(inner.func.value.attr)
+                description = random_call(inner, resolve)
+                if description:
+                    random.append(f"{description} (line {inner.lineno})")
+        # The methods it calls where training can reach them.
+        for statement in in_training(method.body, never_true):
+            for inner in ast.walk(statement):
+                if (
+                    isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Attribute)
+                    and isinstance(inner.func.value, ast.Name)
+                    and inner.func.value.id == "self"
+                ):
+                    called.add(inner.func.attr)
+        methods.append(
+            MethodFacts(
+                name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
+                tuple(state_mutations(method.body, never_true)),
+            )
+        )
+    return tuple(methods)
+
+
+def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
+    """A call that draws random numbers in training (dropout with a non-zero probability,
+    `scaled_dot_product_attention(dropout_p=...)`), described; else None."""
+    name = resolve(call.func) or ""
+    short = name.rsplit(".", 1)[-1]
+    if name in RANDOM_FUNCTIONS:
+        probability = keyword_argument(call, "p") or (call.args[1] if len(call.args) > 1 else None)
+        if is_zero(probability) or is_false(keyword_argument(call, "training")):
+            return None
+        return f"`{short}`"
+    if short == "scaled_dot_product_attention" and name.startswith("torch."):
+        probability = keyword_argument(call, "dropout_p") or (call.args[4] if len(call.args) > 4 else None)
+        if probability is None or is_zero(probability):
+            return None
+        if isinstance(probability, ast.IfExp) and is_zero(probability.orelse):
+            pass  # `dropout_p if self.training else 0.0`: random in training
+        return "`scaled_dot_product_attention(dropout_p=...)`"
+    return None
