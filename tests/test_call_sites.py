@@ -1,0 +1,74 @@
+"""A helper that takes any model is resolved at its call sites in other files, and a warm run
+sees a change at a call site: the finding in the helper's file follows the caller's edit."""
+
+from __future__ import annotations
+
+from conftest import json_findings
+
+NETS = """
+import torch.nn as nn
+
+
+class ConvBN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+class ConvGN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(2, 8)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class Net(nn.Module):
+    def __init__(self, block=ConvBN):
+        super().__init__()
+        self.blocks = nn.ModuleList([block() for _ in range(2)])
+"""
+
+HELPER = """
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+
+def wrap_blocks(model):
+    for index, block in enumerate(model.blocks):
+        model.blocks[index] = checkpoint_wrapper(block)
+    return model
+"""
+
+# A training script: it saves a checkpoint, as most do (the index reads files that name
+# checkpointing, modules or norms; a caller naming none of them is not read).
+TRAIN = """
+from helpers import wrap_blocks
+from nets import ConvGN, Net
+
+model = wrap_blocks(Net({arguments}))
+torch.save(model.state_dict(), "checkpoint.pt")
+"""
+
+
+def test_the_finding_in_a_helper_follows_its_call_sites(cli, make_project):
+    root = make_project({"nets.py": NETS, "helpers.py": HELPER, "train.py": TRAIN.format(arguments="")})
+    first = json_findings(cli(["--output-format", "json", "."], root), root, with_message=True)
+    assert [f[:4] for f in first] == [("helpers.py", 6, 31, "CKPT010")]
+    assert "model.blocks (as passed at train.py:4) -> ConvBN.bn -> (torch.nn.BatchNorm2d)" in first[0][4]
+    # The caller now passes the GroupNorm network: the helper's file is unchanged, its result is not.
+    (root / "train.py").write_text(TRAIN.format(arguments="block=ConvGN").lstrip("\n"))
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == []
+    # A second caller with BatchNorm brings it back, naming that call site.
+    (root / "eval_bn.py").write_text("from helpers import wrap_blocks\nfrom nets import Net\n\nwrap_blocks(Net())  # ckpt\n")
+    third = json_findings(cli(["--output-format", "json", "."], root), root, with_message=True)
+    assert [f[:4] for f in third] == [("helpers.py", 6, 31, "CKPT010")]
+    assert "as passed at " in third[0][4] and "eval_bn.py:4" in third[0][4]
+
+
+def test_a_helper_nobody_calls_is_not_reported(cli, make_project):
+    root = make_project({"nets.py": NETS, "helpers.py": HELPER})
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == []
