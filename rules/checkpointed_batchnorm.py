@@ -23,7 +23,12 @@ class CheckpointedBatchnorm(RegionRule):
     (`def wrap_blocks(model): ... checkpoint_wrapper(block)`) is resolved at its call sites in
     the project, and the message says where the model came from (`model.blocks (as passed at
     setup.py:40 <- train.py:10)`); a `checkpoint_seq`-style helper, which runs the module it is
-    given under checkpoint, is reported at each call site that passes BatchNorm.
+    given under checkpoint, is reported at each call site that passes BatchNorm. A timm model is known by the
+    architecture it is created from: `model.set_grad_checkpointing()` on
+    `timm.create_model("resnet50")` (or `efficientnet_b0`, `mobilenetv3_large_100`,
+    `regnety_040`, `densenet121`, ...: 40 families, `ckptlint/model/timm_families.py`) is
+    reported; ConvNeXt, ViT, Swin, `resnet50_gn` and other GroupNorm/LayerNorm variants are
+    not, nor a name only known at runtime (`create_model(args.model)`).
 
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and
@@ -50,6 +55,13 @@ class CheckpointedBatchnorm(RegionRule):
     torch 2.13 (CPU): a `Conv2d -> BatchNorm2d` block run once in training through
     `checkpoint` ends the step with `num_batches_tracked == 2` with either implementation
     (1 without checkpointing), and `running_mean` moved twice (`tests/test_closure_rules.py`).
+    timm 1.0.29.dev0, read model by model: `ResNet.forward_features` runs
+    `checkpoint_seq([self.layer1, ..., self.layer4], x)` when `grad_checkpointing` is set
+    (`timm/models/resnet.py:750`), its blocks built with `norm_layer=nn.BatchNorm2d`;
+    `EfficientNet` and `MobileNetV3` checkpoint `self.blocks` of `BatchNormAct2d` layers
+    (`efficientnet.py:323`, `mobilenetv3.py:306`); each family's line is in
+    `timm_families.py`, and every regex there was checked against all 1,302 names
+    registered in `timm/models`.
     `checkpoint_sequential(seq, segments, x)` checkpoints the first `segments - 1` segments
     of `len(seq) // segments` members and runs the rest plainly: a BatchNorm there is updated
     once (measured: 1 in the last segment, 2 in the first), so with `seq` written member by
@@ -82,12 +94,12 @@ class CheckpointedBatchnorm(RegionRule):
                 family = timm_checkpointed_batchnorm(name)
                 if family is None:
                     continue
-                source, evidence = family
+                source, _ = family
                 self.report(
                     call,
-                    f"`set_grad_checkpointing` makes timm's `{name}` checkpoint blocks that hold BatchNorm ({source}: "
-                    f"{evidence}): in training their statistics are updated twice per step; checkpoint only if the "
-                    "BatchNorm layers are frozen (in eval mode), or pick an architecture with GroupNorm/LayerNorm",
+                    f"`set_grad_checkpointing` makes timm's `{name}` checkpoint blocks that hold BatchNorm ({source}): "
+                    "in training their statistics are updated twice per step; checkpoint only with the BatchNorm "
+                    "layers frozen (in eval mode), or pick an architecture with GroupNorm/LayerNorm",
                 )
                 return
 
@@ -103,6 +115,27 @@ class CheckpointedBatchnorm(RegionRule):
         )
 
     valid = [
+        # timm models without BatchNorm in their checkpointed blocks, checkpointing turned
+        # off, and an architecture only known at runtime.
+        Valid(
+            """
+            import argparse
+            import timm
+            from timm import create_model
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--model", default="resnet50")
+            args = parser.parse_args()
+            convnext = timm.create_model("convnext_tiny", pretrained=True)
+            convnext.set_grad_checkpointing(True)
+            resnet_gn = create_model("resnet50_gn")
+            resnet_gn.set_grad_checkpointing()
+            frozen = timm.create_model("resnet50")
+            frozen.set_grad_checkpointing(False)
+            chosen = timm.create_model(args.model)
+            chosen.set_grad_checkpointing(True)
+            """
+        ),
         # checkpoint_sequential runs its last segment without checkpointing.
         Valid(
             """
@@ -143,6 +176,18 @@ class CheckpointedBatchnorm(RegionRule):
         ),
     ]
     invalid = [
+        # A timm ResNet with its stages checkpointed.
+        Invalid(
+            """
+            import timm
+
+            model = timm.create_model("resnet50.a1_in1k", pretrained=True, num_classes=10)
+            model.set_grad_checkpointing()
+            """,
+            line=4,
+            column=1,
+            message_contains="timm's `resnet50.a1_in1k` checkpoint blocks that hold BatchNorm (timm/models/resnet.py)",
+        ),
         # ... but a BatchNorm in an earlier segment is recomputed.
         Invalid(
             """

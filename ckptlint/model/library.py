@@ -187,10 +187,7 @@ TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", 
 
 # The families whose checkpointed blocks (what `set_grad_checkpointing(True)` makes
 # `forward_features` run through `checkpoint_seq` / `checkpoint`) hold BatchNorm with their
-# registered configurations: (regex over the architecture names `@register_model` registers,
-# source file, where the BatchNorm is). Read in timm 1.0.29.dev0; each regex was checked to
-# match none of the names registered by other files.
-TIMM_BATCHNORM_CHECKPOINTED: tuple[tuple[str, str, str], ...] = ()
+# registered configurations: `ckptlint/model/timm_families.py` (its evidence is there).
 
 
 def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
@@ -205,6 +202,8 @@ def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
             if not name.startswith("timm/"):
                 return None  # another organisation's repository: its architecture is in its config
     name = name.removeprefix("timm/").split(".", 1)[0]
+    from ckptlint.model.timm_families import TIMM_BATCHNORM_CHECKPOINTED
+
     for pattern, source, evidence in TIMM_BATCHNORM_CHECKPOINTED:
         if re.fullmatch(pattern, name):
             return source, evidence
