@@ -172,19 +172,16 @@ class _Extractor:
     def resolve(self, expr: ast.AST, enclosing_class: str | None = None) -> str | None:
         """The absolute name an expression refers to, when it is an imported or top-level
         name (or an attribute of one); `self.method` resolves to the enclosing class's."""
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        dotted = _dotted(expr)
+        if dotted is None:
             return None
-        parts.reverse()
-        if expr.id == "self" and enclosing_class is not None and len(parts) == 1:
-            return f"{enclosing_class}.{parts[0]}"
-        if expr.id in self.imports:
-            return ".".join([self.imports[expr.id], *parts])
-        if expr.id in self.top_level:
-            return ".".join([self.module, expr.id, *parts])
+        head, _, rest = dotted.partition(".")
+        if head == "self" and enclosing_class is not None and rest and "." not in rest:
+            return f"{enclosing_class}.{rest}"
+        if head in self.imports:
+            return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
+        if head in self.top_level:
+            return f"{self.module}.{dotted}"
         return None
 
     # walking ----------------------------------------------------------------------------

@@ -232,20 +232,21 @@ class ProjectIndex:
         return candidates[0] if len(candidates) == 1 else None
 
     def function(self, name: str) -> FunctionFacts | None:
-        facts = self.facts_of(name)
-        found = next((f for f in facts.functions if f.name == name), None) if facts is not None else None
-        if found is not None or not self._may_name_the_project(name):
-            return found
-        resolved = self._resolve_name(name, self.functions)
-        return self.functions.get(resolved) if resolved else None
+        return self._definition(name, "functions")
 
     def class_named(self, name: str) -> ClassFacts | None:
+        return self._definition(name, "classes")
+
+    def _definition(self, name: str, kind: str):
+        """The function or class (`kind`) a name refers to: found in its module's file, else,
+        for a name that may be the project's written differently, among every file's."""
         facts = self.facts_of(name)
-        found = next((c for c in facts.classes if c.name == name), None) if facts is not None else None
+        found = next((d for d in getattr(facts, kind) if d.name == name), None) if facts is not None else None
         if found is not None or not self._may_name_the_project(name):
             return found
-        resolved = self._resolve_name(name, self.classes)
-        return self.classes.get(resolved) if resolved else None
+        everything = getattr(self, kind)
+        resolved = self._resolve_name(name, everything)
+        return everything.get(resolved) if resolved else None
 
     def _may_name_the_project(self, name: str) -> bool:
         """Whether a name its module does not resolve may still be the project's, written
