@@ -43,14 +43,14 @@ def wrap_blocks(model):
     return model
 """
 
-# A training script: it saves a checkpoint, as most do (the index reads files that name
-# checkpointing, modules or norms; a caller naming none of them is not read).
+# A training script (the index reads files that name training, checkpointing, modules or
+# norms; a caller naming none of them is not read).
 TRAIN = """
 from helpers import wrap_blocks
 from nets import ConvGN, Net
 
 model = wrap_blocks(Net({arguments}))
-torch.save(model.state_dict(), "checkpoint.pt")
+model.train()
 """
 
 
