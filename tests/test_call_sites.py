@@ -72,3 +72,31 @@ def test_the_finding_in_a_helper_follows_its_call_sites(cli, make_project):
 def test_a_helper_nobody_calls_is_not_reported(cli, make_project):
     root = make_project({"nets.py": NETS, "helpers.py": HELPER})
     assert json_findings(cli(["--output-format", "json", "."], root), root) == []
+
+
+BLOCK = """
+import torch.nn as nn
+import torch.utils.checkpoint as cp
+
+
+class Block(nn.Module):
+    def __init__(self, dim, norm_layer):
+        super().__init__()
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        def _inner_forward(x):
+            return self.norm(x)
+
+        return cp.checkpoint(_inner_forward, x, use_reentrant=False)
+"""
+
+
+def test_a_constructor_argument_without_default_is_what_the_project_builds_it_with(cli, make_project):
+    model = "import torch.nn as nn\nfrom blocks import Block\n\nstem = Block(8, {norm})\n"
+    root = make_project({"blocks.py": BLOCK, "model.py": model.format(norm="nn.BatchNorm2d")})
+    [finding] = json_findings(cli(["--output-format", "json", "."], root), root, with_message=True)
+    assert finding[:4] == ("blocks.py", 14, 16, "CKPT010")
+    assert "Block.norm -> (torch.nn.BatchNorm2d), Block as constructed at model.py:4" in finding[4]
+    (root / "model.py").write_text(model.format(norm="nn.LayerNorm"))
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == []

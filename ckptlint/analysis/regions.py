@@ -91,7 +91,11 @@ class _RegionPaths:
                     label = _label(expr, "self", value.frame.self_instance)
                     for callee in sorted(self.denotation.evaluate(expr, value.frame), key=repr):
                         found.extend(self.callee(callee, label, 0))
-        return list(dict.fromkeys(found))
+        found = list(dict.fromkeys(found))
+        constructed = _constructed_at(self.denotation, region.owner)
+        if found and constructed:
+            found[0] = f"{found[0]}, {constructed}"
+        return found
 
     # --- module instances --------------------------------------------------------------------
 
@@ -203,6 +207,19 @@ class _RegionPaths:
         elif isinstance(value, Sequence):
             for element in sorted(value.elements, key=repr):
                 yield from self.callee(element, label, depth)
+
+
+def _constructed_at(denotation: Denotation, owner: str | None) -> str | None:
+    """`Block as constructed at model.py:9`: where the project built the owner of a region
+    with the constructor arguments the model resolved (the first call, and how many more)."""
+    if owner is None:
+        return None
+    sites = denotation.passed_through(f"{owner}.__init__")
+    places = list(dict.fromkeys(f"{path}:{line}" for _, path, line, _ in sites))
+    if not places:
+        return None
+    more = f" and {len(places) - 1} more" if len(places) > 1 else ""
+    return f"{owner.rsplit('.', 1)[-1]} as constructed at {places[0]}{more}"
 
 
 def _label(expr: tuple, self_name: str | None, owner: Instance | None) -> str | None:

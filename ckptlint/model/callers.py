@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.summary import Expr, FunctionSummary
-from ckptlint.model.values import NOTHING, Arguments, Frame, FunctionRef, Instance, falsy
+from ckptlint.model.values import NOTHING, Arguments, ClassRef, Frame, FunctionRef, Instance, falsy
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -31,7 +31,9 @@ class CallSites:
     def of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
         """(path, calling function, call, line) for every call whose callee's last name is
         `function`'s, in the files that can name it."""
-        short = function.rsplit(".", 1)[-1]
+        owner, _, short = function.rpartition(".")
+        if short == "__init__":  # a constructor is called by its class's name
+            short = owner.rsplit(".", 1)[-1]
         for path in self._candidates(function, module):
             facts = self.index.files.get(path)
             for caller in facts.summaries if facts is not None else ():
@@ -110,7 +112,11 @@ class CallSiteResolution:
                 matched.append(self._match(summary, positional, named, opaque, skip_self=True))
         else:
             for callee in self._eval(func, frame):
-                if isinstance(callee, FunctionRef) and callee.name == summary.name:
+                if isinstance(callee, ClassRef) and f"{callee.name}.__init__" == summary.name:
+                    positional, named, opaque = self._arguments(call, frame)
+                    named = {**dict(callee.bound), **named}
+                    matched.append(self._match(summary, positional, named, opaque, skip_self=True))
+                elif isinstance(callee, FunctionRef) and callee.name == summary.name:
                     positional, named, opaque = self._arguments(call, frame)
                     bound = callee.frame is not None and callee.frame.self_instance is not None
                     matched.append(self._match(

@@ -105,9 +105,10 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution):
         return Frame(function, module, (), self_instance, parent, entry=True)
 
     def instance(self, class_name: str) -> Instance:
-        """An instance of a class built with its constructor's defaults."""
+        """An instance of a class looked at on its own: built with its constructor's defaults,
+        or with what the project's constructor calls pass where there is no default."""
         found = self.index.class_named(class_name)
-        return Instance(found.name if found is not None else class_name)
+        return Instance(found.name if found is not None else class_name, generic=True)
 
     def attribute(self, instance: Instance, name: str) -> frozenset:
         """The values `instance.<name>` may hold (assigned in any method of its class or its

@@ -69,8 +69,11 @@ class ModuleSemantics:
             found: set = set()
             registered = False
             for summary in self._class_methods(instance.cls):
-                arguments = instance.arguments if summary.name.endswith(".__init__") else ()
-                frame = Frame(summary.name, self._module_of(summary.name) or "", arguments, instance)
+                constructor = summary.name.endswith(".__init__")
+                frame = Frame(
+                    summary.name, self._module_of(summary.name) or "", instance.arguments if constructor else (), instance,
+                    entry=constructor and instance.generic,
+                )
                 for binding in summary.bindings:
                     target = binding.pattern
                     if target == ("attr", ("name", summary.self_name), name) or target == ("child", name):

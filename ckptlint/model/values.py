@@ -29,6 +29,10 @@ class Instance:
     arguments: Arguments = ()  # what the constructor got, by parameter name (or `#0`...)
     members: tuple[frozenset, ...] | None = None  # torch containers: their members, in order
     ordered: bool = True  # False: a member came from a `*` splat, positions are not known
+    # Looked at on its own (the `self` of the method a rule asks about, a class wrapped for
+    # checkpointing): a constructor parameter nothing binds is what the project's
+    # constructor calls pass.
+    generic: bool = False
 
     @property
     def short_name(self) -> str:
