@@ -23,8 +23,10 @@ class CheckpointedBatchnorm(RegionRule):
     (`def wrap_blocks(model): ... checkpoint_wrapper(block)`) is resolved at its call sites in
     the project, and the message says where the model came from (`model.blocks (as passed at
     setup.py:40 <- train.py:10)`); a `checkpoint_seq`-style helper, which runs the module it is
-    given under checkpoint, is reported at each call site that passes BatchNorm. A timm model is known by the
-    architecture it is created from: `model.set_grad_checkpointing()` on
+    given under checkpoint, is reported at each call site that passes BatchNorm. Likewise a
+    constructor argument without a default (`def __init__(self, dim, norm_layer)`) is what
+    the project's constructor calls pass (`Block as constructed at model.py:9`). A timm model
+    is known by the architecture it is created from: `model.set_grad_checkpointing()` on
     `timm.create_model("resnet50")` (or `efficientnet_b0`, `mobilenetv3_large_100`,
     `regnety_040`, `densenet121`, ...: 40 families, `ckptlint/model/timm_families.py`) is
     reported; ConvNeXt, ViT, Swin, `resnet50_gn` and other GroupNorm/LayerNorm variants are
