@@ -70,9 +70,11 @@ class ModuleSemantics:
             registered = False
             for summary in self._class_methods(instance.cls):
                 constructor = summary.name.endswith(".__init__")
+                # Only the class's own constructor is resolved at its constructor calls: a
+                # base's runs with what `super().__init__(...)` passes, not modelled.
                 frame = Frame(
                     summary.name, self._module_of(summary.name) or "", instance.arguments if constructor else (), instance,
-                    entry=constructor and instance.generic,
+                    entry=instance.generic and summary.name == f"{instance.cls}.__init__",
                 )
                 for binding in summary.bindings:
                     target = binding.pattern
