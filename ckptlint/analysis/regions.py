@@ -443,9 +443,20 @@ class RegionRule(CheckpointingGate, SiteScopes):
     def finish(self) -> None:
         project = self.context.project
         configured = set(self.context.settings.checkpoint_functions)
-        # Calls of the project's own checkpoint wrappers (timm's `checkpoint_seq`-style).
+        wrapped_here: set[int] = set()
         for call in self._calls:
             names = self._own_method(call) or absolute_names(self.context, call.func)
+            if names and (names <= CHECKPOINT_WRAPPER or names <= COMPOSABLE_CHECKPOINT):
+                # A module wrapped by itself: `checkpoint_wrapper(block)`, the composable
+                # `checkpoint(block)`, whatever `block` denotes (a loop variable over
+                # `model.blocks`, a generic parameter resolved at its call sites).
+                module = next((arg.value for arg in call.args if arg.keyword is None and not arg.star), None)
+                region = self._region_at(call, module) if module is not None else None
+                if region is not None and any(isinstance(v, Instance) for v in region.runs):
+                    wrapped_here.add(self.context.position(call).start.line)
+                    self.check_wrapped(call, region, _wrapped_name(region), _code(call.func).rsplit(".", 1)[-1])
+                continue
+            # A call of the project's own checkpoint wrapper (timm's `checkpoint_seq`-style).
             positions = {0 if n in configured else project.checkpointed_parameter(n) for n in names}
             if len(positions) != 1 or None in positions:
                 continue
@@ -455,19 +466,6 @@ class RegionRule(CheckpointingGate, SiteScopes):
                 region = self._region_at(call, positional[position].value)
                 if region is not None:
                     self.check_region(call, region, _code(call.func))
-        # Modules wrapped one by one: `checkpoint_wrapper(block)`, the composable
-        # `checkpoint(block)`, whatever the argument denotes (a loop variable over
-        # `model.blocks`, a generic parameter resolved at its call sites).
-        wrapped_here: set[int] = set()
-        for call in self._calls:
-            names = absolute_names(self.context, call.func)
-            if not names or not (names <= CHECKPOINT_WRAPPER or names <= COMPOSABLE_CHECKPOINT):
-                continue
-            module = next((arg.value for arg in call.args if arg.keyword is None and not arg.star), None)
-            region = self._region_at(call, module) if module is not None else None
-            if region is not None and any(isinstance(v, Instance) for v in region.runs):
-                wrapped_here.add(self.context.position(call).start.line)
-                self.check_wrapped(call, region, _wrapped_name(region), _code(call.func).rsplit(".", 1)[-1])
         # Classes this file wraps with checkpoint_wrapper / apply_activation_checkpointing.
         facts = project.files.get(self.context.relative_path)
         for wrapped in facts.wrapped_classes if facts is not None else ():

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.callers import CallSiteResolution, CallSites
+from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.modules import ModuleSemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
@@ -52,8 +53,6 @@ from ckptlint.model.values import (
     destructure,
     falsy,
     names_in,
-    single,
-    truthiness,
 )
 
 if TYPE_CHECKING:
@@ -67,10 +66,11 @@ _BUDGET = 20_000
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
 
 
-class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution):
+class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, ConditionSemantics):
     """Evaluates expressions of the project's code (one per index; memoised). What module
-    instances hold, containers and library calls, and parameters resolved at call sites are
-    the mixins' (`modules.py`, `containers.py`, `callers.py`)."""
+    instances hold, containers and library calls, parameters resolved at call sites and the
+    truth of guarding conditions are the mixins' (`modules.py`, `containers.py`,
+    `callers.py`, `conditions.py`)."""
 
     def __init__(self, index: ProjectIndex) -> None:
         self.index = index
@@ -385,53 +385,6 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution):
             return ()  # a project module's name that the index does not know
         short = name.rsplit(".", 1)[-1]
         return {ClassRef(name)} if short[:1].isupper() else {FunctionRef(name)}
-
-    # --- conditions ------------------------------------------------------------------------
-
-    def _may_hold(self, conditions: tuple, frame: Frame) -> bool:
-        """False when a guarding `if` test is known to have the other truth here
-        (`if norm == "bn":` with `norm` bound to "ln")."""
-        for test, wanted in conditions:
-            truth = self._truth(test, frame)
-            if truth is not None and truth is not wanted:
-                return False
-        return True
-
-    def _truth(self, test: Expr, frame: Frame) -> bool | None:
-        tag = test[0]
-        if tag == "not":
-            inner = self._truth(test[1], frame)
-            return None if inner is None else not inner
-        if tag in ("and", "any"):
-            parts = [self._truth(part, frame) for part in test[1]]
-            decisive = tag == "any"  # `or` is decided by a true part, `and` by a false one
-            if decisive in parts:
-                return decisive
-            return (not decisive) if all(part is (not decisive) for part in parts) else None
-        if tag == "cmp":
-            return self._compare(test[1], self._eval(test[2], frame), self._eval(test[3], frame))
-        return single(truthiness(value) for value in self._eval(test, frame))
-
-    def _compare(self, operator: str, left: frozenset, right: frozenset) -> bool | None:
-        if not left or not right:
-            return None
-        if operator in ("in", "not in"):
-            members = set()
-            for container in right:
-                if not isinstance(container, Sequence) or container.items is None:
-                    return None
-                members |= container.elements
-            if not all(isinstance(v, Constant) for v in members | left):
-                return None
-            found = single(v in members for v in left)
-            return found if found is None or operator == "in" else not found
-        if operator in ("is", "is not") and right == {Constant(None)}:
-            is_none = single(v == Constant(None) for v in left)
-            return is_none if is_none is None or operator == "is" else not is_none
-        if all(isinstance(v, Constant) for v in left | right):
-            equal = single(a.value == b.value for a in left for b in right)
-            return equal if equal is None or operator in ("==", "is") else not equal
-        return None
 
     # --- calls -----------------------------------------------------------------------------
 

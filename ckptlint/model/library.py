@@ -5,6 +5,8 @@ the behaviour was read or measured. Add a library fact here, never as a branch i
 
 from __future__ import annotations
 
+import re
+
 # --- torch: activation checkpointing ----------------------------------------------------
 
 # torch 2.13 `torch/utils/checkpoint.py`: both default to the reentrant implementation when
@@ -193,8 +195,6 @@ TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", 
 def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
     """(source file, evidence) when timm's `model_name` (`resnet50`, `resnet50.a1_in1k`,
     `timm/resnet50.a1_in1k`, `hf-hub:timm/resnet50.a1_in1k`) checkpoints BatchNorm."""
-    import re
-
     name = model_name
     for prefix in ("hf-hub:", "hf_hub:"):
         if name.startswith(prefix):
