@@ -4,11 +4,14 @@ from ckptlint.analysis.hf_models import (
     ModelHistory,
     ModelStep,
     StepKind,
+    dotted_name,
     insert_line,
     is_simple_reference,
+    line_of,
     script_models,
     source_of,
 )
+from ckptlint.model.fates import Site
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import VersionRange
@@ -21,11 +24,16 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     Finds `gradient_checkpointing_enable()` (or `prepare_model_for_kbit_training(...)` on a
     model loaded in 4 or 8 bit, which enables it) on a generative model (a decoder or
     encoder-decoder: `AutoModelForCausalLM`, `*ForCausalLM`, `*ForConditionalGeneration`,
-    `*LMHeadModel`, `AutoModelForSeq2SeqLM`...) that the same script trains in its own loop
+    `*LMHeadModel`, `AutoModelForSeq2SeqLM`...) that the project trains in its own loop
     (`loss.backward()`, `accelerator.backward(loss)`, a Lightning `training_step`), when
-    nothing turns the KV cache off. The model is followed through the script: renamed,
+    nothing turns the KV cache off. The model is followed through the script (renamed,
     wrapped by `get_peft_model`, `accelerator.prepare` or `torch.compile`, returned by a
-    helper function of the same file.
+    helper function of the same file) and across the project's files: a helper that loads
+    the model, enables checkpointing and returns it to scripts that train it
+    (`load_model()` in `models.py`, the loop in `train.py`), a model handed to a training
+    loop of another module (`train_loop(model, loader)`), kept by a Lightning module in
+    `self.model`, or loaded by a helper and enabled by the script. The message then names
+    the function that trains it.
 
     ## Why is this bad?
     A training forward has no use for the KV cache, and under checkpointing it is worse than
@@ -69,12 +77,14 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     use_cache=False)`, `config.use_cache = False`) passed to the loader,
     `from_pretrained(..., use_cache=False)` or `use_cache=False if args.gradient_checkpointing
     else True` (any value but a literal `True` counts), `use_cache=False` on a forward call,
-    or a `**model_kwargs` whose contents are not known. Not reported either: models handed to
-    a `Trainer` (transformers', TRL's or a subclass: the Trainer path takes care of it),
+    or a `**model_kwargs` whose contents are not known; in another file too, on the model's
+    way to its training loop. Not reported either: models handed to a `Trainer`
+    (transformers', TRL's or a subclass; see the evidence),
     encoder-only models (BERT, RoBERTa, CLIP text towers have no KV cache), `AutoModel` (any
     architecture), `use_cache = True` set back after training, scripts with no training loop
-    of their own, models passed to a function imported from another module of the project
-    before the loop starts (it may turn the cache off; not visible from this file), and
+    anywhere in the project (a helper whose model is only evaluated), models handed on
+    their way to a function the project model cannot see into (a third-party library it
+    has no facts for: it may turn the cache off), and
     projects targeting transformers >= 5.0.
 
     ## Evidence
@@ -95,6 +105,12 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     - transformers 4.57.6 (source): the guard moved into `GradientCheckpointingLayer` for
       most architectures, gpt_bigcode included; what each architecture does differs between
       4.x minor versions (gpt_bigcode in 4.54.1 does not checkpoint its blocks at all).
+    - The Trainer path (source): transformers 4.46.3 and 4.57.6 `Trainer` touch
+      `config.use_cache` only for XLA FSDP with `xla_fsdp_grad_ckpt` (trainer.py:1943 /
+      2134), TRL 0.12.2's `SFTTrainer` and `DPOTrainer` not at all: under 4.x a model a
+      Trainer trains is left to its architecture exactly as in a manual loop. The catalogue
+      (DESIGN.md) keeps the Trainer path out of this rule for now; transformers 5.x's
+      `Trainer.__init__` sets `model.config.use_cache = args.use_cache` (default False).
     - transformers 5.0.0 (source) and 5.17.0 (measured): `GradientCheckpointingLayer.__call__`
       turns `use_cache` off (and drops `past_key_values`) for every checkpointed layer in
       training, and `GPTBigCodeForCausalLM` returned no cache: the rule does not apply.
@@ -116,24 +132,58 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training")
     uses_project = True  # which imported functions belong to the project
 
-    @classmethod
-    def may_apply_to(cls, text: str) -> bool:
-        return super().may_apply_to(text) and ("backward" in text or "training_step" in text)
-
     def finish(self) -> None:
         reported = set()
         for history in script_models(self.context).histories:
-            for step in _unguarded_checkpointing(history):
+            for step, trained_at in self._unguarded_checkpointing(history):
                 if step.node in reported:
                     continue
                 reported.add(step.node)
-                self._report(history, step)
+                self._report(history, step, trained_at)
 
-    def _report(self, history: ModelHistory, step: ModelStep) -> None:
+    def _unguarded_checkpointing(self, history: ModelHistory) -> list[tuple[ModelStep, Site | None]]:
+        """The calls that turn checkpointing on for a generative model trained by hand with
+        its cache on (the first such call on each path through the code), with where it is
+        trained when that is not in this file's own flow."""
+        model_class = history.model_class
+        if model_class is None or model_class.generative is not True:
+            return []
+        if history.has(StepKind.TRAINER, StepKind.USE_CACHE_OFF):
+            return []
+        enabling = [
+            step
+            for step in history.steps
+            if step.kind is StepKind.GC_ENABLED
+            or (step.kind is StepKind.KBIT_PREPARED and step.enables_checkpointing and history.quantized)
+        ]
+        first = [
+            step
+            for index, step in enumerate(enabling)
+            if not any(not earlier.exclusive_with(step) for earlier in enabling[:index])
+        ]
+        if history.training_starts is not None and not history.escaped_before(history.training_starts):
+            return [(step, None) for step in first]
+        # The model leaves this file's flow (returned by a helper other modules call, or
+        # handed to a function of another module): where it goes, in the project model.
+        found = []
+        for step in first:
+            name = dotted_name(step.subject)
+            if name is None:
+                continue
+            fate = self.context.project.model_fate(step.function, name, line_of(self.context, step.node))
+            if fate.trained_by_hand and not fate.cache_off and not fate.unknown:
+                found.append((step, fate.trained[0]))
+        return found
+
+    def _report(self, history: ModelHistory, step: ModelStep, trained_at: Site | None) -> None:
         subject = step.subject if is_simple_reference(step.subject) else None
         model = source_of(subject) if subject is not None else "model"
         call = "gradient_checkpointing_enable()" if step.kind is StepKind.GC_ENABLED else "prepare_model_for_kbit_training()"
         message = self.message.format(call=call, model=model, cls=history.model_class.short_name)
+        if trained_at is not None:
+            message = message.replace(
+                "in a manual training loop", f"in a manual training loop (by {trained_at})", 1
+            )
         fix = insert_line(step.statement, f"{model}.config.use_cache = False", before=False) if subject is not None else None
         self.report(
             step.node,
@@ -454,25 +504,4 @@ class CheckpointingWithoutUseCacheFalse(Rule):
                 model(**batch).loss.backward()
             """,
         ),
-    ]
-
-
-def _unguarded_checkpointing(history: ModelHistory) -> list[ModelStep]:
-    """The calls that turn checkpointing on for a generative model trained in this context
-    with its cache on (the first such call on each path through the code)."""
-    model_class = history.model_class
-    if model_class is None or model_class.generative is not True or history.training_starts is None:
-        return []
-    if history.has(StepKind.TRAINER, StepKind.USE_CACHE_OFF) or history.escaped_before(history.training_starts):
-        return []
-    enabling = [
-        step
-        for step in history.steps
-        if step.kind is StepKind.GC_ENABLED
-        or (step.kind is StepKind.KBIT_PREPARED and step.enables_checkpointing and history.quantized)
-    ]
-    return [
-        step
-        for index, step in enumerate(enabling)
-        if not any(not earlier.exclusive_with(step) for earlier in enabling[:index])
     ]

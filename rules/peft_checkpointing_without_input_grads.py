@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ckptlint.analysis.hf_models import (
@@ -8,6 +9,7 @@ from ckptlint.analysis.hf_models import (
     ModelStep,
     StepKind,
     TrainerKind,
+    dotted_name,
     insert_line,
     is_simple_reference,
     line_of,
@@ -15,15 +17,10 @@ from ckptlint.analysis.hf_models import (
     source_of,
 )
 from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.fates import Site
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
-
-PEFT_WORDS = ("get_peft_model", "PeftModel", "add_adapter", "load_adapter")
-# Only a model trained in the file is reported: a manual loop, Lightning's step, or a class
-# whose name ends in `Trainer` (it is named in the file, if only in an import).
-TRAINING_WORDS = ("backward", "training_step", "Trainer")
-
 
 @dataclass(frozen=True)
 class _Exposure:
@@ -32,6 +29,7 @@ class _Exposure:
     step: ModelStep
     before_5: bool  # with transformers < 5.0
     from_5: bool  # with transformers >= 5.0
+    trained_at: Site | None = None  # trained where the file's own flow does not reach
 
     def applies(self, before_5: Applies) -> bool:
         """Under the targeted transformers (`before_5`: whether it is < 5.0); an unknown
@@ -163,24 +161,27 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     triggers = (b"gradient_checkpointing",)
     uses_project = True  # the project's Trainer and TrainingArguments subclasses, its modules
 
-    @classmethod
-    def may_apply_to(cls, text: str) -> bool:
-        return (
-            super().may_apply_to(text)
-            and any(word in text for word in PEFT_WORDS)
-            and any(word in text for word in TRAINING_WORDS)
-        )
-
     def finish(self) -> None:
         before_5 = self.context.versions.applies((REENTRANT_DEFAULT_VERSIONS,))
         reported = set()
         for history in script_models(self.context).histories:
-            for exposure in _exposures(history):
+            for exposure in _exposures(history, self._trained_elsewhere):
                 node = _reported_node(exposure.step)
                 if not exposure.applies(before_5) or node in reported:
                     continue
                 reported.add(node)
                 self._report(history, exposure, before_5)
+
+    def _trained_elsewhere(self, step: ModelStep) -> Site | None:
+        """Where the project trains the model by hand after it leaves this file's flow,
+        with no input grads enabled on its way (`ckptlint.model.fates`)."""
+        name = dotted_name(step.subject)
+        if step.kind is not StepKind.GC_ENABLED or name is None:
+            return None
+        fate = self.context.project.model_fate(step.function, name, line_of(self.context, step.node))
+        if fate.trained_by_hand and not fate.input_grads and not fate.unknown:
+            return fate.trained[0]
+        return None
 
     def _report(self, history: ModelHistory, exposure: _Exposure, before_5: Applies) -> None:
         step = exposure.step
@@ -193,6 +194,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             )
         else:
             what = f"gradient checkpointing enabled on `{model}`"
+        if exposure.trained_at is not None:
+            what += f" (trained by {exposure.trained_at})"
         why_5 = ""
         if exposure.from_5 and history.model_class is not None and before_5 is not Applies.YES:
             why_5 = (
@@ -589,9 +592,10 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     ]
 
 
-def _exposures(history: ModelHistory) -> list[_Exposure]:
+def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], Site | None]) -> list[_Exposure]:
     """The checkpointing steps of a model with adapters that leave the adapters without
-    gradients, with the transformers versions in which they do."""
+    gradients, with the transformers versions in which they do; `trained_elsewhere` says
+    where a model the file does not train itself is trained."""
     wraps = history.of_kind(StepKind.PEFT_WRAPPED)
     adapters = history.of_kind(StepKind.ADAPTER_ADDED)
     if not wraps and not adapters:
@@ -602,8 +606,10 @@ def _exposures(history: ModelHistory) -> list[_Exposure]:
     if any(t.trainer is not TrainerKind.TRANSFORMERS or t.enables_checkpointing is None for t in trainers):
         return []
     starts = [order for order in (history.training_starts, *(t.order for t in trainers)) if order is not None]
-    if not starts or history.escaped_before(min(starts)) or history.has(StepKind.INPUT_GRADS, StepKind.KBIT_PREPARED):
+    if history.has(StepKind.INPUT_GRADS, StepKind.KBIT_PREPARED):
         return []
+    # Trained in this file's flow, or (the model leaves it) where the project model says.
+    elsewhere = not starts or history.escaped_before(min(starts))
     enabling = history.of_kind(StepKind.GC_ENABLED) + [t for t in trainers if t.enables_checkpointing]
     enabling.sort(key=lambda step: step.order)
     # PEFT enables input grads when checkpointing is already on (and the model is not quantized).
@@ -628,8 +634,9 @@ def _exposures(history: ModelHistory) -> list[_Exposure]:
         # From 5.0 transformers enables input grads itself for `input_ids` models, and the
         # rule stays silent when the architecture is not known.
         from_5 = kwargs.reentrant_in(transformers_5=True) is True and main_input is MainInput.OTHER
-        if before_5 or from_5:
-            exposures.append(_Exposure(step, before_5, from_5))
+        trained_at = trained_elsewhere(step) if elsewhere else None
+        if (before_5 or from_5) and (not elsewhere or trained_at is not None):
+            exposures.append(_Exposure(step, before_5, from_5, trained_at))
     return exposures
 
 

@@ -441,13 +441,17 @@ def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
 
 
 @pytest.mark.parametrize(
-    "training, expected",
-    [("loss.backward()", True), ("accelerator.backward(loss)", True), ("trainer = SFTTrainer(model)", True),
-     ("def training_step(self, batch, i):", True), ("model.save_pretrained('out')", False)],
+    "text, expected",
+    [
+        # A helper that wraps and enables, trained by another module: parsed (the project
+        # model follows the model to its loop).
+        ("model = get_peft_model(model, config)\nmodel.gradient_checkpointing_enable()\nreturn model\n", True),
+        ("model = get_peft_model(model, config)\nloss.backward()\n", False),
+        ("args = TrainingArguments(output_dir='out', gradient_checkpointing=True)\n", True),
+    ],
 )
-def test_ckpt021_parses_only_files_that_train(training, expected):
-    """CKPT021 reports only a model trained in the file: without a training word, no parse."""
+def test_ckpt021_parses_only_files_that_turn_checkpointing_on(text, expected):
+    """CKPT021 starts at a call that turns gradient checkpointing on: without one, no parse."""
     from ckptlint.rules.peft_checkpointing_without_input_grads import PeftCheckpointingWithoutInputGrads
 
-    text = f"model = get_peft_model(model, config)\nmodel.gradient_checkpointing_enable()\n{training}\n"
     assert PeftCheckpointingWithoutInputGrads.may_apply_to(text) is expected

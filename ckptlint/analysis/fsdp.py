@@ -138,6 +138,9 @@ class ModelStep:
         return f"{self.effect.path}:{self.effect.line}, through `{self.effect.function.rsplit('.', 1)[-1]}` at {path}:{self.event.line}"
 
 
+_STEP_KINDS = frozenset({EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC, EventKind.RUNS_CHECKPOINTED})
+
+
 def model_steps(function: FunctionFacts, project: ProjectIndex) -> list[ModelStep]:
     """What `function` does to the model objects it names, in order, aliases followed
     (`fsdp_model = FSDP(model)` is the same model's layers)."""
@@ -155,7 +158,7 @@ def model_steps(function: FunctionFacts, project: ProjectIndex) -> list[ModelSte
                 steps.append(
                     ModelStep(effect.kind, model_of(event.target), event.target, event, effect, effect.impl, effect.auto_wrap)
                 )
-        else:
+        elif event.kind in _STEP_KINDS:
             steps.append(ModelStep(event.kind, model_of(event.target), event.target, event, None, event.impl, event.auto_wrap))
     return steps
 

@@ -18,8 +18,11 @@ and methods defined in the same file (also methods of objects of its classes) ar
 interpreted in place, with their parameters bound to the caller's objects, so a helper that
 enables checkpointing or sets `use_cache` counts where it is called; functions that can
 touch nothing followed here are skipped. A model handed to a function of another module of
-the project (not readable here) is marked *escaped*: what happens to it there is unknown,
-and the rules stay silent about it. Names are resolved through libcst's qualified names.
+the project is marked *escaped*; where it goes from there (and from a helper that returns it
+to other modules) the rules ask the project model (`ckptlint.model.fates`). A model that a
+project function of another module returns, or passes to a function of this file that
+nothing here calls, gets its class and what was done to it from the project model too.
+Names are resolved through libcst's qualified names.
 """
 
 from __future__ import annotations
@@ -202,6 +205,9 @@ class ModelStep:
     enables_checkpointing: bool | None = None  # KBIT_PREPARED / TRAINER: known to turn it on
     trainer: TrainerKind | None = None  # TRAINER
     arguments: cst.Call | None = None  # TRAINER: the `TrainingArguments(...)` call, if known
+    # The function it happens in, named as the project model names it (`pkg.train.main`,
+    # `pkg.train.<module>`): where `ProjectIndex.model_fate` follows the model on from.
+    function: str = ""
 
     def exclusive_with(self, other: ModelStep) -> bool:
         """Whether the two steps can never both run: different branches of one `if`, or
@@ -264,6 +270,7 @@ class _ModelObject:
         self.quantized = quantized
         self.context = context
         self.steps: list[ModelStep] = []
+        self.origin: object = None  # ReturnedModel: returned by a project function of another module
 
 
 @dataclass(frozen=True)
@@ -392,6 +399,8 @@ class _Interpreter:
         self._project_modules: frozenset[str] | None = None
         self.module_names: dict[str, _Value] = {}
         self._names: dict[cst.CSTNode, set[str]] = {}
+        self.module_name = module_name(context.relative_path)
+        self.project_names: dict[cst.FunctionDef, str] = {}  # as the project model names functions
         self._collect_definitions()
 
     # --- definitions -------------------------------------------------------------------
@@ -442,6 +451,7 @@ class _Interpreter:
                 else:
                     self.self_classes.append(self.self_classes[-1])
                 interpreter.function_facts[node] = _FunctionFacts()
+                interpreter.project_names[node] = f"{interpreter.module_name}.{name}".replace(".<locals>", "")
                 self.functions.append(node)
                 self.scope.extend([node.name.value, "<locals>"])
                 self.classes.append(None)
@@ -464,6 +474,9 @@ class _Interpreter:
                     facts.relevant = facts.relevant or bool(_RELEVANT_IDENTIFIER.search(node.value))
 
             def visit_Attribute(self, node: cst.Attribute) -> None:
+                if node.attr.value == GC_ENABLE:
+                    for function in self.functions:
+                        interpreter.function_facts[function].enables = True
                 if isinstance(node.value, cst.Name) and node.value.value == "self":
                     for function in self.functions:
                         interpreter.function_facts[function].reads.add(f"self.{node.attr.value}")
@@ -540,8 +553,26 @@ class _Interpreter:
 
     def _run_entry(self, function: cst.FunctionDef) -> None:
         frame = _Frame(_Context(), module_names=self.module_names)
-        if self._may_matter(function, frame, []):
-            self._run_function(function, frame, [], {})
+        passed = self._passed_models(function, frame) if self.function_facts[function].enables else {}
+        if passed or self._may_matter(function, frame, []):
+            self._run_function(function, frame, [], passed)
+
+    def _passed_models(self, function: cst.FunctionDef, frame: _Frame) -> dict[str, _Value]:
+        """For a function nothing in this file calls that turns checkpointing on
+        (`def enable_gc(model): model.gradient_checkpointing_enable()`): the models the
+        project's other modules pass it, by parameter, where they all are of one class."""
+        found: dict[str, _Value] = {}
+        for param in [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]:
+            passed = self.context.project.passed_models(self.project_names[function], param.name.value)
+            classes = {origin.model_class for origin, _ in passed}
+            if len(classes) != 1:
+                continue
+            origin = passed[0][0]
+            obj = _ModelObject(classify_model_class(origin.model_class), origin.quantized, frame.context)
+            obj.origin = origin
+            self.objects.append(obj)
+            found[param.name.value] = _Part(obj)
+        return found
 
     def _run_function(self, function: cst.FunctionDef, frame: _Frame, args: list[_Value], kwargs: dict[str, _Value]) -> None:
         self.ran.add(function)
@@ -819,7 +850,7 @@ class _Interpreter:
             for value in args:
                 for part in _parts(value):
                     self._step(part, StepKind.ESCAPED, call, frame)
-            return None
+            return self._returned_model(call, names, frame)
         local_classes = [self._local_name(name) for name in names]
         if len(local_classes) == 1 and local_classes[0] in self.classes:
             return self._instantiate(call, local_classes[0], args, frame)
@@ -1071,6 +1102,25 @@ class _Interpreter:
                     self._step(part, StepKind.USE_CACHE_OFF, call, frame)
         return part
 
+    def _returned_model(self, call: cst.Call, names: set[str], frame: _Frame) -> _Value:
+        """The model a project function of another module returns, as the project model
+        knows it (`model = load_model(name)`): its class, and what the function did to it
+        already. Checkpointing it enabled is that file's to report."""
+        if len(names) != 1:
+            return None
+        returned = self.context.project.returned_model(next(iter(names)))
+        if returned is None:
+            return None
+        obj = _ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
+        obj.origin = returned
+        self.objects.append(obj)
+        part = _Part(obj)
+        for done, kind in ((returned.cache_off, StepKind.USE_CACHE_OFF), (returned.input_grads, StepKind.INPUT_GRADS),
+                           (returned.peft, StepKind.PEFT_WRAPPED)):
+            if done:
+                self._step(part, kind, call, frame)
+        return part
+
     def _trainer(self, call: cst.Call, args: list[_Value], kind: TrainerKind, frame: _Frame) -> None:
         positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
         model = _keyword_value(call, args, "model")
@@ -1174,8 +1224,10 @@ class _Interpreter:
         **details,
     ) -> None:
         self.order += 1
+        function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
         part.model.steps.append(
-            ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details)
+            ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
+                      function=function)
         )
 
 
@@ -1196,6 +1248,7 @@ class _FunctionFacts:
     def __init__(self) -> None:
         self.reads: set[str] = set()
         self.relevant = False
+        self.enables = False  # names `gradient_checkpointing_enable` / `prepare_model_for_kbit_training`
         self.callees: set[cst.FunctionDef] = set()
 
 
@@ -1258,6 +1311,11 @@ def _dotted(expr: cst.BaseExpression) -> str | None:
         base = _dotted(expr.value)
         return f"{base}.{expr.attr.value}" if base is not None else None
     return None
+
+
+def dotted_name(expr: cst.BaseExpression | None) -> str | None:
+    """`model`, `self.model`: the name as the project model's events name it."""
+    return _dotted(expr) if expr is not None else None
 
 
 def is_simple_reference(expr: cst.BaseExpression | None) -> bool:

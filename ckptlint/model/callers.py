@@ -34,14 +34,14 @@ class CallSites:
         owner, _, short = function.rpartition(".")
         if short == "__init__":  # a constructor is called by its class's name
             short = owner.rsplit(".", 1)[-1]
-        for path in self._candidates(function, module):
+        for path in self.candidates(function, module):
             facts = self.index.files.get(path)
             for caller in facts.summaries if facts is not None else ():
                 for call, line in caller.passes:
                     if _last_name(call[1]) == short:
                         yield path, caller, call, line
 
-    def _candidates(self, function: str, module: str) -> list[str]:
+    def candidates(self, function: str, module: str) -> list[str]:
         own = self.index.module_paths.get(module)
         found = {own} if own is not None else set()
         parts = function.split(".")

@@ -15,7 +15,8 @@ import ast
 from collections.abc import Iterator, Mapping, Sequence
 
 from ckptlint.model.code import summarize
-from ckptlint.model.method_behaviour import definitions, keyword_argument, methods_of
+from ckptlint.model.hf_events import HF_WORDS, HfEvents
+from ckptlint.model.method_behaviour import definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
@@ -52,10 +53,11 @@ from ckptlint.model.names import absolute_import, module_name
 # matters to a rule: it is not parsed. (`Norm`, `Dropout`, `Sequential`: a norm table or a
 # stage builder may name no `Module`; `ckpt`, `train`: a script that only calls the
 # project's `wrap_blocks(Net())` and trains is where that helper's generic parameter is
-# resolved. `train` adds 288 of 4,966 files of torch + transformers.)
+# resolved. `train` adds 288 of 4,966 files of torch + transformers; `backward`,
+# `from_pretrained`: a script that trains a model a helper of another module loads.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
-    "Config", "Module", "Norm", "Dropout", "Sequential",
+    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained",
 )
 
 MODULE_LEVEL = "<module>"
@@ -97,6 +99,8 @@ class _Extractor:
         self._local_defs: list[frozenset[str]] = []  # functions defined in each enclosing body
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
+        # What functions do to Hugging Face models: only in files that can say anything of it.
+        self.hf_models = any(word in text for word in HF_WORDS)
 
     def run(self, tree: ast.Module) -> FileFacts:
         for node in ast.walk(tree):
@@ -173,16 +177,16 @@ class _Extractor:
     def resolve(self, expr: ast.AST, enclosing_class: str | None = None) -> str | None:
         """The absolute name an expression refers to, when it is an imported or top-level
         name (or an attribute of one); `self.method` resolves to the enclosing class's."""
-        dotted = _dotted(expr)
-        if dotted is None:
+        written = dotted(expr)
+        if written is None:
             return None
-        head, _, rest = dotted.partition(".")
+        head, _, rest = written.partition(".")
         if head == "self" and enclosing_class is not None and rest and "." not in rest:
             return f"{enclosing_class}.{rest}"
         if head in self.imports:
             return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
         if head in self.top_level:
-            return f"{self.module}.{dotted}"
+            return f"{self.module}.{written}"
         return None
 
     # walking ----------------------------------------------------------------------------
@@ -198,7 +202,10 @@ class _Extractor:
         )
         prefix = name.removesuffix(f".{MODULE_LEVEL}")
         in_class_body = name == enclosing_class
+        hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models else None
         for node in _walk_own_code(body):
+            if hf is not None:
+                hf.statement(node)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 params = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))
                 if in_class_body and params and params[0] in ("self", "cls"):
@@ -211,7 +218,7 @@ class _Extractor:
                     ClassFacts(
                         qualified,
                         node.lineno,
-                        tuple(self.resolve(b) or _dotted(b) or "?" for b in node.bases),
+                        tuple(self.resolve(b) or dotted(b) or "?" for b in node.bases),
                         methods_of(node, self.lines, self.resolve),
                     )
                 )
@@ -227,6 +234,8 @@ class _Extractor:
                 self._assignment(node, events, enclosing_class)
         self._parameters.pop()
         self._local_defs.pop()
+        if hf is not None:
+            events.extend(hf.finish({e.target: e.source for e in events if e.kind is EventKind.ALIAS}))
         events.sort(key=lambda e: (e.line, e.column))
         if events:
             self.functions.append(FunctionFacts(name, parameters, tuple(events)))
@@ -237,7 +246,7 @@ class _Extractor:
         if source is None:
             return
         for target in targets:
-            name = _dotted(target)
+            name = dotted(target)
             if name is not None and name != source:
                 events.append(Event(EventKind.ALIAS, name, node.lineno, node.col_offset, source=source))
 
@@ -245,17 +254,17 @@ class _Extractor:
         """The name a value is the same model as: `m`, `m.to(d)`, `FSDP(m, ...)`,
         `accelerator.prepare(m)`, `torch.compile(m)`, `get_peft_model(m, cfg)`."""
         if isinstance(value, (ast.Name, ast.Attribute)):
-            return _dotted(value)
+            return dotted(value)
         if not isinstance(value, ast.Call) or not value.args:
             return None
         first = value.args[0]
         if isinstance(value.func, ast.Attribute) and value.func.attr in SAME_MODEL_METHODS:
-            return _dotted(value.func.value)
+            return dotted(value.func.value)
         callee = self.resolve(value.func, enclosing_class)
         if callee in FSDP1 | FSDP2 | SAME_MODEL_FUNCTIONS or (
             isinstance(value.func, ast.Attribute) and value.func.attr == "prepare" and len(value.args) == 1
         ):
-            return _dotted(first)
+            return dotted(first)
         return None
 
     def _call(self, call: ast.Call, events: list[Event], loop_sources: Mapping[str, str], enclosing_class: str | None) -> None:
@@ -266,14 +275,14 @@ class _Extractor:
             self.fsdp.append(FsdpUse(FsdpKind.FSDP1, self.path, line))
             policy = keyword_argument(call, "auto_wrap_policy")
             auto_wrap = policy is not None and not _is_none(policy)
-            target = _dotted(first) if first is not None else None
+            target = dotted(first) if first is not None else None
             if target is not None:
-                events.append(Event(EventKind.FSDP1, target, line, column, api=_dotted(call.func) or "", auto_wrap=auto_wrap))
+                events.append(Event(EventKind.FSDP1, target, line, column, api=dotted(call.func) or "", auto_wrap=auto_wrap))
         elif callee in FSDP2:
             self.fsdp.append(FsdpUse(FsdpKind.FSDP2, self.path, line))
-            target = _dotted(first) if first is not None else None
+            target = dotted(first) if first is not None else None
             if target is not None:
-                events.append(Event(EventKind.FSDP2, target, line, column, api=_dotted(call.func) or ""))
+                events.append(Event(EventKind.FSDP2, target, line, column, api=dotted(call.func) or ""))
         elif callee in ACCELERATE_FSDP_PLUGIN:
             self.fsdp.append(FsdpUse(FsdpKind.ACCELERATE, self.path, line))
             if _truthy(keyword_argument(call, "activation_checkpointing")):
@@ -291,9 +300,9 @@ class _Extractor:
                 self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
         elif callee in APPLY_ACTIVATION_CHECKPOINTING:
             impl = self._wrapper_impl(keyword_argument(call, "checkpoint_wrapper_fn"), enclosing_class)
-            target = _dotted(first) if first is not None else None
+            target = dotted(first) if first is not None else None
             if target is not None:
-                events.append(Event(EventKind.CHECKPOINT, target, line, column, api=_dotted(call.func) or "", impl=impl))
+                events.append(Event(EventKind.CHECKPOINT, target, line, column, api=dotted(call.func) or "", impl=impl))
             for cls in self._check_fn_classes(call, enclosing_class):
                 self.wrapped.append(WrappedClass(cls, line, "apply_activation_checkpointing", impl))
         elif callee in CHECKPOINT_WRAPPER or callee in COMPOSABLE_CHECKPOINT:
@@ -303,8 +312,8 @@ class _Extractor:
                 root = loop_sources.get(root, root) if root is not None else None
                 if root is not None:
                     events.append(
-                        Event(EventKind.CHECKPOINT, root, line, column, api=_dotted(call.func) or "", impl=impl,
-                              direct=_dotted(first) == root)
+                        Event(EventKind.CHECKPOINT, root, line, column, api=dotted(call.func) or "", impl=impl,
+                              direct=dotted(first) == root)
                     )
                 if isinstance(first, ast.Call):
                     cls = self.resolve(first.func, enclosing_class)
@@ -315,7 +324,7 @@ class _Extractor:
             # `checkpoint(fn, x)`, `for f in functions: checkpoint(f, x)`, or timm's
             # `checkpoint(run_function(start, end, functions), x)` through a nested factory.
             parameters = self._parameters[-1]
-            target = _dotted(first) if first is not None else None
+            target = dotted(first) if first is not None else None
             if isinstance(first, ast.Name) and target not in parameters and loop_sources.get(target) in parameters:
                 target = loop_sources[target]
             elif isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.func.id in self._local_defs[-1]:
@@ -324,7 +333,7 @@ class _Extractor:
             if target is not None and target in parameters:
                 events.append(Event(EventKind.RUNS_CHECKPOINTED, target, line, column, api=callee))
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
-            target = _dotted(call.func.value)
+            target = dotted(call.func.value)
             if target is not None:
                 events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable"))
         if _fsdp_argument(call):
@@ -336,11 +345,11 @@ class _Extractor:
         # A project function receiving a model: what it does to it is resolved later.
         if callee is not None and not callee.startswith(LIBRARY_PREFIXES):
             for position, arg in enumerate(call.args):
-                target = _dotted(arg) if not isinstance(arg, ast.Starred) else None
+                target = dotted(arg) if not isinstance(arg, ast.Starred) else None
                 if target is not None:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=position))
             for keyword in call.keywords:
-                target = _dotted(keyword.value) if keyword.arg else None
+                target = dotted(keyword.value) if keyword.arg else None
                 if target is not None:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg))
 
@@ -444,16 +453,6 @@ def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
         stack.extend(reversed(children))
 
 
-def _dotted(expr: ast.AST | None) -> str | None:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    return ".".join([expr.id, *reversed(parts)])
-
-
 def _root(expr: ast.AST) -> str | None:
     """The object an expression is part of: `model.layers[i]` -> `model`,
     `self.model.layers` -> `self.model`, `model.named_children()` -> `model`."""
@@ -465,9 +464,9 @@ def _root(expr: ast.AST) -> str | None:
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "list", "reversed", "zip") and expr.args:
             expr = expr.args[0]
         elif isinstance(expr, ast.Attribute):
-            dotted = _dotted(expr)
-            if dotted is not None:
-                head = dotted.split(".")
+            written = dotted(expr)
+            if written is not None:
+                head = written.split(".")
                 return ".".join(head[:2]) if head[0] == "self" else head[0]
             expr = expr.value
         elif isinstance(expr, ast.Name):
@@ -503,7 +502,7 @@ def _fsdp_argument(call: ast.Call) -> bool:
         return value.value is True or (isinstance(value.value, str) and bool(value.value.strip()))
     if isinstance(value, (ast.List, ast.Tuple)):
         return bool(value.elts)
-    if isinstance(value, ast.Attribute) and _dotted(value.value) in ("FSDPOption",):
+    if isinstance(value, ast.Attribute) and dotted(value.value) in ("FSDPOption",):
         return True
     return False
 

@@ -28,6 +28,27 @@ class EventKind(str, enum.Enum):
     ALIAS = "bound from"  # target = <source>, or a pass-through wrapper of it
     CALL = "passed to"  # a call of a project function with the target as an argument
     RUNS_CHECKPOINTED = "run under checkpoint"  # the target is the function torch's checkpoint runs
+    # What happens to a Hugging Face model (`ckptlint.model.hf_events`): followed across
+    # functions and files by `ProjectIndex.model_fate` / `returned_model`.
+    LOADED = "loaded"  # api: the model class (absolute); source: "quantized" when loaded in 4/8 bit
+    RESULT = "bound from the result of"  # callee: the project function; parameter: tuple index or -1
+    RETURNED = "returned"  # parameter: tuple index or -1
+    FORWARD = "run"  # called: `model(**batch)`, `model.forward(...)`
+    BACKWARD = "backward"  # the function calls `.backward(` (or is a Lightning `training_step`)
+    TRAINER = "handed to a trainer"  # api: the trainer class (absolute, or as written)
+    USE_CACHE_OFF = "use_cache turned off"  # or set to a value not known to be True
+    INPUT_GRADS = "input grads enabled"
+    PEFT = "wrapped by get_peft_model"
+    KBIT = "prepare_model_for_kbit_training"
+
+
+# The kinds that say what happens to a Hugging Face model (see `hf_events`).
+HF_KINDS = frozenset(
+    {
+        EventKind.LOADED, EventKind.RESULT, EventKind.RETURNED, EventKind.FORWARD, EventKind.BACKWARD,
+        EventKind.TRAINER, EventKind.USE_CACHE_OFF, EventKind.INPUT_GRADS, EventKind.PEFT, EventKind.KBIT,
+    }
+)
 
 
 class Impl(str, enum.Enum):

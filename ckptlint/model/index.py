@@ -18,6 +18,7 @@ from ckptlint.model.facts import (
     FileFacts,
     FsdpKind,
     FsdpUse,
+    HF_KINDS,
     FunctionFacts,
     MethodFacts,
     ParameterEffect,
@@ -29,6 +30,7 @@ from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAI
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.denotation import Denotation
+    from ckptlint.model.fates import ModelFate, ReturnedModel
 
 def _parameter_events(function: FunctionFacts) -> tuple:
     """The events of a function that concern its parameters (and names bound from them)."""
@@ -37,9 +39,26 @@ def _parameter_events(function: FunctionFacts) -> tuple:
     for event in function.events:
         if event.kind is EventKind.ALIAS and event.source in names:
             names.add(event.target)
-        if event.target in names:
+        if event.target in names and event.kind not in HF_KINDS:
             events.append(event)
     return (function.name, function.parameters, tuple(events))
+
+
+def _model_events(function: FunctionFacts) -> tuple:
+    """What a function does to Hugging Face models, as `model_fate` and `returned_model`
+    observe it from other files: the events in order, without their lines (a finding names
+    the function, so code added around them changes nothing other files see)."""
+    if not any(event.kind in HF_KINDS for event in function.events):
+        return ()
+    return (
+        function.name,
+        function.parameters,
+        tuple(
+            (e.kind, e.target, e.api, e.source, e.callee, e.parameter)
+            for e in function.events
+            if e.kind in HF_KINDS or e.kind in (EventKind.ALIAS, EventKind.CALL)
+        ),
+    )
 
 def exported_digest(facts: FileFacts) -> str:
     """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
@@ -51,6 +70,7 @@ def exported_digest(facts: FileFacts) -> str:
         facts.fsdp_argument_calls,
         tuple(replace(c, line=0) for c in facts.classes),
         tuple(_parameter_events(f) for f in facts.functions if f.parameters),
+        tuple(_model_events(f) for f in facts.functions),
         facts.names,
         tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
     )
@@ -381,6 +401,26 @@ class ProjectIndex:
             elif event.kind in (EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC):
                 effects.append(ParameterEffect(event.kind, event.impl, event.auto_wrap, path, event.line, facts.name))
         return effects
+
+    def model_fate(self, function: str, name: str, after: int) -> ModelFate:
+        """Where the Hugging Face model `name` of project function `function` goes from line
+        `after` on (`ckptlint.model.fates`)."""
+        from ckptlint.model.fates import model_fate
+
+        return model_fate(self, function, name, after)
+
+    def returned_model(self, function: str, position: int = -1) -> ReturnedModel | None:
+        """The Hugging Face model a project function returns, as its code says."""
+        from ckptlint.model.fates import returned_model
+
+        return returned_model(self, function, position)
+
+    def passed_models(self, function: str, parameter: str) -> list:
+        """The Hugging Face models the project passes to `function` for `parameter`, with
+        the calls that pass them (`ckptlint.model.fates`)."""
+        from ckptlint.model.fates import passed_models
+
+        return passed_models(self, function, parameter)
 
     @cached_property
     def denotation(self) -> Denotation:

@@ -177,7 +177,7 @@ INTERPRETED_FUNCTIONS = frozenset({"functools.partial", "itertools.chain", "iter
 # or unknown.
 LIBRARY_PREFIXES = (
     "torch.", "transformers.", "peft.", "accelerate.", "trl.", "lightning", "pytorch_lightning.", "deepspeed.",
-    "functools.", "builtins.", "numpy.", "os.", "sys.", "logging.", "typing.", "math.", "json.",
+    "functools.", "builtins.", "numpy.", "os.", "sys.", "logging.", "typing.", "math.", "json.", "wandb.",
 )
 
 

@@ -167,6 +167,17 @@ def is_false(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
+def dotted(expr: ast.AST | None) -> str | None:
+    """`model`, `self.model.config`: a name or attribute chain as written, else None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    return ".".join([expr.id, *reversed(parts)])
+
+
 def definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
     """The functions and classes a body defines, in its nested blocks too (a definition
     under `if` / `try` is still one), not those inside other definitions."""

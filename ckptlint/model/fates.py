@@ -1,0 +1,292 @@
+"""Where a Hugging Face model goes after a line of the project, and what a project function
+returns: the cross-file half of the CKPT020 / CKPT021 analysis.
+
+`ckptlint.analysis.hf_models` follows a model through one file. When it leaves the file (it
+is returned by a helper that other modules call, or handed to a project function of another
+module) these queries follow it through the `hf_events` of the functions it reaches:
+callees it is passed to, callers it is returned to, and the other methods of a class that
+keeps it in `self.<attr>`. Whatever the model reaches that the index cannot see into (a
+function of a library it does not know, a function not indexed) makes the fate `unknown`,
+and the rules stay silent about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ckptlint.model.facts import Event, EventKind, FunctionFacts
+
+if TYPE_CHECKING:
+    from ckptlint.model.index import ProjectIndex
+
+_MAX_FUNCTIONS = 64  # functions visited by one query
+
+
+@dataclass(frozen=True, order=True)
+class Site:
+    path: str
+    line: int
+    function: str  # absolute
+
+    def __str__(self) -> str:
+        # Named by function, not line: other files' cached results stay valid while code
+        # moves around it (see `ckptlint.model.index._model_events`).
+        return f"`{self.function.rsplit('.', 1)[-1]}` in {self.path}"
+
+
+@dataclass(frozen=True)
+class ModelFate:
+    """What happens to a model from a point of the project on, in every function it reaches."""
+
+    trained: tuple[Site, ...] = ()  # the `.backward(` of a function that runs it (or a training_step)
+    trainers: tuple[tuple[Site, str], ...] = ()  # handed to a trainer (its class)
+    cache_off: tuple[Site, ...] = ()
+    input_grads: tuple[Site, ...] = ()
+    unknown: tuple[Site, ...] = ()  # handed to code not visible to the index
+
+    @property
+    def trained_by_hand(self) -> bool:
+        return bool(self.trained) and not self.trainers
+
+
+@dataclass(frozen=True)
+class ReturnedModel:
+    """The model a project function returns, as far as its own code and its callees say."""
+
+    model_class: str  # absolute (`transformers.AutoModelForCausalLM`)
+    quantized: bool
+    site: Site  # where it is loaded
+    cache_off: bool
+    input_grads: bool
+    peft: bool
+    checkpointing: bool  # gradient checkpointing enabled on it before it is returned
+
+
+@dataclass
+class _Walk:
+    index: ProjectIndex
+    seen: set = field(default_factory=set)
+    trained: list = field(default_factory=list)
+    trainers: list = field(default_factory=list)
+    cache_off: list = field(default_factory=list)
+    input_grads: list = field(default_factory=list)
+    unknown: list = field(default_factory=list)
+
+    def fate(self) -> ModelFate:
+        return ModelFate(*(tuple(sorted(set(items))) for items in
+                           (self.trained, self.trainers, self.cache_off, self.input_grads, self.unknown)))
+
+    def follow(
+        self, function: FunctionFacts, names: set[str], after: int, *, callers: bool = True, training: bool = True
+    ) -> bool:
+        """Follow the model named `names` in `function` from line `after` on; whether the
+        function (or a callee given the model) runs it. Before `after`, only what prepares
+        it counts (a helper given it earlier may have turned the cache off); with
+        `training` off, where it is trained is not recorded (that helper ran before)."""
+        key = (function.name, frozenset(names), after, training)
+        if key in self.seen or len(self.seen) >= _MAX_FUNCTIONS:
+            return False
+        self.seen.add(key)
+        path = self.index.path_of(function.name) or "?"
+        names = _aliases(function, names)
+        runs = False
+        backward: list[int] = []
+        for event in function.events:
+            here = Site(path, event.line, function.name)
+            if event.kind is EventKind.BACKWARD:
+                backward.append(event.line)
+            if event.target not in names:
+                continue
+            if event.kind is EventKind.USE_CACHE_OFF:
+                self.cache_off.append(here)
+            elif event.kind in (EventKind.INPUT_GRADS, EventKind.KBIT):
+                self.input_grads.append(here)
+            if event.line < after:
+                if event.kind is EventKind.CALL:
+                    self._call(event, here, training=False)
+                continue
+            if event.kind is EventKind.FORWARD:
+                runs = True
+            elif event.kind is EventKind.TRAINER and training:
+                self.trainers.append((here, event.api))
+            elif event.kind is EventKind.CALL:
+                runs |= self._call(event, here, training=training)
+            elif event.kind is EventKind.RETURNED and callers:
+                self._callers(function, event.parameter)
+        if runs and backward and training:
+            self.trained.append(Site(path, backward[0] or function_line(function), function.name))
+        if any(name.startswith("self.") for name in names):
+            self._siblings(function, {name for name in names if name.startswith("self.")})
+        if callers and names & set(function.parameters):
+            # A model passed in lives on in each caller after the call.
+            for caller, event in calls_of(self.index, function.name):
+                if event.kind is EventKind.CALL and _parameter(function, event.parameter) in names:
+                    self.follow(caller, {event.target}, event.line)
+        return runs
+
+    def _call(self, event: Event, here: Site, *, training: bool) -> bool:
+        """The model passed to a project function: followed into it (unknown where the
+        index cannot see it)."""
+        callee = self.index.function(event.callee) or self._constructor(event)
+        if callee is None:
+            self.unknown.append(here)
+            return False
+        parameter = _parameter(callee, event.parameter)
+        return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training)
+
+    def _constructor(self, event: Event) -> FunctionFacts | None:
+        """`Helper(model)` for a class of the project: its `__init__` gets the model."""
+        return self.index.function(f"{event.callee}.__init__") if self.index.class_named(event.callee) else None
+
+    def _siblings(self, function: FunctionFacts, names: set[str]) -> None:
+        """`self.model = model` in one method, trained in another of the same class."""
+        owner = function.name.rsplit(".", 1)[0]
+        if self.index.class_named(owner) is None:
+            return
+        facts = self.index.facts_of(owner)
+        for method in facts.functions if facts is not None else ():
+            if method.name.rsplit(".", 1)[0] == owner and method.name != function.name:
+                self.follow(method, names, 0, callers=False)
+
+    def _callers(self, function: FunctionFacts, index: int) -> None:
+        """The model returned to each caller: followed there from the call on."""
+        for caller, event in calls_of(self.index, function.name):
+            if event.kind is EventKind.RESULT and event.parameter == index:
+                self.follow(caller, {event.target}, event.line)
+
+
+def function_line(function: FunctionFacts) -> int:
+    return min((e.line for e in function.events if e.line), default=0)
+
+
+def model_fate(index: ProjectIndex, function: str, name: str, after: int) -> ModelFate:
+    """What happens to the model `name` holds in project function `function` from line
+    `after` on, across the project."""
+    facts = index.function(function)
+    walk = _Walk(index)
+    if facts is None:
+        return ModelFate(unknown=(Site(index.path_of(function) or "?", after, function),))
+    walk.follow(facts, {name}, after)
+    return walk.fate()
+
+
+def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen: frozenset[str] = frozenset()) -> ReturnedModel | None:
+    """The Hugging Face model project function `function` returns (at tuple `position`, -1
+    for the whole value), when its code loads it or gets it from another such function."""
+    facts = index.function(function)
+    if facts is None or function in _seen:
+        return None
+    returned = [e for e in facts.events if e.kind is EventKind.RETURNED and e.parameter == position]
+    if len(returned) != 1:
+        return None
+    names = _aliases(facts, {returned[0].target})
+    path = index.path_of(function) or "?"
+    found: ReturnedModel | None = None
+    for event in facts.events:
+        if event.target not in names or event.line > returned[0].line:
+            continue
+        if event.kind is EventKind.LOADED:
+            found = ReturnedModel(event.api, event.source == "quantized", Site(path, event.line, function),
+                                  False, False, False, False)
+        elif event.kind is EventKind.RESULT:
+            callee = index.function(event.callee)
+            found = returned_model(index, callee.name, event.parameter, _seen | {function}) if callee else None
+        elif found is None:
+            continue
+        elif event.kind is EventKind.USE_CACHE_OFF:
+            found = _with(found, cache_off=True)
+        elif event.kind in (EventKind.INPUT_GRADS, EventKind.KBIT):
+            found = _with(found, input_grads=True)
+        elif event.kind is EventKind.PEFT:
+            found = _with(found, peft=True)
+        elif event.kind is EventKind.HF_GC:
+            found = _with(found, checkpointing=True)
+        elif event.kind is EventKind.CALL:
+            return None  # handed to another function before it is returned: not followed
+    return found
+
+
+def calls_of(index: ProjectIndex, function: str) -> list[tuple[FunctionFacts, Event]]:
+    """The project's calls of `function` that bind its result (`RESULT`) or pass it a name
+    (`CALL`), with the function they are in."""
+    from ckptlint.model.callers import CallSites
+
+    facts = index.facts_of(function)
+    if facts is None:
+        return []
+    found = []
+    for path in CallSites(index).candidates(function, facts.module):
+        for caller in index.files[path].functions:
+            for event in caller.events:
+                if event.kind in (EventKind.RESULT, EventKind.CALL) and _same_function(index, event.callee, function):
+                    found.append((caller, event))
+    return found
+
+
+def passed_models(index: ProjectIndex, function: str, parameter: str) -> list[tuple[ReturnedModel, Site]]:
+    """The Hugging Face models the project's callers pass to `function` for `parameter`
+    (`enable_gc(model)` after `model = AutoModelForCausalLM.from_pretrained(...)`), each with
+    the call that passes it."""
+    facts = index.function(function)
+    if facts is None:
+        return []
+    found = []
+    for caller, event in calls_of(index, function):
+        if event.kind is not EventKind.CALL or _parameter(facts, event.parameter) != parameter:
+            continue
+        origin = _origin(index, caller, event.target, event.line)
+        if origin is not None:
+            found.append((origin, Site(index.path_of(caller.name) or "?", event.line, caller.name)))
+    return found
+
+
+def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) -> ReturnedModel | None:
+    """Where the model `name` holds at `line` of `function` comes from: loaded there, or
+    returned by a project function."""
+    names = _aliases(function, {name})
+    found = None
+    for event in function.events:
+        if event.line > line or event.target not in names:
+            continue
+        if event.kind is EventKind.LOADED:
+            found = ReturnedModel(event.api, event.source == "quantized", Site(index.path_of(function.name) or "?",
+                                  event.line, function.name), False, False, False, False)
+        elif event.kind is EventKind.RESULT:
+            callee = index.function(event.callee)
+            found = returned_model(index, callee.name, event.parameter) if callee is not None else None
+    return found
+
+
+def _same_function(index: ProjectIndex, callee: str, function: str) -> bool:
+    if callee == function:
+        return True
+    resolved = index.function(callee)
+    return resolved is not None and resolved.name == function
+
+
+def _aliases(function: FunctionFacts, names: set[str]) -> set[str]:
+    """`names` and every name bound from the same model in `function`, either way
+    (`peft_model = get_peft_model(model, cfg)`: both are one model's layers)."""
+    names = set(names)
+    links = [(e.target, e.source) for e in function.events if e.kind is EventKind.ALIAS]
+    changed = True
+    while changed:
+        changed = False
+        for target, source in links:
+            if (target in names) != (source in names):
+                names.update((target, source))
+                changed = True
+    return names
+
+
+def _parameter(function: FunctionFacts, parameter: str | int) -> str | None:
+    if isinstance(parameter, int):
+        return function.parameters[parameter] if parameter < len(function.parameters) else None
+    return parameter if parameter in function.parameters else None
+
+
+def _with(model: ReturnedModel, **changes) -> ReturnedModel:
+    from dataclasses import replace
+
+    return replace(model, **changes)

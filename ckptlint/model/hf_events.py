@@ -1,0 +1,235 @@
+"""What one function does to a Hugging Face model, as events of the project model.
+
+A fine-tuning project loads its model in one module (`def load_model(): ...; return model`),
+enables gradient checkpointing there or in the script, and trains it in another module (a
+loop with `loss.backward()`, a `Trainer`, a Lightning `training_step`). The rules that
+depend on the order of those steps (CKPT020, CKPT021) follow one model object through a
+file with `ckptlint.analysis.hf_models`; across functions and files they follow it through
+these events, which `ProjectIndex.model_fate` and `ProjectIndex.returned_model` chain:
+
+- `LOADED`: `m = AutoModelForCausalLM.from_pretrained(...)` (the class, and whether it is
+  loaded in 4/8 bit), `m = LlamaForCausalLM(config)`;
+- `RESULT` / `RETURNED`: `m = load_model(...)` (a project function) / `return m`;
+- `FORWARD`, `BACKWARD`: `m(**batch)` and `loss.backward()` in one function: it trains `m`;
+- `TRAINER`: `Trainer(model=m, ...)`;
+- `USE_CACHE_OFF`: `m.config.use_cache = False`, `setattr(m.config, "use_cache", ...)`,
+  `m(..., use_cache=False)`, `from_pretrained(..., use_cache=False)`, a config passed in;
+- `INPUT_GRADS`: `m.enable_input_require_grads()`, a hook on `m.get_input_embeddings()`;
+- `PEFT`, `KBIT`: `get_peft_model(m, ...)`, `prepare_model_for_kbit_training(m)`.
+
+Names bound from the same model (`m = get_peft_model(m, cfg)`, `m.to(device)`) are the
+extraction's `ALIAS` events; a model passed to a project function is its `CALL` event.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+from ckptlint.model.facts import Event, EventKind
+from ckptlint.model.library import GET_PEFT_MODEL, LIBRARY_PREFIXES, PREPARE_FOR_KBIT
+from ckptlint.model.method_behaviour import dotted, keyword_argument
+
+# Words without which a function's text holds none of these events (checked per file).
+HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training_step", "Trainer",
+            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
+
+RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
+_MODEL_CLASS = re.compile(r"^(AutoModel\w*|\w+(PreTrainedModel|Model|LMHeadModel)|\w+For[A-Z]\w*)$")
+_LOADERS = (".from_pretrained", ".from_config", "._from_config")
+_EMBEDDING = re.compile(r"embed|^wte$|^shared$", re.IGNORECASE)
+_NOT_CALLED = frozenset({"print", "len", "range", "enumerate", "zip", "isinstance", "getattr", "setattr", "hasattr",
+                         "super", "list", "dict", "tuple", "set", "int", "float", "str", "bool", "sorted", "iter",
+                         "next", "max", "min", "sum", "any", "all", "type", "open"})
+
+
+def loaded_class(callee: str | None) -> str | None:
+    """The transformers / peft model class a call loads or builds (`transformers.X.from_pretrained`,
+    `transformers.X(config)`), else None."""
+    if callee is None or not callee.startswith(("transformers.", "peft.")):
+        return None
+    for suffix in _LOADERS:
+        if callee.endswith(suffix):
+            callee = callee[: -len(suffix)]
+            break
+    return callee if _MODEL_CLASS.match(callee.rsplit(".", 1)[-1]) else None
+
+
+class HfEvents:
+    """Collects one function's events from the nodes of its body, in the extraction's walk."""
+
+    def __init__(self, resolve: Callable[[ast.AST], str | None], parameters: tuple[str, ...], name: str) -> None:
+        self.resolve = resolve
+        self.parameters = set(parameters)
+        self.events: list[Event] = []
+        self.called: list[tuple[str, int, int]] = []  # (name, line, column) of `name(...)` calls
+        self.trains = name.rsplit(".", 1)[-1] == "training_step"  # Lightning runs backward after it
+
+    def statement(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Return) and node.value is not None:
+            for index, value in _items(node.value):
+                if isinstance(value, ast.Call) and loaded_class(self.resolve(value.func)):
+                    # `return AutoModelForCausalLM.from_pretrained(name)`
+                    self._loaded(value, [(-1, RETURNED_VALUE)], node)
+                    self._add(EventKind.RETURNED, RETURNED_VALUE, node, parameter=index)
+                    continue
+                target = _model_name(value, self.resolve)
+                if target is not None:
+                    self._add(EventKind.RETURNED, target, node, parameter=index)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            self._assignment(node)
+        elif isinstance(node, ast.Call):
+            self._call(node)
+
+    def _assignment(self, node: ast.Assign | ast.AnnAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        for target in targets:
+            # `model.config.use_cache = False` (also `model.base_model.config`, a PEFT model's).
+            written = dotted(target)
+            if written is not None and written.endswith(".use_cache") and ".config" in written and not _is_true(value):
+                owner = written[: written.index(".config")]
+                if "generation_config" not in written:
+                    self._add(EventKind.USE_CACHE_OFF, _strip_parts(owner), node)
+            elif written is not None and written.endswith(".requires_grad") and _EMBEDDING.search(written) and not _is_false(value):
+                self._add(EventKind.INPUT_GRADS, written.split(".")[0], node)
+        if not isinstance(value, ast.Call):
+            return
+        callee = self.resolve(value.func)
+        bound = [(index, name) for target in targets for index, name in _bound_names(target)]
+        if loaded_class(callee) is not None:
+            self._loaded(value, bound, node)
+            return
+        if callee is not None and not callee.startswith(LIBRARY_PREFIXES) and not callee.rsplit(".", 1)[-1][:1].isupper():
+            for index, name in bound:
+                self._add(EventKind.RESULT, name, node, callee=callee, parameter=index)
+
+    def _loaded(self, call: ast.Call, bound: list[tuple[int, str]], node: ast.AST) -> None:
+        quantized = any(
+            keyword_argument(call, k) is not None and not _is_false(keyword_argument(call, k))
+            for k in ("load_in_4bit", "load_in_8bit", "quantization_config")
+        )
+        for index, name in bound:
+            if index == -1:
+                model_class = loaded_class(self.resolve(call.func))
+                self._add(EventKind.LOADED, name, node, api=model_class, source="quantized" if quantized else "")
+                if _cache_off_at_load(call):
+                    self._add(EventKind.USE_CACHE_OFF, name, node)
+
+    def _call(self, call: ast.Call) -> None:
+        func = call.func
+        callee = self.resolve(func)
+        if isinstance(func, ast.Attribute):
+            owner = dotted(func.value)
+            if func.attr == "backward":
+                self._add(EventKind.BACKWARD, owner or "", call)
+            elif func.attr == "enable_input_require_grads" and owner is not None:
+                self._add(EventKind.INPUT_GRADS, _strip_parts(owner), call)
+            elif func.attr == "register_forward_hook" and isinstance(func.value, ast.Call):
+                # `model.get_input_embeddings().register_forward_hook(make_inputs_require_grad)`
+                inner = func.value.func
+                if isinstance(inner, ast.Attribute) and _EMBEDDING.search(inner.attr) and dotted(inner.value):
+                    self._add(EventKind.INPUT_GRADS, _strip_parts(dotted(inner.value)), call)
+            elif func.attr == "requires_grad_" and owner is not None and _EMBEDDING.search(owner):
+                self._add(EventKind.INPUT_GRADS, owner.split(".")[0], call)
+            elif func.attr == "forward" and owner is not None:
+                self._add(EventKind.FORWARD, owner, call)
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) >= 2:
+            owner = dotted(call.args[0])
+            name = call.args[1]
+            if owner is not None and owner.endswith(".config") and isinstance(name, ast.Constant) and name.value == "use_cache":
+                if len(call.args) < 3 or not _is_true(call.args[2]):
+                    self._add(EventKind.USE_CACHE_OFF, _strip_parts(owner.removesuffix(".config")), call)
+        first = call.args[0] if call.args else keyword_argument(call, "model")
+        first_name = dotted(first) if first is not None else None
+        if callee in GET_PEFT_MODEL and first_name is not None:
+            self._add(EventKind.PEFT, first_name, call)
+        elif callee in PREPARE_FOR_KBIT and first_name is not None:
+            enables = keyword_argument(call, "use_gradient_checkpointing")
+            self._add(EventKind.KBIT, first_name, call, source="" if enables is None or not _is_false(enables) else "off")
+        elif (callee or dotted(func) or "").rsplit(".", 1)[-1].endswith("Trainer"):
+            model = keyword_argument(call, "model") or (call.args[0] if call.args else None)
+            target = dotted(model) if model is not None else None
+            if target is not None:
+                self._add(EventKind.TRAINER, target, call, api=callee or dotted(func) or "")
+        # `model(**batch)` (a local name, not a function of the file or an import) or
+        # `self.model(...)`: the module runs.
+        called = dotted(func)
+        if called is not None and (
+            (isinstance(func, ast.Name) and callee is None and called not in _NOT_CALLED)
+            or (called.startswith("self.") and called.count(".") == 1)
+        ):
+            use_cache = keyword_argument(call, "use_cache")
+            if use_cache is not None and not _is_true(use_cache):
+                self._add(EventKind.USE_CACHE_OFF, called, call)
+            self.called.append((called, call.lineno, call.col_offset))
+
+    def finish(self, aliases: dict[str, str]) -> list[Event]:
+        """The events, with a `FORWARD` for each name called as a function where that can
+        be training: in a function that trains (calls `.backward(`), and for parameters and
+        names bound from them anywhere (a `compute_loss(model, batch)` helper)."""
+        trains = self.trains or any(e.kind is EventKind.BACKWARD for e in self.events)
+        if self.trains:
+            self.events.insert(0, Event(EventKind.BACKWARD, "", 0, 0))
+        for name, line, column in self.called:
+            root = aliases.get(name, name)
+            if trains or root in self.parameters or name.split(".")[0] in self.parameters:
+                self.events.append(Event(EventKind.FORWARD, name, line, column))
+        return self.events
+
+    def _add(self, kind: EventKind, target: str, node: ast.AST, **fields) -> None:
+        self.events.append(Event(kind, target, node.lineno, node.col_offset, **fields))
+
+
+def _items(value: ast.AST) -> list[tuple[int, ast.AST]]:
+    if isinstance(value, ast.Tuple):
+        return list(enumerate(value.elts))
+    return [(-1, value)]
+
+
+def _bound_names(target: ast.AST) -> list[tuple[int, str]]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [(index, dotted(element)) for index, element in enumerate(target.elts) if dotted(element)]
+    name = dotted(target)
+    return [(-1, name)] if name else []
+
+
+def _model_name(value: ast.AST, resolve: Callable[[ast.AST], str | None]) -> str | None:
+    """The name a returned value is the same model as: `model`, `model.to(device)`,
+    `get_peft_model(model, cfg)`."""
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        return dotted(value)
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "train", "half", "bfloat16"):
+            return dotted(value.func.value)
+        if resolve(value.func) in GET_PEFT_MODEL | PREPARE_FOR_KBIT and value.args:
+            return dotted(value.args[0])
+    return None
+
+
+def _cache_off_at_load(call: ast.Call) -> bool:
+    """`from_pretrained(..., use_cache=<anything but True>)`, a config built elsewhere, or
+    `**kwargs`: the cache may be off (as `hf_models` counts it)."""
+    use_cache = keyword_argument(call, "use_cache")
+    if use_cache is not None and not _is_true(use_cache):
+        return True
+    if keyword_argument(call, "config") is not None:
+        return True
+    return any(keyword.arg is None for keyword in call.keywords)
+
+
+def _strip_parts(name: str) -> str:
+    """`model.base_model.model` -> `model`: a part shares the model's config."""
+    for part in (".base_model", ".model", ".module"):
+        if part in name and not name.startswith("self."):
+            name = name[: name.index(part)]
+    return name
+
+
+def _is_true(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def _is_false(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value in (False, None, 0)

@@ -1,0 +1,160 @@
+"""A Hugging Face model followed across the project's files (`ckptlint.model.fates`): a
+helper that enables checkpointing and returns the model is reported where a script trains it,
+stays quiet where the project only evaluates it or turns the cache off on the way, and a warm
+run sees the training script's edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import json_findings
+
+from ckptlint.model.extraction import extract_facts
+from ckptlint.model.index import ProjectIndex
+
+PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['transformers==4.46.3']\n"
+
+MODELS = """
+from transformers import AutoModelForCausalLM
+
+
+def load_model(name):
+    model = AutoModelForCausalLM.from_pretrained(name)
+    model.gradient_checkpointing_enable()
+    return model
+"""
+
+TRAIN = """
+from models import load_model
+
+
+def main(args, loader):
+    model = load_model(args.model)
+{workaround}    for batch in loader:
+        model(**batch).loss.backward()
+"""
+
+
+def _index(files: dict[str, str]) -> ProjectIndex:
+    import textwrap
+
+    return ProjectIndex(
+        Path("/project"),
+        {path: extract_facts(textwrap.dedent(text).lstrip("\n"), path) for path, text in files.items()},
+    )
+
+
+def test_a_helper_is_reported_where_its_model_is_trained_and_a_warm_run_sees_the_fix(cli, make_project):
+    root = make_project({"models.py": MODELS, "train.py": TRAIN.format(workaround="")}, PYPROJECT)
+    first = json_findings(cli(["--output-format", "json", "."], root), root, with_message=True)
+    assert [f[:4] for f in first] == [("models.py", 6, 5, "CKPT020")]
+    assert "in a manual training loop (by `main` in train.py)" in first[0][4]
+
+    # The cache turned off in the training script: the helper's cached result is stale.
+    (root / "train.py").write_text(TRAIN.format(workaround="    model.config.use_cache = False\n").lstrip("\n"))
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == []
+
+
+def test_a_helper_whose_model_is_only_evaluated_is_quiet(cli, make_project):
+    evaluate = """
+    import torch
+    from models import load_model
+
+
+    @torch.no_grad()
+    def evaluate(args, loader):
+        model = load_model(args.model)
+        return [model(**batch).logits for batch in loader]
+    """
+    root = make_project({"models.py": MODELS, "evaluate.py": evaluate}, PYPROJECT)
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == []
+
+
+def test_the_fate_goes_through_callees_callers_and_a_class_keeping_the_model():
+    index = _index(
+        {
+            "models.py": MODELS,
+            "build.py": """
+                from models import load_model
+                from transformers import AutoTokenizer
+
+
+                def build(name):
+                    model = load_model(name)
+                    return model, AutoTokenizer.from_pretrained(name)
+            """,
+            "lit.py": """
+                import lightning as L
+                from build import build
+
+
+                class Lit(L.LightningModule):
+                    def __init__(self, name):
+                        super().__init__()
+                        self.model, self.tokenizer = build(name)
+
+                    def training_step(self, batch, batch_idx):
+                        return self.model(**batch).loss
+            """,
+        }
+    )
+    fate = index.model_fate("models.load_model", "model", 6)
+    assert [(site.path, site.function) for site in fate.trained] == [("lit.py", "lit.Lit.training_step")]
+    assert fate.trained_by_hand and not fate.cache_off and not fate.unknown
+
+
+def test_a_model_handed_to_code_the_index_cannot_see_is_unknown_and_a_loop_elsewhere_trains_it():
+    index = _index(
+        {
+            "loops.py": """
+                def compute_loss(model, batch):
+                    return model(**batch).loss
+
+
+                def train_loop(model, loader):
+                    for batch in loader:
+                        compute_loss(model, batch).backward()
+            """,
+            "train.py": """
+                from transformers import AutoModelForCausalLM
+                from fancy import fit
+                from loops import train_loop
+
+
+                def main(args, loader):
+                    model = AutoModelForCausalLM.from_pretrained(args.model)
+                    model.gradient_checkpointing_enable()
+                    train_loop(model, loader)
+                    fit(model)
+            """,
+        }
+    )
+    fate = index.model_fate("train.main", "model", 7)
+    assert [site.function for site in fate.trained] == ["loops.train_loop"]
+    assert [site.line for site in fate.unknown] == [10]
+
+
+def test_what_a_helper_returns_loaded_wrapped_and_returned_at_once():
+    index = _index(
+        {
+            "models.py": """
+                from peft import LoraConfig, get_peft_model
+                from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+
+                def base(name):
+                    return AutoModelForSeq2SeqLM.from_pretrained(name, load_in_4bit=True)
+
+
+                def lora(name):
+                    model = AutoModelForCausalLM.from_pretrained(name, use_cache=False)
+                    model = get_peft_model(model, LoraConfig(r=8))
+                    return model, 8
+            """,
+        }
+    )
+    base = index.returned_model("models.base")
+    assert (base.model_class, base.quantized, base.peft) == ("transformers.AutoModelForSeq2SeqLM", True, False)
+    lora = index.returned_model("models.lora", 0)
+    assert (lora.model_class, lora.cache_off, lora.peft) == ("transformers.AutoModelForCausalLM", True, True)
+    assert index.returned_model("models.lora") is None  # the whole tuple is not a model
