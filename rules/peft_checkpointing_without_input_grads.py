@@ -22,6 +22,10 @@ from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
 
+PEFT_WORDS = ("get_peft_model", "PeftModel", "add_adapter", "load_adapter")
+TRAINING_WORDS = ("backward", "training_step", "Trainer")
+
+
 @dataclass(frozen=True)
 class _Exposure:
     """One checkpointing step whose adapters get no gradient, and in which versions."""
@@ -160,6 +164,16 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     fix = Applicability.SAFE
     triggers = (b"gradient_checkpointing",)
     uses_project = True  # the project's Trainer and TrainingArguments subclasses, its modules
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        # A call that turns checkpointing on (the model may be trained in another module),
+        # or a PEFT model and a trainer in one file (`TrainingArguments(gradient_checkpointing=
+        # True)`); transformers' own modeling files, which only name the attribute, are skipped.
+        return super().may_apply_to(text) and (
+            "gradient_checkpointing_enable" in text
+            or (any(word in text for word in PEFT_WORDS) and any(word in text for word in TRAINING_WORDS))
+        )
 
     def finish(self) -> None:
         before_5 = self.context.versions.applies((REENTRANT_DEFAULT_VERSIONS,))

@@ -447,7 +447,10 @@ def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
         # model follows the model to its loop).
         ("model = get_peft_model(model, config)\nmodel.gradient_checkpointing_enable()\nreturn model\n", True),
         ("model = get_peft_model(model, config)\nloss.backward()\n", False),
-        ("args = TrainingArguments(output_dir='out', gradient_checkpointing=True)\n", True),
+        ("model = get_peft_model(model, config)\nargs = TrainingArguments(gradient_checkpointing=True)\n"
+         "trainer = Trainer(model, args)\n", True),
+        # transformers' modeling files name the attribute only.
+        ("if self.gradient_checkpointing and self.training:\n    out = self._gradient_checkpointing_func(f, x)\n", False),
     ],
 )
 def test_ckpt021_parses_only_files_that_turn_checkpointing_on(text, expected):

@@ -235,7 +235,7 @@ class _Extractor:
         self._parameters.pop()
         self._local_defs.pop()
         if hf is not None:
-            events.extend(hf.finish({e.target: e.source for e in events if e.kind is EventKind.ALIAS}))
+            events.extend(hf.finish(events, method=enclosing_class is not None and not in_class_body))
         events.sort(key=lambda e: (e.line, e.column))
         if events:
             self.functions.append(FunctionFacts(name, parameters, tuple(events)))

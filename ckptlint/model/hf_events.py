@@ -165,10 +165,17 @@ class HfEvents:
                 self._add(EventKind.USE_CACHE_OFF, called, call)
             self.called.append((called, call.lineno, call.col_offset))
 
-    def finish(self, aliases: dict[str, str]) -> list[Event]:
-        """The events, with a `FORWARD` for each name called as a function where that can
-        be training: in a function that trains (calls `.backward(`), and for parameters and
-        names bound from them anywhere (a `compute_loss(model, batch)` helper)."""
+    def finish(self, other_events: list[Event], *, method: bool) -> list[Event]:
+        """The events that can concern a model, with a `FORWARD` for each name called as a
+        function where that can be training: in a function that trains (calls
+        `.backward(`), and for parameters and names bound from them anywhere (a
+        `compute_loss(model, batch)` helper). A result bound or a value returned is kept
+        only for a name something else here makes a model (loaded, run in training, wrapped,
+        its cache or checkpointing touched, kept in `self.<attr>`), or, in a function that
+        is not a method, for a result it returns or passes on (`build()` returning
+        `load_model()`'s model, `train_loop(model)`): the methods of modeling code bind and
+        return tensors all day long."""
+        aliases = {e.target: e.source for e in other_events if e.kind is EventKind.ALIAS}
         trains = self.trains or any(e.kind is EventKind.BACKWARD for e in self.events)
         if self.trains:
             self.events.insert(0, Event(EventKind.BACKWARD, "", 0, 0))
@@ -176,7 +183,20 @@ class HfEvents:
             root = aliases.get(name, name)
             if trains or root in self.parameters or name.split(".")[0] in self.parameters:
                 self.events.append(Event(EventKind.FORWARD, name, line, column))
-        return self.events
+        models = {e.target for e in self.events if e.kind not in (EventKind.RESULT, EventKind.RETURNED, EventKind.BACKWARD)}
+        models |= {e.target for e in other_events if e.kind is EventKind.HF_GC}
+        models |= {e.target for e in self.events if e.kind is EventKind.RESULT and e.target.startswith("self.")}
+        returned = {e.target for e in self.events if e.kind is EventKind.RETURNED}
+        if not method:
+            # A script's function: a result it returns or hands to a project function.
+            passed = {e.target for e in other_events if e.kind is EventKind.CALL}
+            models |= {e.target for e in self.events if e.kind is EventKind.RESULT and e.target in returned | passed}
+        for target, source in aliases.items():
+            if source in models:
+                models.add(target)
+            if target in models:
+                models.add(source)
+        return [e for e in self.events if e.kind not in (EventKind.RESULT, EventKind.RETURNED) or e.target in models]
 
     def _add(self, kind: EventKind, target: str, node: ast.AST, **fields) -> None:
         self.events.append(Event(kind, target, node.lineno, node.col_offset, **fields))
