@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ckptlint.model.callers import CallSiteResolution, CallSites
+from ckptlint.model.callers import CallSiteResolution
 from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.modules import ModuleSemantics
@@ -83,7 +83,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._methods_cache: dict[str, list[FunctionSummary]] = {}
         self._passed: dict[tuple[str, str], frozenset] = {}
         self._passed_at: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
-        self._call_sites = CallSites(index)
+        self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
 

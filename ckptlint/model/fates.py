@@ -210,13 +210,11 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
 def calls_of(index: ProjectIndex, function: str) -> list[tuple[FunctionFacts, Event]]:
     """The project's calls of `function` that bind its result (`RESULT`) or pass it a name
     (`CALL`), with the function they are in."""
-    from ckptlint.model.callers import CallSites
-
     facts = index.facts_of(function)
     if facts is None:
         return []
     found = []
-    for path in CallSites(index).candidates(function, facts.module):
+    for path in index.call_sites.candidates(function, facts.module):
         for caller in index.files[path].functions:
             for event in caller.events:
                 if event.kind in (EventKind.RESULT, EventKind.CALL) and _same_function(index, event.callee, function):

@@ -30,6 +30,7 @@ from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAI
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.denotation import Denotation
+    from ckptlint.model.callers import CallSites
     from ckptlint.model.fates import ModelFate, ReturnedModel
 
 def _parameter_events(function: FunctionFacts) -> tuple:
@@ -421,6 +422,14 @@ class ProjectIndex:
         from ckptlint.model.fates import passed_models
 
         return passed_models(self, function, parameter)
+
+    @cached_property
+    def call_sites(self) -> CallSites:
+        """Where the project calls a function (`ckptlint.model.callers`): one table of which
+        file names what, shared by the evaluator and the model-fate queries."""
+        from ckptlint.model.callers import CallSites
+
+        return CallSites(self)
 
     @cached_property
     def denotation(self) -> Denotation:
