@@ -18,7 +18,12 @@ from ckptlint.model.summary import FunctionSummary, Parameter
 from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
-from ckptlint.versions import VersionRange
+from ckptlint.versions import Applies, VersionRange
+
+# torch before `use_reentrant` (1.4 to 1.10, `torch/utils/checkpoint.py`): `preserve =
+# kwargs.pop('preserve_rng_state', True); if kwargs: raise ValueError("Unexpected keyword
+# arguments: " + ",".join(arg for arg in kwargs))`, the reentrant `CheckpointFunction` always.
+TORCH_WITHOUT_THE_FLAG = VersionRange.of("torch", max="1.11")
 
 
 class KwargsToReentrantCheckpoint(SiteScopes):
@@ -66,6 +71,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     The fix sets `use_reentrant=False`. It is **safe**: the call cannot run as written, and
     the non-reentrant implementation forwards keyword arguments to the function.
 
+    Also: a local wrapper that checkpoints and takes only `*args` (`def layer_(*args): return
+    checkpoint(layer, *args, use_reentrant=False)`), called with keyword arguments in the
+    function that defines it (`layer_(h, attn_mask=mask)`): Python raises `TypeError: ...
+    got an unexpected keyword argument` whenever the wrapper is the one called, i.e. exactly
+    when checkpointing is on. Reported at that call, without a fix.
+
     Reported instead of CKPT001 at the same call. Not reported when `use_reentrant` is
     passed through a variable or an expression, or when `**kwargs` are splatted (they may
     carry `use_reentrant=False`). `checkpoint_sequential` rejects extra keywords in both
@@ -80,6 +91,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     arguments: scale`; with `use_reentrant` omitted the deprecation warning is emitted, then
     the same ValueError; with `use_reentrant=False` the keywords reach `f`. Every torch that
     has the flag (1.11+) behaves this way. Re-checked by `tests/test_torch_semantics.py`.
+    Before the flag (torch 1.4 to 1.10, source as vendored by projects that copied it):
+    `checkpoint(function, *args, **kwargs)` pops `preserve_rng_state`, then `if kwargs: raise
+    ValueError("Unexpected keyword arguments: ...")` and runs the reentrant
+    `CheckpointFunction`: the same crash, so the rule applies to every torch; a project
+    targeting torch < 1.11 gets the finding without the fix (the flag does not exist there).
     """
 
     code = "CKPT032"
@@ -89,7 +105,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         "`ValueError: {error}` at runtime; pass `use_reentrant=False`"
     )
     fix = Applicability.SAFE
-    targets = (VersionRange.of("torch", min="1.11"),)
+    # Every torch: before the flag existed (< 1.11) every checkpoint was reentrant and any
+    # extra keyword raised the same error; there the fix (the flag itself) cannot help.
     triggers = SITE_TRIGGERS
     requires = SITE_REQUIRES
     supersedes = ("CKPT001",)
@@ -99,9 +116,59 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._ifs: list[cst.If] = []
+        self._functions: list[cst.FunctionDef] = []  # enclosing, innermost last
+        # Functions taking only `*args` (`def layer_(*args): return checkpoint(layer, *args)`),
+        # with the calls in their bodies and the function they are defined in.
+        self._args_only: dict[cst.FunctionDef, tuple[set[cst.Call], cst.FunctionDef | None]] = {}
+        self._keyword_calls: list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]] = []
 
     def visit_If(self, node: cst.If) -> None:
         self._ifs.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = node.params
+        if (
+            isinstance(params.star_arg, cst.Param)
+            and not params.params and not params.posonly_params and not params.kwonly_params
+            and params.star_kwarg is None
+        ):
+            self._args_only[node] = (set(), self._functions[-1] if self._functions else None)
+        self._functions.append(node)
+        super().visit_FunctionDef(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+        super().leave_FunctionDef(original_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        for function in self._functions:
+            if function in self._args_only:
+                self._args_only[function][0].add(node)
+        if isinstance(node.func, cst.Name) and any(arg.keyword is not None for arg in node.args):
+            self._keyword_calls.append((node, tuple(self._functions)))
+
+    def finish(self) -> None:
+        """A wrapper that takes only `*args` and checkpoints, called with keywords in the
+        function that defines it: `TypeError` whenever the wrapper is the one called."""
+        checkpointing = {site.node for site in self.context.sites if site.api is CheckpointApi.CHECKPOINT}
+        for wrapper, (calls, parent) in self._args_only.items():
+            if not calls & checkpointing:
+                continue
+            name = wrapper.name.value
+            for call, scope in self._keyword_calls:
+                if call.func.value != name or call in calls or (scope[-1] if scope else None) is not parent:
+                    continue
+                keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+                self.report(
+                    call,
+                    f"keyword argument{'s' if len(keywords) > 1 else ''} {', '.join(f'`{k}`' for k in keywords)} "
+                    f"passed to `{name}(*{wrapper.params.star_arg.name.value})` (line "
+                    f"{self.context.position(wrapper).start.line}), which checkpoints and takes no keywords: "
+                    f"`TypeError: ...{name}() got an unexpected keyword argument '{keywords[0]}'` whenever "
+                    f"`{name}` is the checkpointing wrapper; give it `**kwargs` and pass them on with "
+                    "`use_reentrant=False`",
+                )
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
@@ -213,14 +280,38 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             "`use_reentrant=True`" if site.reentrancy is Reentrancy.EXPLICIT_TRUE
             else "`use_reentrant` omitted, so torch defaults to reentrant"
         )
+        if self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:
+            self.report(
+                site.node,
+                f"{what} passed to `checkpoint`: the targeted torch (< 1.11) has no `use_reentrant` and raises "
+                f"`ValueError: {error}` for any keyword; bind them first (`functools.partial`, a closure) "
+                "or target torch >= 1.11 and pass `use_reentrant=False`",
+            )
+            return
         self.report(
             site.node,
-            self.message.format(what=what, reentrancy=reentrancy, error=error) + self.version_note(),
+            self.message.format(what=what, reentrancy=reentrancy, error=error),
             replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
             fix_message="Set `use_reentrant=False`",
         )
 
     valid = [
+        # The wrapper forwards keywords; a positional call of an `*args` wrapper.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, h, mask):
+                for layer in self.layers:
+                    def layer_(*args, **kwargs):
+                        return checkpoint(layer, *args, use_reentrant=False, **kwargs)
+                    def plain_(*args):
+                        return checkpoint(layer, *args, use_reentrant=False)
+                    h = layer_(h, attn_mask=mask)
+                    h = plain_(h, mask)
+                return h
+            """
+        ),
         # One value passed under two names, positionally into both slots (open_clip's
         # cross-attention: `k_x=image_embs, v_x=image_embs`).
         Valid(
@@ -393,6 +484,38 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             def forward(self, h, mask):
                 return checkpoint(self.layer, h, attention_mask=mask, use_reentrant=False)
             """,
+        ),
+        # A checkpointing wrapper taking only `*args`, called with a keyword when it is chosen.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, h, mask):
+                for layer in self.layers:
+                    if self.gradient_checkpointing and self.training:
+                        def layer_(*args):
+                            return checkpoint(layer, *args, use_reentrant=False)
+                    else:
+                        layer_ = layer
+                    h = layer_(h, attn_mask=mask)
+                return h
+            """,
+            line=10,
+            column=13,
+            message_contains="passed to `layer_(*args)` (line 6), which checkpoints and takes no keywords",
+        ),
+        # A project targeting torch 1.10: the same crash, and no flag to fix it with.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, h, mask):
+                return checkpoint(self.layer, h, attention_mask=mask)
+            """,
+            line=4,
+            column=12,
+            message_contains="the targeted torch (< 1.11) has no `use_reentrant` and raises `ValueError: Unexpected keyword arguments: attention_mask`",
+            target_versions={"torch": "1.10"},
         ),
         Invalid(
             """

@@ -33,7 +33,9 @@ class ReentrantCheckpointUnderFsdp(Rule):
     ## What it does
     In a project that uses torch FSDP anywhere (`FullyShardedDataParallel`, `fully_shard`,
     `TrainingArguments(fsdp=...)`, accelerate's `FullyShardedDataParallelPlugin`, Lightning's
-    `FSDPStrategy`, in any file under the project root), finds checkpointing that runs the
+    `FSDPStrategy`, in any file under the project root but its tests; a test file counts
+    only its own: a test does not inherit FSDP from the package it tests or from another
+    test, nor the package from a test that shards), finds checkpointing that runs the
     *reentrant* implementation:
 
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
@@ -126,7 +128,7 @@ class ReentrantCheckpointUnderFsdp(Rule):
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        return settings.fsdp == "yes" or (settings.fsdp == "auto" and bool(project.fsdp_uses))
+        return settings.fsdp == "yes" or (settings.fsdp == "auto" and bool(project.fsdp_uses_reaching(relative_path)))
 
     def __init__(self, context) -> None:
         super().__init__(context)

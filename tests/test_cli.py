@@ -771,7 +771,7 @@ def test_rule_json(cli, tmp_path):
     assert page["name"] == "kwargs-to-reentrant-checkpoint"
     assert page["summary"] == "Keyword arguments passed to a reentrant `checkpoint`: a `ValueError` at runtime."
     assert page["fix"] == "safe"
-    assert page["targets"] == ["torch>=1.11"]
+    assert page["targets"] == []  # every torch: before the flag, any keyword raised
     assert page["url"] == "https://github.com/ckptlint/ckptlint/blob/main/docs/rules/CKPT032.md"
     assert page["explanation"] == rule_by_code("CKPT032").documentation()
     every = json.loads(cli(["rule", "--all", "--output-format", "json"], cwd=tmp_path).stdout)
@@ -825,18 +825,22 @@ def test_show_settings_for_a_file_path(cli, project):
     assert result.stdout.splitlines()[0] == f"project root:      {project.resolve()} (holds pyproject.toml)"
 
 
-def test_target_version_before_the_flag_existed_silences_the_rules(cli, project):
-    old = cli(["--target-version", "torch=1.10", "src"], cwd=project)
-    assert (old.exit_code, old.stdout) == (0, "All checks passed!\n")
+def test_target_version_before_the_flag_existed_silences_ckpt001_and_drops_the_fix(cli, project):
+    old = cli(["--target-version", "torch=1.10", "-q", "src"], cwd=project)
+    assert old.exit_code == 1
+    assert old.stdout.startswith("src/model.py:4:12: CKPT032 keyword argument `attention_mask` passed to `checkpoint`: the targeted torch (< 1.11)")
+    assert "[*]" not in old.stdout and "CKPT001" not in old.stdout
     new = cli(["--target-version", "torch=1.11", "-q", "src"], cwd=project)
     assert (new.exit_code, new.stdout) == (1, f"{LINE3}\n{LINE4}\n")
 
 
 def test_declared_dependency_sets_the_target_version(cli, make_project):
     root = make_project({"src/model.py": MODEL}, pyproject="[project]\nname = 'demo'\ndependencies = ['torch==1.10.2']\n")
-    assert cli(["src"], cwd=root).exit_code == 0
+    old = cli(["--output-format", "json", "src"], cwd=root)
+    assert [d["code"] for d in json.loads(old.stdout)] == ["CKPT032"]  # no CKPT001 before the flag
     # The command line wins over the declaration.
-    assert cli(["--target-version", "torch=2.4", "src"], cwd=root).exit_code == 1
+    new = cli(["--output-format", "json", "--target-version", "torch=2.4", "src"], cwd=root)
+    assert [d["code"] for d in json.loads(new.stdout)] == ["CKPT001", "CKPT032"]
 
 
 @pytest.mark.parametrize(

@@ -570,7 +570,8 @@ def test_changed_file_is_linted_again(cli, make_project, lint_calls):
     [
         (["--select", "CKPT001"], [("a.py", 3, 9, "CKPT001"), ("a.py", 4, 12, "CKPT001")]),
         (["--ignore", "CKPT001"], [("a.py", 4, 12, "CKPT032")]),
-        (["--target-version", "torch=1.10"], []),
+        # torch 1.10 has no flag: CKPT001 is silent, the keyword still crashes (CKPT032).
+        (["--target-version", "torch=1.10"], [("a.py", 4, 12, "CKPT032")]),
     ],
 )
 def test_other_settings_never_reuse_stale_results(cli, make_project, lint_calls, second, expected):
@@ -588,7 +589,9 @@ def test_other_settings_never_reuse_stale_results(cli, make_project, lint_calls,
 def test_target_version_change_gives_fresh_results(cli, make_project):
     root = make_project({"a.py": MODEL}, pyproject=PYPROJECT)
     assert findings(json_run(cli, root, "."), root) == [("a.py", 3, 9, "CKPT001"), ("a.py", 4, 12, "CKPT032")]
-    assert findings(json_run(cli, root, "--target-version", "torch=1.10", "."), root) == []
+    old = json_run(cli, root, "--target-version", "torch=1.10", ".")
+    assert findings(old, root) == [("a.py", 4, 12, "CKPT032")]
+    assert "the targeted torch (< 1.11)" in json.loads(old.stdout)[0]["message"]
     assert len(findings(json_run(cli, root, "."), root)) == 2
     (root / "ckptlint.toml").write_text("ignore = ['CKPT032']\n")
     assert findings(json_run(cli, root, "."), root) == [("a.py", 3, 9, "CKPT001"), ("a.py", 4, 12, "CKPT001")]

@@ -158,3 +158,17 @@ def test_what_a_helper_returns_loaded_wrapped_and_returned_at_once():
     lora = index.returned_model("models.lora", 0)
     assert (lora.model_class, lora.cache_off, lora.peft) == ("transformers.AutoModelForCausalLM", True, True)
     assert index.returned_model("models.lora") is None  # the whole tuple is not a model
+
+
+def test_tests_do_not_inherit_fsdp_from_the_package_nor_the_package_from_tests():
+    from ckptlint.model.names import is_test_path
+
+    assert [is_test_path(p) for p in ("tests/e2e/test_x.py", "pkg/test_utils.py", "pkg/conftest.py",
+                                      "torch/testing/_internal/common_fsdp.py", "pkg/model.py",
+                                      "pkg/latest.py", "contest/run.py")] == [True, True, True, True, False, False, False]
+    fsdp = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
+    index = _index({"pkg/train.py": fsdp, "tests/test_shard.py": fsdp, "tests/test_other.py": "import torch\n",
+                    "pkg/model.py": "import torch.nn\n"})
+    assert [u.path for u in index.fsdp_uses_reaching("pkg/model.py")] == ["pkg/train.py"]
+    assert [u.path for u in index.fsdp_uses_reaching("tests/test_shard.py")] == ["tests/test_shard.py"]
+    assert index.fsdp_uses_reaching("tests/test_other.py") == ()

@@ -31,6 +31,8 @@ def forward(self, h, mask):
     return checkpoint(self.layer, h, attention_mask=mask)
 """
 BOTH = [("model.py", 3, 9, "CKPT001"), ("model.py", 4, 12, "CKPT032")]
+# Before the flag existed: no CKPT001, and CKPT032 without its fix (any keyword raised).
+BEFORE_THE_FLAG = [("model.py", 4, 12, "CKPT032")]
 UNKNOWN_NOTE = " (affects torch>=1.11; target version unknown)"
 
 
@@ -311,14 +313,15 @@ def test_last_target_version_option_wins(cli, make_project, installed):
         ),
     ],
 )
-def test_torch_before_1_11_silences_ckpt001_and_ckpt032(cli, make_project, installed, setup, args):
+def test_torch_before_1_11_silences_ckpt001_and_ckpt032_loses_its_fix(cli, make_project, installed, setup, args):
     installed["torch"] = "2.13.0"
     root = make_project({"model.py": MODEL})
     for name, text in setup.items():
         (root / name).write_text(text)
     result = lint(cli, root, *args, ".")
-    assert findings(result, root) == []
-    assert result.exit_code == 0
+    assert findings(result, root) == BEFORE_THE_FLAG
+    (finding,) = json.loads(result.stdout)
+    assert "the targeted torch (< 1.11) has no `use_reentrant`" in finding["message"] and finding["fix"] is None
 
 
 @pytest.mark.parametrize(
@@ -350,7 +353,7 @@ def test_torch_1_11_and_later_reports(cli, make_project, installed, setup, args)
 def test_installed_version_is_used_when_nothing_is_declared(cli, make_project, installed):
     root = make_project({"model.py": MODEL})
     installed["torch"] = "1.10.1"
-    assert findings(lint(cli, root, "."), root) == []
+    assert findings(lint(cli, root, "."), root) == BEFORE_THE_FLAG
     installed["torch"] = "2.13.0"
     assert findings(lint(cli, root, "."), root) == BOTH
 
@@ -359,7 +362,8 @@ def test_unknown_version_reports_and_names_the_affected_versions(cli, make_proje
     root = make_project({"model.py": MODEL})
     result = lint(cli, root, ".")
     assert findings(result, root) == BOTH
-    assert all(d["message"].endswith(UNKNOWN_NOTE) for d in json.loads(result.stdout))
+    # CKPT001 needs the flag (torch >= 1.11); CKPT032 holds for every torch.
+    assert [d["message"].endswith(UNKNOWN_NOTE) for d in json.loads(result.stdout)] == [True, False]
 
 
 def test_declared_versions_come_from_the_project_root(cli, make_project, installed):
@@ -375,4 +379,4 @@ def test_declared_versions_come_from_the_project_root(cli, make_project, install
 def test_a_broken_pyproject_does_not_stop_requirements(cli, make_project, installed):
     root = make_project({"model.py": MODEL, "requirements.txt": "torch==1.10.0\n"}, pyproject="[project\n")
     assert shown_versions(cli, root)["torch"] == "1.10 (declared dependency: requirements.txt: torch==1.10.0)"
-    assert findings(lint(cli, root, "."), root) == []
+    assert findings(lint(cli, root, "."), root) == BEFORE_THE_FLAG

@@ -65,7 +65,7 @@ def project_fsdp(context: FileContext) -> str | None:
         return None
     if mode == "yes":
         return '`fsdp = "yes"` in the configuration'
-    uses = context.project.fsdp_uses
+    uses = context.project.fsdp_uses_reaching(context.relative_path)
     if not uses:
         return None
     # The file's own use first: that is the one the reader sees.

@@ -25,7 +25,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
-from ckptlint.model.names import module_name
+from ckptlint.model.names import is_test_path, module_name
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAINING_ARGUMENTS_CLASSES
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
@@ -216,6 +216,15 @@ class ProjectIndex:
                 if self._resolve_name(callee, self.training_arguments_classes):
                     uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:
+        """The FSDP uses that can apply to the code of one file: a test sees its own (a test
+        sharding a model is no sign the other tests do, nor is the package's FSDP code), the
+        package and its scripts see theirs, not the tests' (a test that shards is no sign the
+        package trains sharded)."""
+        if is_test_path(relative_path):
+            return tuple(use for use in self.fsdp_uses if use.path == relative_path)
+        return tuple(use for use in self.fsdp_uses if not is_test_path(use.path))
 
     @cached_property
     def classes(self) -> dict[str, ClassFacts]:

@@ -20,3 +20,19 @@ def absolute_import(module: str, is_package: bool, relative: str) -> str:
     rest = relative[level:]
     return ".".join([*base, rest] if rest else base)
 
+
+
+_TEST_DIRECTORIES = frozenset({"tests", "test", "testing"})
+
+
+def is_test_path(relative_path: str) -> bool:
+    """A test of the project (`tests/...`, `test_x.py`, `x_test.py`, `conftest.py`, torch's
+    `testing/`): it exercises the package, it is not how the package is trained."""
+    parts = relative_path.split("/")
+    name = parts[-1]
+    return (
+        any(part in _TEST_DIRECTORIES for part in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
