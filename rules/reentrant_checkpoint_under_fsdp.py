@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.fsdp import absolute_names, checkpoint_wrapper_impl, is_checkpoint_wrapper, project_fsdp
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import (
@@ -39,7 +40,10 @@ class ReentrantCheckpointUnderFsdp(Rule):
     *reentrant* implementation:
 
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
-      the argument (torch's default is reentrant);
+      the argument (torch's default is reentrant), or with `use_reentrant=args.<option>`
+      where every declaration of that option in the project (a dataclass field, also
+      `field(default=...)`; an argparse argument, `store_true` defaulting to False) defaults
+      to True: the finding names the declaration, and has no fix (the default lives there);
     - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly or
       through a `functools.partial` handed to `apply_activation_checkpointing`;
     - Hugging Face gradient checkpointing whose effective kwargs are reentrant:
@@ -164,6 +168,7 @@ class ReentrantCheckpointUnderFsdp(Rule):
         elif reports_implicit_reentrant(site, self.context.sites):
             how, call = "`use_reentrant` omitted: torch defaults to reentrant", site.node
         else:
+            self._check_configured(site)
             return
         self.report(
             site.node,
@@ -171,6 +176,25 @@ class ReentrantCheckpointUnderFsdp(Rule):
             f"{WHY}; pass `use_reentrant=False`",
             replacements=[Replacement(call, set_keyword(call, "use_reentrant", cst.Name("False")))],
             fix_message="Set `use_reentrant=False`",
+        )
+
+    def _check_configured(self, site: CheckpointSite) -> None:
+        """`use_reentrant=args.use_reentrant` where every declaration of that option in the
+        project defaults to True: reentrant unless the run overrides it."""
+        keyword = site.keywords.get("use_reentrant")
+        if keyword is None or site.reentrancy is not Reentrancy.UNKNOWN:
+            return
+        value = keyword.value
+        name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
+        declared = self.context.project.option_defaults(name) if name else ()
+        if not declared or not all(option.value for _, option in declared):
+            return
+        path, option = declared[0]
+        self.report(
+            site.node,
+            f"`{site.api.short_name}` runs reentrant by default here (`use_reentrant={cst.Module([]).code_for_node(value)}`, whose default "
+            f"is True: {option.how} at {path}:{option.line}) in a project that uses FSDP ({self.fsdp}): {WHY}; "
+            "default the option to False (or pass `use_reentrant=False`)",
         )
 
     # --- wrappers and Hugging Face --------------------------------------------------------
@@ -244,6 +268,32 @@ class ReentrantCheckpointUnderFsdp(Rule):
         )
 
     valid = [
+        # The option defaults to False (`store_true`), or its declarations disagree.
+        Valid(
+            """
+            import argparse
+            from dataclasses import dataclass
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--use_reentrant", action="store_true")
+
+            @dataclass
+            class Sweep:
+                reentrant: bool = True
+
+            @dataclass
+            class Other:
+                reentrant: bool = False
+
+            def forward(self, x, args, sweep):
+                y = checkpoint(self.block, x, use_reentrant=args.use_reentrant)
+                return checkpoint(self.block, y, use_reentrant=sweep.reentrant)
+
+            model = FSDP(Model())
+            """
+        ),
         # Non-reentrant everywhere, FSDP in the same project.
         Valid(
             """
@@ -312,6 +362,26 @@ class ReentrantCheckpointUnderFsdp(Rule):
         ),
     ]
     invalid = [
+        # `use_reentrant` from a config whose default is True.
+        Invalid(
+            """
+            from dataclasses import dataclass, field
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            @dataclass
+            class TrainConfig:
+                use_reentrant: bool = field(default=True)
+
+            def forward(self, x, cfg: TrainConfig):
+                return checkpoint(self.block, x, use_reentrant=cfg.use_reentrant)
+
+            model = FSDP(Model())
+            """,
+            line=10,
+            column=12,
+            message_contains="whose default is True: `TrainConfig.use_reentrant` at ",
+        ),
         Invalid(
             """
             from torch.distributed.fsdp import FullyShardedDataParallel as FSDP

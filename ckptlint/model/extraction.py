@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from ckptlint.model.code import summarize
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
+from ckptlint.model.options import argparse_options, dataclass_options
 from ckptlint.model.method_behaviour import definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
@@ -27,6 +28,7 @@ from ckptlint.model.facts import (
     FsdpUse,
     FunctionFacts,
     Impl,
+    OptionDefault,
     WrappedClass,
 )
 from ckptlint.model.library import (
@@ -57,7 +59,7 @@ from ckptlint.model.names import absolute_import, module_name
 # `from_pretrained`: a script that trains a model a helper of another module loads.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
-    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained",
+    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant",
 )
 
 MODULE_LEVEL = "<module>"
@@ -101,6 +103,8 @@ class _Extractor:
         self.assigned_calls: dict[str, ast.Call] = {}
         # What functions do to Hugging Face models: only in files that can say anything of it.
         self.hf_models = any(word in text for word in HF_WORDS)
+        self.text = text
+        self.options: list[OptionDefault] = []
 
     def run(self, tree: ast.Module) -> FileFacts:
         for node in ast.walk(tree):
@@ -118,6 +122,10 @@ class _Extractor:
                         self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.predicates.setdefault(node.name, node)
+            elif isinstance(node, ast.ClassDef) and "reentrant" in self.text:
+                self.options.extend(dataclass_options(node))
+            elif isinstance(node, ast.Call) and "reentrant" in self.text:
+                self.options.extend(argparse_options(node))
             elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Call)):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
@@ -141,6 +149,7 @@ class _Extractor:
             wrapped_classes=tuple(self.wrapped),
             fsdp_argument_calls=tuple(self.fsdp_argument_calls),
             names=tuple(sorted(names.items())),
+            options=tuple(self.options),
         )
 
     def _summaries(self, tree: ast.Module) -> list[FunctionSummary]:

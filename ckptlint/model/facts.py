@@ -123,6 +123,18 @@ class WrappedClass:
 
 
 @dataclass(frozen=True)
+class OptionDefault:
+    """The default of a configuration option that decides reentrancy (`use_reentrant`):
+    a dataclass field (`use_reentrant: bool = True`, `field(default=True)`) or an argparse
+    argument (`add_argument("--use_reentrant", type=bool, default=True)`, `store_true`)."""
+
+    name: str  # the attribute a parsed config has: `use_reentrant`
+    value: bool
+    line: int
+    how: str  # `TrainArgs.use_reentrant`, `--use-reentrant`
+
+
+@dataclass(frozen=True)
 class FileFacts:
     module: str
     fsdp: tuple[FsdpUse, ...] = ()
@@ -135,6 +147,7 @@ class FileFacts:
     # What the file's own names stand for: imports, and its top-level definitions and
     # assignments (local name -> absolute name).
     names: tuple[tuple[str, str], ...] = ()
+    options: tuple[OptionDefault, ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -173,6 +186,7 @@ class FileFacts:
             "wrapped_classes": [[w.name, w.line, w.api, w.impl.value] for w in self.wrapped_classes],
             "fsdp_argument_calls": [list(call) for call in self.fsdp_argument_calls],
             "names": [list(pair) for pair in self.names],
+            "options": [[o.name, o.value, o.line, o.how] for o in self.options],
             "summaries": self.summaries_json,
         }
 
@@ -202,6 +216,7 @@ class FileFacts:
             ),
             fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
             names=tuple((local, absolute) for local, absolute in data["names"]),
+            options=tuple(OptionDefault(*option) for option in data.get("options", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

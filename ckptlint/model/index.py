@@ -21,6 +21,7 @@ from ckptlint.model.facts import (
     HF_KINDS,
     FunctionFacts,
     MethodFacts,
+    OptionDefault,
     ParameterEffect,
     WrappedClass,
     text_digest,
@@ -73,6 +74,7 @@ def exported_digest(facts: FileFacts) -> str:
         tuple(_parameter_events(f) for f in facts.functions if f.parameters),
         tuple(_model_events(f) for f in facts.functions),
         facts.names,
+        facts.options,
         tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
@@ -121,7 +123,7 @@ def _library_function(callee: tuple, names: dict[str, str]) -> bool:
     return absolute.startswith(LIBRARY_PREFIXES) and not short[:1].isupper() and absolute not in INTERPRETED_FUNCTIONS
 
 
-WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND = "wraps", "fsdp", "checkpointing"
+WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
 
 
 def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
@@ -142,6 +144,8 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         kinds.append(FSDP_KIND)
     if _checkpointing_functions(facts):
         kinds.append(CHECKPOINTING_KIND)
+    if facts.options:
+        kinds.append(OPTIONS_KIND)
     return kinds
 
 
@@ -216,6 +220,14 @@ class ProjectIndex:
                 if self._resolve_name(callee, self.training_arguments_classes):
                     uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    def option_defaults(self, name: str) -> tuple[tuple[str, OptionDefault], ...]:
+        """Where the project declares a configuration option `name` (`use_reentrant`) with
+        a default: (path, declaration) for every dataclass field and argparse argument."""
+        return tuple(
+            (path, option) for path, facts in self._files_of_kind(OPTIONS_KIND) for option in facts.options
+            if option.name == name
+        )
 
     def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:
         """The FSDP uses that can apply to the code of one file: a test sees its own (a test
