@@ -31,6 +31,7 @@ def test_cached_index_answers_like_a_fresh_one(tmp_path, project):
     assert cached.files_with is not None
     for query in QUERIES:
         assert getattr(cached, query) == getattr(fresh, query), query
+    assert cached.option_defaults("use_reentrant") == fresh.option_defaults("use_reentrant")
     assert cached.fingerprint == fresh.fingerprint
     # The queries loaded only the files that hold such facts.
     assert set(cached.files._built) <= set().union(*cached.files_with.values())
@@ -44,7 +45,7 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         root = FIXTURES / project
         settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
         seen.update(build_index(root, settings).files_with)
-    assert seen == {"wraps", "fsdp", "checkpointing"}
+    assert seen == {"wraps", "fsdp", "checkpointing", "options"}
 
 
 def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path):
