@@ -103,7 +103,9 @@ class _Extractor:
         self.assigned_calls: dict[str, ast.Call] = {}
         # What functions do to Hugging Face models: only in files that can say anything of it.
         self.hf_models = any(word in text for word in HF_WORDS)
-        self.text = text
+        self.module_classes: set[str] = set()  # classes of this file that are torch modules
+        # Configuration options that decide reentrancy (`ckptlint.model.options`).
+        self.names_reentrancy = "reentrant" in text
         self.options: list[OptionDefault] = []
 
     def run(self, tree: ast.Module) -> FileFacts:
@@ -122,9 +124,9 @@ class _Extractor:
                         self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.predicates.setdefault(node.name, node)
-            elif isinstance(node, ast.ClassDef) and "reentrant" in self.text:
+            elif isinstance(node, ast.ClassDef) and self.names_reentrancy:
                 self.options.extend(dataclass_options(node))
-            elif isinstance(node, ast.Call) and "reentrant" in self.text:
+            elif isinstance(node, ast.Call) and self.names_reentrancy:
                 self.options.extend(argparse_options(node))
             elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Call)):
                 for target in node.targets:
@@ -211,7 +213,10 @@ class _Extractor:
         )
         prefix = name.removesuffix(f".{MODULE_LEVEL}")
         in_class_body = name == enclosing_class
-        hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models else None
+        # A module's methods run its layers; only its constructor can load a model
+        # (`self.model = AutoModelForCausalLM.from_pretrained(...)` in a policy wrapper).
+        in_module = enclosing_class in self.module_classes and not name.endswith(".__init__")
+        hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models and not in_module else None
         for node in _walk_own_code(body):
             if hf is not None:
                 hf.statement(node)
@@ -223,14 +228,10 @@ class _Extractor:
                 self._function(f"{prefix}.{node.name}", params, node.body, enclosing_class)
             elif isinstance(node, ast.ClassDef):
                 qualified = f"{prefix}.{node.name}"
-                self.classes.append(
-                    ClassFacts(
-                        qualified,
-                        node.lineno,
-                        tuple(self.resolve(b) or dotted(b) or "?" for b in node.bases),
-                        methods_of(node, self.lines, self.resolve),
-                    )
-                )
+                bases = tuple(self.resolve(b) or dotted(b) or "?" for b in node.bases)
+                self.classes.append(ClassFacts(qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve)))
+                if any(_is_module_class(base) for base in bases):
+                    self.module_classes.add(qualified)
                 self._function(qualified, (), node.body, enclosing_class=qualified)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 source = _root(node.iter)
@@ -431,6 +432,11 @@ class _Extractor:
             return [expr.value]
         resolved = self.resolve(expr, enclosing_class)
         return [resolved] if resolved is not None else []
+
+
+def _is_module_class(base: str) -> bool:
+    """`torch.nn.Module`, `nn.Module`, transformers' `PreTrainedModel` / `LlamaPreTrainedModel`."""
+    return base.endswith((".Module", "PreTrainedModel")) or base == "Module"
 
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
