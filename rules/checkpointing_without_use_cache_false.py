@@ -81,7 +81,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     way to its training loop. Not reported either: models handed to a `Trainer`
     (transformers', TRL's or a subclass; see the evidence),
     encoder-only models (BERT, RoBERTa, CLIP text towers have no KV cache), `AutoModel` (any
-    architecture), `use_cache = True` set back after training, scripts with no training loop
+    architecture; but `AutoModel.from_pretrained(..., trust_remote_code=True)` is reported,
+    saying that the Hub's code picks the class and may be generative: chatglm-6b's
+    `config.json` maps `AutoModel` to `ChatGLMForConditionalGeneration`), `use_cache = True` set back after training, scripts with no training loop
     anywhere in the project (a helper whose model is only evaluated), models handed on
     their way to a function the project model cannot see into (a third-party library it
     has no facts for: it may turn the cache off), and
@@ -146,7 +148,7 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         its cache on (the first such call on each path through the code), with where it is
         trained when that is not in this file's own flow."""
         model_class = history.model_class
-        if model_class is None or model_class.generative is not True:
+        if model_class is None or not (model_class.generative is True or _remote_auto_model(history)):
             return []
         if history.has(StepKind.TRAINER, StepKind.USE_CACHE_OFF):
             return []
@@ -180,6 +182,13 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         model = source_of(subject) if subject is not None else "model"
         call = "gradient_checkpointing_enable()" if step.kind is StepKind.GC_ENABLED else "prepare_model_for_kbit_training()"
         message = self.message.format(call=call, model=model, cls=history.model_class.short_name)
+        if history.model_class.generative is not True:  # `AutoModel` with the Hub's own code
+            message = message.replace(
+                f"a generative `{history.model_class.short_name}`",
+                f"an `{history.model_class.short_name}` loaded with `trust_remote_code=True` (the Hub's code picks the "
+                "architecture, and it may be generative: ChatGLM's `AutoModel` is `ChatGLMForConditionalGeneration`)",
+                1,
+            )
         if trained_at is not None:
             message = message.replace(
                 "in a manual training loop", f"in a manual training loop (by {trained_at})", 1
@@ -193,6 +202,18 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         )
 
     valid = [
+        # `AutoModel` with the library's own classes: any architecture, not reported.
+        Valid(
+            """
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained(args.model)
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).last_hidden_state.mean().backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # Turned off on the config, hundreds of lines away (after the call counts too).
         Valid(
             """
@@ -355,6 +376,30 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         ),
     ]
     invalid = [
+        # The Hub's code decides what `AutoModel` is (ChatGLM): reported, saying so.
+        Invalid(
+            """
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained("THUDM/chatglm-6b", trust_remote_code=True)
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=4,
+            column=1,
+            message_contains="an `AutoModel` loaded with `trust_remote_code=True` (the Hub's code picks the architecture",
+            expected_fix="""
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained("THUDM/chatglm-6b", trust_remote_code=True)
+            model.gradient_checkpointing_enable()
+            model.config.use_cache = False
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         Invalid(
             """
             from transformers import AutoModelForCausalLM
@@ -505,3 +550,10 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             """,
         ),
     ]
+
+
+def _remote_auto_model(history: ModelHistory) -> bool:
+    """`AutoModel.from_pretrained(..., trust_remote_code=True)`: the Hub's `auto_map` decides
+    the class (chatglm-6b's config maps `AutoModel` to `ChatGLMForConditionalGeneration`), so
+    it may be generative; task classes (`AutoModelForSequenceClassification`) are not."""
+    return history.remote_code and history.model_class.generative is None and history.model_class.short_name == "AutoModel"

@@ -229,6 +229,7 @@ class ModelHistory:
     # The order at which its context starts a manual training loop (the first `.backward(`,
     # or Lightning's `training_step`); None when the context does not train.
     training_starts: int | None
+    remote_code: bool = False  # loaded with `trust_remote_code=True`
 
     @property
     def trained_here(self) -> bool:
@@ -271,6 +272,7 @@ class _ModelObject:
         self.context = context
         self.steps: list[ModelStep] = []
         self.origin: object = None  # ReturnedModel: returned by a project function of another module
+        self.remote_code = False  # loaded with `trust_remote_code=True`: the Hub's code is the model
 
 
 @dataclass(frozen=True)
@@ -545,7 +547,7 @@ class _Interpreter:
             if function not in self.ran and function not in self.class_of_function:
                 self._run_entry(function)
         histories = tuple(
-            ModelHistory(obj.model_class, obj.quantized, tuple(obj.steps), obj.context.training_starts)
+            ModelHistory(obj.model_class, obj.quantized, tuple(obj.steps), obj.context.training_starts, obj.remote_code)
             for obj in self.objects
             if obj.steps
         )
@@ -1077,6 +1079,8 @@ class _Interpreter:
     def _new_model(self, model_class: ModelClass | None, call: cst.Call, frame: _Frame) -> _Part:
         quantized = _quantized(call, frame)
         obj = _ModelObject(model_class, quantized, frame.context)
+        remote = keyword_value(call, "trust_remote_code")
+        obj.remote_code = remote is not None and not _is_false(remote)
         self.objects.append(obj)
         part = _Part(obj)
         use_cache = keyword_value(call, "use_cache")
