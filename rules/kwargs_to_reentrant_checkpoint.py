@@ -77,6 +77,13 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     got an unexpected keyword argument` whenever the wrapper is the one called, i.e. exactly
     when checkpointing is on. Reported at that call, without a fix.
 
+    Also: a checkpointed call in one branch of an `if` that drops what the plain call of the
+    other branch passes to the same function: a `**kwargs` the function builds up
+    (`kwargs.update(...)`, `kwargs[key] = ...`) or a `*mask` keyword (an attention or padding
+    mask) whose value the checkpointed call does not pass at all. With checkpointing on the
+    region silently computes something else. A `**kwargs` received from the caller (it may be
+    empty) and literal flags (`use_cache=False`) are not reported.
+
     Reported instead of CKPT001 at the same call. Not reported when `use_reentrant` is
     passed through a variable or an expression, or when `**kwargs` are splatted (they may
     carry `use_reentrant=False`). `checkpoint_sequential` rejects extra keywords in both
@@ -121,6 +128,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         # with the calls in their bodies and the function they are defined in.
         self._args_only: dict[cst.FunctionDef, tuple[set[cst.Call], cst.FunctionDef | None]] = {}
         self._keyword_calls: list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]] = []
+        self._function_of: dict[cst.Call, cst.FunctionDef] = {}  # each call's innermost function
 
     def visit_If(self, node: cst.If) -> None:
         self._ifs.append(node)
@@ -142,6 +150,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
+        if self._functions:
+            self._function_of[node] = self._functions[-1]
         for function in self._functions:
             if function in self._args_only:
                 self._args_only[function][0].add(node)
@@ -180,9 +190,68 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             callee = callees[0]
             self._report_rejected(site, callee, [name for name in extra if not callee.accepts(name)])
             return
-        if self._check_positional_slots(site):
+        if self._check_positional_slots(site) or self._check_dropped_keywords(site):
             return
         self._check_reentrant(site, extra)
+
+    def _check_dropped_keywords(self, site: CheckpointSite) -> bool:
+        """The plain call of the other branch passes what the checkpointed call drops: a
+        `**kwargs` the function builds up (`kwargs.update(...)`, `kwargs["k"] = v`), or a
+        mask. The region then computes something else than the plain forward, silently."""
+        if site.function is None:
+            return False
+        function_code = _code(site.function)
+        plain = [call for call in self._other_branch_calls(site) if _code(call.func) == function_code]
+        if len(plain) != 1:
+            return False
+        passed = {_code(arg.value) for arg in site.node.args}
+        splats = [arg for arg in site.node.args if arg.star == "**"]
+        dropped = []
+        for arg in plain[0].args:
+            if arg.star == "**" and _code(arg.value) not in passed and self._built_up(arg.value, site.node):
+                dropped.append(f"`**{_code(arg.value)}`")
+            elif (
+                arg.keyword is not None
+                and arg.keyword.value.endswith("mask")
+                and not splats
+                and not _is_literal(arg.value)
+                and _code(arg.value) not in passed
+            ):
+                dropped.append(f"`{arg.keyword.value}={_code(arg.value)}`")
+        if not dropped:
+            return False
+        self.report(
+            site.node,
+            f"the checkpointed call drops {', '.join(dropped)}, which the non-checkpointed branch passes to "
+            f"`{function_code}` (line {self.context.position(plain[0]).start.line}): with checkpointing on, the "
+            "region computes something else, silently; pass the same arguments (with `use_reentrant=False` "
+            "for keywords)",
+        )
+        return True
+
+    def _built_up(self, expr: cst.BaseExpression, call: cst.Call) -> bool:
+        """`kwargs` is a name the function holding `call` fills: `kwargs.update(...)`,
+        `kwargs[key] = value`, or a dict literal with entries."""
+        function = self._function_of.get(call)
+        if function is None or not isinstance(expr, cst.Name):
+            return False
+        name = expr.value
+        found = False
+
+        class Finder(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal found
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("update", "setdefault") and _code(func.value) == name:
+                    found = True
+
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+                nonlocal found
+                if isinstance(node.target, cst.Subscript) and _code(node.target.value) == name:
+                    found = True
+
+        function.visit(Finder())
+        return found
 
     def _check_positional_slots(self, site: CheckpointSite) -> bool:
         """The checkpointed call passes a value positionally into another parameter than the
@@ -296,6 +365,20 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         )
 
     valid = [
+        # The same inputs positionally; `**kwargs` from the caller (may be empty); a literal flag dropped.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, h, mask, **kwargs):
+                for layer in self.layers:
+                    if self.gradient_checkpointing:
+                        h = checkpoint(layer, h, mask, use_reentrant=False)
+                    else:
+                        h = layer(h, attention_mask=mask, use_cache=False, **kwargs)
+                return h
+            """
+        ),
         # The wrapper forwards keywords; a positional call of an `*args` wrapper.
         Valid(
             """
@@ -421,6 +504,26 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # The checkpointed branch drops the mask and the keywords the plain branch builds up.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, h, mask, rope=None):
+                kwargs = {}
+                if rope is not None:
+                    kwargs.update(rope=rope)
+                for layer in self.layers:
+                    if self.gradient_checkpointing and self.training:
+                        h = checkpoint(layer, h, use_reentrant=False)
+                    else:
+                        h = layer(h, attention_mask=mask, **kwargs)
+                return h
+            """,
+            line=9,
+            column=17,
+            message_contains="the checkpointed call drops `attention_mask=mask`, `**kwargs`, which the non-checkpointed branch passes to `layer` (line 11)",
+        ),
         # open_clip-style: the plain branch names `attn_mask`, the checkpointed one puts it
         # in the second slot, `k_x`.
         Invalid(
@@ -605,6 +708,12 @@ def _shown(expr: tuple) -> str:
     if expr[0] == "attr":
         return f"{_shown(expr[1])}.{expr[2]}"
     return "..."
+
+
+def _is_literal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
+    )
 
 
 def _code(node: cst.CSTNode) -> str:
