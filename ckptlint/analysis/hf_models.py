@@ -39,12 +39,15 @@ from libcst.metadata import QualifiedNameSource
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.library import (
+    EMBEDDING_PARTS,
+    NOT_MODEL_NAME,
     GET_PEFT_MODEL,
     PREPARE_FOR_KBIT,
     SAME_MODEL_FUNCTIONS,
     SAME_MODEL_METHODS,
     TRAINING_ARGUMENTS_CLASSES,
     TRANSFORMERS_TRAINERS,
+    is_model_class_name,
 )
 from ckptlint.analysis.huggingface import (
     GC_ENABLE,
@@ -120,13 +123,6 @@ _OTHER_INPUT_AUTO = frozenset(
     }
 )
 _INPUT_IDS_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
-_MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+(Model|ModelWithProjection|For[A-Z]\w*|Backbone))$")
-_NOT_MODELS = re.compile(r"(Config|Tokenizer\w*|Processor|FeatureExtractor|Output\w*|Mixin|Args|Arguments|Trainer)$")
-
-
-def is_model_class_name(name: str) -> bool:
-    short = name.rsplit(".", 1)[-1]
-    return bool(_MODEL_CLASS.match(short)) and not _NOT_MODELS.search(short) and not short.startswith(("TF", "Flax"))
 
 
 def classify_model_class(name: str, *, main_input_name: str | None = None) -> ModelClass:
@@ -160,7 +156,6 @@ ADAPTER_METHODS = frozenset({"add_adapter", "load_adapter"})
 # Methods of other objects that hand back the models given to them, wrapped (accelerate's
 # `prepare`, Lightning Fabric's `setup`).
 WRAPPING_METHODS = frozenset({"prepare", "prepare_model", "unwrap_model", "setup", "setup_module"})
-_EMBEDDING_PARTS = re.compile(r"embed|^wte$|^shared$|^get_input_embeddings$", re.IGNORECASE)
 _LIBRARY_ROOTS = ("transformers", "peft", "trl", "torch", "accelerate", "diffusers")
 
 
@@ -288,7 +283,7 @@ class _Part:
 
     @property
     def is_embedding(self) -> bool:
-        return any(_EMBEDDING_PARTS.search(name) for name in self.path)
+        return any(EMBEDDING_PARTS.search(name) for name in self.path)
 
 
 class _Config:
@@ -1458,7 +1453,7 @@ def _may_load_a_model(names: Iterable[str]) -> bool:
     library class, and not a tokenizer, config or processor by its name."""
     for name in names:
         owner = name.removesuffix(".from_pretrained")
-        if owner.split(".", 1)[0] in _LIBRARY_ROOTS or _NOT_MODELS.search(owner.rsplit(".", 1)[-1]):
+        if owner.split(".", 1)[0] in _LIBRARY_ROOTS or NOT_MODEL_NAME.search(owner.rsplit(".", 1)[-1]):
             return False
     return True
 

@@ -12,7 +12,7 @@ and the rules stay silent about it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import Event, EventKind, FunctionFacts
@@ -187,21 +187,20 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         if event.target not in names or event.line > returned[0].line:
             continue
         if event.kind is EventKind.LOADED:
-            found = ReturnedModel(event.api, event.source == "quantized", Site(path, event.line, function),
-                                  False, False, False, False)
+            found = _loaded(event, path, function)
         elif event.kind is EventKind.RESULT:
             callee = index.function(event.callee)
             found = returned_model(index, callee.name, event.parameter, _seen | {function}) if callee else None
         elif found is None:
             continue
         elif event.kind is EventKind.USE_CACHE_OFF:
-            found = _with(found, cache_off=True)
+            found = replace(found, cache_off=True)
         elif event.kind in (EventKind.INPUT_GRADS, EventKind.KBIT):
-            found = _with(found, input_grads=True)
+            found = replace(found, input_grads=True)
         elif event.kind is EventKind.PEFT:
-            found = _with(found, peft=True)
+            found = replace(found, peft=True)
         elif event.kind is EventKind.HF_GC:
-            found = _with(found, checkpointing=True)
+            found = replace(found, checkpointing=True)
         elif event.kind is EventKind.CALL:
             return None  # handed to another function before it is returned: not followed
     return found
@@ -248,8 +247,7 @@ def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) 
         if event.line > line or event.target not in names:
             continue
         if event.kind is EventKind.LOADED:
-            found = ReturnedModel(event.api, event.source == "quantized", Site(index.path_of(function.name) or "?",
-                                  event.line, function.name), False, False, False, False)
+            found = _loaded(event, index.path_of(function.name) or "?", function.name)
         elif event.kind is EventKind.RESULT:
             callee = index.function(event.callee)
             found = returned_model(index, callee.name, event.parameter) if callee is not None else None
@@ -284,7 +282,7 @@ def _parameter(function: FunctionFacts, parameter: str | int) -> str | None:
     return parameter if parameter in function.parameters else None
 
 
-def _with(model: ReturnedModel, **changes) -> ReturnedModel:
-    from dataclasses import replace
-
-    return replace(model, **changes)
+def _loaded(event: Event, path: str, function: str) -> ReturnedModel:
+    """The model a `LOADED` event loads, before anything is done to it."""
+    return ReturnedModel(event.api, event.source == "quantized", Site(path, event.line, function),
+                         cache_off=False, input_grads=False, peft=False, checkpointing=False)

@@ -24,11 +24,17 @@ extraction's `ALIAS` events; a model passed to a project function is its `CALL` 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 
 from ckptlint.model.facts import Event, EventKind
-from ckptlint.model.library import GET_PEFT_MODEL, LIBRARY_PREFIXES, PREPARE_FOR_KBIT
+from ckptlint.model.library import (
+    EMBEDDING_PARTS,
+    GET_PEFT_MODEL,
+    LIBRARY_PREFIXES,
+    PREPARE_FOR_KBIT,
+    SAME_MODEL_METHODS,
+    is_model_class_name,
+)
 from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).
@@ -36,9 +42,7 @@ HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training
             "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
-_MODEL_CLASS = re.compile(r"^(AutoModel\w*|\w+(PreTrainedModel|Model|LMHeadModel)|\w+For[A-Z]\w*)$")
 _LOADERS = (".from_pretrained", ".from_config", "._from_config")
-_EMBEDDING = re.compile(r"embed|^wte$|^shared$", re.IGNORECASE)
 _NOT_CALLED = frozenset({"print", "len", "range", "enumerate", "zip", "isinstance", "getattr", "setattr", "hasattr",
                          "super", "list", "dict", "tuple", "set", "int", "float", "str", "bool", "sorted", "iter",
                          "next", "max", "min", "sum", "any", "all", "type", "open"})
@@ -53,7 +57,7 @@ def loaded_class(callee: str | None) -> str | None:
         if callee.endswith(suffix):
             callee = callee[: -len(suffix)]
             break
-    return callee if _MODEL_CLASS.match(callee.rsplit(".", 1)[-1]) else None
+    return callee if is_model_class_name(callee) else None
 
 
 class HfEvents:
@@ -92,7 +96,7 @@ class HfEvents:
                 owner = written[: written.index(".config")]
                 if "generation_config" not in written:
                     self._add(EventKind.USE_CACHE_OFF, _strip_parts(owner), node)
-            elif written is not None and written.endswith(".requires_grad") and _EMBEDDING.search(written) and not _is_false(value):
+            elif written is not None and written.endswith(".requires_grad") and EMBEDDING_PARTS.search(written) and not _is_false(value):
                 self._add(EventKind.INPUT_GRADS, written.split(".")[0], node)
         if not isinstance(value, ast.Call):
             return
@@ -129,9 +133,9 @@ class HfEvents:
             elif func.attr == "register_forward_hook" and isinstance(func.value, ast.Call):
                 # `model.get_input_embeddings().register_forward_hook(make_inputs_require_grad)`
                 inner = func.value.func
-                if isinstance(inner, ast.Attribute) and _EMBEDDING.search(inner.attr) and dotted(inner.value):
+                if isinstance(inner, ast.Attribute) and EMBEDDING_PARTS.search(inner.attr) and dotted(inner.value):
                     self._add(EventKind.INPUT_GRADS, _strip_parts(dotted(inner.value)), call)
-            elif func.attr == "requires_grad_" and owner is not None and _EMBEDDING.search(owner):
+            elif func.attr == "requires_grad_" and owner is not None and EMBEDDING_PARTS.search(owner):
                 self._add(EventKind.INPUT_GRADS, owner.split(".")[0], call)
             elif func.attr == "forward" and owner is not None:
                 self._add(EventKind.FORWARD, owner, call)
@@ -221,7 +225,7 @@ def _model_name(value: ast.AST, resolve: Callable[[ast.AST], str | None]) -> str
     if isinstance(value, (ast.Name, ast.Attribute)):
         return dotted(value)
     if isinstance(value, ast.Call):
-        if isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda", "train", "half", "bfloat16"):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in SAME_MODEL_METHODS:
             return dotted(value.func.value)
         if resolve(value.func) in GET_PEFT_MODEL | PREPARE_FOR_KBIT and value.args:
             return dotted(value.args[0])

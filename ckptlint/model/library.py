@@ -153,7 +153,24 @@ TRANSFORMERS_TRAINERS = frozenset(
     }
 )
 
-# --- peft --------------------------------------------------------------------------------
+# How transformers names its model classes (`LlamaForCausalLM`, `AutoModelForSeq2SeqLM`,
+# `BertModel`, `CLIPTextModelWithProjection`, `AutoBackbone`), and what it does not call a
+# model (configs, tokenizers, processors, outputs, trainers; the TF and Flax twins).
+MODEL_CLASS_NAME = re.compile(r"^(Auto\w*Model\w*|\w+(Model|ModelWithProjection|For[A-Z]\w*|Backbone))$")
+NOT_MODEL_NAME = re.compile(r"(Config|Tokenizer\w*|Processor|FeatureExtractor|Output\w*|Mixin|Args|Arguments|Trainer)$")
+
+
+def is_model_class_name(name: str) -> bool:
+    short = name.rsplit(".", 1)[-1]
+    return bool(MODEL_CLASS_NAME.match(short)) and not NOT_MODEL_NAME.search(short) and not short.startswith(("TF", "Flax"))
+
+
+# The parts of a model that are its input embeddings (`model.embed_tokens`, GPT-2's `wte`,
+# T5's `shared`, `get_input_embeddings()`): input grads are enabled through them.
+EMBEDDING_PARTS = re.compile(r"embed|^wte$|^shared$|^get_input_embeddings$", re.IGNORECASE)
+
+
+# --- peft -----------------------------------------------------------------------------------
 
 GET_PEFT_MODEL = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"})
 # peft 0.13 `utils/other.py`: `prepare_model_for_kbit_training(model,
