@@ -251,8 +251,14 @@ def build_index(
     if pending:
         with WorkerPool(_extract, workers=workers, limits=limits.for_workers) as pool:
             extracted = pool.map(pending)
+    errors: list[str] = []
     for (path, relative), result in zip(pending, extracted):
         stopped = None
+        if isinstance(result, TaskFailure) and result.kind == "error":
+            # A bug of ours, not a limit: said, and tried again on the next run.
+            last = result.detail.strip().splitlines()[-1] if result.detail.strip() else "unknown error"
+            errors.append(f"{relative}: internal error while indexing, its facts are missing (please report): {last}")
+            continue
         if isinstance(result, TaskFailure):
             # Past a limit: no facts (the lint of the file reports the limit). Its digest is
             # remembered so that a warm run under the same limits does not try again.
@@ -294,6 +300,7 @@ def build_index(
         digests,
         fingerprint_of(exported.items()),
         {kind: frozenset(holders) for kind, holders in files_with.items()},
+        tuple(errors),
     )
     if cache is not None:
         cache.retain(digests)

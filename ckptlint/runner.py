@@ -308,6 +308,7 @@ def check_paths(
                 trusted_before=trusted_before,
             )
     warnings = [warning] if cache is not None and (warning := cache.save()) else []
+    warnings.extend(error for index in projects.indexes().values() for error in index.extraction_errors)
     if not found.paths and not found.problems:
         # As Ruff's "No Python files found": a run that checked nothing must not read as clean.
         warnings.append(

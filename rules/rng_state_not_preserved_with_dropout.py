@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, literal_bool
 from ckptlint.analysis.regions import RegionRule, region_randomness, shown
-from ckptlint.analysis.transforms import remove_keyword
+from ckptlint.analysis.hf_models import StepKind, script_models
+from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
+from ckptlint.model.library import transformers_random_layer
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 
@@ -65,7 +69,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE
-    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper")
+    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable")
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
 
     @classmethod
@@ -77,6 +81,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
         self._bound: dict[str, list[cst.BaseExpression]] = {}  # name -> values assigned in this file
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self._bound.setdefault(target.target.value, []).append(node.value)
@@ -100,6 +105,33 @@ class RngStateNotPreservedWithDropout(RegionRule):
             replacements=[Replacement(call, remove_keyword(call, "preserve_rng_state"))],
             fix_message="Remove `preserve_rng_state=False`",
         )
+
+    def finish(self) -> None:
+        super().finish()
+        # `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={...,
+        # "preserve_rng_state": False})`: transformers hands the dict to `checkpoint` for
+        # every layer it checkpoints. A file that sets dropout itself (`hidden_dropout_prob=0.0`
+        # at load, `config.resid_pdrop = 0`) may have turned it off: not judged.
+        if _SETS_DROPOUT.search(self.context.text):
+            return
+        for history in script_models(self.context).histories:
+            layer = transformers_random_layer(history.model_class.name) if history.model_class is not None else None
+            if layer is None:
+                continue
+            for step in history.of_kind(StepKind.GC_ENABLED):
+                entry = _preserve_rng_state_false(step.kwargs.node if step.kwargs is not None else None)
+                if entry is None:
+                    continue
+                dictionary, element = entry
+                self.report(
+                    step.node,
+                    f"`gradient_checkpointing_enable` with `preserve_rng_state=False` checkpoints the layers of "
+                    f"`{history.model_class.short_name}`, which draw random numbers (({layer}: dropout on under its "
+                    "configuration's defaults)): the recomputation in backward draws new masks, so gradients belong to a "
+                    "different network than the loss; remove `preserve_rng_state=False`",
+                    replacements=[Replacement(dictionary, remove_dict_entry(dictionary, element))],
+                    fix_message="Remove `\"preserve_rng_state\": False`",
+                )
 
     def _wrapper_keyword(self, node: cst.Call) -> tuple[cst.Call, cst.Arg] | None:
         candidates = [node]
@@ -137,6 +169,33 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # Llama's layers draw nothing under their defaults (`attention_dropout=0.0`); a BERT
+        # whose dropout the script turns off at load; an auto class of unknown architecture.
+        Valid(
+            """
+            from transformers import AutoModel, BertForMaskedLM, LlamaForCausalLM
+            from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+            kwargs = {"use_reentrant": False, "preserve_rng_state": False}
+            llama = LlamaForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")
+            llama.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False})
+            apply_activation_checkpointing(
+                llama,
+                checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, preserve_rng_state=False),
+                check_fn=lambda m: isinstance(m, LlamaDecoderLayer),
+            )
+            encoder = AutoModel.from_pretrained(args.model)
+            encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state": False})
+            """
+        ),
+        Valid(
+            """
+            from transformers import BertForMaskedLM
+
+            bert = BertForMaskedLM.from_pretrained("bert-base-uncased", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+            bert.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state": False})
+            """
+        ),
         # `preserve_rng_state=False` on the wrapper of a block without randomness.
         Valid(
             """
@@ -203,6 +262,63 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # transformers hands `gradient_checkpointing_kwargs` to `checkpoint` for each layer;
+        # BERT's layers keep dropout 0.1 under its defaults.
+        Invalid(
+            """
+            from transformers import BertForMaskedLM
+
+            model = BertForMaskedLM.from_pretrained("bert-base-uncased")
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
+            )
+            """,
+            line=4,
+            column=1,
+            message_contains="layers of `BertForMaskedLM`",
+            expected_fix="""
+            from transformers import BertForMaskedLM
+
+            model = BertForMaskedLM.from_pretrained("bert-base-uncased")
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
+            """,
+        ),
+        # A library layer wrapped by class, the class passed to the project's helper.
+        Invalid(
+            """
+            import functools
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing,
+                checkpoint_wrapper,
+            )
+            from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+
+            def checkpoint_layers(model, layer_cls):
+                no_rng = functools.partial(checkpoint_wrapper, preserve_rng_state=False)
+                apply_activation_checkpointing(model, checkpoint_wrapper_fn=no_rng, check_fn=lambda m: isinstance(m, layer_cls))
+
+            checkpoint_layers(model, GPT2Block)
+            """,
+            line=10,
+            column=5,
+            message_contains="`GPT2Block (as passed at",
+            expected_fix="""
+            import functools
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing,
+                checkpoint_wrapper,
+            )
+            from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+
+            def checkpoint_layers(model, layer_cls):
+                no_rng = functools.partial(checkpoint_wrapper)
+                apply_activation_checkpointing(model, checkpoint_wrapper_fn=no_rng, check_fn=lambda m: isinstance(m, layer_cls))
+
+            checkpoint_layers(model, GPT2Block)
+            """,
+        ),
         # Through accelerate-style `apply_activation_checkpointing` with a partial bound to a name.
         Invalid(
             """
@@ -359,3 +475,21 @@ class RngStateNotPreservedWithDropout(RegionRule):
             """,
         ),
     ]
+
+
+_SETS_DROPOUT = re.compile(r"dropout\w*\s*=|pdrop\w*\s*=|dropout_rate")
+
+
+def _preserve_rng_state_false(node: cst.BaseExpression | None) -> tuple[cst.Dict, cst.DictElement] | None:
+    """The `"preserve_rng_state": False` entry of a literal `gradient_checkpointing_kwargs`."""
+    if not isinstance(node, cst.Dict):
+        return None
+    for element in node.elements:
+        if (
+            isinstance(element, cst.DictElement)
+            and isinstance(element.key, cst.SimpleString)
+            and element.key.evaluated_value == "preserve_rng_state"
+            and literal_bool(element.value) is Reentrancy.EXPLICIT_FALSE
+        ):
+            return node, element
+    return None

@@ -65,3 +65,27 @@ def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path)
     )
     updated = cached.with_file("model.py", wrapped)
     assert [(use.path, use.line) for use in updated.fsdp_uses] == [("model.py", 7)]
+
+
+def test_a_file_whose_extraction_raises_is_said_and_not_remembered(tmp_path, monkeypatch):
+    """A bug in the extraction is not a limit: the run names the file, and the next run tries
+    it again instead of serving it from the cache as a file without facts."""
+    import ckptlint.model.extraction as extraction
+
+    (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\n")
+    (tmp_path / "model.py").write_text("import torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n")
+    settings = dataclasses.replace(resolve_settings(tmp_path), cache_dir=tmp_path / "cache")
+
+    def broken(text, relative_path, **_):
+        raise AttributeError("'Attribute' object has no attribute 'func'")
+
+    monkeypatch.setattr(extraction, "extract_facts", broken)
+    index = build_index(tmp_path, settings, jobs=1)
+    assert index.extraction_errors == (
+        "model.py: internal error while indexing, its facts are missing (please report): "
+        "AttributeError: 'Attribute' object has no attribute 'func'",
+    )
+    monkeypatch.undo()
+    again = build_index(tmp_path, settings, jobs=1)
+    assert again.extraction_errors == ()
+    assert [c.name for c in again.files["model.py"].classes] == ["model.Net"]

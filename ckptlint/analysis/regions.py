@@ -28,9 +28,9 @@ from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, Che
 from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.denotation import Denotation
-from ckptlint.model.values import Constant, FunctionRef, Instance, Lambda, Sequence
+from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, NORMS_WITH_RUNNING_STATS, RANDOM_MODULES
+from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRANSFORMERS_RANDOM_LAYERS
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
@@ -49,6 +49,17 @@ class Region:
 def class_region(project: ProjectIndex, class_name: str) -> Region:
     """The region of a wrapped instance: its whole forward."""
     return Region(class_name, None, frozenset({project.denotation.instance(class_name)}))
+
+
+def wrapped_class_region(project: ProjectIndex, class_name: str) -> Region | None:
+    """The region of the instances of a class wrapped for checkpointing: a project class's
+    whole forward, or a library layer the library facts describe (`BertLayer`)."""
+    resolved = project.class_named(class_name)
+    if resolved is not None:
+        return class_region(project, resolved.name)
+    if class_name in RANDOM_MODULES or class_name in NORMS_WITH_RUNNING_STATS:
+        return Region(class_name, None, frozenset({Instance(class_name)}))
+    return None
 
 
 def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
@@ -113,7 +124,8 @@ class _RegionPaths:
     def _instance_paths(self, instance: Instance, seen: frozenset) -> Iterator[str]:
         lineage = self.project.ancestors(instance.cls)
         if self._is_leaf(instance, lineage):
-            yield f"({instance.cls})"
+            library = next((name for name in lineage if name in TRANSFORMERS_RANDOM_LAYERS), None)
+            yield f"({instance.cls}: dropout on under its configuration's defaults)" if library else f"({instance.cls})"
             return
         if instance.members is not None:
             for members in instance.members:
@@ -272,6 +284,11 @@ class SiteScopes(Rule):
         self._loops: list[dict[str, cst.BaseExpression]] = [{}]
         self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
         self._calls: list[cst.Call] = []
+        self._assigned_lambdas: dict[str, cst.Lambda] = {}  # `check_fn = lambda m: ...`
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._assigned_lambdas[node.targets[0].target.value] = node.value
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append(("class", node.name.value))
@@ -357,15 +374,15 @@ class RegionRule(CheckpointingGate, SiteScopes):
     def site_region(self, site: CheckpointSite) -> Region | None:
         if site.kind is not SiteKind.CALL:
             return None
-        region = self._region_at(site.node, site.function)
-        if region is not None and site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None:
-            return _sequential_region(region, site)
-        return region
+        sequential = site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None
+        return self._region_at(site.node, site.function, _checkpointed_segments if sequential else None)
 
-    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None) -> Region | None:
+    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None, select=None) -> Region | None:
         if function is None:
             return None
         owner, values = self.values_at(call, function)
+        if select is not None:
+            values = select(values, call)
         runs = self.context.project.denotation.runs(values)
         if not runs:
             return None
@@ -377,10 +394,16 @@ class RegionRule(CheckpointingGate, SiteScopes):
         train.py:12)`)."""
         short = owner.rsplit(".", 1)[-1] if owner is not None else None
         node = function
+        if isinstance(node, cst.Call) and _code(node.func).rsplit(".", 1)[-1] == "partial" and node.args:
+            node = node.args[0].value  # `partial(blk, mask=mask)`
         if isinstance(node, cst.Name):
             node = self._call_loops.get(call, {}).get(node.value, node)
         while isinstance(node, cst.Subscript):
             node = node.value
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("list", "tuple") and node.args:
+            node = node.args[0].value
+        if isinstance(node, (cst.List, cst.Tuple)) and len(_code(node)) <= 60:
+            return _code(node)
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
@@ -396,9 +419,10 @@ class RegionRule(CheckpointingGate, SiteScopes):
             return _code(node) + self._passed_at(call, node)
         return None
 
-    def _passed_at(self, call: cst.Call, node: cst.BaseExpression) -> str:
+    def _passed_at(self, call: cst.Call, node: cst.BaseExpression, holds=None) -> str:
         """Where the project passes the parameter `node` starts with, when the model
-        resolved it at the enclosing function's call sites."""
+        resolved it at the enclosing function's call sites (with `holds`, the sites whose
+        values it accepts)."""
         while isinstance(node, cst.Attribute):
             node = node.value
         scopes = self._call_scopes.get(call, ())
@@ -406,7 +430,7 @@ class RegionRule(CheckpointingGate, SiteScopes):
             return ""
         denotation = self.context.project.denotation
         function = ".".join([self._module, *(name for _, name in scopes)])
-        sites = [site for site in denotation.passed_through(function) if site[0] == node.value]
+        sites = [site for site in denotation.passed_through(function, holds) if site[0] == node.value]
         if not sites:
             return ""
         more = f" and {len(sites) - 1} more call site{'s' if len(sites) > 2 else ''}" if len(sites) > 1 else ""
@@ -436,10 +460,6 @@ class RegionRule(CheckpointingGate, SiteScopes):
         `what` names them; by default their forward is checked as a region."""
         self.check_region(node, region, api)
 
-    def check_class(self, node: cst.Call, class_name: str, api: str) -> None:
-        """Report what the rule finds in instances of `class_name`, wrapped by `node`."""
-        self.check_wrapped(node, class_region(self.context.project, class_name), class_name.rsplit(".", 1)[-1], api)
-
     def finish(self) -> None:
         project = self.context.project
         configured = set(self.context.settings.checkpoint_functions)
@@ -468,6 +488,7 @@ class RegionRule(CheckpointingGate, SiteScopes):
                     self.check_region(call, region, _code(call.func))
         # Classes this file wraps with checkpoint_wrapper / apply_activation_checkpointing.
         facts = project.files.get(self.context.relative_path)
+        checked: set[tuple[int, str]] = set()
         for wrapped in facts.wrapped_classes if facts is not None else ():
             if wrapped.api == "checkpoint_wrapper" and wrapped.line in wrapped_here:
                 continue
@@ -476,9 +497,60 @@ class RegionRule(CheckpointingGate, SiteScopes):
                  and _code(c.func).rsplit(".", 1)[-1] in (wrapped.api, "checkpoint_wrapper", "apply_activation_checkpointing")),
                 None,
             )
-            resolved = project.class_named(wrapped.name)
-            if node is not None and resolved is not None:
-                self.check_class(node, resolved.name, wrapped.api)
+            region = wrapped_class_region(project, wrapped.name)
+            if node is not None and region is not None and (wrapped.line, region.owner) not in checked:
+                checked.add((wrapped.line, region.owner))
+                self.check_wrapped(node, region, region.owner.rsplit(".", 1)[-1], wrapped.api)
+        # `check_fn=lambda m: isinstance(m, layer_cls)` in a helper that takes the class as
+        # a parameter: the classes the project's calls of the helper pass.
+        for call in self._calls:
+            if not absolute_names(self.context, call.func) & APPLY_ACTIVATION_CHECKPOINTING:
+                continue
+            line = self.context.position(call).start.line
+            for class_name, passed in self._check_fn_classes(call):
+                region = wrapped_class_region(project, class_name)
+                if region is not None and (line, region.owner) not in checked:
+                    checked.add((line, region.owner))
+                    self.check_wrapped(call, region, region.owner.rsplit(".", 1)[-1] + passed, "apply_activation_checkpointing")
+
+    def _check_fn_classes(self, call: cst.Call) -> list[tuple[str, str]]:
+        """The classes `check_fn`'s `isinstance` tests name, as the model evaluates them at
+        `call` (a lambda written there or bound to a name in the same function), each with
+        where the project passes it when it is a parameter (` (as passed at train.py:6)`)."""
+        check_fn = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "check_fn"), None)
+        if isinstance(check_fn, cst.Name):
+            check_fn = self._assigned_lambdas.get(check_fn.value)
+        if not isinstance(check_fn, cst.Lambda):
+            return []
+        found: list[tuple[str, str]] = []
+        for tested in _isinstance_classes(check_fn.body):
+            _, values = self.values_at(call, tested)
+            names = sorted({e.name for v in values for e in _class_refs(v)})
+            for name in names:
+                passed = ""
+                if isinstance(tested, cst.Name):
+                    passed = self._passed_at(call, tested, lambda passed, name=name: any(e.name == name for v in passed for e in _class_refs(v)))
+                found.append((name, passed))
+        return found
+
+
+def _class_refs(value) -> list[ClassRef]:
+    """A class, or the classes of a tuple of them."""
+    elements = value.elements if isinstance(value, Sequence) else (value,)
+    return [e for e in elements if isinstance(e, ClassRef)]
+
+
+def _isinstance_classes(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The second arguments of the `isinstance(x, C)` calls in `expr`."""
+    found: list[cst.BaseExpression] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
+                found.append(node.args[1].value)
+
+    expr.visit(_Visitor())
+    return found
 
 
 def _wrapped_name(region: Region) -> str:
@@ -487,24 +559,30 @@ def _wrapped_name(region: Region) -> str:
     return classes[0] if len(classes) == 1 else region.label or " / ".join(classes)
 
 
-def _sequential_region(region: Region, site: CheckpointSite) -> Region:
-    """`checkpoint_sequential(seq, segments, x)` checkpoints all but the last segment (torch
-    runs that one plainly): with `seq` an `nn.Sequential` whose members are known and
-    `segments` a literal, the region is the members of the checkpointed segments only."""
-    positional = [arg for arg in site.node.args if arg.keyword is None and not arg.star]
+def _checkpointed_segments(values: frozenset, call: cst.Call) -> frozenset:
+    """`checkpoint_sequential(functions, segments, x)` checkpoints all but the last segment
+    (torch runs that one plainly): with `functions` an `nn.Sequential` or a list whose members
+    are known in order and `segments` a literal, what it recomputes is the members of the
+    checkpointed segments only; members whose order is not known (`self.children()` of
+    children added under computed names) are all taken."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
     segments = positional[1].value if len(positional) > 1 else next(
-        (arg.value for arg in site.node.args if arg.keyword is not None and arg.keyword.value == "segments"), None
+        (arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "segments"), None
     )
-    containers = [v for v in region.runs if isinstance(v, Instance) and v.members is not None and v.ordered]
-    if len(containers) != 1 or len(region.runs) != 1 or not isinstance(segments, cst.Integer):
-        return region
+    if len(values) != 1 or not isinstance(segments, cst.Integer):
+        return values
+    (value,) = values
+    if isinstance(value, Instance) and value.members is not None and value.ordered:
+        members: tuple[frozenset, ...] | None = value.members
+    elif isinstance(value, Sequence) and value.items is not None:
+        members = value.items
+    else:
+        return values
     count = int(segments.evaluated_value)
-    members = containers[0].members
     if count < 1:
-        return region
+        return values
     checkpointed = members[: (len(members) // count) * (count - 1)]
-    runs = frozenset(v for member in checkpointed for v in member)
-    return Region(region.owner, region.label, runs)
+    return frozenset({Sequence(checkpointed, frozenset().union(*checkpointed))})
 
 
 def _code(node: cst.CSTNode) -> str:

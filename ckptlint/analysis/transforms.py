@@ -65,6 +65,16 @@ def _separator(call: cst.Call) -> cst.BaseParenthesizableWhitespace:
     return cst.SimpleWhitespace(" ")
 
 
+def remove_dict_entry(dictionary: cst.Dict, entry: cst.BaseDictElement) -> cst.Dict:
+    """`dictionary` without `entry`, the layout of the others kept (as `remove_keyword`)."""
+    elements = list(dictionary.elements)
+    index = elements.index(entry)
+    removed = elements.pop(index)
+    if index == len(elements) and elements:
+        elements[-1] = elements[-1].with_changes(comma=removed.comma)
+    return dictionary.with_changes(elements=elements)
+
+
 def remove_keyword(call: cst.Call, name: str) -> cst.Call:
     """`call` without keyword argument `name`, the layout of the others kept: removing the
     last argument hands its comma (a trailing one, or none) to the one before."""

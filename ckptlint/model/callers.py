@@ -65,14 +65,16 @@ class CallSites:
 class CallSiteResolution:
     """A mixin of `ckptlint.model.denotation.Denotation`: parameters resolved at call sites."""
 
-    def passed_through(self, function: str) -> tuple[tuple[str, str, int, str], ...]:
+    def passed_through(self, function: str, holds=None) -> tuple[tuple[str, str, int, str], ...]:
         """The call sites (parameter, path, line, calling function) whose arguments stood for
-        a parameter of `function` (or of a function it is nested in) in the evaluations so far."""
+        a parameter of `function` (or of a function it is nested in) in the evaluations so far;
+        with `holds`, only those whose passed values it accepts."""
         return tuple(
             (parameter, path, line, caller)
             for (name, parameter), sites in sorted(self._passed_at.items())
             if function == name or function.startswith(f"{name}.")
             for path, line, caller in sites
+            if holds is None or holds(self._site_values.get((name, parameter, path, line), NOTHING))
         )
 
     def _passed_by_callers(self, summary: FunctionSummary, parameter: str) -> frozenset:
@@ -95,6 +97,7 @@ class CallSiteResolution:
                 if any(not falsy(v) for v in passed):
                     values |= passed
                     sites.append((path, line, caller.name))
+                    self._site_values[(summary.name, parameter, path, line)] = frozenset(passed)
         finally:
             self._active.discard(key)
         found = self._passed[key] = frozenset(values)

@@ -19,6 +19,7 @@ from ckptlint.model.values import (
     Frame,
     FunctionRef,
     Instance,
+    Lambda,
     Mapping,
     Sequence,
     Splat,
@@ -49,6 +50,8 @@ class ContainerSemantics:
                     found.add(ClassRef(target.name, bound))
                 elif isinstance(target, FunctionRef):
                     found.add(FunctionRef(target.name, target.frame, bound, (*target.positional, *known[1:])))
+                elif isinstance(target, (Instance, Lambda)):
+                    found.add(target)  # `partial(block, mask=mask)`: calling it runs the module
             return found
         if name.startswith("builtins.") or name in ("itertools.chain", "itertools.chain.from_iterable"):
             if short == "dict":
@@ -92,6 +95,8 @@ class ContainerSemantics:
             if modules:
                 members.append(frozenset(modules))
                 continue
+            for mapping in (v for v in values if isinstance(v, Mapping)):  # `ModuleDict({"a": ...})`
+                members.extend(frozenset(v for v in entry if isinstance(v, Instance)) for _, entry in mapping.entries)
             for element in self._elements(values):
                 if isinstance(element, Sequence) and element.items is not None and len(element.items) == 2:
                     members.append(element.items[1])  # (name, module) pairs

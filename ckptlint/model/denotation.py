@@ -83,6 +83,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._methods_cache: dict[str, list[FunctionSummary]] = {}
         self._passed: dict[tuple[str, str], frozenset] = {}
         self._passed_at: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
+        self._site_values: dict[tuple[str, str, str, int], frozenset] = {}  # what each of those passed
         self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
@@ -291,6 +292,8 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         if parameter is not None or bindings:
             return found
         if name in summary.nested:
+            if summary.name.endswith(_MODULE_LEVEL):  # a module's own function, not a closure
+                return {FunctionRef(f"{summary.name.removesuffix(_MODULE_LEVEL)}.{name}")}
             return {FunctionRef(f"{summary.name}.{name}", frame)}
         if frame.parent is not None:
             return self._name(name, frame.parent)
@@ -520,6 +523,10 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 if receiver.members is not None and method in ("values", "children", "modules"):
                     found.add(Sequence(None, frozenset().union(*receiver.members) if receiver.members else NOTHING))
                     continue
+                if receiver.members is not None and method in ("items", "named_children"):
+                    # `for name, block in self.blocks.items()` over a ModuleDict
+                    found.add(Sequence(None, frozenset(Sequence((NOTHING, member), member) for member in receiver.members)))
+                    continue
                 summary = self._method(receiver.cls, method)
                 if summary is not None:
                     found |= self._returns(summary, FunctionRef(summary.name, Frame(summary.name, "", (), receiver)),
@@ -564,6 +571,9 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         return Frame(summary.name, module, function.bound, self_instance, function.frame)
 
 
+
+
+_MODULE_LEVEL = ".<module>"  # the summary of a module's top-level code (`ckptlint.model.extraction`)
 
 
 def _visible(bindings: list[Binding], before: int | None) -> list[Binding]:

@@ -39,7 +39,8 @@ from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).
 HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training_step", "Trainer",
-            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
+            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing",
+            "model")  # a module in the middle: `setup()` returning `load_model()`'s model
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
 _LOADERS = (".from_pretrained", ".from_config", "._from_config")
@@ -79,6 +80,10 @@ class HfEvents:
                     self._add(EventKind.RETURNED, RETURNED_VALUE, node, parameter=index)
                     continue
                 target = _model_name(value, self.resolve)
+                if target is None and index == -1 and isinstance(value, ast.Call) and self._project_callee(value):
+                    # `return load_model(name)`: the result of a project function, returned.
+                    target = RETURNED_VALUE
+                    self._add(EventKind.RESULT, target, node, callee=self._project_callee(value), parameter=-1)
                 if target is not None:
                     self._add(EventKind.RETURNED, target, node, parameter=index)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -98,16 +103,27 @@ class HfEvents:
                     self._add(EventKind.USE_CACHE_OFF, _strip_parts(owner), node)
             elif written is not None and written.endswith(".requires_grad") and EMBEDDING_PARTS.search(written) and not _is_false(value):
                 self._add(EventKind.INPUT_GRADS, written.split(".")[0], node)
-        if not isinstance(value, ast.Call):
-            return
-        callee = self.resolve(value.func)
         bound = [(index, name) for target in targets for index, name in _bound_names(target)]
-        if loaded_class(callee) is not None:
+        if isinstance(value, ast.Call) and loaded_class(self.resolve(value.func)) is not None:
             self._loaded(value, bound, node)
             return
-        if callee is not None and not callee.startswith(LIBRARY_PREFIXES) and not callee.rsplit(".", 1)[-1][:1].isupper():
-            for index, name in bound:
-                self._add(EventKind.RESULT, name, node, callee=callee, parameter=index)
+        # `model = build(args)`, `model = build(args) if args.fast else build_slow(args)`
+        calls = [value] if isinstance(value, ast.Call) else [
+            branch for branch in (value.body, value.orelse) if isinstance(branch, ast.Call)
+        ] if isinstance(value, ast.IfExp) else []
+        for call in calls:
+            callee = self._project_callee(call)
+            if callee is not None:
+                for index, name in bound:
+                    self._add(EventKind.RESULT, name, node, callee=callee, parameter=index)
+
+    def _project_callee(self, call: ast.Call) -> str | None:
+        """The function a call runs when it may be the project's own (not a library's, not a
+        class)."""
+        callee = self.resolve(call.func)
+        if callee is None or callee.startswith(LIBRARY_PREFIXES) or callee.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        return callee
 
     def _loaded(self, call: ast.Call, bound: list[tuple[int, str]], node: ast.AST) -> None:
         quantized = any(

@@ -202,6 +202,8 @@ class ProjectIndex:
     # The files whose facts hold each kind of cross-file fact (`cross_file_kinds`), when
     # known without the facts: project-wide queries then load only those files.
     files_with: Mapping[str, frozenset[str]] | None = None
+    # Files whose extraction raised (a bug of ours): they have no facts; the run says so.
+    extraction_errors: tuple[str, ...] = ()
 
     def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
         if self.files_with is None:

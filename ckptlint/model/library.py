@@ -99,6 +99,52 @@ RANDOM_MODULES = frozenset(
     | {f"torch.nn.modules.dropout.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")}
     | {"timm.layers.DropPath", "timm.models.layers.DropPath", "timm.layers.drop.DropPath"}
 )
+# transformers layers that draw dropout masks in training under their configuration's
+# defaults, which the usual pretrained checkpoints keep (`BertConfig().hidden_dropout_prob ==
+# 0.1`, GPT-2 `resid_pdrop` 0.1, T5 `dropout_rate` 0.1, BART / mBART / Pegasus / OPT `dropout`
+# 0.1, Wav2Vec2 `hidden_dropout` 0.1; read from the configs of transformers 5.17.0, the same
+# in 4.46.3). Llama, Mistral, Qwen2, Gemma, Phi, Falcon, Bloom, GPT-NeoX, GPT-J, ViT, CLIP,
+# Swin, Whisper and ALBERT default to 0.0 and are not listed: a layer of theirs draws nothing
+# unless a project turns dropout on.
+TRANSFORMERS_RANDOM_LAYERS = frozenset(
+    f"transformers.models.{family}.modeling_{family}.{layer}"
+    for family, layers in (
+        ("bert", ("BertLayer",)), ("roberta", ("RobertaLayer",)), ("xlm_roberta", ("XLMRobertaLayer",)),
+        ("electra", ("ElectraLayer",)), ("deberta_v2", ("DebertaV2Layer",)), ("distilbert", ("TransformerBlock",)),
+        ("mpnet", ("MPNetLayer",)), ("longformer", ("LongformerLayer",)), ("gpt2", ("GPT2Block",)),
+        ("t5", ("T5Block",)), ("mt5", ("MT5Block",)), ("bart", ("BartEncoderLayer", "BartDecoderLayer")),
+        ("mbart", ("MBartEncoderLayer", "MBartDecoderLayer")),
+        ("pegasus", ("PegasusEncoderLayer", "PegasusDecoderLayer")), ("opt", ("OPTDecoderLayer",)),
+        ("wav2vec2", ("Wav2Vec2EncoderLayer", "Wav2Vec2EncoderLayerStableLayerNorm")),
+    )
+    for layer in layers
+)
+RANDOM_MODULES = RANDOM_MODULES | TRANSFORMERS_RANDOM_LAYERS
+# The model classes of those families (`BertForMaskedLM`, `GPT2LMHeadModel`, `T5Model`; not
+# `T5GemmaModel`, another family): the layers gradient checkpointing wraps.
+_RANDOM_FAMILIES = {
+    layer.split(".")[2]: layer
+    for layer in sorted(TRANSFORMERS_RANDOM_LAYERS, key=lambda name: ("Decoder" in name, len(name), name), reverse=True)
+}
+_FAMILY_PREFIXES = {
+    "bert": "Bert", "roberta": "Roberta", "xlm_roberta": "XLMRoberta", "electra": "Electra", "deberta_v2": "DebertaV2",
+    "distilbert": "DistilBert", "mpnet": "MPNet", "longformer": "Longformer", "gpt2": "GPT2", "t5": "T5", "mt5": "MT5",
+    "bart": "Bart", "mbart": "MBart", "pegasus": "Pegasus", "opt": "OPT", "wav2vec2": "Wav2Vec2",
+}
+_RANDOM_MODEL_CLASS = re.compile(
+    r"^(?P<prefix>" + "|".join(sorted(_FAMILY_PREFIXES.values(), key=len, reverse=True))
+    + r")(?:Model|LMHeadModel|EncoderModel|For[A-Z]\w*)$"
+)
+
+
+def transformers_random_layer(model_class: str) -> str | None:
+    """The layer of a transformers model class whose family draws dropout masks under its
+    configuration's defaults (`BertForMaskedLM` -> `...modeling_bert.BertLayer`), else None."""
+    match = _RANDOM_MODEL_CLASS.match(model_class.rsplit(".", 1)[-1])
+    if match is None:
+        return None
+    family = next(f for f, prefix in _FAMILY_PREFIXES.items() if prefix == match["prefix"])
+    return _RANDOM_FAMILIES.get(family)
 RANDOM_FUNCTIONS = frozenset(
     {f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                                                 "feature_alpha_dropout")}
