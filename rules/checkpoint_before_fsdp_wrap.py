@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis.fsdp import ModelStep, call_at, model_steps
+from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
@@ -94,7 +94,7 @@ class CheckpointBeforeFsdpWrap(Rule):
         for checkpointing, wrap in _checkpointed_then_wrapped(self.context.project, self.context.relative_path):
             self._check(checkpointing, wrap)
 
-    def _check(self, checkpointing: ModelStep, wrap: ModelStep) -> None:
+    def _check(self, checkpointing: WrapStep, wrap: WrapStep) -> None:
         if checkpointing.impl is not Impl.REENTRANT:
             applies = self.context.versions.applies((NESTING_FIXED,))
             if applies is Applies.NO:
@@ -119,7 +119,7 @@ class CheckpointBeforeFsdpWrap(Rule):
         )
         self.report(node, message, replacements=self._move(checkpointing, wrap, node), fix_message="Move the checkpointing after the FSDP wrap")
 
-    def _move(self, checkpointing: ModelStep, wrap: ModelStep, call: cst.Call) -> list[Replacement]:
+    def _move(self, checkpointing: WrapStep, wrap: WrapStep, call: cst.Call) -> list[Replacement]:
         if checkpointing.effect is not None or wrap.effect is not None or not checkpointing.event.direct:
             return []
         wrap_call = call_at(self.context, self._calls, wrap.event.line, wrap.event.column)
@@ -284,13 +284,13 @@ class CheckpointBeforeFsdpWrap(Rule):
     ]
 
 
-def _checkpointed_then_wrapped(project: ProjectIndex, relative_path: str) -> list[tuple[ModelStep, ModelStep]]:
+def _checkpointed_then_wrapped(project: ProjectIndex, relative_path: str) -> list[tuple[WrapStep, WrapStep]]:
     """(checkpointing, FSDP1 auto-wrap) of the same model, in that order, in the file's functions."""
     found = []
     facts = project.files.get(relative_path)
     for function in facts.functions if facts is not None else ():
-        checkpointed: dict[int, ModelStep] = {}
-        for step in model_steps(function, project):
+        checkpointed: dict[int, WrapStep] = {}
+        for step in wrap_steps(function, project):
             if step.kind is EventKind.CHECKPOINT:
                 checkpointed.setdefault(step.model, step)
             elif step.kind is EventKind.FSDP1 and step.auto_wrap and step.model in checkpointed:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
-from ckptlint.analysis.fsdp import ModelStep, call_at, model_steps
+from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.analysis.huggingface import gc_enable_kwargs
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
@@ -162,7 +162,7 @@ class DoubleCheckpointing(Rule):
                 "twice in backward; keep one of the two",
             )
 
-    def _reentrant(self, step: ModelStep) -> bool:
+    def _reentrant(self, step: WrapStep) -> bool:
         if step.kind is not EventKind.HF_GC:
             return step.impl is Impl.REENTRANT
         node = call_at(self.context, self._calls, step.event.line, step.event.column) if step.effect is None else None
@@ -246,14 +246,14 @@ class DoubleCheckpointing(Rule):
     ]
 
 
-def _same_model_twice(project: ProjectIndex, relative_path: str) -> list[tuple[ModelStep, ModelStep]]:
+def _same_model_twice(project: ProjectIndex, relative_path: str) -> list[tuple[WrapStep, WrapStep]]:
     """(later, earlier) pairs of HF gradient checkpointing and torch's wrappers applied to
     the same model in one of the file's functions."""
     found = []
     facts = project.files.get(relative_path)
     for function in facts.functions if facts is not None else ():
-        first: dict[int, dict[EventKind, ModelStep]] = {}
-        for step in model_steps(function, project):
+        first: dict[int, dict[EventKind, WrapStep]] = {}
+        for step in wrap_steps(function, project):
             if step.kind not in (EventKind.CHECKPOINT, EventKind.HF_GC):
                 continue
             other_kind = EventKind.CHECKPOINT if step.kind is EventKind.HF_GC else EventKind.HF_GC
@@ -266,7 +266,7 @@ def _same_model_twice(project: ProjectIndex, relative_path: str) -> list[tuple[M
     return found
 
 
-def _describe(step: ModelStep) -> str:
+def _describe(step: WrapStep) -> str:
     if step.kind is EventKind.HF_GC:
         return "gradient_checkpointing_enable"
     return step.event.api.rsplit(".", 1)[-1] if step.effect is None else "activation checkpointing"

@@ -119,8 +119,9 @@ def is_checkpoint_wrapper(context: FileContext, call: cst.Call) -> bool:
 
 
 @dataclass(frozen=True)
-class ModelStep:
-    """Something done to a model object in one function: directly (`event` is the call), or
+class WrapStep:
+    """A wrap done to a model object in one function (FSDP, a checkpoint wrapper, gradient
+    checkpointing turned on), from the index's events: directly (`event` is the call), or
     inside a project function it was passed to (`event` is that call, `effect` says what
     the function did and where)."""
 
@@ -141,7 +142,7 @@ class ModelStep:
 _STEP_KINDS = frozenset({EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC, EventKind.RUNS_CHECKPOINTED})
 
 
-def model_steps(function: FunctionFacts, project: ProjectIndex) -> list[ModelStep]:
+def wrap_steps(function: FunctionFacts, project: ProjectIndex) -> list[WrapStep]:
     """What `function` does to the model objects it names, in order, aliases followed
     (`fsdp_model = FSDP(model)` is the same model's layers)."""
     models: dict[str, int] = {}
@@ -149,17 +150,17 @@ def model_steps(function: FunctionFacts, project: ProjectIndex) -> list[ModelSte
     def model_of(name: str) -> int:
         return models.setdefault(name, len(models))
 
-    steps: list[ModelStep] = []
+    steps: list[WrapStep] = []
     for event in function.events:
         if event.kind is EventKind.ALIAS:
             models[event.target] = model_of(event.source)
         elif event.kind is EventKind.CALL:
             for effect in project.parameter_effects(event.callee, event.parameter):
                 steps.append(
-                    ModelStep(effect.kind, model_of(event.target), event.target, event, effect, effect.impl, effect.auto_wrap)
+                    WrapStep(effect.kind, model_of(event.target), event.target, event, effect, effect.impl, effect.auto_wrap)
                 )
         elif event.kind in _STEP_KINDS:
-            steps.append(ModelStep(event.kind, model_of(event.target), event.target, event, None, event.impl, event.auto_wrap))
+            steps.append(WrapStep(event.kind, model_of(event.target), event.target, event, None, event.impl, event.auto_wrap))
     return steps
 
 

@@ -5,7 +5,9 @@ the behaviour was read or measured. Add a library fact here, never as a branch i
 
 from __future__ import annotations
 
+import enum
 import re
+from dataclasses import dataclass
 
 # --- torch: activation checkpointing ----------------------------------------------------
 
@@ -271,3 +273,100 @@ def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
         if re.fullmatch(pattern, name):
             return source, evidence
     return None
+
+
+# --- transformers: what a model class's name says -------------------------------------------
+
+# --- model classes -----------------------------------------------------------------------
+
+
+class MainInput(str, enum.Enum):
+    """A model's `main_input_name`, as far as transformers' input-grads logic cares."""
+
+    INPUT_IDS = "input_ids"
+    OTHER = "not input_ids"  # pixel_values, input_features, input_values...
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ModelClass:
+    """What a model's class says about it."""
+
+    name: str  # as resolved (`transformers.AutoModelForCausalLM`), or as written
+    generative: bool | None  # decodes with a KV cache (decoder or encoder-decoder)
+    main_input: MainInput
+
+    @property
+    def short_name(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+# Generative heads: a decoder (or encoder-decoder) that builds a KV cache when `use_cache`.
+_GENERATIVE_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForSeq2SeqLM", "ForSpeechSeq2Seq")
+_GENERATIVE_AUTO = frozenset(
+    {
+        "AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForVision2Seq", "AutoModelForImageTextToText",
+        "AutoModelForSpeechSeq2Seq", "AutoPeftModelForCausalLM", "AutoPeftModelForSeq2SeqLM",
+    }
+)
+# LM heads whose configs have no `use_cache` (XLNet has `use_mems`): no KV cache to turn off.
+_NO_CACHE_PREFIXES = ("XLNet", "OpenAIGPT", "XLM", "Flaubert")
+# Heads and towers whose `main_input_name` is not `input_ids` (checked against transformers'
+# own classes in tests/test_hf_rules.py); the exceptions are text models with such heads.
+# Not AutoModelForSpeechSeq2Seq: half of what it maps to in 5.17 (Voxtral, Granite Speech...)
+# takes `input_ids`.
+_OTHER_INPUT_SUFFIXES = (
+    "ForImageClassification", "ForSemanticSegmentation", "ForObjectDetection", "ForDepthEstimation", "ForCTC",
+    "ForAudioClassification", "ForMaskedImageModeling", "ForVideoClassification", "ForUniversalSegmentation",
+    "ForInstanceSegmentation", "ForKeypointDetection", "Backbone", "ForAudioFrameClassification", "ForXVector",
+    "ForImageSegmentation", "ForImageSuperResolution",
+)
+_TEXT_WITH_IMAGE_HEADS = ("ImageGPT", "ShieldGemma2", "OwlViT", "Owlv2")
+_OTHER_INPUT_FAMILIES = re.compile(
+    r"^(ViT(?!s)|ViTMAE|ViTMSN|Deit|DeiT|Beit|BEiT|Swin|Swinv2|ConvNext|ConvNextV2|Dinov2|CLIPVision|SiglipVision|"
+    r"Siglip2Vision|Whisper(?!ForCausalLM)|Wav2Vec2|Hubert|WavLM|Speech2Text(?!ForCausalLM))"
+)
+_OTHER_INPUT_AUTO = frozenset(
+    {
+        "AutoModelForImageClassification", "AutoModelForSemanticSegmentation", "AutoModelForObjectDetection",
+        "AutoModelForDepthEstimation", "AutoModelForCTC", "AutoModelForAudioClassification",
+        "AutoModelForVideoClassification", "AutoModelForMaskedImageModeling",
+        "AutoModelForImageSegmentation", "AutoModelForInstanceSegmentation", "AutoModelForUniversalSegmentation",
+        "AutoModelForKeypointDetection", "AutoModelForAudioFrameClassification", "AutoModelForAudioXVector",
+        "AutoBackbone",
+    }
+)
+_INPUT_IDS_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForTokenClassification", "ForQuestionAnswering", "ForMultipleChoice")
+
+
+def classify_model_class(name: str, *, main_input_name: str | None = None) -> ModelClass:
+    """A model class by its (qualified) name; `main_input_name` when its class body says."""
+    short = name.rsplit(".", 1)[-1]
+    if short in _GENERATIVE_AUTO:
+        generative: bool | None = True
+    elif short.endswith(_GENERATIVE_SUFFIXES):
+        generative = not short.startswith(_NO_CACHE_PREFIXES)
+    elif short.startswith("Auto") and short.endswith("Model"):
+        generative = None  # AutoModel / AutoPeftModel: any architecture, decoders included
+    else:
+        generative = None if short.endswith("Model") else False
+    if main_input_name is not None:
+        main_input = MainInput.INPUT_IDS if main_input_name == "input_ids" else MainInput.OTHER
+    elif short in _OTHER_INPUT_AUTO or (
+        (short.endswith(_OTHER_INPUT_SUFFIXES) or _OTHER_INPUT_FAMILIES.match(short))
+        and not short.startswith(_TEXT_WITH_IMAGE_HEADS)
+    ):
+        main_input = MainInput.OTHER
+    elif short.endswith(_INPUT_IDS_SUFFIXES) or short in ("AutoModelForCausalLM", "AutoPeftModelForCausalLM"):
+        main_input = MainInput.INPUT_IDS
+    else:
+        main_input = MainInput.UNKNOWN
+    return ModelClass(name, generative, main_input)
+
+
+
+ADAPTER_METHODS = frozenset({"add_adapter", "load_adapter"})
+# Methods of other objects that hand back the models given to them, wrapped (accelerate's
+# `prepare`, Lightning Fabric's `setup`).
+WRAPPING_METHODS = frozenset({"prepare", "prepare_model", "unwrap_model", "setup", "setup_module"})
+HF_LIBRARY_ROOTS = ("transformers", "peft", "trl", "torch", "accelerate", "diffusers")

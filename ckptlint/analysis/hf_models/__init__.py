@@ -1,0 +1,65 @@
+"""Hugging Face and PEFT model objects in a training script, and what happens to each, in order.
+
+A fine-tuning script loads a model (`AutoModelForCausalLM.from_pretrained`, a
+`LlamaForCausalLM(config)`, a project helper that returns one), wraps it with PEFT
+(`get_peft_model`, `PeftModel.from_pretrained`, `model.add_adapter`), turns gradient
+checkpointing on (`gradient_checkpointing_enable`, `prepare_model_for_kbit_training`,
+`TrainingArguments(gradient_checkpointing=True)` handed to a `Trainer`), works around its
+pitfalls (`enable_input_require_grads`, `config.use_cache = False`) and trains it. Whether
+checkpointing is a bug depends on the order of those steps on one model object, so this
+package follows model objects through the file and records their steps.
+
+How: each *context* (the module's top-level code, each class's methods sharing `self.*`, each
+function nothing in the file calls) is interpreted once, statement by statement in source
+order, with an environment from names (`model`, `self.model`) to the objects they hold.
+Branches are walked one after the other; steps remember which `if` branch they sit in and
+what its condition requires, so `if lora:` ... `if not lora:` never meet. Calls to functions
+and methods defined in the same file (also methods of objects of its classes) are
+interpreted in place, with their parameters bound to the caller's objects, so a helper that
+enables checkpointing or sets `use_cache` counts where it is called; functions that can
+touch nothing followed here are skipped. A model handed to a function of another module of
+the project is marked *escaped*; where it goes from there (and from a helper that returns it
+to other modules) the rules ask the project model (`ckptlint.model.fates`). A model that a
+project function of another module returns, or passes to a function of this file that
+nothing here calls, gets its class and what was done to it from the project model too.
+Names are resolved through libcst's qualified names.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ckptlint.analysis.hf_models.interpreter import Interpreter
+from ckptlint.analysis.hf_models.steps import ModelHistory, ModelStep, ScriptModels, StepKind, TrainerKind
+from ckptlint.analysis.hf_models.syntax import dotted_name, insert_line, is_simple_reference, line_of, source_of
+from ckptlint.model.library import MainInput, ModelClass, classify_model_class
+
+if TYPE_CHECKING:
+    from ckptlint.rule import FileContext
+
+__all__ = [
+    "MainInput", "ModelClass", "ModelHistory", "ModelStep", "ScriptModels", "StepKind", "TrainerKind",
+    "classify_model_class", "dotted_name", "insert_line", "is_simple_reference", "line_of", "script_models",
+    "source_of",
+]
+
+_CACHE: dict[int, tuple[cst.Module, ScriptModels]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def script_models(context: FileContext) -> ScriptModels:
+    """The model objects of the file and their steps (computed once per parsed file, shared
+    by the rules that ask)."""
+    key = id(context.module)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None and cached[0] is context.module:
+            return cached[1]
+    result = Interpreter(context).run()
+    with _CACHE_LOCK:
+        _CACHE.clear()  # one file at a time: the rules of a file run one after the other
+        _CACHE[key] = (context.module, result)
+    return result

@@ -1,0 +1,475 @@
+"""The interpreter's calls: of the file's own functions and methods (run in place), of model
+methods, of the libraries (loading, PEFT, trainers, configs), of other project modules (the
+project model says what they return)."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import QualifiedNameSource
+
+from ckptlint.analysis.fsdp import absolute_names
+from ckptlint.analysis.hf_models.objects import (
+    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, Scope, ScriptValue, TrainingArgumentsValue,
+    TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values, parts_of,
+    quantized_at_load, training_arguments_of,
+)
+from ckptlint.analysis.hf_models.steps import ModelStep, StepKind, TrainerKind
+from ckptlint.analysis.hf_models.syntax import (
+    code_of, dict_keys, dotted_text, is_auto_peft_loader, is_config_class, is_false, is_peft_model_loader, is_true,
+    literal_value, may_load_a_model,
+)
+from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, keyword_value
+from ckptlint.model.library import (
+    ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
+    TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
+    is_model_class_name,
+)
+from ckptlint.model.names import module_name
+
+MAX_INLINE_DEPTH = 8
+
+
+class Calls:
+    """A mixin of `Interpreter`: what a call does to the objects it is given."""
+
+    def _call(self, call: cst.Call, frame: Scope) -> ScriptValue:
+        func = call.func
+        receiver = self._eval(func.value, frame) if isinstance(func, cst.Attribute) else None
+        callee = receiver.child(func.attr.value) if isinstance(receiver, ModelPart) else None
+        if callee is None and not isinstance(func, cst.Attribute):
+            callee_value = self._eval(func, frame)
+            callee = callee_value if isinstance(callee_value, ModelPart) else None
+        elif callee is None and isinstance(func, cst.Attribute) and receiver is None:
+            found = frame.lookup(dotted_text(func) or "")
+            callee = found if isinstance(found, ModelPart) else None
+        args = [self._eval(arg.value, frame) for arg in call.args]
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method == "backward":
+            frame.context.start_training(self.order)
+
+        if isinstance(receiver, ModelPart) and method is not None:
+            return self._model_method(call, receiver, method, args, frame)
+        if isinstance(callee, ModelPart):
+            self._forward_call(call, callee, args, frame)
+            return None
+        if isinstance(receiver, ConfigValue) and method == "update":
+            keys = dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
+            if keys is None or "use_cache" in keys:
+                # An update whose keys are not known may turn it off too.
+                self._config_use_cache(receiver, keys["use_cache"] if keys is not None else None, call, frame)
+            return None
+        if isinstance(receiver, DictValue) and method not in ("get", "items", "keys", "values", "copy"):
+            receiver.expression, receiver.keys = None, None
+            return None
+        if isinstance(receiver, ObjectOfClass) and method is not None:
+            found = self._method(receiver.class_name, method)
+            return self._inline(call, found, args, frame, receiver) if found is not None else None
+        called = self._eval(func, frame) if not isinstance(func, cst.Attribute) else frame.lookup(dotted_text(func) or "")
+        if isinstance(called, ObjectOfClass):
+            found = self._method(called.class_name, "forward") or self._method(called.class_name, "__call__")
+            return self._inline(call, found, args, frame, called) if found is not None else None
+
+        local = self._local_function(call, frame.class_name)
+        if local is not None:
+            return self._inline(call, local, args, frame)
+        if isinstance(func, cst.Name) and func.value == "setattr" and len(call.args) >= 3:
+            self._setattr(call, args, frame)
+            return None
+        if isinstance(func, cst.Name) and func.value == "dict" and not any(a.star for a in call.args):
+            return DictValue(call, {a.keyword.value: a.value for a in call.args if a.keyword is not None})
+        names = self._absolute_names(func)
+        if names:
+            handled, value = self._library_call(call, names, args, frame)
+            if handled:
+                return value
+        if method in WRAPPING_METHODS and receiver is None:
+            # accelerate / Fabric: `model, optimizer = accelerator.prepare(model, optimizer)`.
+            return args[0] if len(args) == 1 else TupleValue(tuple(args))
+        if method == "from_pretrained" and receiver is None and may_load_a_model(names):
+            # `text_encoder_cls.from_pretrained(...)`: a class chosen at runtime.
+            return self._new_model(None, call, frame)
+        if self._is_project_call(func):
+            for value in args:
+                for part in parts_of(value):
+                    self._step(part, StepKind.ESCAPED, call, frame)
+            return self._returned_model(call, names, frame)
+        local_classes = [self._local_name(name) for name in names]
+        if len(local_classes) == 1 and local_classes[0] in self.classes:
+            return self._instantiate(call, local_classes[0], args, frame)
+        return None
+
+    def _local_name(self, name: str) -> str:
+        """A name defined in this file, without the module prefix."""
+        return name.removeprefix(module_name(self.context.relative_path) + ".")
+
+    def _method(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> cst.FunctionDef | None:
+        """A method of a class of this file, also inherited from a base class of this file."""
+        found = self.functions.get(f"{class_name}.{method}")
+        if found is not None or class_name in _seen or class_name not in self.classes:
+            return found
+        for base in self.classes[class_name].bases:
+            for name in self._absolute_names(base.value):
+                inherited = self._method(self._local_name(name), method, _seen | {class_name})
+                if inherited is not None:
+                    return inherited
+        return None
+
+    def _instantiate(self, call: cst.Call, class_name: str, args: list[ScriptValue], frame: Scope) -> ObjectOfClass:
+        """`Helper(model)` for a class of this file: its `__init__` runs on a new object."""
+        instance = ObjectOfClass(class_name)
+        init = self._method(class_name, "__init__")
+        if init is not None:
+            self._inline(call, init, args, frame, instance)
+        return instance
+
+    def _model_method(self, call: cst.Call, part: ModelPart, method: str, args: list[ScriptValue], frame: Scope) -> ScriptValue:
+        subject = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if method == GC_ENABLE:
+            kwargs = gc_enable_kwargs(call, frame)
+            self._step(part, StepKind.GC_ENABLED, call, frame, subject=subject, kwargs=kwargs)
+        elif method == "enable_input_require_grads":
+            self._step(part, StepKind.INPUT_GRADS, call, frame)
+        elif method in ADAPTER_METHODS:
+            self._step(part, StepKind.ADAPTER_ADDED, call, frame)
+        elif method == "requires_grad_":
+            flag = call.args[0].value if call.args else None
+            if (part.is_embedding or not part.path) and (flag is None or not is_false(flag)):
+                self._step(part, StepKind.INPUT_GRADS, call, frame)
+        elif method == "register_forward_hook" and part.is_embedding:
+            if not call.args or self._hook_may_set_requires_grad(call.args[0].value):
+                self._step(part, StepKind.INPUT_GRADS, call, frame)
+        elif method in ("forward", "__call__", "module", "base_model", "model"):
+            self._forward_call(call, part, args, frame)
+        elif method == "update" and part.path and part.path[-1] == "config":
+            keys = dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
+            if keys is None or ("use_cache" in keys and not is_true(keys["use_cache"])):
+                self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+        if method in SAME_MODEL_METHODS:
+            return part
+        if method in ("merge_and_unload", "unload"):
+            return None  # the base model without its adapters: a different story
+        if method == "get_input_embeddings":
+            return part.child(method)
+        return part.child(method + "()")
+
+    def _forward_call(self, call: cst.Call, part: ModelPart, args: list[ScriptValue], frame: Scope) -> None:
+        """A forward pass: `use_cache=False` (or a runtime value) there turns the cache off."""
+        use_cache = keyword_value(call, "use_cache")
+        if use_cache is not None and not is_true(use_cache):
+            self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+        for arg, value in zip(call.args, args):
+            if arg.star == "**" and isinstance(value, DictValue) and value.keys is not None and "use_cache" in value.keys:
+                if not is_true(value.keys["use_cache"]):
+                    self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+
+    def _setattr(self, call: cst.Call, args: list[ScriptValue], frame: Scope) -> None:
+        owner, attribute, value = args[0], call.args[1].value, call.args[2].value
+        if not isinstance(attribute, cst.SimpleString) or attribute.evaluated_value != "use_cache":
+            return
+        if isinstance(owner, ModelPart):
+            self._assign_model_attribute(owner, "use_cache", value, call, frame)
+        elif isinstance(owner, ConfigValue):
+            self._config_use_cache(owner, value, call, frame)
+
+    def _hook_may_set_requires_grad(self, hook: cst.BaseExpression) -> bool:
+        """A forward hook that sets `requires_grad` on the output (or one not visible here)."""
+        body: cst.CSTNode | None = hook.body if isinstance(hook, cst.Lambda) else None
+        if isinstance(hook, cst.Name):
+            names = self.context.qualified_names(hook)
+            local = [self.functions.get(q.name) for q in names if q.source is QualifiedNameSource.LOCAL]
+            if len(local) != 1 or local[0] is None:
+                return True
+            body = local[0]
+        if body is None:
+            return True
+        return "requires_grad" in code_of(body)
+
+    def _may_matter(self, function: cst.FunctionDef, frame: Scope, args: list[ScriptValue]) -> bool:
+        """Whether running `function` can change anything: it gets a value the analysis
+        follows, reads one (a module name, `self.<attr>`), or it (or a function it calls)
+        names something that loads, wraps, checkpoints or trains a model."""
+        facts = self.function_facts[function]
+        if facts.relevant or any(value is not None for value in args):
+            return True
+        return any(
+            (frame.shared if name.startswith("self.") and frame.shared is not None else self.module_names).get(name)
+            is not None
+            for name in facts.reads
+        )
+
+    def _inline(
+        self,
+        call: cst.Call,
+        function: cst.FunctionDef,
+        args: list[ScriptValue],
+        frame: Scope,
+        instance: ObjectOfClass | None = None,
+    ) -> ScriptValue:
+        """Run a function of this file where it is called: `instance` is the object a method
+        runs on (by default the caller's `self` for its own class's methods)."""
+        if function in frame.stack or len(frame.stack) >= MAX_INLINE_DEPTH:
+            return None
+        positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
+        keywords = {arg.keyword.value: value for arg, value in zip(call.args, args) if arg.keyword is not None}
+        class_name = self.class_of_function.get(function)
+        if instance is not None:
+            shared, class_name = instance.attributes, instance.class_name
+        elif class_name is not None and class_name == frame.class_name:
+            shared = frame.shared
+        elif class_name is not None:
+            shared = {}  # a static or class method called on its class: no `self` of the caller's
+        else:
+            shared = None
+        inner = Scope(frame.context, shared, class_name, frame.branches, frame.stack, self.module_names)
+        inner.conditions = frame.conditions
+        if not self._may_matter(function, inner, args):
+            self.ran.add(function)
+            return None
+        self._run_function(function, inner, positional, keywords)
+        return merge_values(inner.returns)
+
+    # --- library calls -----------------------------------------------------------------
+
+    def _library_call(self, call: cst.Call, names: set[str], args: list[ScriptValue], frame: Scope) -> tuple[bool, ScriptValue]:
+        first = args[0] if args and call.args[0].keyword is None else None
+        if names <= GET_PEFT_MODEL:
+            model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
+            if isinstance(model, ModelPart):
+                self._step(model, StepKind.PEFT_WRAPPED, call, frame)
+            return True, model
+        if names <= PREPARE_FOR_KBIT:
+            model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
+            if isinstance(model, ModelPart):
+                enables = keyword_value(call, "use_gradient_checkpointing")
+                kwargs = keyword_value(call, GC_KWARGS)
+                self._step(
+                    model,
+                    StepKind.KBIT_PREPARED,
+                    call,
+                    frame,
+                    subject=call.args[0].value if first is not None else None,
+                    kwargs=HfCheckpointingKwargs.of(dict_expression(kwargs, frame)) if kwargs is not None else None,
+                    enables_checkpointing=True if enables is None else literal_value(enables),
+                )
+            return True, model
+        if names <= SAME_MODEL_FUNCTIONS:
+            return True, first if isinstance(first, ModelPart) else None
+        if names == {"deepspeed.initialize"}:
+            # `engine, optimizer, _, _ = deepspeed.initialize(model=model, ...)`: the engine
+            # runs the model's forward.
+            model = argument_value(call, args, "model")
+            return True, TupleValue((model, None, None, None)) if isinstance(model, ModelPart) else None
+        # Without `is_trainable=True` the adapters are loaded frozen, for inference.
+        trainable = keyword_value(call, "is_trainable")
+        trainable_adapters = trainable is not None and not is_false(trainable)
+        if all(is_peft_model_loader(name) for name in names):
+            model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
+            if isinstance(model, ModelPart) and trainable_adapters:
+                self._step(model, StepKind.PEFT_WRAPPED, call, frame)
+            return True, model
+        if all(is_auto_peft_loader(name) for name in names):
+            created = self._new_model(classify_model_class(next(iter(names)).rsplit(".", 1)[0]), call, frame)
+            if trainable_adapters:
+                self._step(created, StepKind.PEFT_WRAPPED, call, frame)
+            return True, created
+        if all(self._is_training_arguments(name) for name in names):
+            return True, training_arguments_of(call, frame)
+        trainer = self._trainer_kind(names)
+        if trainer is not None:
+            self._trainer(call, args, trainer, frame)
+            return True, None
+        model_classes = {self._model_class_of(name) for name in names}
+        if len(model_classes) == 1 and None not in model_classes:
+            return True, self._new_model(model_classes.pop(), call, frame)
+        if all(is_config_class(name) for name in names):
+            return True, config_at(call, frame)
+        return False, None
+
+    def _model_class_of(self, name: str) -> ModelClass | None:
+        """The model class a call creates an instance of (`X(...)`, `X.from_pretrained`)."""
+        for suffix in (".from_pretrained", "._from_config", ".from_config"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        local = name.removeprefix(module_name(self.context.relative_path) + ".")
+        if local in self.classes:
+            if not self._is_pretrained_model_subclass(local):
+                return None
+            return classify_model_class(local, main_input_name=self.main_input_names.get(local))
+        if name.split(".", 1)[0] == "transformers" and is_model_class_name(name):
+            return classify_model_class(name)
+        return None
+
+    def _is_pretrained_model_subclass(self, class_name: str, seen: frozenset[str] = frozenset()) -> bool:
+        node = self.classes.get(class_name)
+        if node is None or class_name in seen:
+            return False
+        for base in node.bases:
+            for name in self._absolute_names(base.value):
+                local = name.removeprefix(module_name(self.context.relative_path) + ".")
+                if local in self.classes:
+                    if self._is_pretrained_model_subclass(local, seen | {class_name}):
+                        return True
+                elif name.split(".", 1)[0] == "transformers" and (
+                    name.endswith("PreTrainedModel") or is_model_class_name(name)
+                ):
+                    return True
+        return False
+
+    def _new_model(self, model_class: ModelClass | None, call: cst.Call, frame: Scope) -> ModelPart:
+        quantized = quantized_at_load(call, frame)
+        obj = ModelObject(model_class, quantized, frame.context)
+        remote = keyword_value(call, "trust_remote_code")
+        obj.remote_code = remote is not None and not is_false(remote)
+        self.objects.append(obj)
+        part = ModelPart(obj)
+        use_cache = keyword_value(call, "use_cache")
+        if use_cache is not None and not is_true(use_cache):
+            self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+        config_arg = keyword_value(call, "config")
+        loads_weights = isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"
+        if config_arg is None and call.args and call.args[0].keyword is None and not loads_weights:
+            config_arg = call.args[0].value  # `LlamaForCausalLM(config)`, `from_config(config)`
+        if config_arg is not None:
+            config = self._eval(config_arg, frame)
+            if isinstance(config, ConfigValue):
+                config.models.append(obj)
+                if config.use_cache_off is not False:
+                    self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+            else:
+                self._step(part, StepKind.USE_CACHE_OFF, call, frame)  # a config not built here: unknown
+        for arg in call.args:
+            if arg.star == "**":
+                value = self._eval(arg.value, frame)
+                keys = value.keys if isinstance(value, DictValue) else None
+                if keys is None or ("use_cache" in keys and not is_true(keys["use_cache"])):
+                    self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+        return part
+
+    def _returned_model(self, call: cst.Call, names: set[str], frame: Scope) -> ScriptValue:
+        """The model a project function of another module returns, as the project model
+        knows it (`model = load_model(name)`): its class, and what the function did to it
+        already. Checkpointing it enabled is that file's to report."""
+        if len(names) != 1:
+            return None
+        returned = self.context.project.returned_model(next(iter(names)))
+        if returned is None:
+            return None
+        obj = ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
+        obj.origin = returned
+        self.objects.append(obj)
+        part = ModelPart(obj)
+        for done, kind in ((returned.cache_off, StepKind.USE_CACHE_OFF), (returned.input_grads, StepKind.INPUT_GRADS),
+                           (returned.peft, StepKind.PEFT_WRAPPED)):
+            if done:
+                self._step(part, kind, call, frame)
+        return part
+
+    def _trainer(self, call: cst.Call, args: list[ScriptValue], kind: TrainerKind, frame: Scope) -> None:
+        positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
+        model = argument_value(call, args, "model")
+        if model is None and positional:
+            model = positional[0]
+        if not isinstance(model, ModelPart):
+            return
+        training_arguments = argument_value(call, args, "args")
+        if training_arguments is None and len(positional) > 1:
+            training_arguments = positional[1]
+        has_arguments = keyword_value(call, "args") is not None or len(positional) > 1 or any(a.star for a in call.args)
+        if isinstance(training_arguments, TrainingArgumentsValue):
+            enables, kwargs, arguments = training_arguments.enables, training_arguments.kwargs, training_arguments.node
+        elif not has_arguments:
+            enables, kwargs, arguments = False, None, None  # the default TrainingArguments
+        else:
+            enables, kwargs, arguments = None, None, None
+        model_arg = keyword_value(call, "model")
+        if model_arg is None and call.args and call.args[0].keyword is None:
+            model_arg = call.args[0].value
+        self._step(
+            model,
+            StepKind.TRAINER,
+            call,
+            frame,
+            subject=model_arg,
+            kwargs=kwargs,
+            enables_checkpointing=enables,
+            trainer=kind,
+            arguments=arguments,
+        )
+
+    def _trainer_kind(self, names: set[str]) -> TrainerKind | None:
+        if not all(name.rsplit(".", 1)[-1].endswith("Trainer") for name in names):
+            return None
+        kinds = set()
+        for name in names:
+            lineage = set(self._ancestors(name))
+            if any(n.startswith("trl.") for n in lineage):
+                kinds.add(TrainerKind.TRL)
+            elif lineage & TRANSFORMERS_TRAINERS:
+                kinds.add(TrainerKind.TRANSFORMERS)
+            else:
+                kinds.add(TrainerKind.OTHER)
+        return kinds.pop() if len(kinds) == 1 else TrainerKind.OTHER
+
+    def _ancestors(self, name: str) -> list[str]:
+        local = name.removeprefix(module_name(self.context.relative_path) + ".")
+        if local in self.classes:
+            found = [name]
+            for base in self.classes[local].bases:
+                for base_name in self._absolute_names(base.value):
+                    if base_name != name:
+                        found.extend(self._ancestors(base_name))
+            return found
+        return self.context.project.ancestors(name)
+
+    def _is_training_arguments(self, name: str) -> bool:
+        return name in TRAINING_ARGUMENTS_CLASSES or self.context.project.is_training_arguments(name)
+
+    # --- names -------------------------------------------------------------------------
+
+    def _absolute_names(self, expr: cst.BaseExpression) -> set[str]:
+        if expr not in self._names:
+            self._names[expr] = absolute_names(self.context, expr) if isinstance(expr, (cst.Name, cst.Attribute)) else set()
+        return self._names[expr]
+
+    def _is_project_call(self, func: cst.BaseExpression) -> bool:
+        """A function imported from another module of the project: it may do anything to a
+        model handed to it."""
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return False
+        names = self.context.qualified_names(func)
+        if any(q.source is not QualifiedNameSource.IMPORT for q in names):
+            return False  # a builtin, a local variable's method, a function of this file
+        if any(q.name.startswith(".") for q in names):
+            return True
+        return any(self._is_project_name(name) for name in self._absolute_names(func))
+
+    def _is_project_name(self, name: str) -> bool:
+        if self._project_modules is None:
+            modules: set[str] = set()
+            for path in self.context.project.files:
+                parts = module_name(path).split(".")
+                modules.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+            modules.add(module_name(self.context.relative_path))
+            self._project_modules = frozenset(modules)
+        parts = name.split(".")
+        if parts[0] in HF_LIBRARY_ROOTS:
+            return False
+        return any(".".join(parts[:i]) in self._project_modules for i in range(1, len(parts)))
+
+    # --- steps -------------------------------------------------------------------------
+
+    def _step(
+        self,
+        part: ModelPart,
+        kind: StepKind,
+        node: cst.CSTNode,
+        frame: Scope,
+        **details,
+    ) -> None:
+        self.order += 1
+        function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
+        part.model.steps.append(
+            ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
+                      function=function)
+        )

@@ -1,0 +1,467 @@
+"""The interpreter: each context of a file run once, statement by statement, in source order."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import QualifiedNameSource
+
+from ckptlint.analysis.hf_models.calls import Calls
+from ckptlint.analysis.hf_models.objects import (
+    ConfigValue, DictValue, ModelObject, ModelPart, Scope, ScriptValue, TrainingArgumentsValue, TrainingContext,
+    TupleValue, dict_expression, same_value,
+)
+from ckptlint.analysis.hf_models.steps import Conditions, ModelHistory, ScriptModels, StepKind
+from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.analysis.hf_models.syntax import (
+    body_of, code_of, condition_literals, dict_keys, dotted_text, is_false, is_true, literal_value, subscript_key,
+)
+from ckptlint.model.library import classify_model_class
+from ckptlint.model.names import module_name
+from ckptlint.rule import FileContext
+
+
+# Identifiers that make a function worth interpreting even when it gets nothing followed.
+RELEVANT_IDENTIFIER = re.compile(
+    r"^(backward|training_step|from_pretrained|from_config|_from_config|gradient_checkpointing\w*|"
+    r"enable_input_require_grads|add_adapter|load_adapter|get_peft_model|prepare_model_for_\w+|use_cache|"
+    r"requires_grad_?|register_forward_hook|setattr|dict)$|Peft|Trainer|Arguments|Config$|Model|For[A-Z]|Backbone$"
+)
+
+
+class LocalFunctionFacts:
+    """Names a function reads and whether it mentions anything the analysis follows,
+    including through the functions of the file it calls."""
+
+    def __init__(self) -> None:
+        self.reads: set[str] = set()
+        self.relevant = False
+        self.enables = False  # names `gradient_checkpointing_enable` / `prepare_model_for_kbit_training`
+        self.callees: set[cst.FunctionDef] = set()
+
+
+def close_over_callees(facts: dict[cst.FunctionDef, LocalFunctionFacts]) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for function_facts in facts.values():
+            for callee in function_facts.callees:
+                other = facts.get(callee)
+                if other is None:
+                    continue
+                if other.relevant and not function_facts.relevant:
+                    function_facts.relevant = changed = True
+                if not other.reads <= function_facts.reads:
+                    function_facts.reads |= other.reads
+                    changed = True
+
+
+class Interpreter(Calls):
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.module = context.module
+        self.order = 0
+        self.objects: list[ModelObject] = []
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.class_of_function: dict[cst.FunctionDef, str] = {}
+        self.main_input_names: dict[str, str] = {}  # same-file model classes that declare it
+        self.called: set[cst.FunctionDef] = set()
+        self.function_facts: dict[cst.FunctionDef, LocalFunctionFacts] = {}
+        self.ran: set[cst.FunctionDef] = set()
+        self.insertable: set[cst.SimpleStatementLine] = set()
+        self._project_modules: frozenset[str] | None = None
+        self.module_names: dict[str, ScriptValue] = {}
+        self._names: dict[cst.CSTNode, set[str]] = {}
+        self.module_name = module_name(context.relative_path)
+        self.project_names: dict[cst.FunctionDef, str] = {}  # as the project model names functions
+        self._collect_definitions()
+
+    # --- definitions -------------------------------------------------------------------
+
+    def _collect_definitions(self) -> None:
+        interpreter = self
+
+        class Collector(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.scope: list[str] = []
+                self.classes: list[str | None] = [None]  # the class whose body is being visited
+                self.self_classes: list[str | None] = [None]  # the class `self` refers to
+                self.functions: list[cst.FunctionDef] = []  # enclosing functions, innermost last
+                self.calls: list[tuple[cst.Call, str | None, tuple[cst.FunctionDef, ...]]] = []
+
+            def visit_Module(self, node: cst.Module) -> None:
+                interpreter._note_insertable(node.body)
+
+            def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+                interpreter._note_insertable(node.body)
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                name = ".".join([*self.scope, node.name.value])
+                interpreter.classes[name] = node
+                for statement in body_of(node):
+                    if isinstance(statement, cst.SimpleStatementLine):
+                        for small in statement.body:
+                            if (
+                                isinstance(small, cst.Assign)
+                                and any(isinstance(t.target, cst.Name) and t.target.value == "main_input_name" for t in small.targets)
+                                and isinstance(small.value, cst.SimpleString)
+                            ):
+                                interpreter.main_input_names[name] = str(small.value.evaluated_value)
+                self.scope.append(node.name.value)
+                self.classes.append(name)
+
+            def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+                self.scope.pop()
+                self.classes.pop()
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                name = ".".join([*self.scope, node.name.value])
+                interpreter.functions[name] = node
+                # A method's `self` is its class; a function nested in a method shares it.
+                if self.classes[-1] is not None and self.scope and self.scope[-1] == self.classes[-1].rsplit(".", 1)[-1]:
+                    interpreter.class_of_function[node] = self.classes[-1]
+                    self.self_classes.append(self.classes[-1])
+                else:
+                    self.self_classes.append(self.self_classes[-1])
+                interpreter.function_facts[node] = LocalFunctionFacts()
+                interpreter.project_names[node] = f"{interpreter.module_name}.{name}".replace(".<locals>", "")
+                self.functions.append(node)
+                self.scope.extend([node.name.value, "<locals>"])
+                self.classes.append(None)
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                del self.scope[-2:]
+                self.classes.pop()
+                self.functions.pop()
+                self.self_classes.pop()
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+                    self.calls.append((node, self.self_classes[-1], tuple(self.functions)))
+
+            def visit_Name(self, node: cst.Name) -> None:
+                for function in self.functions:
+                    facts = interpreter.function_facts[function]
+                    facts.reads.add(node.value)
+                    facts.relevant = facts.relevant or bool(RELEVANT_IDENTIFIER.search(node.value))
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if node.attr.value == GC_ENABLE:
+                    for function in self.functions:
+                        interpreter.function_facts[function].enables = True
+                if isinstance(node.value, cst.Name) and node.value.value == "self":
+                    for function in self.functions:
+                        interpreter.function_facts[function].reads.add(f"self.{node.attr.value}")
+
+        collector = Collector()
+        self.module.visit(collector)
+        # Calls resolved once every definition is known, and only those that may name one.
+        defined = {name.rsplit(".", 1)[-1] for name in self.functions}
+        for call, self_class, callers in collector.calls:
+            short = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
+            target = self._local_function(call, self_class) if short in defined else None
+            if target is not None:
+                self.called.add(target)
+                for caller in callers:
+                    self.function_facts[caller].callees.add(target)
+        close_over_callees(self.function_facts)
+
+    def _note_insertable(self, body: Sequence[cst.BaseStatement]) -> None:
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                self.insertable.add(statement)
+
+    def _local_function(self, call: cst.Call, class_name: str | None) -> cst.FunctionDef | None:
+        """The function or method of this file a call runs, when it is known: `helper(...)`,
+        `self.method(...)`, `Helpers.static_method(...)`."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            return self.functions.get(f"{class_name}.{func.attr.value}") if class_name else None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self.classes:
+            return self.functions.get(f"{func.value.value}.{func.attr.value}")
+        if not isinstance(func, cst.Name):
+            return None
+        names = self.context.qualified_names(func)
+        if len(names) != 1:
+            return None
+        (qualified,) = names
+        if qualified.source is not QualifiedNameSource.LOCAL:
+            return None
+        return self.functions.get(qualified.name)
+
+    # --- contexts ----------------------------------------------------------------------
+
+    def run(self) -> ScriptModels:
+        module_frame = Scope(TrainingContext())
+        self.module_names = module_frame.locals
+        self._run_block(self.module.body, module_frame)
+        for class_name, node in self.classes.items():
+            methods = [s for s in body_of(node) if isinstance(s, cst.FunctionDef)]
+            if not methods:
+                continue
+            context = TrainingContext()
+            shared: dict[str, ScriptValue] = {}
+            lightning = any("LightningModule" in code_of(base.value) for base in node.bases)
+            for method in sorted(methods, key=lambda m: m.name.value != "__init__"):
+                if lightning and method.name.value == "training_step":  # Lightning runs the loop
+                    context.start_training(self.order)
+                if method not in self.called:
+                    frame = Scope(context, shared, class_name, module_names=self.module_names)
+                    if self._may_matter(method, frame, []):
+                        self._run_function(method, frame, [], {})
+        for function in self.functions.values():
+            if function not in self.called and function not in self.class_of_function:
+                self._run_entry(function)
+        # Helpers reached only from code that never runs here (a nested function's caller).
+        for function in self.functions.values():
+            if function not in self.ran and function not in self.class_of_function:
+                self._run_entry(function)
+        histories = tuple(
+            ModelHistory(obj.model_class, obj.quantized, tuple(obj.steps), obj.context.training_starts, obj.remote_code)
+            for obj in self.objects
+            if obj.steps
+        )
+        return ScriptModels(histories)
+
+    def _run_entry(self, function: cst.FunctionDef) -> None:
+        frame = Scope(TrainingContext(), module_names=self.module_names)
+        passed = self._passed_models(function, frame) if self.function_facts[function].enables else {}
+        if passed or self._may_matter(function, frame, []):
+            self._run_function(function, frame, [], passed)
+
+    def _passed_models(self, function: cst.FunctionDef, frame: Scope) -> dict[str, ScriptValue]:
+        """For a function nothing in this file calls that turns checkpointing on
+        (`def enable_gc(model): model.gradient_checkpointing_enable()`): the models the
+        project's other modules pass it, by parameter, where they all are of one class."""
+        found: dict[str, ScriptValue] = {}
+        for param in [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]:
+            passed = self.context.project.passed_models(self.project_names[function], param.name.value)
+            classes = {origin.model_class for origin, _ in passed}
+            if len(classes) != 1:
+                continue
+            origin = passed[0][0]
+            obj = ModelObject(classify_model_class(origin.model_class), origin.quantized, frame.context)
+            obj.origin = origin
+            self.objects.append(obj)
+            found[param.name.value] = ModelPart(obj)
+        return found
+
+    def _run_function(self, function: cst.FunctionDef, frame: Scope, args: list[ScriptValue], kwargs: dict[str, ScriptValue]) -> None:
+        self.ran.add(function)
+        params = [*function.params.posonly_params, *function.params.params]
+        if function in self.class_of_function and params and params[0].name.value in ("self", "cls"):
+            params = params[1:]
+        for param, value in zip(params, args):
+            frame.bind(param.name.value, value)
+        for param in [*params, *function.params.kwonly_params]:
+            if param.name.value in kwargs:
+                frame.bind(param.name.value, kwargs[param.name.value])
+        frame.stack = (*frame.stack, function)
+        self._run_block(body_of(function), frame)
+
+    # --- statements --------------------------------------------------------------------
+
+    def _run_block(self, body: Sequence[cst.CSTNode], frame: Scope) -> None:
+        for statement in body:
+            self._run_statement(statement, frame)
+
+    def _run_statement(self, statement: cst.CSTNode, frame: Scope) -> None:
+        if isinstance(statement, cst.SimpleStatementLine):
+            frame.statement = statement if statement in self.insertable else None
+            for small in statement.body:
+                self._run_small(small, frame)
+            frame.statement = None
+        elif isinstance(statement, cst.SimpleStatementSuite):
+            frame.statement = None
+            for small in statement.body:
+                self._run_small(small, frame)
+        elif isinstance(statement, cst.BaseSmallStatement):  # the body of `if x: y()`
+            frame.statement = None
+            self._run_small(statement, frame)
+        elif isinstance(statement, cst.If):
+            self._eval(statement.test, frame)
+            self._run_branch(statement.body, frame, (id(statement), 0), condition_literals(statement.test, True))
+            if statement.orelse is not None:
+                orelse = statement.orelse
+                self._run_branch(
+                    orelse if isinstance(orelse, cst.If) else orelse.body,
+                    frame,
+                    (id(statement), 1),
+                    condition_literals(statement.test, False),
+                )
+        elif isinstance(statement, (cst.For, cst.While)):
+            if isinstance(statement, cst.For):
+                iterated = self._eval(statement.iter, frame)
+                self._bind_target(statement.target, iterated.child("[]") if isinstance(iterated, ModelPart) else None, frame)
+            else:
+                self._eval(statement.test, frame)
+            self._run_block(body_of(statement), frame)
+            if statement.orelse is not None:
+                self._run_block(body_of(statement.orelse), frame)
+        elif isinstance(statement, cst.With):
+            for item in statement.items:
+                value = self._eval(item.item, frame)
+                if item.asname is not None:
+                    self._bind_target(item.asname.name, value, frame)
+            self._run_block(body_of(statement), frame)
+        elif isinstance(statement, cst.Try) or type(statement).__name__ == "TryStar":
+            self._run_block(body_of(statement), frame)
+            for handler in statement.handlers:
+                self._run_block(body_of(handler), frame)
+            for extra in (statement.orelse, statement.finalbody):
+                if extra is not None:
+                    self._run_block(body_of(extra), frame)
+        elif isinstance(statement, cst.Match):
+            self._eval(statement.subject, frame)
+            for index, case in enumerate(statement.cases):
+                self._run_branch(case.body, frame, (id(statement), index), ())
+        elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            return  # run when called (or as a context of its own)
+
+    def _run_branch(self, body: cst.CSTNode, frame: Scope, branch: tuple[int, int], conditions: Conditions) -> None:
+        outer_branches, outer_conditions = frame.branches, frame.conditions
+        frame.branches = (*outer_branches, branch)
+        frame.conditions = (*outer_conditions, *conditions)
+        if isinstance(body, cst.If):
+            self._run_statement(body, frame)
+        else:
+            self._run_block(body_of(body), frame)
+        frame.branches, frame.conditions = outer_branches, outer_conditions
+
+    def _run_small(self, small: cst.BaseSmallStatement, frame: Scope) -> None:
+        if isinstance(small, cst.Assign):
+            value = self._eval(small.value, frame)
+            for target in small.targets:
+                self._assign(target.target, value, small.value, small, frame)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self._assign(small.target, self._eval(small.value, frame), small.value, small, frame)
+        elif isinstance(small, cst.AugAssign):
+            self._eval(small.value, frame)
+        elif isinstance(small, cst.Return):
+            if small.value is not None:
+                frame.returns.append(self._eval(small.value, frame))
+        elif isinstance(small, cst.Expr):
+            self._eval(small.value, frame)
+        else:
+            self._eval_children(small, frame)
+
+    def _assign(
+        self,
+        target: cst.BaseExpression,
+        value: ScriptValue,
+        value_node: cst.BaseExpression,
+        node: cst.CSTNode,
+        frame: Scope,
+    ) -> None:
+        if isinstance(target, cst.Attribute):
+            owner = self._eval(target.value, frame)
+            name = target.attr.value
+            if isinstance(owner, ModelPart):
+                self._assign_model_attribute(owner, name, value_node, node, frame)
+                return
+            if isinstance(owner, ConfigValue):
+                if name == "use_cache":
+                    self._config_use_cache(owner, value_node, node, frame)
+                return
+            if isinstance(owner, TrainingArgumentsValue):
+                if name == "gradient_checkpointing":
+                    owner.enables = literal_value(value_node)
+                elif name == GC_KWARGS:
+                    owner.kwargs = HfCheckpointingKwargs.of(dict_expression(value_node, frame), trainer_path=True)
+                return
+        if isinstance(target, cst.Subscript):
+            owner = self._eval(target.value, frame)
+            if isinstance(owner, DictValue):
+                key = subscript_key(target)
+                owner.expression = None
+                if owner.keys is not None and key is not None:
+                    owner.keys[key] = value_node
+                else:
+                    owner.keys = None
+            return
+        self._bind_target(target, value, frame)
+
+    def _bind_target(self, target: cst.BaseExpression, value: ScriptValue, frame: Scope) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            items = value.items if isinstance(value, TupleValue) else ()
+            elements = [e for e in target.elements if not isinstance(e, cst.StarredElement)]
+            exact = len(elements) == len(target.elements) and len(items) == len(elements)
+            for index, element in enumerate(elements):
+                self._bind_target(element.value, items[index] if exact else None, frame)
+            return
+        name = dotted_text(target)
+        if name is not None:
+            frame.bind(name, value)
+
+    def _assign_model_attribute(self, part: ModelPart, name: str, value: cst.BaseExpression, node: cst.CSTNode, frame: Scope) -> None:
+        if name == "use_cache" and "generation_config" not in part.path:
+            if not is_true(value):
+                self._step(part, StepKind.USE_CACHE_OFF, node, frame)
+        elif name == "requires_grad" and part.is_embedding and not is_false(value):
+            self._step(part, StepKind.INPUT_GRADS, node, frame)
+
+    def _config_use_cache(
+        self, config: ConfigValue, value: cst.BaseExpression | None, node: cst.CSTNode, frame: Scope
+    ) -> None:
+        """`config.use_cache = value` (None: a value not known here)."""
+        if value is not None and is_true(value):
+            return
+        if config.use_cache_off is not True:
+            config.use_cache_off = True if value is not None else None
+        for model in config.models:
+            self._step(ModelPart(model), StepKind.USE_CACHE_OFF, node, frame)
+
+    # --- expressions -------------------------------------------------------------------
+
+    def _eval(self, expr: cst.BaseExpression, frame: Scope) -> ScriptValue:
+        if isinstance(expr, cst.Name):
+            return frame.lookup(expr.value)
+        if isinstance(expr, cst.Attribute):
+            name = dotted_text(expr)
+            if name is not None:
+                found = frame.lookup(name)
+                if found is not None:
+                    return found
+            owner = self._eval(expr.value, frame)
+            return owner.child(expr.attr.value) if isinstance(owner, ModelPart) else None
+        if isinstance(expr, cst.Call):
+            return self._call(expr, frame)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            items = tuple(self._eval(e.value, frame) for e in expr.elements)
+            return TupleValue(items) if isinstance(expr, cst.Tuple) else None
+        if isinstance(expr, cst.Dict):
+            self._eval_children(expr, frame)
+            return DictValue(expr, dict_keys(expr))
+        if isinstance(expr, cst.IfExp):
+            self._eval(expr.test, frame)
+            body, orelse = self._eval(expr.body, frame), self._eval(expr.orelse, frame)
+            return body if same_value(body, orelse) else None
+        if isinstance(expr, cst.Subscript):
+            owner = self._eval(expr.value, frame)
+            for element in expr.slice:
+                self._eval_children(element, frame)
+            return owner.child("[]") if isinstance(owner, ModelPart) else None
+        if isinstance(expr, cst.NamedExpr):
+            value = self._eval(expr.value, frame)
+            self._bind_target(expr.target, value, frame)
+            return value
+        if isinstance(expr, cst.Lambda):
+            return None  # runs later, if ever
+        self._eval_children(expr, frame)
+        return None
+
+    def _eval_children(self, node: cst.CSTNode, frame: Scope) -> None:
+        for child in node.children:
+            if isinstance(child, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(child, cst.BaseExpression):
+                self._eval(child, frame)
+            else:
+                self._eval_children(child, frame)
+
+    # --- calls -------------------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""What happens to a Hugging Face model in a script, step by step: the interpreter's answer
+(`ckptlint.analysis.hf_models.script_models`), read by CKPT020, CKPT021 and CKPT033."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.analysis.huggingface import HfCheckpointingKwargs
+from ckptlint.model.library import ModelClass
+
+class TrainerKind(str, enum.Enum):
+    TRANSFORMERS = "transformers"  # transformers' Trainer (and the project's subclasses)
+    TRL = "trl"  # TRL's trainers: whether they prepare PEFT models depends on the TRL version
+    OTHER = "other"
+
+
+
+
+class StepKind(str, enum.Enum):
+    PEFT_WRAPPED = "get_peft_model"  # a PeftModel built around it (PeftModel.__init__ ran)
+    ADAPTER_ADDED = "add_adapter"  # transformers' PEFT integration (`_hf_peft_config_loaded`)
+    GC_ENABLED = "gradient_checkpointing_enable"
+    KBIT_PREPARED = "prepare_model_for_kbit_training"
+    INPUT_GRADS = "input grads enabled"  # enable_input_require_grads, embeddings requires_grad_ / hook
+    USE_CACHE_OFF = "use_cache turned off"  # or possibly off: a value only known at runtime
+    TRAINER = "handed to a trainer"
+    ESCAPED = "handed to code not visible here"
+
+
+Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index), outermost first
+# What the enclosing `if`s require, as (condition source, required truth): `if a and not b:`
+# gives ("a", True), ("b", False); `x != "full"` gives ('x == "full"', False).
+Conditions = tuple[tuple[str, bool], ...]
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    kind: StepKind
+    order: int  # interpretation order; helpers' steps are ordered where they are called
+    node: cst.CSTNode  # the call (or assignment) that did it
+    branches: Branches = ()
+    conditions: Conditions = ()
+    # The statement holding `node`, when a line can be inserted before or after it (a simple
+    # statement line of an indented block or of the module).
+    statement: cst.SimpleStatementLine | None = None
+    subject: cst.BaseExpression | None = None  # how the code names the model there
+    kwargs: HfCheckpointingKwargs | None = None  # GC_ENABLED, KBIT_PREPARED, TRAINER
+    enables_checkpointing: bool | None = None  # KBIT_PREPARED / TRAINER: known to turn it on
+    trainer: TrainerKind | None = None  # TRAINER
+    arguments: cst.Call | None = None  # TRAINER: the `TrainingArguments(...)` call, if known
+    # The function it happens in, named as the project model names it (`pkg.train.main`,
+    # `pkg.train.<module>`): where `ProjectIndex.model_fate` follows the model on from.
+    function: str = ""
+
+    def exclusive_with(self, other: ModelStep) -> bool:
+        """Whether the two steps can never both run: different branches of one `if`, or
+        conditions that contradict each other (`if a and not b:` ... `if b:`)."""
+        mine = dict(self.branches)
+        if any(node in mine and mine[node] != index for node, index in other.branches):
+            return True
+        required = dict(self.conditions)
+        return any(atom in required and required[atom] != truth for atom, truth in other.conditions)
+
+
+@dataclass(frozen=True)
+class ModelHistory:
+    """One model object of one context and its steps, in order."""
+
+    model_class: ModelClass | None  # None: created by code whose class is not known
+    quantized: bool | None  # loaded in 4/8 bit (None: cannot tell)
+    steps: tuple[ModelStep, ...]
+    # The order at which its context starts a manual training loop (the first `.backward(`,
+    # or Lightning's `training_step`); None when the context does not train.
+    training_starts: int | None
+    remote_code: bool = False  # loaded with `trust_remote_code=True`
+
+    @property
+    def trained_here(self) -> bool:
+        return self.training_starts is not None
+
+    def escaped_before(self, order: int) -> bool:
+        """Whether code not visible here got the model before `order` (and may have
+        prepared it)."""
+        return any(step.kind is StepKind.ESCAPED and step.order <= order for step in self.steps)
+
+    def of_kind(self, *kinds: StepKind) -> list[ModelStep]:
+        return [step for step in self.steps if step.kind in kinds]
+
+    def has(self, *kinds: StepKind) -> bool:
+        return any(step.kind in kinds for step in self.steps)
+
+
+@dataclass(frozen=True)
+class ScriptModels:
+    histories: tuple[ModelHistory, ...]
+
+
+# --- interpretation: values ---------------------------------------------------------------

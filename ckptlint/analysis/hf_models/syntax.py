@@ -1,0 +1,161 @@
+"""libcst helpers of the interpreter: names, literals, conditions, where a line can go."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
+from ckptlint.rule import Replacement
+
+if TYPE_CHECKING:
+    from ckptlint.analysis.hf_models.steps import Conditions
+    from ckptlint.rule import FileContext
+
+
+def body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    body = getattr(node, "body", None)
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return body.body
+    if isinstance(body, Sequence):
+        return body
+    return ()
+
+
+COMPARISONS = {
+    cst.Equal: ("==", True), cst.NotEqual: ("==", False), cst.Is: ("is", True), cst.IsNot: ("is", False),
+    cst.In: ("in", True), cst.NotIn: ("in", False),
+}
+
+
+def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
+    """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return condition_literals(test.expression, not truth)
+    if isinstance(test, cst.BooleanOperation):
+        # `a and b` true, or `a or b` false: each side is known.
+        if isinstance(test.operator, cst.And) == truth:
+            return condition_literals(test.left, truth) + condition_literals(test.right, truth)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        operator = COMPARISONS.get(type(comparison.operator))
+        if operator is not None:
+            atom = f"{code_of(bare(test.left))} {operator[0]} {code_of(bare(comparison.comparator))}"
+            return ((atom, truth == operator[1]),)
+    return ((code_of(bare(test)), truth),)
+
+
+def bare(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.with_changes(lpar=(), rpar=()) if getattr(expr, "lpar", None) else expr
+
+
+def dotted_text(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = dotted_text(expr.value)
+        return f"{base}.{expr.attr.value}" if base is not None else None
+    return None
+
+
+def dotted_name(expr: cst.BaseExpression | None) -> str | None:
+    """`model`, `self.model`: the name as the project model's events name it."""
+    return dotted_text(expr) if expr is not None else None
+
+
+def is_simple_reference(expr: cst.BaseExpression | None) -> bool:
+    """`model`, `self.model`, `accelerator.unwrap_model`-free dotted names: safe to repeat
+    in an inserted statement."""
+    return expr is not None and dotted_text(expr) is not None
+
+
+def literal_value(expr: cst.BaseExpression | None) -> bool | None:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def is_true(expr: cst.BaseExpression) -> bool:
+    return literal_value(expr) is True
+
+
+def is_false(expr: cst.BaseExpression) -> bool:
+    return literal_value(expr) is False or (isinstance(expr, cst.Name) and expr.value == "None")
+
+
+def dict_keys(expr: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+    if isinstance(expr, cst.Dict):
+        keys = {}
+        for element in expr.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                return None
+            keys[str(element.key.evaluated_value)] = element.value
+        return keys
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict":
+        if any(arg.star or arg.keyword is None for arg in expr.args):
+            return None
+        return {arg.keyword.value: arg.value for arg in expr.args}
+    return None
+
+
+def subscript_key(target: cst.Subscript) -> str | None:
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return None
+    key = target.slice[0].slice.value
+    return str(key.evaluated_value) if isinstance(key, cst.SimpleString) else None
+
+
+def may_load_a_model(names: Iterable[str]) -> bool:
+    """`<class>.from_pretrained` where the class is chosen at runtime (a variable): not a
+    library class, and not a tokenizer, config or processor by its name."""
+    for name in names:
+        owner = name.removesuffix(".from_pretrained")
+        if owner.split(".", 1)[0] in HF_LIBRARY_ROOTS or NOT_MODEL_NAME.search(owner.rsplit(".", 1)[-1]):
+            return False
+    return True
+
+
+def is_peft_model_loader(name: str) -> bool:
+    return name.startswith("peft.") and bool(re.search(r"\.PeftModel\w*\.from_pretrained$", name))
+
+
+def is_auto_peft_loader(name: str) -> bool:
+    return name.startswith("peft.") and bool(re.search(r"\.AutoPeftModel\w*\.from_pretrained$", name))
+
+
+def is_config_class(name: str) -> bool:
+    for suffix in (".from_pretrained", ".from_dict"):
+        name = name.removesuffix(suffix)
+    return name.split(".", 1)[0] == "transformers" and name.endswith("Config") and not name.endswith("GenerationConfig")
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+# --- entry point -----------------------------------------------------------------------------
+
+
+def line_of(context: FileContext, node: cst.CSTNode) -> int:
+    return context.position(node).start.line
+
+
+def source_of(expr: cst.CSTNode) -> str:
+    return code_of(expr)
+
+
+def insert_line(statement: cst.SimpleStatementLine | None, code: str, *, before: bool) -> Replacement | None:
+    """A replacement inserting the statement `code` on its own line just before or after
+    `statement`, at its indentation; comments and blank lines above `statement` stay above
+    both. None when no line can go there (no statement, or one sharing a line with `if x:`)."""
+    if statement is None:
+        return None
+    inserted = cst.parse_statement(code + "\n")
+    if before:
+        new = [inserted.with_changes(leading_lines=statement.leading_lines), statement.with_changes(leading_lines=())]
+    else:
+        new = [statement, inserted]
+    return Replacement(statement, cst.FlattenSentinel(new))
