@@ -18,7 +18,8 @@ class RngStateNotPreservedWithDropout(RegionRule):
 
     ## What it does
     Finds `checkpoint(...)` and `checkpoint_sequential(...)` called with
-    `preserve_rng_state=False` (written in the call or bound by a `functools.partial`), and
+    `preserve_rng_state=False` (written in the call, bound by a `functools.partial`, or an
+    entry of a dict literal splatted into it: `**ckpt_kwargs`, `**self.ckpt_kwargs`), and
     `checkpoint_wrapper(Block(...), preserve_rng_state=False)` /
     `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
     preserve_rng_state=False), check_fn=lambda m: isinstance(m, Block))` (the partial inline or
@@ -28,7 +29,14 @@ class RngStateNotPreservedWithDropout(RegionRule):
     non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
     across the project's files). The region is resolved through the project index:
     `checkpoint(self.block, x)`, `checkpoint(self._forward, x)`, a lambda using `self.<attr>`,
-    a loop over `self.blocks`. Where it cannot be resolved, nothing is reported.
+    a loop over `self.blocks`. Where it cannot be resolved, nothing is reported. Also
+    `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state":
+    False})` on a transformers model whose layers draw dropout masks under their
+    configuration's defaults (BERT, RoBERTa, GPT-2, T5, BART, OPT...: the table in
+    `ckptlint/model/library.py`, read from the configs of transformers 5.17.0 and 4.46.3;
+    not Llama, Mistral, Qwen2 or ViT, whose dropout defaults to 0), unless the file sets
+    dropout itself; and those layers wrapped by class (`check_fn=lambda m: isinstance(m,
+    BertLayer)`).
 
     ## Why is this bad?
     With `preserve_rng_state=False` the recomputation in backward draws *new* random
@@ -164,11 +172,31 @@ class RngStateNotPreservedWithDropout(RegionRule):
             f"`{site.api.short_name}` with `preserve_rng_state=False` recomputes a region that draws random numbers "
             f"({shown(random)}): the recomputation in backward draws new masks, so gradients belong to a different network "
             "than the loss; remove `preserve_rng_state=False`",
-            replacements=[Replacement(keyword.call, remove_keyword(keyword.call, "preserve_rng_state"))],
+            replacements=[
+                Replacement(keyword.container, remove_dict_entry(keyword.container, keyword.entry))
+                if keyword.call is None  # an entry of a splatted dict (`**ckpt_kwargs`)
+                else Replacement(keyword.call, remove_keyword(keyword.call, "preserve_rng_state"))
+            ],
             fix_message="Remove `preserve_rng_state=False`",
         )
 
     valid = [
+        # A splatted dict that is not one literal: what it holds is not known.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self, fast):
+                    super().__init__()
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+                    self.ckpt_kwargs = {"preserve_rng_state": False} if fast else {}
+
+                def forward(self, x):
+                    return checkpoint(self.mlp, x, use_reentrant=False, **self.ckpt_kwargs)
+            """
+        ),
         # Llama's layers draw nothing under their defaults (`attention_dropout=0.0`); a BERT
         # whose dropout the script turns off at load; an auto class of unknown architecture.
         Valid(
@@ -262,6 +290,37 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # The keyword in a dict splatted into the call: the fix edits the dict.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+                    self.ckpt_kwargs = {"use_reentrant": False, "preserve_rng_state": False}
+
+                def forward(self, x):
+                    return checkpoint(self.mlp, x, **self.ckpt_kwargs)
+            """,
+            line=11,
+            column=16,
+            expected_fix="""
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+                    self.ckpt_kwargs = {"use_reentrant": False}
+
+                def forward(self, x):
+                    return checkpoint(self.mlp, x, **self.ckpt_kwargs)
+            """,
+        ),
         # transformers hands `gradient_checkpointing_kwargs` to `checkpoint` for each layer;
         # BERT's layers keep dropout 0.1 under its defaults.
         Invalid(

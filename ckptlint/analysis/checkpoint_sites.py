@@ -67,7 +67,11 @@ class SiteKind(str, enum.Enum):
 class KeywordValue:
     name: str
     value: cst.BaseExpression
-    call: cst.Call  # the call (the site itself, or a partial) the keyword is written in
+    # The call (the site itself, or a partial) the keyword is written in; None for an entry
+    # of a dict splatted into the call (`**ckpt_kwargs`), which `entry` / `container` give.
+    call: cst.Call | None
+    entry: cst.DictElement | None = None
+    container: cst.Dict | None = None
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ class CallableResolver:
         inner = self.resolve(call.args[0].value, enclosing_class, depth + 1)
         if inner is None:
             return None
-        keywords, positional, has_splat = _split_arguments(call, call.args[1:])
+        keywords, positional, has_splat = _split_arguments(call, call.args[1:], self._splatted_dict(enclosing_class))
         return ResolvedCallable(
             inner.api,
             {**inner.keywords, **keywords},
@@ -223,17 +227,44 @@ class CallableResolver:
         resolved = self.resolve(call.func, enclosing_class)
         if resolved is None:
             return None
-        keywords, positional, has_splat = _split_arguments(call, call.args)
+        keywords, positional, has_splat = _split_arguments(call, call.args, self._splatted_dict(enclosing_class))
         return _site(call, SiteKind.CALL, resolved, keywords, positional, has_splat)
 
+    def _splatted_dict(self, enclosing_class: cst.ClassDef | None) -> Callable[[cst.BaseExpression], cst.Dict | None]:
+        """The dict literal a `**` argument splats, when it is one: written there, or a name
+        (or `self.<attr>`) bound once to one. Its entries are known keywords; the splat still
+        counts as one (the dict may gain keys elsewhere)."""
 
-def _split_arguments(call: cst.Call, args: Sequence[cst.Arg]) -> tuple[dict[str, KeywordValue], tuple[cst.Arg, ...], bool]:
+        def literal(expr: cst.BaseExpression) -> cst.Dict | None:
+            values: Sequence[cst.BaseExpression] = [expr]
+            if isinstance(expr, cst.Name):
+                values = self._assigned_values(expr)
+            elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                values = self._self_attribute_values.get((enclosing_class, expr.attr.value), ()) if enclosing_class else ()
+            if len(values) != 1 or not isinstance(values[0], cst.Dict):
+                return None
+            found = values[0]
+            if all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in found.elements):
+                return found
+            return None
+
+        return literal
+
+
+def _split_arguments(
+    call: cst.Call, args: Sequence[cst.Arg], splatted_dict: Callable[[cst.BaseExpression], cst.Dict | None] | None = None
+) -> tuple[dict[str, KeywordValue], tuple[cst.Arg, ...], bool]:
     keywords: dict[str, KeywordValue] = {}
     positional: list[cst.Arg] = []
     has_splat = False
     for arg in args:
         if arg.star == "**":
             has_splat = True
+            dictionary = splatted_dict(arg.value) if splatted_dict is not None else None
+            for element in dictionary.elements if dictionary is not None else ():
+                name = element.key.evaluated_value
+                if isinstance(name, str) and name not in keywords:
+                    keywords[name] = KeywordValue(name, element.value, None, element, dictionary)
         elif arg.keyword is not None:
             keywords[arg.keyword.value] = KeywordValue(arg.keyword.value, arg.value, call)
         else:
