@@ -100,3 +100,39 @@ def test_a_constructor_argument_without_default_is_what_the_project_builds_it_wi
     assert "Block.norm -> (torch.nn.BatchNorm2d), Block as constructed at model.py:4" in finding[4]
     (root / "model.py").write_text(model.format(norm="nn.LayerNorm"))
     assert json_findings(cli(["--output-format", "json", "."], root), root) == []
+
+
+def test_src_layout_and_src_package_spell_one_module():
+    """`src/pkg/mod.py` is `pkg.mod` whether the project imports it as `pkg.mod` (setuptools'
+    src layout) or as `src.pkg.mod` (a `src` package): both resolve to the same definitions."""
+    from ckptlint.model.names import absolute_import, canonical_name, module_name
+
+    assert module_name("src/trainkit/policies/__init__.py") == "trainkit.policies"
+    assert module_name("src/train.py") == "train"
+    assert module_name("src/__init__.py") == "src"
+    assert canonical_name("src.trainkit.finetune.main") == "trainkit.finetune.main"
+    assert canonical_name("src") == "src"
+    assert absolute_import("trainkit.finetune", False, "src.trainkit.policies") == "trainkit.policies"
+    assert absolute_import("trainkit.finetune", False, ".policies") == "trainkit.policies"
+
+
+def test_a_package_that_re_exports_a_helper_resolves_to_its_definition(tmp_path):
+    """`from pkg.policies import helper`, where `pkg/policies/__init__.py` imports it from a
+    submodule: the helper's effects are found where it is defined."""
+    from ckptlint.config import resolve_settings
+    from ckptlint.indexing import build_index
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    policies = tmp_path / "src" / "pkg" / "policies"
+    policies.mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (policies / "__init__.py").write_text("from pkg.policies.activation import wrap\n")
+    (policies / "activation.py").write_text(
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing\n\n"
+        "def wrap(model):\n    apply_activation_checkpointing(model)\n"
+    )
+    index = build_index(tmp_path, resolve_settings(tmp_path), use_cache=False)
+    effects = index.parameter_effects("pkg.policies.wrap", 0)
+    assert [(e.path, e.line, e.function) for e in effects] == [
+        ("src/pkg/policies/activation.py", 4, "pkg.policies.activation.wrap")
+    ]

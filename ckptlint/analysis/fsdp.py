@@ -28,7 +28,7 @@ from ckptlint.model.library import (
 
 )
 
-from ckptlint.model.names import absolute_import, module_name
+from ckptlint.model.names import absolute_import, canonical_name, module_name
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext
@@ -48,7 +48,7 @@ def absolute_names(context: FileContext, expr: cst.BaseExpression) -> set[str]:
             name = f"{module}.{name}"
         elif name.startswith("."):
             name = absolute_import(module, is_package, name)
-        names.add(name)
+        names.add(canonical_name(name))
     return names
 
 

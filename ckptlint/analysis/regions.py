@@ -135,6 +135,8 @@ class _RegionPaths:
             return
         if self.project.class_named(instance.cls) is None:
             return
+        if self.kind == "mutations" and set(lineage) & NORMS_WITH_RUNNING_STATS:
+            return  # a BatchNorm subclass's statistics are CKPT010's (`statistics`)
         short = instance.short_name
         methods = self._reachable_methods(instance.cls, ["forward"])
         if self.kind == "randomness":

@@ -49,7 +49,7 @@ from ckptlint.model.library import (
     TORCH_CHECKPOINT_FUNCTIONS,
     TRAINING_ARGUMENTS_CLASSES,
 )
-from ckptlint.model.names import absolute_import, module_name
+from ckptlint.model.names import absolute_import, canonical_name, module_name
 
 # A file without any of these can neither use FSDP nor checkpointing nor build a module that
 # matters to a rule: it is not parsed. (`Norm`, `Dropout`, `Sequential`: a norm table or a
@@ -71,7 +71,8 @@ def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> F
     """The facts of one file; a file without trigger words (unless `prefilter` is off), or
     that does not parse, has none."""
     module = module_name(relative_path)
-    if prefilter and not any(word in text for word in INDEX_TRIGGERS):
+    # A package's `__init__` is always read: it may re-export a helper from a submodule.
+    if prefilter and not relative_path.endswith("__init__.py") and not any(word in text for word in INDEX_TRIGGERS):
         return FileFacts(module)
     try:
         tree = ast.parse(text)
@@ -115,7 +116,7 @@ class _Extractor:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
-                        self.imports[alias.asname] = alias.name
+                        self.imports[alias.asname] = canonical_name(alias.name)
                     else:
                         head = alias.name.split(".")[0]
                         self.imports[head] = head
@@ -197,7 +198,7 @@ class _Extractor:
         if head == "self" and enclosing_class is not None and rest and "." not in rest:
             return f"{enclosing_class}.{rest}"
         if head in self.imports:
-            return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
+            return canonical_name(f"{self.imports[head]}.{rest}") if rest else self.imports[head]
         if head in self.top_level:
             return f"{self.module}.{written}"
         return None

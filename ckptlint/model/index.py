@@ -281,11 +281,18 @@ class ProjectIndex:
     def class_named(self, name: str) -> ClassFacts | None:
         return self._definition(name, "classes")
 
-    def _definition(self, name: str, kind: str):
-        """The function or class (`kind`) a name refers to: found in its module's file, else,
-        for a name that may be the project's written differently, among every file's."""
+    def _definition(self, name: str, kind: str, _hops: int = 0):
+        """The function or class (`kind`) a name refers to: found in its module's file, or
+        where that module imports it from (a package's `__init__` re-exporting it), else, for
+        a name that may be the project's written differently, among every file's."""
         facts = self.facts_of(name)
         found = next((d for d in getattr(facts, kind) if d.name == name), None) if facts is not None else None
+        if found is None and facts is not None and _hops < 4:
+            rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
+            head = rest.split(".", 1)[0]
+            imported = dict(facts.names).get(head) if head else None
+            if imported is not None and imported != f"{facts.module}.{head}":
+                found = self._definition(imported + rest[len(head):], kind, _hops + 1)
         if found is not None or not self._may_name_the_project(name):
             return found
         everything = getattr(self, kind)

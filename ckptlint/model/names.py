@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+# A source root: `src/pkg/mod.py` is imported as `pkg.mod` (setuptools' src layout), and a
+# project whose `src` is itself a package imports it as `src.pkg.mod`; both spell one module.
+_SOURCE_ROOT = "src"
+
+
+def canonical_name(name: str) -> str:
+    """An absolute name as the model spells it: `src.pkg.mod.f` -> `pkg.mod.f`."""
+    head, dot, rest = name.partition(".")
+    return rest if head == _SOURCE_ROOT and dot and rest else name
+
+
 def module_name(relative_path: str) -> str:
-    """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`."""
+    """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`; `src/pkg/mod.py` ->
+    `pkg.mod` (`canonical_name`)."""
     parts = relative_path.removesuffix(".pyi").removesuffix(".py").split("/")
     if parts[-1] == "__init__" and len(parts) > 1:
         parts = parts[:-1]
-    return ".".join(parts)
+    return canonical_name(".".join(parts))
 
 
 def absolute_import(module: str, is_package: bool, relative: str) -> str:
     """`from ..x import y` seen in `module`: the absolute name `..x.y` stands for."""
     level = len(relative) - len(relative.lstrip("."))
     if level == 0:
-        return relative
+        return canonical_name(relative)
     package = module.split(".") if is_package else module.split(".")[:-1]
     base = package[: len(package) - (level - 1)] if level > 1 else package
     rest = relative[level:]
