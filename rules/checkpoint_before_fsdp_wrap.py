@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
+from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
@@ -56,7 +59,9 @@ class CheckpointBeforeFsdpWrap(Rule):
 
     Not reported for FSDP2's `fully_shard` (checkpointing first is the documented order, as
     torchtitan does), when FSDP wraps the checkpoint wrapper itself
-    (`FSDP(checkpoint_wrapper(layer))`), or when the wrap has no auto-wrap policy.
+    (`FSDP(checkpoint_wrapper(layer))`), when the wrap has no auto-wrap policy, or when the
+    two sit on branches that never both run (`if args.fsdp:` ... `else:`, or `if ac and not
+    fsdp:` ... `if fsdp:`).
 
     ## Evidence
     torch 2.13 on CPU (gloo, 2 ranks, `stem -> 4 x Block -> head`, EVIDENCE Q5): AC then
@@ -100,7 +105,7 @@ class CheckpointBeforeFsdpWrap(Rule):
             if applies is Applies.NO:
                 return
         node = call_at(self.context, self._calls, checkpointing.event.line, checkpointing.event.column)
-        if node is None:
+        if node is None or self._exclusive(node, wrap):
             return
         path = self.context.relative_path
         impl = {
@@ -118,6 +123,19 @@ class CheckpointBeforeFsdpWrap(Rule):
             "checkpointing to the wrapped model after the wrap"
         )
         self.report(node, message, replacements=self._move(checkpointing, wrap, node), fix_message="Move the checkpointing after the FSDP wrap")
+
+    def _exclusive(self, call: cst.Call, wrap: WrapStep) -> bool:
+        """The checkpointing and the wrap on branches that never both run (`if args.fsdp:`
+        ... `else:`)."""
+        wrap_call = call_at(self.context, self._calls, wrap.event.line, wrap.event.column)
+        if wrap_call is None:
+            return False
+        paths = self._branch_paths
+        return call in paths and wrap_call in paths and paths[call].exclusive_with(paths[wrap_call])
+
+    @cached_property
+    def _branch_paths(self) -> dict[cst.Call, BranchPath]:
+        return branch_paths(self.context.module)
 
     def _move(self, checkpointing: WrapStep, wrap: WrapStep, call: cst.Call) -> list[Replacement]:
         if checkpointing.effect is not None or wrap.effect is not None or not checkpointing.event.direct:
@@ -152,6 +170,21 @@ class CheckpointBeforeFsdpWrap(Rule):
         return [Replacement(block, block.with_changes(body=new_body))]
 
     valid = [
+        # Checkpointing for the single-device run, the wrap for the sharded one: never both.
+        Valid(
+            """
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            def setup(model, args, policy):
+                if args.activation_checkpointing and not args.fsdp:
+                    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+                if args.fsdp:
+                    model = FSDP(model, auto_wrap_policy=policy)
+                return model
+            """,
+            target_versions={"torch": "2.0"},
+        ),
         # FSDP2: checkpointing first is the documented order (torchtitan).
         Valid(
             """

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
+from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.analysis.huggingface import gc_enable_kwargs
 from ckptlint.model.facts import EventKind, Impl
@@ -64,7 +67,9 @@ class DoubleCheckpointing(Rule):
     ```
 
     A block that checkpoints its own forward only behind a flag (`if self.gradient_checkpointing:`)
-    is not reported: it checkpoints only when asked to.
+    is not reported: it checkpoints only when asked to; nor are the two mechanisms on branches
+    that never both run (`if args.fsdp: apply_activation_checkpointing(...)` / `else:
+    model.gradient_checkpointing_enable()`, or `if not fsdp_ac:` ... `if fsdp_ac:`).
 
     ## In training recipes
     Also reported in YAML / JSON recipes and launch scripts: `gradient_checkpointing: true`
@@ -155,12 +160,20 @@ class DoubleCheckpointing(Rule):
             node = call_at(self.context, self._calls, step.event.line, step.event.column)
             if node is None or not self._recomputes_twice(self._reentrant(step), self._reentrant(other)):
                 continue
+            other_node = call_at(self.context, self._calls, other.event.line, other.event.column)
+            paths = self._branch_paths
+            if other_node in paths and node in paths and paths[node].exclusive_with(paths[other_node]):
+                continue  # `if args.fsdp: apply_activation_checkpointing(...)` / `else: gradient_checkpointing_enable()`
             self.report(
                 node,
                 f"`{_describe(step)}` on `{step.name}` (at {step.where(path)}) after `{_describe(other)}` on the "
                 f"same model (at {other.where(path)}): its layers are checkpointed twice and each is recomputed "
                 "twice in backward; keep one of the two",
             )
+
+    @cached_property
+    def _branch_paths(self) -> dict[cst.Call, BranchPath]:
+        return branch_paths(self.context.module)
 
     def _reentrant(self, step: WrapStep) -> bool:
         if step.kind is not EventKind.HF_GC:
@@ -174,6 +187,34 @@ class DoubleCheckpointing(Rule):
         return any(reentrant) or self.context.versions.applies((NESTING_SUPPORTED,)) is not Applies.NO
 
     valid = [
+        # The two on branches that never both run: FSDP's wrapper or Hugging Face's own.
+        Valid(
+            """
+            import functools
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from transformers import AutoModelForCausalLM
+            from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+            def main(args, policy):
+                model = AutoModelForCausalLM.from_pretrained(args.model)
+                if args.fsdp:
+                    model = FSDP(model, auto_wrap_policy=policy)
+                    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))
+                else:
+                    model.gradient_checkpointing_enable()
+
+            def main_flags(args, policy):
+                model = AutoModelForCausalLM.from_pretrained(args.model)
+                fsdp_ac = args.fsdp and args.activation_checkpointing
+                if not fsdp_ac:
+                    model.gradient_checkpointing_enable()
+                model = FSDP(model, auto_wrap_policy=policy)
+                if fsdp_ac:
+                    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))
+            """,
+            target_versions={"transformers": "4.46", "torch": "2.4"},
+        ),
         # Both non-reentrant on torch >= 2.1: torch's nesting support recomputes once.
         Valid(
             """

@@ -58,7 +58,12 @@ class PeftCheckpointingWithoutInputGrads(Rule):
       `PeftModel` or on its base model), on a model loaded with trainable adapters
       (`AutoPeftModelFor*.from_pretrained` or `PeftModel.from_pretrained` with
       `is_trainable=True`), or enabled *before* `model.add_adapter(...)` (diffusers'
-      DreamBooth-LoRA scripts do this to the frozen text encoder);
+      DreamBooth-LoRA scripts do this to the frozen text encoder); or, without PEFT, the
+      model (or the part holding the layers, a vision tower) is frozen and part of its layer
+      stack made trainable again (`model.requires_grad_(False)` or `p.requires_grad = False`
+      over `parameters()`, then `model.model.layers[-2:]` / `encoder.layers[-1]` unfrozen),
+      its embeddings left frozen; a head or projector unfrozen outside the layers is not
+      this case;
     - the effective checkpointing is reentrant: no `gradient_checkpointing_kwargs` with
       transformers < 5.0 (its default is `{"use_reentrant": True}`), `use_reentrant: True`,
       or a kwargs dict without `use_reentrant` in any version (transformers applies its own
@@ -139,6 +144,16 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     | ViT, `enable_input_require_grads()` then `{"use_reentrant": True}` | grads 8/8 | grads 8/8 |
     | ViT, `gradient_checkpointing_enable({"use_reentrant": True})` then `add_adapter` (nothing else trainable) | the RuntimeError | the RuntimeError |
 
+    Frozen base, no PEFT (same set-up; "grads" = trainable tensors with `.grad` after backward):
+
+    | case | transformers 4.46.3 | transformers 5.17.0 |
+    |---|---|---|
+    | Llama, `requires_grad_(False)`, last layer `requires_grad_(True)`, `gradient_checkpointing_enable()` | the RuntimeError, after the warning | grads 9/9 |
+    | same with `lm_head` trainable, or the loop `p.requires_grad = False` / `True` and `{"use_reentrant": True}` | grads 1/10 (only `lm_head`), the warning | grads 10/10 |
+    | same, `{"use_reentrant": False}` or `enable_input_require_grads()` | grads 10/10 | grads 10/10 |
+    | ViT classifier, backbone frozen, last encoder layer unfrozen, default kwargs | grads 2/18 (the classifier only), the warning | grads 18/18 |
+    | same, `{"use_reentrant": True}` | grads 2/18, the warning | grads 2/18, the warning |
+
     Source: transformers 4.46.3 and 4.57.6 `gradient_checkpointing_enable` default to
     `{"use_reentrant": True}` and call `enable_input_require_grads()` only when
     `_hf_peft_config_loaded` (set by `add_adapter` / `load_adapter`); 5.0.0 and 5.17.0
@@ -157,7 +172,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     name = "peft-checkpointing-without-input-grads"
     message = (
         "{what} {when}: {reentrant}, and nothing makes the checkpointed layers' inputs require grad{why_5}, so "
-        "the adapters get no gradient (torch only warns \"None of the inputs have requires_grad=True. Gradients "
+        "{trained} get no gradient (torch only warns \"None of the inputs have requires_grad=True. Gradients "
         "will be None\"); call `{model}.enable_input_require_grads()` first, or pass "
         "`gradient_checkpointing_kwargs={{\"use_reentrant\": False}}`"
     )
@@ -225,6 +240,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             reentrant=_reentrant_reason(step.kwargs),
             why_5=why_5,
             model=model,
+            trained="the adapters" if _has_adapters(history, step) else "the layers made trainable",
         )
         fix = insert_line(step.statement, f"{model}.enable_input_require_grads()", before=True) if subject else None
         self.report(
@@ -244,9 +260,37 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         ]
         if adapters:
             return f"before `{_callee(adapters[0].node)}` (line {line_of(self.context, adapters[0].node)}) adds the adapters"
+        unfrozen = [u for u in _unfrozen_layers(history) if not u.exclusive_with(step)]
+        if unfrozen:
+            return (
+                f"while its frozen layers are made trainable again (line {line_of(self.context, unfrozen[0].node)}; "
+                "its embeddings stay frozen)"
+            )
         return "on a model with adapters"
 
     valid = [
+        # A frozen model whose head alone trains (a linear probe): the layers need no gradient.
+        # Input grads enabled before checkpointing a partially unfrozen model.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            probe = AutoModelForCausalLM.from_pretrained("m")
+            probe.requires_grad_(False)
+            probe.lm_head.requires_grad_(True)
+            probe.gradient_checkpointing_enable()
+            tuned = AutoModelForCausalLM.from_pretrained("m")
+            tuned.requires_grad_(False)
+            for layer in tuned.model.layers[-2:]:
+                layer.requires_grad_(True)
+            tuned.enable_input_require_grads()
+            tuned.gradient_checkpointing_enable()
+            for batch in loader:
+                probe(**batch).loss.backward()
+                tuned(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # Input grads enabled, hundreds of lines away; non-reentrant kwargs.
         Valid(
             """
@@ -413,6 +457,38 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         ),
     ]
     invalid = [
+        # No adapters: the base frozen, its last layers trainable again, reentrant by default.
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("m")
+            for param in model.parameters():
+                param.requires_grad = False
+            for param in model.model.layers[-2:].parameters():
+                param.requires_grad = True
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=8,
+            column=1,
+            message_contains="frozen layers are made trainable again (line 7",
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("m")
+            for param in model.parameters():
+                param.requires_grad = False
+            for param in model.model.layers[-2:].parameters():
+                param.requires_grad = True
+            model.enable_input_require_grads()
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
         Invalid(
             """
             from peft import LoraConfig, get_peft_model
@@ -612,7 +688,8 @@ def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], S
     where a model the file does not train itself is trained."""
     wraps = history.of_kind(StepKind.PEFT_WRAPPED)
     adapters = history.of_kind(StepKind.ADAPTER_ADDED)
-    if not wraps and not adapters:
+    unfrozen = _unfrozen_layers(history)
+    if not wraps and not adapters and not unfrozen:
         return []
     trainers = history.of_kind(StepKind.TRAINER)
     # TRL's trainers prepare PEFT models in some versions; unknown trainers and arguments
@@ -639,10 +716,12 @@ def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], S
     for index, step in enumerate(enabling):
         if any(not later.exclusive_with(step) for later in enabling[index + 1 :]):
             continue  # a later call replaces the checkpoint function
-        if not any(w.order < step.order and not w.exclusive_with(step) for w in wraps) and not any(
-            a.order > step.order and not a.exclusive_with(step) for a in adapters
+        if (
+            not any(w.order < step.order and not w.exclusive_with(step) for w in wraps)
+            and not any(a.order > step.order and not a.exclusive_with(step) for a in adapters)
+            and not any(not u.exclusive_with(step) for u in unfrozen)
         ):
-            continue  # no adapters on any path through this call
+            continue  # no adapters, and no frozen base with trainable layers, on any path through this call
         kwargs = step.kwargs or HfCheckpointingKwargs(KwargsShape.DEFAULT)
         before_5 = kwargs.reentrant_in(transformers_5=False) is True
         # From 5.0 transformers enables input grads itself for `input_ids` models, and the
@@ -652,6 +731,25 @@ def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], S
         if (before_5 or from_5) and (not elsewhere or trained_at is not None):
             exposures.append(_Exposure(step, before_5, from_5, trained_at))
     return exposures
+
+
+def _has_adapters(history: ModelHistory, step: ModelStep) -> bool:
+    return any(w.order < step.order and not w.exclusive_with(step) for w in history.of_kind(StepKind.PEFT_WRAPPED)) or any(
+        a.order > step.order and not a.exclusive_with(step) for a in history.of_kind(StepKind.ADAPTER_ADDED)
+    )
+
+
+def _unfrozen_layers(history: ModelHistory) -> list[ModelStep]:
+    """The steps that make part of a frozen layer stack trainable again: the model (or the
+    part holding those layers, its embeddings with it) frozen first, then `model.layers[-2:]`
+    unfrozen. A head or projector unfrozen outside the stack needs no gradient through the
+    checkpointed layers, and is not one."""
+    frozen = history.of_kind(StepKind.FROZEN)
+    return [
+        step
+        for step in history.of_kind(StepKind.UNFROZEN)
+        if any(f.order < step.order and step.path[: len(f.path)] == f.path and not f.exclusive_with(step) for f in frozen)
+    ]
 
 
 def _reentrant_reason(kwargs: HfCheckpointingKwargs | None) -> str:

@@ -34,6 +34,7 @@ EXPECTED = {
         ("lora_accelerate.py", 53, "CKPT021"),  # after get_peft_model in a helper
         ("qlora.py", 30, "CKPT020"),  # prepare_model_for_kbit_training in a manual loop
         ("trainer_lora.py", 25, "CKPT021"),  # TrainingArguments(gradient_checkpointing=True)
+        ("unfreeze_tower.py", 13, "CKPT021"),  # no PEFT: a frozen tower with its last layers unfrozen
         ("vision_lora.py", 16, "CKPT021"),
     },
     # transformers 5 defaults to non-reentrant, hooks `input_ids` models' embeddings and

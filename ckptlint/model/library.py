@@ -275,6 +275,12 @@ def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
     return None
 
 
+# The attributes transformers models keep their layer stacks in (`LlamaModel.layers`,
+# `BertEncoder.layer`, `GPT2Model.h`, `T5Stack.block`, CLIP's `encoder.layers`, timm-style
+# `blocks`): what gradient checkpointing wraps.
+LAYER_STACKS = frozenset({"layers", "layer", "h", "block", "blocks"})
+
+
 # --- transformers: what a model class's name says -------------------------------------------
 
 # --- model classes -----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ckptlint.analysis.hf_models.syntax import (
 from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, keyword_value
 from ckptlint.model.library import (
     ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
-    TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
+    LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
     is_model_class_name,
 )
 from ckptlint.model.names import module_name
@@ -133,8 +133,7 @@ class Calls:
             self._step(part, StepKind.ADAPTER_ADDED, call, frame)
         elif method == "requires_grad_":
             flag = call.args[0].value if call.args else None
-            if (part.is_embedding or not part.path) and (flag is None or not is_false(flag)):
-                self._step(part, StepKind.INPUT_GRADS, call, frame)
+            self._requires_grad(part, flag is None or not is_false(flag), call, frame)
         elif method == "register_forward_hook" and part.is_embedding:
             if not call.args or self._hook_may_set_requires_grad(call.args[0].value):
                 self._step(part, StepKind.INPUT_GRADS, call, frame)
@@ -151,6 +150,18 @@ class Calls:
         if method == "get_input_embeddings":
             return part.child(method)
         return part.child(method + "()")
+
+    def _requires_grad(self, part: ModelPart, trainable: bool, node: cst.CSTNode, frame: Scope) -> None:
+        """`part.requires_grad_(flag)`, or `p.requires_grad = flag` for `p` over
+        `part.parameters()`: the embeddings (or the whole model) made trainable are input
+        grads; the model (or a part of it) frozen, and a part of its layer stack unfrozen
+        again, are what leaves a reentrant checkpoint's inputs without grad."""
+        if trainable and (part.is_embedding or not part.path):
+            self._step(part, StepKind.INPUT_GRADS, node, frame)
+        elif not trainable and not part.is_embedding:
+            self._step(part, StepKind.FROZEN, node, frame, path=part.path)
+        elif trainable and any(name in LAYER_STACKS for name in part.path):
+            self._step(part, StepKind.UNFROZEN, node, frame, path=part.path)
 
     def _forward_call(self, call: cst.Call, part: ModelPart, args: list[ScriptValue], frame: Scope) -> None:
         """A forward pass: `use_cache=False` (or a runtime value) there turns the cache off."""

@@ -13,10 +13,11 @@ from ckptlint.analysis.hf_models.objects import (
     ConfigValue, DictValue, ModelObject, ModelPart, Scope, ScriptValue, TrainingArgumentsValue, TrainingContext,
     TupleValue, dict_expression, same_value,
 )
-from ckptlint.analysis.hf_models.steps import Conditions, ModelHistory, ScriptModels, StepKind
+from ckptlint.analysis.branches import Conditions, condition_literals
+from ckptlint.analysis.hf_models.steps import ModelHistory, ScriptModels, StepKind
 from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.analysis.hf_models.syntax import (
-    body_of, code_of, condition_literals, dict_keys, dotted_text, is_false, is_true, literal_value, subscript_key,
+    body_of, code_of, dict_keys, dotted_text, is_false, is_true, literal_value, subscript_key,
 )
 from ckptlint.model.library import classify_model_class
 from ckptlint.model.names import module_name
@@ -402,6 +403,9 @@ class Interpreter(Calls):
         if name == "use_cache" and "generation_config" not in part.path:
             if not is_true(value):
                 self._step(part, StepKind.USE_CACHE_OFF, node, frame)
+        elif name == "requires_grad" and part.path[-2:] == ("parameters()", "[]"):
+            # `for p in model.layers[-1].parameters(): p.requires_grad = True`
+            self._requires_grad(ModelPart(part.model, part.path[:-2]), not is_false(value), node, frame)
         elif name == "requires_grad" and part.is_embedding and not is_false(value):
             self._step(part, StepKind.INPUT_GRADS, node, frame)
 

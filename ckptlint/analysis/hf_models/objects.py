@@ -10,7 +10,8 @@ from typing import Union
 
 import libcst as cst
 
-from ckptlint.analysis.hf_models.steps import Branches, Conditions, ModelStep
+from ckptlint.analysis.branches import Branches, Conditions
+from ckptlint.analysis.hf_models.steps import ModelStep
 from ckptlint.analysis.hf_models.syntax import is_false, is_true, literal_value
 from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, KwargsShape, keyword_value
 from ckptlint.model.library import EMBEDDING_PARTS, ModelClass

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.analysis.branches import Branches, Conditions, exclusive
 from ckptlint.analysis.huggingface import HfCheckpointingKwargs
 from ckptlint.model.library import ModelClass
 
@@ -28,12 +29,8 @@ class StepKind(str, enum.Enum):
     USE_CACHE_OFF = "use_cache turned off"  # or possibly off: a value only known at runtime
     TRAINER = "handed to a trainer"
     ESCAPED = "handed to code not visible here"
-
-
-Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index), outermost first
-# What the enclosing `if`s require, as (condition source, required truth): `if a and not b:`
-# gives ("a", True), ("b", False); `x != "full"` gives ('x == "full"', False).
-Conditions = tuple[tuple[str, bool], ...]
+    FROZEN = "parameters frozen"  # `requires_grad_(False)`, or `p.requires_grad = False` over `parameters()`
+    UNFROZEN = "layers unfrozen"  # the same set True on a part of the layer stack (`model.layers[-2:]`)
 
 
 @dataclass(frozen=True)
@@ -47,6 +44,7 @@ class ModelStep:
     # statement line of an indented block or of the module).
     statement: cst.SimpleStatementLine | None = None
     subject: cst.BaseExpression | None = None  # how the code names the model there
+    path: tuple[str, ...] = ()  # FROZEN / UNFROZEN: the part of the model (`("model", "layers", "[]")`)
     kwargs: HfCheckpointingKwargs | None = None  # GC_ENABLED, KBIT_PREPARED, TRAINER
     enables_checkpointing: bool | None = None  # KBIT_PREPARED / TRAINER: known to turn it on
     trainer: TrainerKind | None = None  # TRAINER
@@ -58,11 +56,7 @@ class ModelStep:
     def exclusive_with(self, other: ModelStep) -> bool:
         """Whether the two steps can never both run: different branches of one `if`, or
         conditions that contradict each other (`if a and not b:` ... `if b:`)."""
-        mine = dict(self.branches)
-        if any(node in mine and mine[node] != index for node, index in other.branches):
-            return True
-        required = dict(self.conditions)
-        return any(atom in required and required[atom] != truth for atom, truth in other.conditions)
+        return exclusive(self.branches, self.conditions, other.branches, other.conditions)
 
 
 @dataclass(frozen=True)

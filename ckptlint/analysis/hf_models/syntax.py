@@ -1,4 +1,4 @@
-"""libcst helpers of the interpreter: names, literals, conditions, where a line can go."""
+"""libcst helpers of the interpreter: names, literals, where a line can go."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
 from ckptlint.rule import Replacement
 
 if TYPE_CHECKING:
-    from ckptlint.analysis.hf_models.steps import Conditions
     from ckptlint.rule import FileContext
 
 
@@ -23,29 +22,6 @@ def body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     if isinstance(body, Sequence):
         return body
     return ()
-
-
-COMPARISONS = {
-    cst.Equal: ("==", True), cst.NotEqual: ("==", False), cst.Is: ("is", True), cst.IsNot: ("is", False),
-    cst.In: ("in", True), cst.NotIn: ("in", False),
-}
-
-
-def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
-    """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return condition_literals(test.expression, not truth)
-    if isinstance(test, cst.BooleanOperation):
-        # `a and b` true, or `a or b` false: each side is known.
-        if isinstance(test.operator, cst.And) == truth:
-            return condition_literals(test.left, truth) + condition_literals(test.right, truth)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        operator = COMPARISONS.get(type(comparison.operator))
-        if operator is not None:
-            atom = f"{code_of(bare(test.left))} {operator[0]} {code_of(bare(comparison.comparator))}"
-            return ((atom, truth == operator[1]),)
-    return ((code_of(bare(test)), truth),)
 
 
 def bare(expr: cst.BaseExpression) -> cst.BaseExpression:

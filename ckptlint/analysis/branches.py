@@ -1,0 +1,85 @@
+"""Which `if` branches a call sits in, and whether two calls can ever both run: different
+branches of one `if`, or conditions that contradict each other (`if not use_fsdp_ac:` ...
+`if use_fsdp_ac:`). Shared by the rules that pair two steps on one model (CKPT003, CKPT005)
+and by the Hugging Face interpreter's steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index), outermost first
+# What the enclosing `if`s require, as (condition source, required truth): `if a and not b:`
+# gives ("a", True), ("b", False); `x != "full"` gives ('x == "full"', False).
+Conditions = tuple[tuple[str, bool], ...]
+
+_COMPARISONS = {
+    cst.Equal: ("==", True), cst.NotEqual: ("==", False), cst.Is: ("is", True), cst.IsNot: ("is", False),
+    cst.In: ("in", True), cst.NotIn: ("in", False),
+}
+
+
+def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
+    """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return condition_literals(test.expression, not truth)
+    if isinstance(test, cst.BooleanOperation):
+        # `a and b` true, or `a or b` false: each side is known.
+        if isinstance(test.operator, cst.And) == truth:
+            return condition_literals(test.left, truth) + condition_literals(test.right, truth)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        operator = _COMPARISONS.get(type(comparison.operator))
+        if operator is not None:
+            atom = f"{_source(test.left)} {operator[0]} {_source(comparison.comparator)}"
+            return ((atom, truth == operator[1]),)
+    return ((_source(test), truth),)
+
+
+def _source(expr: cst.BaseExpression) -> str:
+    bare = expr.with_changes(lpar=(), rpar=()) if getattr(expr, "lpar", None) else expr
+    return cst.Module([]).code_for_node(bare)
+
+
+def exclusive(branches: Branches, conditions: Conditions, other_branches: Branches, other_conditions: Conditions) -> bool:
+    """Whether code under (`branches`, `conditions`) and code under the others never both run."""
+    mine = dict(branches)
+    if any(node in mine and mine[node] != index for node, index in other_branches):
+        return True
+    required = dict(conditions)
+    return any(atom in required and required[atom] != truth for atom, truth in other_conditions)
+
+
+@dataclass(frozen=True)
+class BranchPath:
+    branches: Branches = ()
+    conditions: Conditions = ()
+
+    def exclusive_with(self, other: BranchPath) -> bool:
+        return exclusive(self.branches, self.conditions, other.branches, other.conditions)
+
+
+def branch_paths(module: cst.Module) -> dict[cst.Call, BranchPath]:
+    """The branch path of every call of a module."""
+    visitor = _BranchVisitor()
+    module.visit(visitor)
+    return visitor.found
+
+
+class _BranchVisitor(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.stack: list[tuple[tuple[int, int], Conditions]] = []
+        self.found: dict[cst.Call, BranchPath] = {}
+
+    def visit_If(self, node: cst.If) -> bool:
+        node.test.visit(self)
+        for index, (block, truth) in enumerate(((node.body, True), (node.orelse, False))):
+            if block is not None:
+                self.stack.append(((id(node), index), condition_literals(node.test, truth)))
+                block.visit(self)
+                self.stack.pop()
+        return False  # its children are visited above, each in its branch
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found[node] = BranchPath(tuple(key for key, _ in self.stack), tuple(c for _, cs in self.stack for c in cs))
