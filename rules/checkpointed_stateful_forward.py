@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import libcst as cst
+
 from ckptlint.analysis.regions import RegionRule, region_mutations, shown
 from ckptlint.rule import Invalid, Valid
 
@@ -41,7 +43,9 @@ class CheckpointedStatefulForward(RegionRule):
     use_cache: return ...`: under checkpointing in training transformers turns the cache off,
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
     an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
-    recomputation writes the same value again), regions that cannot be resolved. No fix.
+    recomputation writes the same value again), the bound method of an object built in the
+    call itself (`checkpoint(Interpreter(gm).run, x)`: nothing else sees its state), regions
+    that cannot be resolved. No fix.
 
     ## Evidence
     torch 2.13 (CPU): a module whose forward does `self.calls += 1`, checkpointed with either
@@ -54,6 +58,9 @@ class CheckpointedStatefulForward(RegionRule):
     message = "a checkpointed region mutates state that outlives the call"
 
     def check_region(self, node, region, api) -> None:
+        function = node.args[0].value if node.args and node.args[0].keyword is None and not node.args[0].star else None
+        if isinstance(function, cst.Attribute) and isinstance(function.value, cst.Call):
+            return  # `checkpoint(Interpreter(gm).run, x)`: an object built for this call alone
         writes = region_mutations(region, self.context.project)
         if not writes:
             return
@@ -65,6 +72,25 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # An object built for the call alone: its state is seen by nothing else.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            class Runner:
+                def __init__(self, graph):
+                    self.graph = graph
+
+                def run(self, *args):
+                    self.env = {}
+                    for node in self.graph:
+                        self.env[node] = node(*args)
+                    return self.env
+
+            def run_checkpointed(graph, *args):
+                return checkpoint(Runner(graph).run, *args, use_reentrant=False)
+            """
+        ),
         # GPT-NeoX / Hugging Face style cache writes behind `use_cache` (off in checkpointed
         # training), and a flag guard.
         Valid(

@@ -116,7 +116,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     statement (`if gc: model...()`), or when the model is not named by a plain name or
     attribute.
 
-    Not reported: kwargs only known at runtime (a variable, `**kwargs`, `TrainingArguments`
+    Not reported: a project `Trainer` subclass whose code sets the checkpointing kwargs or
+    input grads itself, kwargs only known at runtime (a variable, `**kwargs`, `TrainingArguments`
     parsed from the command line), models handed to TRL's trainers (depending on the TRL
     version they enable input grads for PEFT models themselves) or to other trainers, models
     passed to a function imported from another module of the project before training (it
@@ -269,6 +270,23 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         return "on a model with adapters"
 
     valid = [
+        # A project Trainer that sets its own checkpointing kwargs: not transformers' default.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            class NonReentrantTrainer(Trainer):
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    self.args.gradient_checkpointing_kwargs = {"use_reentrant": False}
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8))
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            NonReentrantTrainer(model=model, args=args, train_dataset=ds).train()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # A frozen model whose head alone trains (a linear probe): the layers need no gradient.
         # Input grads enabled before checkpointing a partially unfrozen model.
         Valid(

@@ -65,6 +65,8 @@ INDEX_TRIGGERS = (
 )
 
 MODULE_LEVEL = "<module>"
+# Words of a class that sets how checkpointing runs (`ClassFacts.configures_checkpointing`).
+CHECKPOINTING_SETTINGS = ("gradient_checkpointing_kwargs", "use_reentrant", "enable_input_require_grads")
 
 
 def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> FileFacts:
@@ -232,7 +234,11 @@ class _Extractor:
             elif isinstance(node, ast.ClassDef):
                 qualified = f"{prefix}.{node.name}"
                 bases = tuple(self.resolve(b) or dotted(b) or "?" for b in node.bases)
-                self.classes.append(ClassFacts(qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve)))
+                text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
+                configures = any(word in text for word in CHECKPOINTING_SETTINGS)
+                self.classes.append(
+                    ClassFacts(qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve), configures)
+                )
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)
                 self._function(qualified, (), node.body, enclosing_class=qualified)

@@ -108,6 +108,9 @@ class ClassFacts:
     line: int
     bases: tuple[str, ...]  # absolute where resolvable, else as written
     methods: tuple[MethodFacts, ...] = ()
+    # Its code sets how checkpointing runs (`gradient_checkpointing_kwargs`, `use_reentrant`,
+    # `enable_input_require_grads`): a project `Trainer` subclass that does is not transformers'.
+    configures_checkpointing: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,7 @@ class FileFacts:
             "classes": [
                 [c.name, c.line, list(c.bases),
                  [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations)]
-                  for m in c.methods]]
+                  for m in c.methods], c.configures_checkpointing]
                 for c in self.classes
             ],
             "functions": [
@@ -204,8 +207,9 @@ class FileFacts:
                         MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]))
                         for m in methods
                     ),
+                    configures,
                 )
-                for name, line, bases, methods in data["classes"]
+                for name, line, bases, methods, configures in data["classes"]
             ),
             functions=tuple(
                 FunctionFacts(name, tuple(parameters), tuple(_event_from_json(e) for e in events))

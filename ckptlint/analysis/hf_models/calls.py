@@ -24,6 +24,7 @@ from ckptlint.model.library import (
     LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
     is_model_class_name,
 )
+from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
 from ckptlint.model.names import module_name
 
 MAX_INLINE_DEPTH = 8
@@ -414,13 +415,23 @@ class Calls:
         kinds = set()
         for name in names:
             lineage = set(self._ancestors(name))
-            if any(n.startswith("trl.") for n in lineage):
+            if any(self._configures_checkpointing(n) for n in lineage):
+                kinds.add(TrainerKind.OTHER)  # `self.args.gradient_checkpointing_kwargs = {...}` in its own code
+            elif any(n.startswith("trl.") for n in lineage):
                 kinds.add(TrainerKind.TRL)
             elif lineage & TRANSFORMERS_TRAINERS:
                 kinds.add(TrainerKind.TRANSFORMERS)
             else:
                 kinds.add(TrainerKind.OTHER)
         return kinds.pop() if len(kinds) == 1 else TrainerKind.OTHER
+
+    def _configures_checkpointing(self, name: str) -> bool:
+        """A project class (of this file or another) whose code sets how checkpointing runs."""
+        local = name.removeprefix(module_name(self.context.relative_path) + ".")
+        if local in self.classes:
+            return any(word in code_of(self.classes[local]) for word in CHECKPOINTING_SETTINGS)
+        facts = self.context.project.class_named(name)
+        return facts is not None and facts.configures_checkpointing
 
     def _ancestors(self, name: str) -> list[str]:
         local = name.removeprefix(module_name(self.context.relative_path) + ".")
