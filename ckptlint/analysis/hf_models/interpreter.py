@@ -389,6 +389,11 @@ class Interpreter(Calls):
 
     def _bind_target(self, target: cst.BaseExpression, value: ScriptValue, frame: Scope) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
+            if isinstance(value, ModelPart) and value.path[-2:] == ("named_parameters()", "[]") and len(target.elements) == 2:
+                # `for name, param in part.named_parameters()`: `param` is one of `part.parameters()`
+                parameters = ModelPart(value.model, value.path[:-2] + ("parameters()", "[]"))
+                self._bind_target(target.elements[1].value, parameters, frame)
+                return
             items = value.items if isinstance(value, TupleValue) else ()
             elements = [e for e in target.elements if not isinstance(e, cst.StarredElement)]
             exact = len(elements) == len(target.elements) and len(items) == len(elements)
