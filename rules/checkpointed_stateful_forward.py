@@ -43,7 +43,11 @@ class CheckpointedStatefulForward(RegionRule):
     use_cache: return ...`: under checkpointing in training transformers turns the cache off,
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
     an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
-    recomputation writes the same value again), the bound method of an object built in the
+    recomputation writes the same value again), an attribute set only once a check on it
+    passes (`if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(seq_len)` in
+    Llama-derived rotary embeddings, `if self.table is None: self.table = ...`: the
+    recomputation finds the check passed; a counter `self.n = self.n + 1` under `if self.n <
+    k:` is still reported), the bound method of an object built in the
     call itself (`checkpoint(Interpreter(gm).run, x)`: nothing else sees its state), regions
     that cannot be resolved. No fix.
 
@@ -72,6 +76,48 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # A cache set only once its check passes (Llama-derived rotary embeddings, a subclass
+        # setting it in the method the check calls): the recomputation finds it set.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Rotary(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dim = dim
+                    self.max_seq_len_cached = 0
+
+                def _set_cache(self, seq_len):
+                    self.max_seq_len_cached = seq_len
+                    self.register_buffer("cos_cached", torch.ones(seq_len, self.dim), persistent=False)
+
+                def forward(self, x, seq_len):
+                    if seq_len > self.max_seq_len_cached:
+                        self._set_cache(seq_len)
+                    return x * self.cos_cached[:seq_len]
+
+            class ScaledRotary(Rotary):
+                def _set_cache(self, seq_len):
+                    self.max_seq_len_cached = seq_len
+                    self.register_buffer("cos_cached", torch.ones(seq_len, self.dim) / 2, persistent=False)
+
+            class Layer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rotary = ScaledRotary(8)
+
+                def forward(self, x):
+                    return self.rotary(x, x.shape[1])
+
+            def run(layer, x):
+                return checkpoint(layer, x, use_reentrant=False)
+
+            run(Layer(), torch.ones(2, 4, 8))
+            """
+        ),
         # An object built for the call alone: its state is seen by nothing else.
         Valid(
             """
@@ -174,6 +220,35 @@ class CheckpointedStatefulForward(RegionRule):
         ),
     ]
     invalid = [
+        # A counter under a check on itself still moves twice.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Warmup(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.steps = 0
+
+                def forward(self, x):
+                    if self.steps < 100:
+                        self.steps = self.steps + 1
+                    return self.fc(x)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.warm = Warmup()
+
+                def forward(self, x):
+                    return checkpoint(self.warm, x, use_reentrant=False)
+            """,
+            line=21,
+            column=16,
+            message_contains="`self.steps` assigned (line 12)",
+        ),
         # An MoE router with a usage counter, checkpointed from the block that owns it.
         Invalid(
             """

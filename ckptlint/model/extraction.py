@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ckptlint.model.code import summarize
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
 from ckptlint.model.options import argparse_options, dataclass_options
-from ckptlint.model.method_behaviour import definitions, dotted, keyword_argument, methods_of
+from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
@@ -112,8 +112,11 @@ class _Extractor:
         # Configuration options that decide reentrancy (`ckptlint.model.options`).
         self.names_reentrancy = "reentrant" in text
         self.options: list[OptionDefault] = []
+        self.tree: ast.AST | None = None
+        self._checked_attributes: frozenset[str] | None = None
 
     def run(self, tree: ast.Module) -> FileFacts:
+        self.tree = tree
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -188,6 +191,13 @@ class _Extractor:
         visit(tree, f"{self.module}.{MODULE_LEVEL}", None, False)
         return found
 
+    def _checked(self) -> frozenset[str]:
+        """The file's checked-then-set attributes (`checked_attributes`), walked for once and
+        only when a class's methods are summarised."""
+        if self._checked_attributes is None:
+            self._checked_attributes = checked_attributes(self.tree)
+        return self._checked_attributes
+
     # names ------------------------------------------------------------------------------
 
     def resolve(self, expr: ast.AST, enclosing_class: str | None = None) -> str | None:
@@ -237,7 +247,7 @@ class _Extractor:
                 text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
                 configures = any(word in text for word in CHECKPOINTING_SETTINGS)
                 self.classes.append(
-                    ClassFacts(qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve), configures)
+                    ClassFacts(qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked), configures)
                 )
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)

@@ -128,9 +128,12 @@ def in_training(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset
     return visit(body)
 
 
-def state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset()) -> list[str]:
+def state_mutations(
+    body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset(), checked: frozenset[str] = frozenset()
+) -> list[str]:
     """Writes to `self` state (assignments, in-place tensor methods, container mutators) and
-    `global` / `nonlocal` writes that can run in training."""
+    `global` / `nonlocal` writes that can run in training; a plain assignment to a `checked`
+    attribute (set once its check passes) is not one."""
     found: list[str] = []
     declared: set[str] = set()
     for statement in in_training(body, never_true):
@@ -143,6 +146,8 @@ def state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = froze
             if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
                 for target in targets:
+                    if _sets_checked(inner, target, checked):
+                        continue  # `self.max_seq_len_cached = seq_len` once `seq_len > self.max_seq_len_cached`
                     if self_attribute(target) is not None:
                         found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
                     elif isinstance(target, ast.Name) and target.id in declared:
@@ -151,6 +156,17 @@ def state_mutations(body: Sequence[ast.stmt], never_true: frozenset[str] = froze
                 if self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
                     found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
     return list(dict.fromkeys(found))
+
+
+def _sets_checked(assignment: ast.AST, target: ast.AST, checked: frozenset[str]) -> bool:
+    """A plain assignment of a checked attribute from something else (`self.n = self.n + 1`
+    under `if self.n < k:` still counts twice, and is a write)."""
+    if not (isinstance(assignment, ast.Assign) and isinstance(target, ast.Attribute)):
+        return False
+    attribute = self_attribute(target)
+    return attribute in checked and not any(
+        isinstance(n, ast.Attribute) and self_attribute(n) == attribute for n in ast.walk(assignment.value)
+    )
 
 
 def is_literal(node: ast.AST | None) -> bool:
@@ -210,15 +226,48 @@ def keyword_argument(call: ast.Call, name: str) -> ast.AST | None:
     return None
 
 
-def methods_of(node: ast.ClassDef, lines: Sequence[str], resolve: Callable[[ast.AST], str | None]) -> tuple[MethodFacts, ...]:
+def checked_attributes(tree: ast.AST) -> frozenset[str]:
+    """The `self` attributes a file's code sets only after checking them: `if seq_len >
+    self.max_seq_len_cached: self._set_cos_sin_cache(seq_len)` (the rotary caches of
+    Llama-derived code, set in the method it calls, in a subclass too) or `if self.table is
+    None: self.table = ...`. A recomputation finds the check already passed and writes
+    nothing: such writes are not state that moves twice."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        checked = {self_attribute(n) for n in ast.walk(node.test) if isinstance(n, ast.Attribute)} - {None}
+        if not checked:
+            continue
+        body = [inner for statement in node.body for inner in ast.walk(statement)]
+        calls_own_method = any(
+            isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and self_attribute(inner.func) is not None
+            for inner in body
+        )
+        assigned = {
+            self_attribute(target)
+            for inner in body if isinstance(inner, ast.Assign)
+            for target in inner.targets
+        }
+        found |= checked if calls_own_method else checked & assigned
+    return frozenset(found)
+
+
+def methods_of(
+    node: ast.ClassDef,
+    lines: Sequence[str],
+    resolve: Callable[[ast.AST], str | None],
+    checked: Callable[[], frozenset[str]] = frozenset,
+) -> tuple[MethodFacts, ...]:
     """What each method of a class (and each function nested in one) does when it runs in
     training: the random operations it runs, the `self` attributes it uses, calls, puts in
-    eval mode and writes."""
+    eval mode and writes (not the `checked` attributes: `checked_attributes`)."""
     # Only classes whose text can matter to a region are summarised method by method.
     text = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
     if not any(word in text for word in _REGION_WORDS):
         return ()
     never_true = flags_never_set(node)
+    checked_here = checked()
     methods = []
     # Methods, and the functions nested in them (`forward._inner_forward`): those close
     # over `self` and are what the mm* libraries checkpoint.
@@ -266,7 +315,7 @@ def methods_of(node: ast.ClassDef, lines: Sequence[str], resolve: Callable[[ast.
         methods.append(
             MethodFacts(
                 name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
-                tuple(state_mutations(method.body, never_true)),
+                tuple(state_mutations(method.body, never_true, checked_here)),
             )
         )
     return tuple(methods)
