@@ -30,7 +30,7 @@ class EventKind(str, enum.Enum):
     RUNS_CHECKPOINTED = "run under checkpoint"  # the target is the function torch's checkpoint runs
     # What happens to a Hugging Face model (`ckptlint.model.hf_events`): followed across
     # functions and files by `ProjectIndex.model_fate` / `returned_model`.
-    LOADED = "loaded"  # api: the model class (absolute); source: "quantized" when loaded in 4/8 bit
+    LOADED = "loaded"  # api: the model class (absolute); source: "quantized" (4/8 bit), "remote" (Hub code), both
     RESULT = "bound from the result of"  # callee: the project function; parameter: tuple index or -1
     RETURNED = "returned"  # parameter: tuple index or -1
     FORWARD = "run"  # called: `model(**batch)`, `model.forward(...)`

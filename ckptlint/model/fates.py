@@ -61,6 +61,7 @@ class ReturnedModel:
     input_grads: bool
     peft: bool
     checkpointing: bool  # gradient checkpointing enabled on it before it is returned
+    remote_code: bool = False  # loaded with `trust_remote_code=True`
 
 
 @dataclass
@@ -284,5 +285,6 @@ def _parameter(function: FunctionFacts, parameter: str | int) -> str | None:
 
 def _loaded(event: Event, path: str, function: str) -> ReturnedModel:
     """The model a `LOADED` event loads, before anything is done to it."""
-    return ReturnedModel(event.api, event.source == "quantized", Site(path, event.line, function),
-                         cache_off=False, input_grads=False, peft=False, checkpointing=False)
+    flags = event.source.split()
+    return ReturnedModel(event.api, "quantized" in flags, Site(path, event.line, function),
+                         cache_off=False, input_grads=False, peft=False, checkpointing=False, remote_code="remote" in flags)

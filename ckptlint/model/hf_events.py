@@ -133,7 +133,9 @@ class HfEvents:
         for index, name in bound:
             if index == -1:
                 model_class = loaded_class(self.resolve(call.func))
-                self._add(EventKind.LOADED, name, node, api=model_class, source="quantized" if quantized else "")
+                remote = keyword_argument(call, "trust_remote_code")
+                flags = ("quantized",) * quantized + ("remote",) * (remote is not None and not _is_false(remote))
+                self._add(EventKind.LOADED, name, node, api=model_class, source=" ".join(flags))
                 if _cache_off_at_load(call):
                     self._add(EventKind.USE_CACHE_OFF, name, node)
 

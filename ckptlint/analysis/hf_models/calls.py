@@ -369,6 +369,7 @@ class Calls:
             return None
         obj = ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
         obj.origin = returned
+        obj.remote_code = returned.remote_code
         self.objects.append(obj)
         part = ModelPart(obj)
         for done, kind in ((returned.cache_off, StepKind.USE_CACHE_OFF), (returned.input_grads, StepKind.INPUT_GRADS),
