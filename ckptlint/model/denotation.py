@@ -237,6 +237,9 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         if tag == "call":
             return self._call(expr, frame)
         if tag == "index":
+            registry = self._registry(expr[1], frame)
+            if registry is not None:  # `BACKBONES[cfg["type"]]`
+                return self._registered(registry, self._eval(expr[2], frame) if expr[2] is not None else NOTHING)
             keys = self._eval(expr[2], frame) if expr[2] is not None else NOTHING
             key = next(iter(keys)).value if len(keys) == 1 and isinstance(next(iter(keys)), Constant) else None
             return self._index(self._eval(expr[1], frame), key)
@@ -394,12 +397,45 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
     def _call(self, expr: Expr, frame: Frame) -> set:
         func = expr[1]
         positional, named, opaque = self._arguments(expr, frame)
+        if func[0] == "attr" and func[2] in ("get", "build") and positional and not isinstance(positional[0], Splat):
+            registry = self._registry(func[1], frame)
+            if registry is not None:  # `BACKBONES.get("resnet")`, `MODELS.build(dict(type="ResNet", depth=50))`
+                return self._from_registry(registry, func[2], positional[0], named)
         if func[0] == "attr" and self._global_dotted(func, frame) is None:
             receivers = self._eval(func[1], frame)
             return self._method_call(receivers, func[2], positional, named, opaque)
         found: set = set()
         for callee in self._eval(func, frame):
             found |= self._invoke(callee, positional, named, opaque)
+        return found
+
+    # --- registries (`ckptlint.model.registries`) ----------------------------------------------
+
+    def _registry(self, expr: Expr, frame: Frame) -> str | None:
+        """The registry a global name stands for, when the project registers classes in it."""
+        if expr[0] not in ("name", "attr"):
+            return None
+        name = self._global_dotted(expr, frame)
+        return name if name is not None and name in self.index.registries else None
+
+    def _registered(self, registry: str, keys: frozenset) -> set:
+        """The classes registered under `keys`; none when a key is not a known string."""
+        if not keys or not all(isinstance(k, Constant) and isinstance(k.value, str) for k in keys):
+            return set()
+        table = self.index.registries[registry]
+        return {ClassRef(cls) for key in keys for cls in table.get(key.value, ())}
+
+    def _from_registry(self, registry: str, method: str, first: frozenset, named: dict) -> set:
+        if method == "get":
+            return self._registered(registry, first)
+        found: set = set()
+        for config in first:  # `build(cfg)`: the class named by `type`, built with the rest
+            if not isinstance(config, Mapping):
+                continue
+            entries = dict(config.entries)
+            for cls in self._registered(registry, entries.get("type", NOTHING)):
+                arguments = {k: v for k, v in entries.items() if isinstance(k, str) and k != "type"}
+                found.add(self._construct(cls, [], arguments, False))
         return found
 
     def _arguments(self, expr: Expr, frame: Frame) -> tuple[list, dict[str, frozenset], bool]:

@@ -50,6 +50,7 @@ from ckptlint.model.library import (
     TRAINING_ARGUMENTS_CLASSES,
 )
 from ckptlint.model.names import absolute_import, canonical_name, module_name
+from ckptlint.model.registries import registrars, registrations
 
 # A file without any of these can neither use FSDP nor checkpointing nor build a module that
 # matters to a rule: it is not parsed. (`Norm`, `Dropout`, `Sequential`: a norm table or a
@@ -58,10 +59,12 @@ from ckptlint.model.names import absolute_import, canonical_name, module_name
 # resolved. `train` adds 288 of 4,966 files of torch + transformers; `backward`,
 # `from_pretrained`: a script that trains a model a helper of another module loads; `model`:
 # a module in the middle of that chain (`setup()` returning `load_model()`'s model), 330 more
-# files of torch + transformers, 4% of their bytes.)
+# files of torch + transformers, 4% of their bytes; `register`: a registry's decorator, 127
+# more files, 1.7%.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
     "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant", "model",
+    "register",
 )
 
 MODULE_LEVEL = "<module>"
@@ -113,6 +116,9 @@ class _Extractor:
         self.names_reentrancy = "reentrant" in text
         self.options: list[OptionDefault] = []
         self.tree: ast.AST | None = None
+        self.registrations: list[tuple[str, str, str]] = []
+        self.module_assigned: frozenset[str] = frozenset()
+        self.text_for_registries = text if "register" in text else ""
         self._checked_attributes: frozenset[str] | None = None
 
     def run(self, tree: ast.Module) -> FileFacts:
@@ -148,6 +154,7 @@ class _Extractor:
             elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                 assigned.update(t.id for t in targets if isinstance(t, ast.Name))
+        self.module_assigned = frozenset(assigned)
         self._function(f"{self.module}.{MODULE_LEVEL}", (), tree.body, enclosing_class=None)
         names = {**{name: f"{self.module}.{name}" for name in assigned | self.top_level}, **self.imports}
         return FileFacts.with_summaries(
@@ -160,6 +167,8 @@ class _Extractor:
             fsdp_argument_calls=tuple(self.fsdp_argument_calls),
             names=tuple(sorted(names.items())),
             options=tuple(self.options),
+            registrars=tuple(registrars(tree, self.resolve, self.module)) if "[" in self.text_for_registries else (),
+            registrations=tuple(self.registrations),
         )
 
     def _summaries(self, tree: ast.Module) -> list[FunctionSummary]:
@@ -190,6 +199,14 @@ class _Extractor:
 
         visit(tree, f"{self.module}.{MODULE_LEVEL}", None, False)
         return found
+
+    def _resolve_global(self, expr: ast.AST) -> str | None:
+        """`resolve`, also for the file's module-level variables (`MODELS.register_module`
+        where `MODELS = Registry("models")` is assigned in this file)."""
+        written = dotted(expr)
+        if written is not None and written.partition(".")[0] in self.module_assigned:
+            return f"{self.module}.{written}"
+        return self.resolve(expr)
 
     def _checked(self) -> frozenset[str]:
         """The file's checked-then-set attributes (`checked_attributes`), walked for once and
@@ -244,6 +261,8 @@ class _Extractor:
             elif isinstance(node, ast.ClassDef):
                 qualified = f"{prefix}.{node.name}"
                 bases = tuple(self.resolve(b) or dotted(b) or "?" for b in node.bases)
+                if node.decorator_list:
+                    self.registrations.extend(registrations(node, self._resolve_global, qualified))
                 text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
                 configures = any(word in text for word in CHECKPOINTING_SETTINGS)
                 self.classes.append(

@@ -151,6 +151,10 @@ class FileFacts:
     # assignments (local name -> absolute name).
     names: tuple[tuple[str, str], ...] = ()
     options: tuple[OptionDefault, ...] = ()
+    # Registries (`ckptlint.model.registries`): functions that store the class they decorate
+    # in a dict (function, registry), and the file's class decorators (decorator, key, class).
+    registrars: tuple[tuple[str, str], ...] = ()
+    registrations: tuple[tuple[str, str, str], ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -190,6 +194,8 @@ class FileFacts:
             "fsdp_argument_calls": [list(call) for call in self.fsdp_argument_calls],
             "names": [list(pair) for pair in self.names],
             "options": [[o.name, o.value, o.line, o.how] for o in self.options],
+            "registrars": [list(r) for r in self.registrars],
+            "registrations": [list(r) for r in self.registrations],
             "summaries": self.summaries_json,
         }
 
@@ -221,6 +227,8 @@ class FileFacts:
             fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
             names=tuple((local, absolute) for local, absolute in data["names"]),
             options=tuple(OptionDefault(*option) for option in data.get("options", ())),
+            registrars=tuple((function, registry) for function, registry in data.get("registrars", ())),
+            registrations=tuple((decorator, key, cls) for decorator, key, cls in data.get("registrations", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

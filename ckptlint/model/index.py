@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from ckptlint.model.registries import registered_classes
 from ckptlint.model.summary import UNKNOWN, FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
@@ -75,6 +76,8 @@ def exported_digest(facts: FileFacts) -> str:
         tuple(_model_events(f) for f in facts.functions),
         facts.names,
         facts.options,
+        facts.registrars,
+        facts.registrations,
         tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
@@ -124,6 +127,7 @@ def _library_function(callee: tuple, names: dict[str, str]) -> bool:
 
 
 WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
+REGISTRY_KIND = "registries"
 
 
 def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
@@ -146,6 +150,8 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         kinds.append(CHECKPOINTING_KIND)
     if facts.options:
         kinds.append(OPTIONS_KIND)
+    if facts.registrars or facts.registrations:
+        kinds.append(REGISTRY_KIND)
     return kinds
 
 
@@ -229,6 +235,16 @@ class ProjectIndex:
         return tuple(
             (path, option) for path, facts in self._files_of_kind(OPTIONS_KIND) for option in facts.options
             if option.name == name
+        )
+
+    @cached_property
+    def registries(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """registry (absolute name of the dict or registry object) -> key -> the classes the
+        project registers under it (`ckptlint.model.registries`)."""
+        holding = [facts for _, facts in self._files_of_kind(REGISTRY_KIND)]
+        return registered_classes(
+            {function: registry for facts in holding for function, registry in facts.registrars},
+            [registration for facts in holding for registration in facts.registrations],
         )
 
     def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:
