@@ -57,15 +57,26 @@ from ckptlint.model.registries import registrars, registrations
 # stage builder may name no `Module`; `ckpt`, `train`: a script that only calls the
 # project's `wrap_blocks(Net())` and trains is where that helper's generic parameter is
 # resolved. `train` adds 288 of 4,966 files of torch + transformers; `backward`,
-# `from_pretrained`: a script that trains a model a helper of another module loads; `model`:
-# a module in the middle of that chain (`setup()` returning `load_model()`'s model), 330 more
-# files of torch + transformers, 4% of their bytes; `register`: a registry's decorator, 127
-# more files, 1.7%.)
+# `from_pretrained`: a script that trains a model a helper of another module loads.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
-    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant", "model",
-    "register",
+    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant",
 )
+# A module in the middle of a model's way (`setup()` returning `load_model()`'s model) or a
+# registry (`register_backbone`) names only these: read when it is small or has no torch of
+# its own (a library's large files are neither: 258 more files of torch + transformers, 1.4 s
+# of extraction instead of 5.3 s for every such file).
+PASSING_WORDS = ("model", "register")
+_SMALL_FILE = 8_000
+
+
+def worth_indexing(text: str, relative_path: str) -> bool:
+    """Whether a file's facts can matter to a rule (a package's `__init__` always: it may
+    re-export a helper from a submodule)."""
+    if relative_path.endswith("__init__.py") or any(word in text for word in INDEX_TRIGGERS):
+        return True
+    return any(word in text for word in PASSING_WORDS) and ("torch" not in text or len(text) < _SMALL_FILE)
+
 
 MODULE_LEVEL = "<module>"
 # Words of a class that sets how checkpointing runs (`ClassFacts.configures_checkpointing`).
@@ -76,8 +87,7 @@ def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> F
     """The facts of one file; a file without trigger words (unless `prefilter` is off), or
     that does not parse, has none."""
     module = module_name(relative_path)
-    # A package's `__init__` is always read: it may re-export a helper from a submodule.
-    if prefilter and not relative_path.endswith("__init__.py") and not any(word in text for word in INDEX_TRIGGERS):
+    if prefilter and not worth_indexing(text, relative_path):
         return FileFacts(module)
     try:
         tree = ast.parse(text)
@@ -110,7 +120,9 @@ class _Extractor:
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
         # What functions do to Hugging Face models: only in files that can say anything of it.
-        self.hf_models = any(word in text for word in HF_WORDS)
+        # (A file without torch modules that names a model may pass one on: `setup()`
+        # returning `load_model()`'s model; modeling files need the words themselves.)
+        self.hf_models = any(word in text for word in HF_WORDS) or ("model" in text and "Module" not in text)
         self.module_classes: set[str] = set()  # classes of this file that are torch modules
         # Configuration options that decide reentrancy (`ckptlint.model.options`).
         self.names_reentrancy = "reentrant" in text

@@ -39,8 +39,7 @@ from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).
 HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training_step", "Trainer",
-            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing",
-            "model")  # a module in the middle: `setup()` returning `load_model()`'s model
+            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
 _LOADERS = (".from_pretrained", ".from_config", "._from_config")

@@ -498,9 +498,9 @@ class ProjectIndex:
     def with_file(self, relative_path: str, text: str) -> ProjectIndex:
         """The index with one file's facts taken from `text` (the version being linted, which
         a rule has found worth analysing: no trigger-word prefilter)."""
-        from ckptlint.model.extraction import INDEX_TRIGGERS, extract_facts
+        from ckptlint.model.extraction import extract_facts, worth_indexing
 
-        if self.digests.get(relative_path) == text_digest(text) and any(word in text for word in INDEX_TRIGGERS):
+        if self.digests.get(relative_path) == text_digest(text) and worth_indexing(text, relative_path):
             return self  # indexed from this very text, without the prefilter skipping it
         facts = extract_facts(text, relative_path, prefilter=False)
         if self.files.get(relative_path) == facts:

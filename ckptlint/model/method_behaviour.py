@@ -227,30 +227,35 @@ def keyword_argument(call: ast.Call, name: str) -> ast.AST | None:
 
 
 def checked_attributes(tree: ast.AST) -> frozenset[str]:
-    """The `self` attributes a file's code sets only after checking them: `if seq_len >
+    """The `self` attributes a file's classes set only after checking them: `if seq_len >
     self.max_seq_len_cached: self._set_cos_sin_cache(seq_len)` (the rotary caches of
     Llama-derived code, set in the method it calls, in a subclass too) or `if self.table is
     None: self.table = ...`. A recomputation finds the check already passed and writes
-    nothing: such writes are not state that moves twice."""
+    nothing: such writes are not state that moves twice. Only the `if` statements of
+    methods are read, and only the statements directly under them."""
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If):
-            continue
-        checked = {self_attribute(n) for n in ast.walk(node.test) if isinstance(n, ast.Attribute)} - {None}
-        if not checked:
-            continue
-        body = [inner for statement in node.body for inner in ast.walk(statement)]
-        calls_own_method = any(
-            isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and self_attribute(inner.func) is not None
-            for inner in body
-        )
-        assigned = {
-            self_attribute(target)
-            for inner in body if isinstance(inner, ast.Assign)
-            for target in inner.targets
-        }
-        found |= checked if calls_own_method else checked & assigned
+    for cls in (n for n in definitions(getattr(tree, "body", ())) if isinstance(n, ast.ClassDef)):
+        for method in definitions(cls.body):
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in statements(method.body):
+                if isinstance(node, ast.If):
+                    found |= _checked_then_set(node)
     return frozenset(found)
+
+
+def _checked_then_set(node: ast.If) -> set[str]:
+    checked = {self_attribute(n) for n in ast.walk(node.test) if isinstance(n, ast.Attribute)} - {None}
+    if not checked:
+        return set()
+    assigned: set[str] = set()
+    for statement in node.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            if self_attribute(statement.value.func) is not None:  # `self._set_cos_sin_cache(seq_len)`
+                return checked
+        elif isinstance(statement, ast.Assign):
+            assigned.update(self_attribute(target) for target in statement.targets)
+    return checked & assigned
 
 
 def methods_of(
