@@ -30,7 +30,11 @@ class CheckpointedBatchnorm(RegionRule):
     `timm.create_model("resnet50")` (or `efficientnet_b0`, `mobilenetv3_large_100`,
     `regnety_040`, `densenet121`, ...: 40 families, `ckptlint/model/timm_families.py`) is
     reported; ConvNeXt, ViT, Swin, `resnet50_gn` and other GroupNorm/LayerNorm variants are
-    not, nor a name only known at runtime (`create_model(args.model)`).
+    not, nor a name only known at runtime (`create_model(args.model)`). A torchvision model
+    is known by its builder: `checkpoint(resnet.layer1, x)` on `torchvision.models.resnet50()`
+    (ResNet / ResNeXt / Wide ResNet, DenseNet, VGG-BN, MobileNet v2/v3, EfficientNet, RegNet,
+    ShuffleNet v2, MNASNet: which children hold BatchNorm was read by building each with
+    torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/library.py`).
 
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and
@@ -117,6 +121,20 @@ class CheckpointedBatchnorm(RegionRule):
         )
 
     valid = [
+        # torchvision models without BatchNorm: ConvNeXt (LayerNorm), ViT, plain VGG.
+        Valid(
+            """
+            import torchvision
+            from torch.utils.checkpoint import checkpoint
+
+            convnext = torchvision.models.convnext_tiny(weights=None)
+            vit = torchvision.models.vit_b_16(weights=None)
+            vgg = torchvision.models.vgg16(weights=None)
+            x = checkpoint(convnext.features, x, use_reentrant=False)
+            y = checkpoint(vit.encoder, y, use_reentrant=False)
+            z = checkpoint(vgg.features, z, use_reentrant=False)
+            """
+        ),
         # timm models without BatchNorm in their checkpointed blocks, checkpointing turned
         # off, and an architecture only known at runtime.
         Valid(
@@ -178,6 +196,19 @@ class CheckpointedBatchnorm(RegionRule):
         ),
     ]
     invalid = [
+        # A torchvision ResNet's stage: BatchNorm in every block.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+            from torchvision.models import resnet50
+
+            backbone = resnet50(weights=None)
+            x = checkpoint(backbone.layer3, x, use_reentrant=False)
+            """,
+            line=5,
+            column=5,
+            message_contains="torchvision.models.resnet50().layer3: BatchNorm inside",
+        ),
         # A timm ResNet with its stages checkpointed.
         Invalid(
             """

@@ -24,7 +24,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
     preserve_rng_state=False), check_fn=lambda m: isinstance(m, Block))` (the partial inline or
     bound to a name in the file; the wrapper passes the keyword on to `checkpoint`), whose
-    region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`,
+    region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`, the
+    children of torchvision models that hold dropout or stochastic depth (`convnext_tiny()
+    .features`, `efficientnet_b0().classifier`),
     `F.dropout*`, `torch.bernoulli` / `torch.rand`, or `scaled_dot_product_attention` with a
     non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
     across the project's files). The region is resolved through the project index:

@@ -30,7 +30,7 @@ from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.denotation import Denotation
 from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRANSFORMERS_RANDOM_LAYERS
+from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRANSFORMERS_RANDOM_LAYERS, torchvision_holds
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
@@ -125,7 +125,14 @@ class _RegionPaths:
         lineage = self.project.ancestors(instance.cls)
         if self._is_leaf(instance, lineage):
             library = next((name for name in lineage if name in TRANSFORMERS_RANDOM_LAYERS), None)
-            yield f"({instance.cls}: dropout on under its configuration's defaults)" if library else f"({instance.cls})"
+            if library:
+                yield f"({instance.cls}: dropout on under its configuration's defaults)"
+            elif torchvision_holds(instance.cls, self.kind) is not None:
+                model, _, child = instance.cls.partition(".<child>.")
+                what = "BatchNorm" if self.kind == "statistics" else "dropout / stochastic depth"
+                yield f"({model}(){'.' + child if child else ''}: {what} inside)"
+            else:
+                yield f"({instance.cls})"
             return
         if instance.members is not None:
             for members in instance.members:
@@ -155,6 +162,9 @@ class _RegionPaths:
                 yield from (f"{shown_as} -> {p}" for p in self.instance(child, seen))
 
     def _is_leaf(self, instance: Instance, lineage: list[str]) -> bool:
+        library = torchvision_holds(instance.cls, self.kind)
+        if library is not None:
+            return library  # a torchvision model or one of its children (`resnet50().layer1`)
         names = set(lineage) | {name.rsplit(".", 1)[-1] for name in lineage}
         if self.kind == "statistics":
             if not (names & (NORMS_WITH_RUNNING_STATS | self.extra)):

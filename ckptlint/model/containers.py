@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ckptlint.model.library import TIMM_CREATE_MODEL
+from ckptlint.model.library import TIMM_CREATE_MODEL, torchvision_model
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import (
     NOTHING,
@@ -42,6 +42,8 @@ class ContainerSemantics:
             names = first | named.get("model_name", NOTHING)
             constants = frozenset(v for v in names if isinstance(v, Constant) and isinstance(v.value, str))
             return {Instance(name, arguments_of([("model_name", constants)]))} if constants and len(constants) == len(names) else set()
+        if torchvision_model(name) is not None:
+            return {Instance(name)}  # `torchvision.models.resnet50(weights=...)`: its children are library facts
         if name == "functools.partial" and known:
             found: set = set()
             for target in known[0]:

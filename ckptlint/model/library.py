@@ -281,6 +281,54 @@ def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
 LAYER_STACKS = frozenset({"layers", "layer", "h", "block", "blocks"})
 
 
+# --- torchvision --------------------------------------------------------------------------
+
+# torchvision's model builders (`torchvision.models.resnet50(weights=...)`) and which of the
+# model's children hold BatchNorm or draw random numbers in training (Dropout with p > 0,
+# `StochasticDepth`): read by building each with `weights=None` (torchvision 0.29.1 on torch
+# 2.13). Builders not listed (GoogLeNet, Inception v3, MaxViT, detection models) are not
+# followed. `(builder pattern, children with BatchNorm, children drawing random numbers)`.
+TORCHVISION_MODELS = (
+    (r"resnet\d+|resnext\d+_\w+|wide_resnet\d+_\d+", frozenset({"bn1", "layer1", "layer2", "layer3", "layer4"}), frozenset()),
+    (r"densenet\d+", frozenset({"features"}), frozenset()),
+    (r"vgg\d+_bn", frozenset({"features"}), frozenset({"classifier"})),
+    (r"vgg\d+", frozenset(), frozenset({"classifier"})),
+    (r"mobilenet_v[23]\w*", frozenset({"features"}), frozenset({"classifier"})),
+    (r"efficientnet_\w+", frozenset({"features"}), frozenset({"features", "classifier"})),
+    (r"convnext_\w+|swin_\w+", frozenset(), frozenset({"features"})),
+    (r"regnet_\w+", frozenset({"stem", "trunk_output"}), frozenset()),
+    (r"shufflenet_v2_\w+", frozenset({"conv1", "stage2", "stage3", "stage4", "conv5"}), frozenset()),
+    (r"mnasnet\w+", frozenset({"layers"}), frozenset({"classifier"})),
+    (r"squeezenet\w+|alexnet", frozenset(), frozenset({"classifier"})),
+    (r"vit_\w+", frozenset(), frozenset()),
+)
+_TORCHVISION_BUILDER = re.compile(r"^torchvision\.models\.(?:\w+\.)?(?P<builder>\w+)$")
+
+
+def torchvision_model(name: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(children with BatchNorm, children drawing random numbers) of the model a torchvision
+    builder returns (`torchvision.models.resnet50`, `torchvision.models.resnet.resnet50`)."""
+    match = _TORCHVISION_BUILDER.match(name)
+    if match is None:
+        return None
+    for pattern, statistics, randomness in TORCHVISION_MODELS:
+        if re.fullmatch(pattern, match["builder"]):
+            return statistics, randomness
+    return None
+
+
+def torchvision_holds(name: str, kind: str) -> bool | None:
+    """Whether a torchvision model (`torchvision.models.resnet50`) or one of its children
+    (`torchvision.models.resnet50.layer1`) holds what `kind` asks for ("statistics" or
+    "randomness"); None when the name is not one."""
+    builder, _, child = name.partition(".<child>.")
+    facts = torchvision_model(builder)
+    if facts is None:
+        return None
+    parts = facts[0] if kind == "statistics" else facts[1] if kind == "randomness" else frozenset()
+    return bool(parts) if not child else child in parts
+
+
 # --- transformers: what a model class's name says -------------------------------------------
 
 # --- model classes -----------------------------------------------------------------------

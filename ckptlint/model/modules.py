@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ckptlint.model.library import torchvision_model
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,
@@ -51,6 +52,8 @@ class ModuleSemantics:
         return found
 
     def _attribute_of(self, value: Value, name: str | None) -> set:
+        if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:
+            return {Instance(f"{value.cls}.<child>.{name}")}  # `resnet.layer1`: `library.torchvision_holds`
         if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
             if name is None:  # `getattr(self, name)`: any of its children
                 return {v for values in self._children(value).values() for v in values}
