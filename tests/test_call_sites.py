@@ -3,6 +3,8 @@ sees a change at a call site: the finding in the helper's file follows the calle
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import json_findings
 
 NETS = """
@@ -136,3 +138,19 @@ def test_a_package_that_re_exports_a_helper_resolves_to_its_definition(tmp_path)
     assert [(e.path, e.line, e.function) for e in effects] == [
         ("src/pkg/policies/activation.py", 4, "pkg.policies.activation.wrap")
     ]
+
+
+def test_the_finding_names_the_construction_that_brings_the_batchnorm():
+    """A block built with LayerNorm in one place and BatchNorm in another: the message names
+    the BatchNorm construction (line 30), not the first one found (line 24)."""
+    from ckptlint.config import resolve_settings
+    from ckptlint.engine import lint_text
+    from ckptlint.indexing import build_index
+
+    root = Path(__file__).parent.parent / "fixtures" / "projects" / "classes_as_values"
+    settings = resolve_settings(root)
+    index = build_index(root, settings, use_cache=False)
+    text = (root / "shared_block.py").read_text(encoding="utf-8")
+    outcome = lint_text(text, root / "shared_block.py", settings, project=index)
+    (finding,) = [d for d in outcome.diagnostics if d.code == "CKPT010"]
+    assert "ResidualBlock as constructed at shared_block.py:30)" in finding.message

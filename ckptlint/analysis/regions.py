@@ -103,7 +103,7 @@ class _RegionPaths:
                     for callee in sorted(self.denotation.evaluate(expr, value.frame), key=repr):
                         found.extend(self.callee(callee, label, 0))
         found = list(dict.fromkeys(found))
-        constructed = _constructed_at(self.denotation, region.owner)
+        constructed = _constructed_at(self.denotation, region.owner, found)
         if found and constructed:
             found[0] = f"{found[0]}, {constructed}"
         return found
@@ -233,12 +233,21 @@ class _RegionPaths:
                 yield from self.callee(element, label, depth)
 
 
-def _constructed_at(denotation: Denotation, owner: str | None) -> str | None:
+def _constructed_at(denotation: Denotation, owner: str | None, paths: list[str] = ()) -> str | None:
     """`Block as constructed at model.py:9`: where the project built the owner of a region
-    with the constructor arguments the model resolved (the first call, and how many more)."""
+    with the constructor arguments the model resolved (the first call, and how many more);
+    where several calls pass different classes, the calls passing one the `paths` name."""
     if owner is None:
         return None
-    sites = denotation.passed_through(f"{owner}.__init__")
+    shown_paths = " ".join(paths)
+
+    def passes_a_class_on_the_path(passed: frozenset) -> bool:
+        names = {v.name for v in passed if isinstance(v, ClassRef)} | {v.cls for v in passed if isinstance(v, Instance)}
+        return any(name in shown_paths for name in names)
+
+    sites = denotation.passed_through(f"{owner}.__init__", passes_a_class_on_the_path) or denotation.passed_through(
+        f"{owner}.__init__"
+    )
     places = list(dict.fromkeys(f"{path}:{line}" for _, path, line, _ in sites))
     if not places:
         return None
