@@ -238,9 +238,11 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             return self._call(expr, frame)
         if tag == "index":
             registry = self._registry(expr[1], frame)
-            if registry is not None:  # `BACKBONES[cfg["type"]]`
-                return self._registered(registry, self._eval(expr[2], frame) if expr[2] is not None else NOTHING)
             keys = self._eval(expr[2], frame) if expr[2] is not None else NOTHING
+            if registry is not None:  # `BACKBONES[cfg["type"]]`: the registered classes, else what it is bound to
+                registered = self._registered(registry, keys)
+                if registered or not all(isinstance(k, Constant) for k in keys) or not keys:
+                    return registered
             key = next(iter(keys)).value if len(keys) == 1 and isinstance(next(iter(keys)), Constant) else None
             return self._index(self._eval(expr[1], frame), key)
         if tag == "seq":
