@@ -42,8 +42,10 @@ class ReentrantCheckpointUnderFsdp(Rule):
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
       the argument (torch's default is reentrant), or with `use_reentrant=args.<option>`
       where every declaration of that option in the project (a dataclass field, also
-      `field(default=...)`; an argparse argument, `store_true` defaulting to False) defaults
-      to True: the finding names the declaration, and has no fix (the default lives there);
+      `field(default=...)`; an argparse argument, `store_true` defaulting to False; a
+      variable read from the environment, `USE_REENTRANT = os.environ.get("USE_REENTRANT",
+      "1") == "1"`, true when the variable is unset) defaults to True: the finding names the
+      declaration, and has no fix (the default lives there);
     - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly or
       through a `functools.partial` handed to `apply_activation_checkpointing`;
     - Hugging Face gradient checkpointing whose effective kwargs are reentrant:
@@ -362,6 +364,26 @@ class ReentrantCheckpointUnderFsdp(Rule):
         ),
     ]
     invalid = [
+        # Reentrant unless the environment says otherwise.
+        Invalid(
+            """
+            import os
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            USE_REENTRANT = os.environ.get("USE_REENTRANT", "true").lower() in ("1", "true")
+            FAST_PATH_REENTRANT = bool(int(os.getenv("FAST_PATH_REENTRANT", "0")))
+
+            def block(layer, x):
+                x = checkpoint(layer, x, use_reentrant=USE_REENTRANT)
+                return checkpoint(layer, x, use_reentrant=FAST_PATH_REENTRANT)
+
+            model = FSDP(model, auto_wrap_policy=policy)
+            """,
+            line=9,
+            column=9,
+            message_contains="`USE_REENTRANT` read from the environment, `USE_REENTRANT` unset",
+        ),
         # `use_reentrant` from a config whose default is True.
         Invalid(
             """

@@ -365,3 +365,26 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
     assert calls_per_step(False, CheckpointImpl.NO_REENTRANT) == 4
     assert calls_per_step(False, CheckpointImpl.REENTRANT) == 6
     assert calls_per_step(True, CheckpointImpl.NO_REENTRANT) == 6
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('os.environ.get("R", "1") == "1"', True),
+        ('os.environ.get("R", "0") == "1"', False),
+        ('os.getenv("R", "true").lower() in ("1", "true", "yes")', True),
+        ('bool(int(os.getenv("R", "1")))', True),
+        ('bool(int(os.getenv("R", "0")))', False),
+        ('strtobool(os.environ.get("R", "False"))', False),
+        ('os.environ.get("R", "1") != "0"', True),
+        ('os.environ["R"] == "1"', None),  # no default: unset raises, not judged
+        ('os.environ.get("R") == "1"', None),
+        ('flag == "1"', None),
+    ],
+)
+def test_the_default_of_a_reentrancy_flag_read_from_the_environment(source, expected):
+    import ast
+
+    from ckptlint.model.options import environment_default
+
+    assert environment_default(ast.parse(source, mode="eval").body)[0] is expected

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from ckptlint.model.code import summarize
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
-from ckptlint.model.options import argparse_options, dataclass_options
+from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
@@ -154,8 +154,10 @@ class _Extractor:
                 self.options.extend(dataclass_options(node))
             elif isinstance(node, ast.Call) and self.names_reentrancy:
                 self.options.extend(argparse_options(node))
-            elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Call)):
-                for target in node.targets:
+            elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Call, ast.Compare)):
+                if self.names_reentrancy and isinstance(node.value, (ast.Call, ast.Compare)):
+                    self.options.extend(environment_options(node))
+                for target in node.targets if not isinstance(node.value, ast.Compare) else ():
                     if isinstance(target, ast.Name):
                         table = self.predicates if isinstance(node.value, ast.Lambda) else self.assigned_calls
                         table.setdefault(target.id, node.value)

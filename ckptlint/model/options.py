@@ -52,3 +52,63 @@ def argparse_options(call: ast.Call) -> Iterator[OptionDefault]:
     else:
         return
     yield OptionDefault(name, value, call.lineno, f"`{long[0]}`")
+
+
+# How code reads a flag from the environment, and the strings that mean true.
+_TRUE_STRINGS = frozenset({"1", "true", "yes", "y", "on", "t"})
+
+
+def environment_options(node: ast.Assign) -> Iterator[OptionDefault]:
+    """`USE_REENTRANT = os.environ.get("USE_REENTRANT", "1") == "1"` (also `os.getenv`,
+    `bool(int(...))`, `.lower() in ("1", "true")`, `strtobool`): the value when the variable
+    is not set."""
+    for target in node.targets:
+        if isinstance(target, ast.Name) and "reentrant" in target.id.lower():
+            value, variable = environment_default(node.value)
+            if value is not None:
+                yield OptionDefault(target.id, value, node.lineno, f"`{target.id}` read from the environment, `{variable}` unset")
+
+
+def environment_default(expr: ast.AST) -> tuple[bool | None, str]:
+    """The truth of an expression reading an environment variable, when it is not set, and
+    the variable's name; (None, "") when that is not known."""
+    value, variable = _unset_value(expr)
+    if isinstance(value, bool):
+        return value, variable
+    return None, ""
+
+
+def _unset_value(expr: ast.AST):
+    if isinstance(expr, ast.Call):
+        name = dotted(expr.func) or ""
+        if name in ("os.environ.get", "os.getenv", "environ.get", "getenv") and len(expr.args) == 2:
+            default, key = expr.args[1], expr.args[0]
+            if isinstance(default, ast.Constant) and isinstance(key, ast.Constant):
+                return default.value, str(key.value)
+            return None, ""
+        inner, variable = _unset_value(expr.args[0]) if expr.args else (None, "")
+        if inner is None:
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("lower", "strip", "upper"):
+                inner, variable = _unset_value(expr.func.value)
+                if isinstance(inner, str):
+                    return getattr(inner, expr.func.attr)(), variable
+            return None, ""
+        short = name.rsplit(".", 1)[-1]
+        if short == "int" and isinstance(inner, str) and inner.strip().lstrip("-").isdigit():
+            return int(inner), variable
+        if short == "bool":
+            return bool(inner), variable
+        if short == "strtobool" and isinstance(inner, str):
+            return inner.lower() in _TRUE_STRINGS, variable
+        return None, ""
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        left, variable = _unset_value(expr.left)
+        right = expr.comparators[0]
+        if left is None:
+            return None, ""
+        if isinstance(expr.ops[0], (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+            return (left == right.value) == isinstance(expr.ops[0], ast.Eq), variable
+        if isinstance(expr.ops[0], (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            members = {e.value for e in right.elts if isinstance(e, ast.Constant)}
+            return (left in members) == isinstance(expr.ops[0], ast.In), variable
+    return None, ""
