@@ -62,6 +62,8 @@ class ContainerSemantics:
                     if isinstance(mapping, Mapping):
                         entries = [*mapping.entries, *entries]
                 return {Mapping(tuple(entries))}
+            if short in ("list", "tuple") and known and self._sequence_items(known[0]):
+                return {next(iter(known[0]))}  # `list(model.children())`: the items, in order
             if short in ("list", "tuple", "set", "reversed", "sorted", "iter") and known:
                 return {Sequence(None, frozenset(self._elements(known[0])))}
             if short == "filter" and len(known) >= 2:

@@ -34,7 +34,7 @@ from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.modules import ModuleSemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
-from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES
+from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, torchvision_model
 from ckptlint.model.values import (
     NOTHING,
     Arguments,
@@ -550,6 +550,14 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
     def _method_call(self, receivers: frozenset, method: str, positional: list, named: dict, opaque: bool) -> set:
         found: set = set()
         for receiver in receivers:
+            library = torchvision_model(receiver.cls) if isinstance(receiver, Instance) else None
+            if library is not None and method in ("children", "named_children"):
+                # `list(resnet.children())[:-2]`: the library model's children, in order
+                items = [frozenset({Instance(f"{receiver.cls}.<child>.{name}")}) for name in library[2]]
+                if method == "named_children":
+                    items = [frozenset({Sequence((frozenset({Constant(n)}), item), item)}) for n, item in zip(library[2], items)]
+                found.add(Sequence(tuple(items), frozenset().union(*items)))
+                continue
             if isinstance(receiver, Instance):
                 if method in CHILDREN_METHODS:
                     children = [v for values in self._children(receiver).values() for v in values]
