@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.model import values as model_values
 
 PARTIAL = "functools.partial"
 
@@ -307,3 +308,29 @@ def _site(
         call_chain=chain,
         star_kwargs_calls=frozenset(star_calls),
     )
+
+
+def checkpointed_segments(values: frozenset, call: cst.Call) -> frozenset:
+    """`checkpoint_sequential(functions, segments, x)` checkpoints all but the last segment
+    (torch runs that one plainly): with `functions` an `nn.Sequential` or a list whose members
+    are known in order and `segments` a literal, what it recomputes is the members of the
+    checkpointed segments only; members whose order is not known (`self.children()` of
+    children added under computed names) are all taken."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    segments = positional[1].value if len(positional) > 1 else next(
+        (arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "segments"), None
+    )
+    if len(values) != 1 or not isinstance(segments, cst.Integer):
+        return values
+    (value,) = values
+    if isinstance(value, model_values.Instance) and value.members is not None and value.ordered:
+        members: tuple[frozenset, ...] | None = value.members
+    elif isinstance(value, model_values.Sequence) and value.items is not None:
+        members = value.items
+    else:
+        return values
+    count = int(segments.evaluated_value)
+    if count < 1:
+        return values
+    checkpointed = members[: (len(members) // count) * (count - 1)]
+    return frozenset({model_values.Sequence(checkpointed, frozenset().union(*checkpointed))})

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
 from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.denotation import Denotation
@@ -396,7 +396,7 @@ class RegionRule(CheckpointingGate, SiteScopes):
         if site.kind is not SiteKind.CALL:
             return None
         sequential = site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None
-        return self._region_at(site.node, site.function, _checkpointed_segments if sequential else None)
+        return self._region_at(site.node, site.function, checkpointed_segments if sequential else None)
 
     def _region_at(self, call: cst.Call, function: cst.BaseExpression | None, select=None) -> Region | None:
         if function is None:
@@ -578,32 +578,6 @@ def _wrapped_name(region: Region) -> str:
     """How a message names the modules one wrapper call wraps: the class, or the code."""
     classes = sorted({v.cls.rsplit(".", 1)[-1] for v in region.runs if isinstance(v, Instance)})
     return classes[0] if len(classes) == 1 else region.label or " / ".join(classes)
-
-
-def _checkpointed_segments(values: frozenset, call: cst.Call) -> frozenset:
-    """`checkpoint_sequential(functions, segments, x)` checkpoints all but the last segment
-    (torch runs that one plainly): with `functions` an `nn.Sequential` or a list whose members
-    are known in order and `segments` a literal, what it recomputes is the members of the
-    checkpointed segments only; members whose order is not known (`self.children()` of
-    children added under computed names) are all taken."""
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    segments = positional[1].value if len(positional) > 1 else next(
-        (arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "segments"), None
-    )
-    if len(values) != 1 or not isinstance(segments, cst.Integer):
-        return values
-    (value,) = values
-    if isinstance(value, Instance) and value.members is not None and value.ordered:
-        members: tuple[frozenset, ...] | None = value.members
-    elif isinstance(value, Sequence) and value.items is not None:
-        members = value.items
-    else:
-        return values
-    count = int(segments.evaluated_value)
-    if count < 1:
-        return values
-    checkpointed = members[: (len(members) // count) * (count - 1)]
-    return frozenset({Sequence(checkpointed, frozenset().union(*checkpointed))})
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -33,6 +33,7 @@ from ckptlint.model.callers import CallSiteResolution
 from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.modules import ModuleSemantics
+from ckptlint.model.registries import RegistrySemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
 from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, torchvision_model
 from ckptlint.model.values import (
@@ -66,7 +67,7 @@ _BUDGET = 20_000
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
 
 
-class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, ConditionSemantics):
+class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, ConditionSemantics, RegistrySemantics):
     """Evaluates expressions of the project's code (one per index; memoised). What module
     instances hold, containers and library calls, parameters resolved at call sites and the
     truth of guarding conditions are the mixins' (`modules.py`, `containers.py`,
@@ -409,35 +410,6 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         found: set = set()
         for callee in self._eval(func, frame):
             found |= self._invoke(callee, positional, named, opaque)
-        return found
-
-    # --- registries (`ckptlint.model.registries`) ----------------------------------------------
-
-    def _registry(self, expr: Expr, frame: Frame) -> str | None:
-        """The registry a global name stands for, when the project registers classes in it."""
-        if expr[0] not in ("name", "attr"):
-            return None
-        name = self._global_dotted(expr, frame)
-        return name if name is not None and name in self.index.registries else None
-
-    def _registered(self, registry: str, keys: frozenset) -> set:
-        """The classes registered under `keys`; none when a key is not a known string."""
-        if not keys or not all(isinstance(k, Constant) and isinstance(k.value, str) for k in keys):
-            return set()
-        table = self.index.registries[registry]
-        return {ClassRef(cls) for key in keys for cls in table.get(key.value, ())}
-
-    def _from_registry(self, registry: str, method: str, first: frozenset, named: dict) -> set:
-        if method == "get":
-            return self._registered(registry, first)
-        found: set = set()
-        for config in first:  # `build(cfg)`: the class named by `type`, built with the rest
-            if not isinstance(config, Mapping):
-                continue
-            entries = dict(config.entries)
-            for cls in self._registered(registry, entries.get("type", NOTHING)):
-                arguments = {k: v for k, v in entries.items() if isinstance(k, str) and k != "type"}
-                found.add(self._construct(cls, [], arguments, False))
         return found
 
     def _arguments(self, expr: Expr, frame: Frame) -> tuple[list, dict[str, frozenset], bool]:

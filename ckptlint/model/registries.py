@@ -23,6 +23,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ckptlint.model.summary import Expr
+from ckptlint.model.values import NOTHING, ClassRef, Constant, Frame, Mapping
+
 # Methods of a registry object that register the class they decorate.
 REGISTERING_METHODS = frozenset({"register_module", "register"})
 
@@ -86,3 +89,34 @@ def registered_classes(registrars_by_function: dict[str, str], registrations_see
             registry = owner
         table.setdefault(registry, {}).setdefault(key or cls.rsplit(".", 1)[-1], []).append(cls)
     return {registry: {key: tuple(sorted(set(classes))) for key, classes in keys.items()} for registry, keys in table.items()}
+
+
+class RegistrySemantics:
+    """A mixin of `ckptlint.model.denotation.Denotation`: what reading a registry denotes."""
+
+    def _registry(self, expr: Expr, frame: Frame) -> str | None:
+        """The registry a global name stands for, when the project registers classes in it."""
+        if expr[0] not in ("name", "attr"):
+            return None
+        name = self._global_dotted(expr, frame)
+        return name if name is not None and name in self.index.registries else None
+
+    def _registered(self, registry: str, keys: frozenset) -> set:
+        """The classes registered under `keys`; none when a key is not a known string."""
+        if not keys or not all(isinstance(k, Constant) and isinstance(k.value, str) for k in keys):
+            return set()
+        table = self.index.registries[registry]
+        return {ClassRef(cls) for key in keys for cls in table.get(key.value, ())}
+
+    def _from_registry(self, registry: str, method: str, first: frozenset, named: dict) -> set:
+        if method == "get":
+            return self._registered(registry, first)
+        found: set = set()
+        for config in first:  # `build(cfg)`: the class named by `type`, built with the rest
+            if not isinstance(config, Mapping):
+                continue
+            entries = dict(config.entries)
+            for cls in self._registered(registry, entries.get("type", NOTHING)):
+                arguments = {k: v for k, v in entries.items() if isinstance(k, str) and k != "type"}
+                found.add(self._construct(cls, [], arguments, False))
+        return found
