@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis.regions import RegionRule, mentions_checkpointing, region_running_stats, shown
+from ckptlint.analysis.region_paths import region_running_stats, shown
+from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.library import TIMM_CREATE_MODEL, timm_checkpointed_batchnorm
 from ckptlint.model.values import Constant, Instance
 from ckptlint.rule import Invalid, Valid
@@ -36,6 +37,19 @@ class CheckpointedBatchnorm(RegionRule):
     ShuffleNet v2, MNASNet: which children hold BatchNorm was read by building each with
     torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/library.py`).
 
+    OpenMMLab code is read through mmcv's library facts (`ckptlint/model/openmmlab.py`):
+    `build_norm_layer(norm_cfg, c)` builds the class its `type` names (`BN`, `SyncBN`,
+    `MMSyncBN`: running statistics; `GN`, `LN`, `IN`: none), registered under the name it
+    returns and read back through a `@property` (`self.norm1`); `ConvModule(...,
+    norm_cfg=dict(type="BN"))` and `DepthwiseSeparableConvModule` hold one (none with
+    `norm_cfg=None`, their default); `norm_cfg` is followed down constructors with its
+    default (`dict(type="BN", requires_grad=True)`), so the mm* `with_cp` idiom
+    (`if self.with_cp and x.requires_grad: out = cp.checkpoint(_inner_forward, x)`) over
+    such a block is reported. A block below a backbone whose `train()` puts every BatchNorm
+    in eval mode (`if mode and self.norm_eval: for m in self.modules(): if isinstance(m,
+    _BatchNorm): m.eval()`) is not, when `norm_eval` defaults to True and no constructor
+    call of the project sets it to False.
+
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and
     `num_batches_tracked` on every forward. The recomputation in backward is a second
@@ -68,6 +82,11 @@ class CheckpointedBatchnorm(RegionRule):
     (`efficientnet.py:323`, `mobilenetv3.py:306`); each family's line is in
     `timm_families.py`, and every regex there was checked against all 1,302 names
     registered in `timm/models`.
+    mmcv 1.7.2 and 2.2.0 (`mmcv/cnn/bricks/norm.py`, `conv_module.py`, read): the registered
+    norm type names and what they build, `build_norm_layer`'s `(abbreviation + postfix,
+    layer)` and `ConvModule`'s `with_norm = norm_cfg is not None`; the freezing `train()` is
+    mmdet's / mmseg's `ResNet.train` (norm_eval: True in mmdet's ResNet, False in mmseg's,
+    mmpose's and mmaction2's).
     `checkpoint_sequential(seq, segments, x)` checkpoints the first `segments - 1` segments
     of `len(seq) // segments` members and runs the rest plainly: a BatchNorm there is updated
     once (measured: 1 in the last segment, 2 in the first), so with `seq` written member by
@@ -110,7 +129,10 @@ class CheckpointedBatchnorm(RegionRule):
                 return
 
     def check_region(self, node, region, api) -> None:
-        paths = region_running_stats(region, self.context.project, frozenset(self.context.settings.stateful_modules))
+        project = self.context.project
+        if region.owner is not None and region.owner in project.denotation.batchnorm_frozen_classes():
+            return  # below a backbone whose `train()` keeps BatchNorm in eval mode (`norm_eval=True`)
+        paths = region_running_stats(region, project, frozenset(self.context.settings.stateful_modules))
         if not paths:
             return
         self.report(
@@ -121,6 +143,52 @@ class CheckpointedBatchnorm(RegionRule):
         )
 
     valid = [
+        # OpenMMLab blocks: a GroupNorm config, a ConvModule without a norm, and BatchNorm
+        # kept in eval mode by the backbone's `norm_eval`.
+        Valid(
+            """
+            import torch.utils.checkpoint as cp
+            from mmcv.cnn import ConvModule, build_norm_layer
+            from torch import nn
+            from torch.nn.modules.batchnorm import _BatchNorm
+
+            class Block(nn.Module):
+                def __init__(self, channels, with_cp=True, norm_cfg=dict(type="GN", num_groups=8)):
+                    super().__init__()
+                    self.conv = ConvModule(channels, channels, 3, padding=1)
+                    self.norm = build_norm_layer(norm_cfg, channels)[1]
+                    self.with_cp = with_cp
+
+                def forward(self, x):
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(lambda t: self.norm(self.conv(t)), x, use_reentrant=False)
+                    return self.norm(self.conv(x))
+
+            class FrozenBlock(nn.Module):
+                def __init__(self, channels, with_cp=True):
+                    super().__init__()
+                    self.conv = ConvModule(channels, channels, 3, padding=1, norm_cfg=dict(type="BN"))
+                    self.with_cp = with_cp
+
+                def forward(self, x):
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(self.conv, x, use_reentrant=False)
+                    return self.conv(x)
+
+            class Backbone(nn.Module):
+                def __init__(self, norm_eval=True):
+                    super().__init__()
+                    self.norm_eval = norm_eval
+                    self.blocks = nn.Sequential(FrozenBlock(64), FrozenBlock(64))
+
+                def train(self, mode=True):
+                    super().train(mode)
+                    if mode and self.norm_eval:
+                        for m in self.modules():
+                            if isinstance(m, _BatchNorm):
+                                m.eval()
+            """
+        ),
         # torchvision models without BatchNorm: ConvNeXt (LayerNorm), ViT, plain VGG.
         Valid(
             """
@@ -196,6 +264,37 @@ class CheckpointedBatchnorm(RegionRule):
         ),
     ]
     invalid = [
+        # The OpenMMLab `with_cp` idiom over norm layers built from `norm_cfg`.
+        Invalid(
+            """
+            import torch.utils.checkpoint as cp
+            from mmcv.cnn import ConvModule, build_norm_layer
+            from torch import nn
+
+            class Block(nn.Module):
+                def __init__(self, channels, with_cp=False, norm_cfg=dict(type="SyncBN", requires_grad=True)):
+                    super().__init__()
+                    self.conv = ConvModule(channels, channels, 3, padding=1, norm_cfg=norm_cfg)
+                    self.norm_name, norm = build_norm_layer(norm_cfg, channels, postfix=1)
+                    self.add_module(self.norm_name, norm)
+                    self.with_cp = with_cp
+
+                @property
+                def norm(self):
+                    return getattr(self, self.norm_name)
+
+                def forward(self, x):
+                    def _inner_forward(x):
+                        return self.norm(self.conv(x))
+
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(_inner_forward, x, use_reentrant=False)
+                    return _inner_forward(x)
+            """,
+            line=22,
+            column=20,
+            message_contains="Block.conv -> ConvModule.norm -> (torch.nn.SyncBatchNorm)",
+        ),
         # A torchvision ResNet's stage: BatchNorm in every block.
         Invalid(
             """

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis.regions import RegionRule, region_mutations, shown
+from ckptlint.analysis.region_paths import region_mutations, shown
+from ckptlint.analysis.regions import RegionRule
 from ckptlint.rule import Invalid, Valid
 
 

@@ -8,11 +8,14 @@ from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.analysis.huggingface import gc_enable_kwargs
+from ckptlint.analysis.region_paths import region_checkpoints, shown
+from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.names import module_name
+from ckptlint.model.values import Constant, arguments_of, falsy
 from ckptlint.versions import Applies, VersionRange
-from ckptlint.rule import Invalid, Rule, Valid
+from ckptlint.rule import Invalid, Valid
 
 # Flags that switch a block's own checkpointing on (`if self.gradient_checkpointing:`,
 # `if self.use_checkpoint:`): such a block checkpoints only when asked to.
@@ -21,7 +24,7 @@ _FLAG_WORDS = ("checkpoint", "ckpt")
 NESTING_SUPPORTED = VersionRange.of("torch", max="2.1")
 
 
-class DoubleCheckpointing(Rule):
+class DoubleCheckpointing(RegionRule):
     """The same layers checkpointed twice.
 
     ## What it does
@@ -37,6 +40,15 @@ class DoubleCheckpointing(Rule):
       Lightning's `activation_checkpointing_policy`, accelerate's
       `transformer_cls_names_to_wrap` with activation checkpointing on), in any file of the
       project.
+
+    - a checkpointed region that runs a module (or function) which checkpoints its own
+      forward again: the OpenMMLab `with_cp` flag passed down to an inner block
+      (`self.context = GlobalContext(c, with_cp=with_cp)` whose forward runs
+      `cp.checkpoint(_inner_forward, x)` when `self.with_cp and x.requires_grad`), or plain
+      `checkpoint` inside `checkpoint` in the project's own code, in any file. The region is
+      resolved with the outer site's guard taken to hold (a block built with `with_cp=True`
+      passes it on); an inner module built with its flag off (`with_cp=False`) is not
+      reported.
 
     Both sites are named in the message.
 
@@ -98,37 +110,34 @@ class DoubleCheckpointing(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._calls: list[cst.Call] = []
-        self._classes: list[str] = []
         self._flag_guards = 0
-        self._call_class: dict[cst.Call, str] = {}
+        self._guards: list[tuple[str, ...]] = []  # the `self` flags of the enclosing `if` tests
+        self._call_guards: dict[cst.Call, frozenset[str]] = {}
         self._behind_flag: set[cst.Call] = set()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
 
     def visit_If(self, node: cst.If) -> None:
         if _reads_flag(node.test):
             self._flag_guards += 1
+        self._guards.append(_guard_flags(node.test))
 
     def leave_If(self, original_node: cst.If) -> None:
         if _reads_flag(original_node.test):
             self._flag_guards -= 1
+        self._guards.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._calls.append(node)
-        if self._classes:
-            self._call_class[node] = ".".join(self._classes)
+        super().visit_Call(node)
+        self._call_guards[node] = frozenset(flag for flags in self._guards for flag in flags)
         if self._flag_guards:
             self._behind_flag.add(node)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        if site.kind is not SiteKind.CALL or site.node in self._behind_flag:
+        if site.kind is not SiteKind.CALL:
             return
-        class_name = self._call_class.get(site.node)
+        self._check_nested(site)
+        if site.node in self._behind_flag:
+            return
+        class_name = self._class_of(site.node)
         if class_name is None:
             return
         absolute = f"{module_name(self.context.relative_path)}.{class_name}"
@@ -145,13 +154,55 @@ class DoubleCheckpointing(Rule):
             "for no extra memory saving; keep one of the two",
         )
 
+    def _class_of(self, call: cst.Call) -> str | None:
+        classes = [name for kind, name in self._call_scopes.get(call, ()) if kind == "class"]
+        return ".".join(classes) if classes else None
+
+    def _check_nested(self, site: CheckpointSite) -> None:
+        """A region that runs a module (or function) checkpointing its own forward: the mm*
+        `with_cp` blocks nest whenever the flag is passed down."""
+        denotation = self.context.project.denotation
+        owner = self._owner(self._call_scopes.get(site.node, ()))
+        init = denotation.method(owner, "__init__") if owner is not None else None
+        parameters = {p.name for p in init.parameters} if init is not None else set()
+        # The region runs only when its guard holds: `if self.with_cp:` in a block built
+        # with `with_cp=True`, which it passes on to the modules it builds.
+        guard = sorted(flag for flag in self._call_guards.get(site.node, ()) if flag in parameters)
+        region = self.site_region(site, arguments_of((flag, frozenset({Constant(True)})) for flag in guard))
+        if region is None:
+            return
+        outer_reentrant = site.reentrancy.is_reentrant
+
+        def counts(call, instance) -> bool:
+            if not self._recomputes_twice(outer_reentrant, call.reentrant is True):
+                return False
+            for flag in call.flags:  # an inner guard known to be off: no nesting
+                values = denotation.attribute(instance, flag) if instance is not None else frozenset()
+                if values and all(falsy(v) for v in values):
+                    return False
+            return True
+
+        paths = region_checkpoints(region, self.context.project, counts)
+        if not paths:
+            return
+        self.report(
+            site.node,
+            f"`{site.api.short_name}` recomputes a region that checkpoints again ({shown(paths)}): in backward the "
+            "inner layers run a third time for no extra memory saving; checkpoint at one level only",
+        )
+
+    def check_wrapped(self, node, region, what, api) -> None:
+        """Wrapped classes that checkpoint their own forward are reported at the site (above)."""
+
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         facts = project.files.get(relative_path)
         if facts is None:
             return False
-        return bool(_same_model_twice(project, relative_path)) or any(
-            project.wrapping_of(cls_facts.name) is not None for cls_facts in facts.classes
+        return (
+            bool(_same_model_twice(project, relative_path))
+            or any(project.wrapping_of(cls_facts.name) is not None for cls_facts in facts.classes)
+            or mentions_checkpointing(project, relative_path, settings, text)
         )
 
     def finish(self) -> None:
@@ -251,6 +302,47 @@ class DoubleCheckpointing(Rule):
             apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
             """
         ),
+        # Nested regions that recompute once: the inner block built with its flag off, and
+        # non-reentrant inside non-reentrant on torch >= 2.1.
+        Valid(
+            """
+            import torch.utils.checkpoint as cp
+            from torch import nn
+
+            class Context(nn.Module):
+                def __init__(self, channels, with_cp=False):
+                    super().__init__()
+                    self.fc = nn.Linear(channels, channels)
+                    self.with_cp = with_cp
+
+                def forward(self, x):
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(self.fc, x)
+                    return self.fc(x)
+
+            class Inner(nn.Module):
+                def __init__(self, channels):
+                    super().__init__()
+                    self.fc = nn.Linear(channels, channels)
+
+                def forward(self, x):
+                    return cp.checkpoint(self.fc, x, use_reentrant=False)
+
+            class Block(nn.Module):
+                def __init__(self, channels, with_cp=False):
+                    super().__init__()
+                    self.context = Context(channels, with_cp=False)
+                    self.inner = Inner(channels)
+                    self.with_cp = with_cp
+
+                def forward(self, x):
+                    if self.with_cp and x.requires_grad:
+                        x = cp.checkpoint(self.context, x, use_reentrant=False)
+                        return cp.checkpoint(self.inner, x, use_reentrant=False)
+                    return self.inner(self.context(x))
+            """,
+            target_versions={"torch": "2.13"},
+        ),
     ]
     invalid = [
         Invalid(
@@ -283,6 +375,41 @@ class DoubleCheckpointing(Rule):
             line=7,
             column=16,
             message_contains="by `apply_activation_checkpointing` at example.py:9",
+        ),
+        # The `with_cp` flag passed down: the inner block checkpoints (reentrant, torch's
+        # default) inside the outer region.
+        Invalid(
+            """
+            import torch.utils.checkpoint as cp
+            from torch import nn
+
+            class Context(nn.Module):
+                def __init__(self, channels, with_cp=False):
+                    super().__init__()
+                    self.fc = nn.Linear(channels, channels)
+                    self.with_cp = with_cp
+
+                def forward(self, x):
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(self.fc, x)
+                    return self.fc(x)
+
+            class Block(nn.Module):
+                def __init__(self, channels, with_cp=False):
+                    super().__init__()
+                    self.conv = nn.Linear(channels, channels)
+                    self.context = Context(channels, with_cp=with_cp)
+                    self.with_cp = with_cp
+
+                def forward(self, x):
+                    if self.with_cp and x.requires_grad:
+                        return cp.checkpoint(lambda t: self.context(self.conv(t)), x, use_reentrant=False)
+                    return self.context(self.conv(x))
+            """,
+            target_versions={"torch": "2.13"},
+            line=24,
+            column=20,
+            message_contains="Context.forward: `checkpoint` at example.py:12, reentrant",
         ),
     ]
 
@@ -324,3 +451,12 @@ def _reads_flag(test: cst.BaseExpression) -> bool:
 
     test.visit(Reader())
     return found
+
+
+def _guard_flags(test: cst.BaseExpression) -> tuple[str, ...]:
+    """The `self.<flag>` attributes an `if` test needs true (the parts of an `and`)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _guard_flags(test.left) + _guard_flags(test.right)
+    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
+        return (test.attr.value,)
+    return ()

@@ -5,7 +5,8 @@ import re
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, literal_bool
-from ckptlint.analysis.regions import RegionRule, region_randomness, shown
+from ckptlint.analysis.region_paths import region_randomness, shown
+from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.hf_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.model.library import transformers_random_layer

@@ -19,249 +19,19 @@ A region the model cannot resolve is not reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
 from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.model.denotation import Denotation
-from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
+from ckptlint.analysis.region_paths import Region, wrapped_class_region
+from ckptlint.model.values import Arguments, ClassRef, Instance, Sequence
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRANSFORMERS_RANDOM_LAYERS, torchvision_holds
+from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
-
-_MAX_CALL_DEPTH = 6
-
-
-@dataclass(frozen=True)
-class Region:
-    """What one checkpoint recomputes."""
-
-    owner: str | None  # absolute name of the class holding the site, if any
-    label: str | None  # how the site names it, prefixing the paths (`Stage.blocks`)
-    runs: frozenset  # module instances, functions and lambdas (`ckptlint.model.denotation`)
-
-
-def class_region(project: ProjectIndex, class_name: str) -> Region:
-    """The region of a wrapped instance: its whole forward."""
-    return Region(class_name, None, frozenset({project.denotation.instance(class_name)}))
-
-
-def wrapped_class_region(project: ProjectIndex, class_name: str) -> Region | None:
-    """The region of the instances of a class wrapped for checkpointing: a project class's
-    whole forward, or a library layer the library facts describe (`BertLayer`)."""
-    resolved = project.class_named(class_name)
-    if resolved is not None:
-        return class_region(project, resolved.name)
-    if class_name in RANDOM_MODULES or class_name in NORMS_WITH_RUNNING_STATS:
-        return Region(class_name, None, frozenset({Instance(class_name)}))
-    return None
-
-
-def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the modules with running statistics (BatchNorm...) the region runs."""
-    return _RegionPaths(project, "statistics", extra).of(region)
-
-
-def region_randomness(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the random operations the region runs (a module put in eval mode draws none)."""
-    return _RegionPaths(project, "randomness", extra).of(region)
-
-
-def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
-    """State the region writes that outlives the call, as paths."""
-    return _RegionPaths(project, "mutations", frozenset()).of(region)
-
-
-class _RegionPaths:
-    """Paths from a region to what one rule looks for: modules with running statistics,
-    random operations, or writes to state. A path names each step (`Stage.blocks ->
-    ConvBNAct.bn -> (torch.nn.BatchNorm2d)`); containers are transparent."""
-
-    def __init__(self, project: ProjectIndex, kind: str, extra: frozenset[str]) -> None:
-        self.project = project
-        self.denotation: Denotation = project.denotation
-        self.kind = kind
-        self.extra = extra
-        self._memo: dict = {}
-
-    def of(self, region: Region) -> list[str]:
-        found: list[str] = []
-        for value in sorted(region.runs, key=repr):
-            if isinstance(value, Instance):
-                paths = self.instance(value, frozenset())
-                found.extend(f"{region.label} -> {p}" if region.label else p for p in paths)
-            elif isinstance(value, FunctionRef):
-                found.extend(self.function(value, 0))
-            elif isinstance(value, Lambda):
-                for expr in value.calls:
-                    label = _label(expr, "self", value.frame.self_instance)
-                    for callee in sorted(self.denotation.evaluate(expr, value.frame), key=repr):
-                        found.extend(self.callee(callee, label, 0))
-        found = list(dict.fromkeys(found))
-        constructed = _constructed_at(self.denotation, region.owner, found)
-        if found and constructed:
-            found[0] = f"{found[0]}, {constructed}"
-        return found
-
-    # --- module instances --------------------------------------------------------------------
-
-    def instance(self, instance: Instance, seen: frozenset) -> tuple[str, ...]:
-        key = instance
-        if key in self._memo:
-            return self._memo[key]
-        if instance in seen or len(seen) > 12:
-            return ()
-        self._memo[key] = ()  # a cycle contributes nothing
-        result = tuple(dict.fromkeys(self._instance_paths(instance, seen | {instance})))
-        self._memo[key] = result
-        return result
-
-    def _instance_paths(self, instance: Instance, seen: frozenset) -> Iterator[str]:
-        lineage = self.project.ancestors(instance.cls)
-        if self._is_leaf(instance, lineage):
-            library = next((name for name in lineage if name in TRANSFORMERS_RANDOM_LAYERS), None)
-            if library:
-                yield f"({instance.cls}: dropout on under its configuration's defaults)"
-            elif torchvision_holds(instance.cls, self.kind) is not None:
-                model, _, child = instance.cls.partition(".<child>.")
-                what = "BatchNorm" if self.kind == "statistics" else "dropout / stochastic depth"
-                yield f"({model}(){'.' + child if child else ''}: {what} inside)"
-            else:
-                yield f"({instance.cls})"
-            return
-        if instance.members is not None:
-            for members in instance.members:
-                for member in sorted(members, key=repr):
-                    if isinstance(member, Instance):
-                        yield from self.instance(member, seen)
-            return
-        if self.project.class_named(instance.cls) is None:
-            return
-        if self.kind == "mutations" and set(lineage) & NORMS_WITH_RUNNING_STATS:
-            return  # a BatchNorm subclass's statistics are CKPT010's (`statistics`)
-        short = instance.short_name
-        methods = self._reachable_methods(instance.cls, ["forward"])
-        if self.kind == "randomness":
-            yield from (f"{short}.{m.name}: {r}" for m in methods for r in m.random)
-        elif self.kind == "mutations":
-            yield from (f"{short}.{m.name}: {w}" for m in methods for w in m.mutations)
-        # A module its own forward puts in eval mode (a frozen BatchNorm) updates no
-        # statistics and draws no random numbers.
-        evaluated = {a for m in methods for a in m.evaluated}
-        used = {a for m in methods for a in (*m.attributes, *m.methods)}
-        for attribute, children in self.denotation.children(instance).items():
-            if attribute in evaluated or (self.kind == "mutations" and attribute not in used):
-                continue
-            shown_as = f"{short}.{attribute}" if attribute != "*" else f"{short}.<added module>"
-            for child in sorted(children, key=repr):
-                yield from (f"{shown_as} -> {p}" for p in self.instance(child, seen))
-
-    def _is_leaf(self, instance: Instance, lineage: list[str]) -> bool:
-        library = torchvision_holds(instance.cls, self.kind)
-        if library is not None:
-            return library  # a torchvision model or one of its children (`resnet50().layer1`)
-        names = set(lineage) | {name.rsplit(".", 1)[-1] for name in lineage}
-        if self.kind == "statistics":
-            if not (names & (NORMS_WITH_RUNNING_STATS | self.extra)):
-                return False
-            tracked = instance.argument("track_running_stats")
-            if tracked and all(isinstance(v, Constant) for v in tracked):
-                return any(v.value for v in tracked)
-            return not any("InstanceNorm" in name for name in lineage) or names & self.extra != set()
-        if self.kind == "randomness":
-            if not (names & (RANDOM_MODULES | self.extra)):
-                return False
-            probability = instance.argument("p", 0)
-            return not (probability and all(isinstance(v, Constant) and v.value == 0 for v in probability))
-        return False
-
-    def _reachable_methods(self, class_name: str, start: list[str]) -> list:
-        found, pending, seen = [], list(start), set()
-        while pending:
-            name = pending.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            method = self.project.class_method(class_name, name)
-            if method is not None:
-                found.append(method)
-                pending.extend(method.methods)
-        return found
-
-    # --- functions -------------------------------------------------------------------------------
-
-    def function(self, function: FunctionRef, depth: int) -> Iterator[str]:
-        if depth > _MAX_CALL_DEPTH:
-            return
-        owner = function.frame.self_instance if function.frame is not None else None
-        facts = None
-        prefix = function.name.rsplit(".", 1)[-1]
-        if owner is not None and function.name.startswith(f"{owner.cls}."):
-            local = function.name[len(owner.cls) + 1:]
-            prefix = f"{owner.short_name}.{local}"
-            facts = self.project.class_method(owner.cls, local)
-        if facts is not None:
-            if self.kind == "randomness":
-                yield from (f"{prefix}: {r}" for r in facts.random)
-            elif self.kind == "mutations":
-                yield from (f"{prefix}: {w}" for w in facts.mutations)
-        evaluated = set(facts.evaluated) if facts is not None else set()
-        summary = self.denotation.summary(function.name)
-        if summary is None:
-            return
-        frame = self.denotation.frame_for(function, summary)
-        for callee, line in summary.calls:
-            if callee[0] == "attr" and callee[1] == ("name", summary.self_name) and callee[2] in evaluated:
-                continue
-            label = _label(callee, summary.self_name, owner)
-            values = self.denotation.evaluate(callee, replace(frame, before=line + 1))
-            for value in sorted(values, key=repr):
-                yield from self.callee(value, label, depth + 1)
-
-    def callee(self, value, label: str | None, depth: int) -> Iterator[str]:
-        if isinstance(value, Instance):
-            yield from (f"{label} -> {p}" if label else p for p in self.instance(value, frozenset()))
-        elif isinstance(value, FunctionRef):
-            yield from self.function(value, depth)
-        elif isinstance(value, Sequence):
-            for element in sorted(value.elements, key=repr):
-                yield from self.callee(element, label, depth)
-
-
-def _constructed_at(denotation: Denotation, owner: str | None, paths: list[str] = ()) -> str | None:
-    """`Block as constructed at model.py:9`: where the project built the owner of a region
-    with the constructor arguments the model resolved (the first call, and how many more);
-    where several calls pass different classes, the calls passing one the `paths` name."""
-    if owner is None:
-        return None
-    shown_paths = " ".join(paths)
-
-    def passes_a_class_on_the_path(passed: frozenset) -> bool:
-        names = {v.name for v in passed if isinstance(v, ClassRef)} | {v.cls for v in passed if isinstance(v, Instance)}
-        return any(name in shown_paths for name in names)
-
-    sites = denotation.passed_through(f"{owner}.__init__", passes_a_class_on_the_path) or denotation.passed_through(
-        f"{owner}.__init__"
-    )
-    places = list(dict.fromkeys(f"{path}:{line}" for _, path, line, _ in sites))
-    if not places:
-        return None
-    more = f" and {len(places) - 1} more" if len(places) > 1 else ""
-    return f"{owner.rsplit('.', 1)[-1]} as constructed at {places[0]}{more}"
-
-
-def _label(expr: tuple, self_name: str | None, owner: Instance | None) -> str | None:
-    """How a callee is shown in a path: `Block.attn` for `self.attn`, else its name."""
-    if expr[0] == "attr" and expr[1] == ("name", self_name) and owner is not None:
-        return f"{owner.short_name}.{expr[2]}"
-    if expr[0] == "name":
-        return expr[1]
-    return None
 
 
 def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, text: str) -> bool:
@@ -348,12 +118,13 @@ class SiteScopes(Rule):
         self._call_scopes[node] = tuple(self._scopes)
         self._call_loops[node] = self._loops[-1]
 
-    def values_at(self, call: cst.Call, expr: cst.BaseExpression) -> tuple[str | None, frozenset]:
+    def values_at(self, call: cst.Call, expr: cst.BaseExpression, assume: Arguments = ()) -> tuple[str | None, frozenset]:
         """The class holding `call` (if any) and what `expr`, written at `call`, may denote
-        (names as bound on the lines before the call: a loop variable as its loop binds it)."""
+        (names as bound on the lines before the call: a loop variable as its loop binds it);
+        `assume`: constructor arguments its instance is taken to be built with."""
         scopes = self._call_scopes.get(call, ())
         owner = self._owner(scopes)
-        frame = replace(self._frame(scopes, owner), before=self.context.position(call).start.line + 1)
+        frame = replace(self._frame(scopes, owner, assume), before=self.context.position(call).start.line + 1)
         return owner, self.context.project.denotation.evaluate(expression(expr), frame)
 
     def _own_method(self, call: cst.Call) -> set[str]:
@@ -373,9 +144,11 @@ class SiteScopes(Rule):
                 return ".".join([self._module, *names[: index + 1]])
         return None
 
-    def _frame(self, scopes: tuple[tuple[str, str], ...], owner: str | None):
+    def _frame(self, scopes: tuple[tuple[str, str], ...], owner: str | None, assume: Arguments = ()):
         denotation = self.context.project.denotation
         instance = denotation.instance(owner) if owner is not None else None
+        if instance is not None and assume:
+            instance = replace(instance, arguments=assume)
         if not scopes or scopes[-1][0] != "function":
             return denotation.frame_of(f"{self._module}.<module>", self._module)
         function = ".".join([self._module, *(name for _, name in scopes)])
@@ -392,16 +165,18 @@ class RegionRule(CheckpointingGate, SiteScopes):
 
     # --- resolving a region ------------------------------------------------------------------
 
-    def site_region(self, site: CheckpointSite) -> Region | None:
+    def site_region(self, site: CheckpointSite, assume: Arguments = ()) -> Region | None:
+        """What the site recomputes (`assume`: the constructor arguments the instance
+        holding it is taken to be built with, e.g. the `with_cp=True` its guard needs)."""
         if site.kind is not SiteKind.CALL:
             return None
         sequential = site.api is CheckpointApi.CHECKPOINT_SEQUENTIAL and site.via_partial is None
-        return self._region_at(site.node, site.function, checkpointed_segments if sequential else None)
+        return self._region_at(site.node, site.function, checkpointed_segments if sequential else None, assume)
 
-    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None, select=None) -> Region | None:
+    def _region_at(self, call: cst.Call, function: cst.BaseExpression | None, select=None, assume: Arguments = ()) -> Region | None:
         if function is None:
             return None
-        owner, values = self.values_at(call, function)
+        owner, values = self.values_at(call, function, assume)
         if select is not None:
             values = select(values, call)
         runs = self.context.project.denotation.runs(values)
@@ -582,7 +357,3 @@ def _wrapped_name(region: Region) -> str:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
-
-
-def shown(paths: list[str], limit: int = 3) -> str:
-    return "; ".join(paths[:limit]) + (f"; and {len(paths) - limit} more" if len(paths) > limit else "")

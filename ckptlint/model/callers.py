@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.summary import Expr, FunctionSummary
-from ckptlint.model.values import NOTHING, Arguments, ClassRef, Frame, FunctionRef, Instance, falsy
+from ckptlint.model.values import NOTHING, Arguments, ClassRef, Frame, FunctionRef, Instance, OutOfBudget, falsy
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -76,6 +76,20 @@ class CallSiteResolution:
             for path, line, caller in sites
             if holds is None or holds(self._site_values.get((name, parameter, path, line), NOTHING))
         )
+
+    def passed_anywhere(self, summary: FunctionSummary, parameter: str) -> frozenset:
+        """Everything the project's call sites pass for a parameter, False and None included
+        (`Backbone(norm_eval=False)`)."""
+        module = self._module_of(summary.name)
+        if module is None:
+            return NOTHING
+        values: set = set()
+        try:
+            for _, caller, call, line in self._call_sites.of(summary.name, module):
+                values |= self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
+        except OutOfBudget:
+            pass
+        return frozenset(values)
 
     def _passed_by_callers(self, summary: FunctionSummary, parameter: str) -> frozenset:
         """What the project's call sites of a module-level function or a method pass for one

@@ -144,8 +144,19 @@ def summarize(
         return None
     return FunctionSummary(
         name, parameters, tuple(bindings), tuple(summary.returns), tuple(summary.calls), self_name,
-        tuple(summary.nested), tuple(zip(summary.passes, summary.pass_lines)),
+        tuple(summary.nested), tuple(zip(summary.passes, summary.pass_lines)), _is_property(node),
     )
+
+
+def _is_property(node: ast.AST) -> bool:
+    """`@property`, `@functools.cached_property`: read as an attribute, not called."""
+    return any(
+        (isinstance(d, ast.Name) and d.id in _PROPERTIES) or (isinstance(d, ast.Attribute) and d.attr in _PROPERTIES)
+        for d in getattr(node, "decorator_list", ())
+    )
+
+
+_PROPERTIES = frozenset({"property", "cached_property"})
 
 
 def _needed(
@@ -177,6 +188,8 @@ def _needed(
 def _stores_on_self(target: Expr, self_name: str | None) -> bool:
     if target[0] == "child":
         return True
+    if target[0] == "seq":  # `self.bn1, self.bn2 = ...`
+        return any(_stores_on_self(item, self_name) for item in target[1])
     while target[0] in ("attr", "index"):
         if target[0] == "attr" and target[1] == ("name", self_name):
             return True
@@ -264,19 +277,26 @@ class _Summarizer:
 
     def _passes_to_project(self, call: ast.Call, callee: Expr) -> bool:
         """A call of a global function or a method of `self` that passes it a name, an
-        attribute or a call's result (not only constants)."""
+        attribute or a call's result, or a flag by keyword (`Backbone(norm_eval=False)`);
+        not one passing only other constants."""
         own_method = callee[0] == "attr" and callee[1] == ("name", self.self_name) and self.self_name is not None
         if not own_method and self.resolve(call.func) is None:
             return False
         passed = [*call.args, *(k.value for k in call.keywords)]
-        return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed)
+        return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed) or any(
+            isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool) for k in call.keywords
+        )
 
     def statement(self, node: ast.stmt, conditions: Conditions) -> None:
         line = node.lineno
         if isinstance(node, ast.Assign):
             value = self.value(node.value)
-            if is_known(value):
-                self.bindings.extend(Binding(pattern(t), ASSIGN, value, line, 0, conditions) for t in node.targets)
+            # A `self` attribute is kept whatever its value: assigned something not known is
+            # not the same as never assigned (which falls back to children added by name).
+            self.bindings.extend(
+                Binding(pattern(t), ASSIGN, value, line, 0, conditions) for t in node.targets
+                if is_known(value) or _stores_on_self(pattern(t), self.self_name)
+            )
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             value = self.value(node.value)
             if is_known(value):

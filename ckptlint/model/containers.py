@@ -1,7 +1,8 @@
 """The evaluator's semantics of Python's containers and of the library calls it interprets:
 `list` / `dict` / `zip` / `enumerate` / `chain` / `getattr`, `functools.partial`, indexing
 and literal slices, comprehensions, torch's `Sequential` / `ModuleList` / `ModuleDict`
-members, and `timm.create_model` (a library model named by its architecture). A mixin of
+members, `timm.create_model` (a library model named by its architecture) and mmcv's
+`build_norm_layer` (`ckptlint.model.openmmlab`). A mixin of
 `ckptlint.model.denotation.Denotation`: it evaluates through the evaluator's `_eval`.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ckptlint.model.library import TIMM_CREATE_MODEL, torchvision_model
+from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import (
     NOTHING,
@@ -30,6 +32,8 @@ from ckptlint.model.values import (
     names_in,
 )
 
+_COPIES = frozenset({"copy.copy", "copy.deepcopy"})
+
 
 class ContainerSemantics:
     def _library_function(self, callee: FunctionRef, positional: list, named: dict) -> set:
@@ -42,6 +46,14 @@ class ContainerSemantics:
             names = first | named.get("model_name", NOTHING)
             constants = frozenset(v for v in names if isinstance(v, Constant) and isinstance(v.value, str))
             return {Instance(name, arguments_of([("model_name", constants)]))} if constants and len(constants) == len(names) else set()
+        if is_mmcv(name, "build_norm_layer") and positional and not isinstance(positional[0], Splat):
+            # `(name, layer)`: the layer from the configuration dict's `type`
+            layers = frozenset(norm_layers(positional[0]))
+            postfix = positional[2] if len(positional) > 2 and not isinstance(positional[2], Splat) else None
+            name = norm_layer_name(positional[0], named.get("postfix", postfix if postfix is not None else {Constant("")}))
+            return {Sequence((name, layers), layers)} if layers else set()
+        if name in _COPIES and known:
+            return set(known[0])  # `copy.deepcopy(norm_cfg)`
         if torchvision_model(name) is not None:
             return {Instance(name)}  # `torchvision.models.resnet50(weights=...)`: its children are library facts
         if name == "functools.partial" and known:

@@ -33,6 +33,7 @@ from ckptlint.model.callers import CallSiteResolution
 from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.modules import ModuleSemantics
+from ckptlint.model.openmmlab import conv_module_config_keys
 from ckptlint.model.registries import RegistrySemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
 from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, torchvision_model
@@ -204,7 +205,8 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
     # --- evaluation ------------------------------------------------------------------------
 
     def _eval(self, expr: Expr, frame: Frame) -> frozenset:
-        key = (expr, frame)
+        # `("const", 1) == ("const", True)`: a constant's key carries its type.
+        key = (expr, frame) if expr[0] != "const" else (expr, type(expr[1]), frame)
         cached = self._memo.get(key)
         if cached is not None:
             return cached
@@ -463,6 +465,11 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 if not isinstance(v, Splat) and v and all(isinstance(c, Constant) for c in v)
             ]
             constants += [(k, v) for k, v in named.items() if v and all(isinstance(c, Constant) for c in v)]
+            # mmcv's `ConvModule(..., norm_cfg=dict(type="BN"))`: the dicts that decide what it holds
+            constants += [
+                (k, named[k]) for k in conv_module_config_keys(cls.name)
+                if named.get(k) and not all(isinstance(c, Constant) for c in named[k])
+            ]
             return Instance(cls.name, arguments_of(constants))
         init = self._method(facts.name, "__init__")
         if init is None:
@@ -563,7 +570,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                         found |= frozenset().union(*hits)
                     elif len(positional) > 1 and not isinstance(positional[1], Splat):
                         found |= positional[1]
-            elif isinstance(receiver, Sequence) and method == "copy":
+            elif isinstance(receiver, (Sequence, Mapping)) and method == "copy":
                 found.add(receiver)
             elif isinstance(receiver, ClassRef) and self.index.class_named(receiver.name) is not None:
                 summary = self._method(receiver.name, method)

@@ -18,6 +18,7 @@ from ckptlint.model.code import summarize
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
+from ckptlint.model.norm_freezing import batchnorm_frozen_under
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
@@ -279,9 +280,10 @@ class _Extractor:
                     self.registrations.extend(registrations(node, self._resolve_global, qualified))
                 text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
                 configures = any(word in text for word in CHECKPOINTING_SETTINGS)
-                self.classes.append(
-                    ClassFacts(qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked), configures)
-                )
+                self.classes.append(ClassFacts(
+                    qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked), configures,
+                    batchnorm_frozen_under(node, self.resolve),
+                ))
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)
                 self._function(qualified, (), node.body, enclosing_class=qualified)

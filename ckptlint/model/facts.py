@@ -100,6 +100,17 @@ class MethodFacts:
     evaluated: tuple[str, ...] = ()  # `self.<attr>.eval()` / `.train(False)`: put in eval mode
     # Writes to state that outlives the call, outside guards that rule training out, described.
     mutations: tuple[str, ...] = ()
+    # The `torch.utils.checkpoint` calls in its own body (not in functions nested in it).
+    checkpoints: tuple[CheckpointCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckpointCall:
+    """A `checkpoint(...)` call inside a method: a region nested in whatever runs it."""
+
+    line: int
+    reentrant: bool | None  # `use_reentrant` left out counts as True; None: not known here
+    flags: tuple[str, ...] = ()  # the `self.<flag>` attributes its enclosing `if` tests need
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,9 @@ class ClassFacts:
     # Its code sets how checkpointing runs (`gradient_checkpointing_kwargs`, `use_reentrant`,
     # `enable_input_require_grads`): a project `Trainer` subclass that does is not transformers'.
     configures_checkpointing: bool = False
+    # Its `train()` puts every BatchNorm below it in eval mode under these `self` flags
+    # (`("norm_eval",)`; `()`: always); None: it does not (`ckptlint.model.norm_freezing`).
+    batchnorm_frozen_under: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -183,8 +197,10 @@ class FileFacts:
             "fsdp": [[u.kind.value, u.path, u.line] for u in self.fsdp],
             "classes": [
                 [c.name, c.line, list(c.bases),
-                 [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations)]
-                  for m in c.methods], c.configures_checkpointing]
+                 [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations),
+                   [[c.line, c.reentrant, list(c.flags)] for c in m.checkpoints]]
+                  for m in c.methods], c.configures_checkpointing,
+                 list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None]
                 for c in self.classes
             ],
             "functions": [
@@ -210,12 +226,14 @@ class FileFacts:
                     line,
                     tuple(bases),
                     tuple(
-                        MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]))
+                        MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]),
+                                    tuple(CheckpointCall(line, reentrant, tuple(flags)) for line, reentrant, flags in m[6]))
                         for m in methods
                     ),
                     configures,
+                    tuple(frozen) if frozen is not None else None,
                 )
-                for name, line, bases, methods, configures in data["classes"]
+                for name, line, bases, methods, configures, frozen in data["classes"]
             ),
             functions=tuple(
                 FunctionFacts(name, tuple(parameters), tuple(_event_from_json(e) for e in events))

@@ -128,6 +128,7 @@ def _library_function(callee: tuple, names: dict[str, str]) -> bool:
 
 WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
 REGISTRY_KIND = "registries"
+NORM_FREEZING_KIND = "norm_freezing"
 
 
 def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
@@ -152,6 +153,8 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         kinds.append(OPTIONS_KIND)
     if facts.registrars or facts.registrations:
         kinds.append(REGISTRY_KIND)
+    if any(c.batchnorm_frozen_under is not None for c in facts.classes):
+        kinds.append(NORM_FREEZING_KIND)
     return kinds
 
 
@@ -245,6 +248,15 @@ class ProjectIndex:
         return registered_classes(
             {function: registry for facts in holding for function, registry in facts.registrars},
             [registration for facts in holding for registration in facts.registrations],
+        )
+
+    @cached_property
+    def batchnorm_freezers(self) -> tuple[ClassFacts, ...]:
+        """The classes whose `train()` puts every BatchNorm below them in eval mode
+        (`ckptlint.model.norm_freezing`)."""
+        return tuple(
+            c for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for c in facts.classes
+            if c.batchnorm_frozen_under is not None
         )
 
     def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:

@@ -9,6 +9,8 @@ import enum
 import re
 from dataclasses import dataclass
 
+from ckptlint.model.openmmlab import MMCV_NORMS_WITH_RUNNING_STATS
+
 # --- torch: activation checkpointing ----------------------------------------------------
 
 # torch 2.13 `torch/utils/checkpoint.py`: both default to the reentrant implementation when
@@ -164,7 +166,7 @@ _INSTANCE_NORMS = ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyIn
 NORMS_WITH_RUNNING_STATS = frozenset(
     f"{prefix}.{name}" for prefix in ("torch.nn", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm")
     for name in (*_BATCH_NORMS, *_INSTANCE_NORMS)
-)
+) | MMCV_NORMS_WITH_RUNNING_STATS
 # Tensor methods that write in place, and container methods that mutate.
 IN_PLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_add_",
                               "scatter_", "masked_fill_", "lerp_"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 
-from ckptlint.model.facts import MethodFacts
-from ckptlint.model.library import CONTAINER_MUTATORS, IN_PLACE_METHODS, RANDOM_FUNCTIONS
+from ckptlint.model.facts import CheckpointCall, MethodFacts
+from ckptlint.model.library import CONTAINER_MUTATORS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, TORCH_CHECKPOINT_FUNCTIONS
 
 
 _REGION_WORDS = (
@@ -321,9 +321,56 @@ def methods_of(
             MethodFacts(
                 name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
                 tuple(state_mutations(method.body, never_true, checked_here)),
+                tuple(checkpoint_calls(method.body, resolve)),
             )
         )
     return tuple(methods)
+
+
+def checkpoint_calls(body: Sequence[ast.stmt], resolve: Callable[[ast.AST], str | None], flags: tuple[str, ...] = ()) -> Iterator[CheckpointCall]:
+    """The `torch.utils.checkpoint` calls of a body (not of functions nested in it), each
+    with the `self` flags of the `if` tests it sits under (`if self.with_cp and
+    x.requires_grad:` -> `with_cp`)."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            yield from _checkpoints_in(statement.test, resolve, flags)
+            yield from checkpoint_calls(statement.body, resolve, flags + guard_flags(statement.test))
+            yield from checkpoint_calls(statement.orelse, resolve, flags)
+            continue
+        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+        blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+        blocks = [block for block in blocks if isinstance(block, list)]
+        if not blocks:
+            yield from _checkpoints_in(statement, resolve, flags)
+            continue
+        for header in ("test", "iter", "items"):
+            part = getattr(statement, header, None)
+            for node in part if isinstance(part, list) else [part] if part is not None else []:
+                yield from _checkpoints_in(node, resolve, flags)
+        for block in blocks:
+            yield from checkpoint_calls(block, resolve, flags)
+
+
+def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...]) -> Iterator[CheckpointCall]:
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call) and resolve(inner.func) in TORCH_CHECKPOINT_FUNCTIONS:
+            given = keyword_argument(inner, "use_reentrant")
+            if isinstance(given, ast.Constant) and isinstance(given.value, bool):
+                reentrant = given.value
+            else:  # left out: torch's reentrant default; a variable or `**kwargs`: not known
+                reentrant = None if given is not None or any(k.arg is None for k in inner.keywords) else True
+            yield CheckpointCall(inner.lineno, reentrant, flags)
+
+
+def guard_flags(test: ast.AST) -> tuple[str, ...]:
+    """The `self.<flag>` attributes an `if` test needs true (the parts of an `and`)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return tuple(flag for value in test.values for flag in guard_flags(value))
+    if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
+        return (test.attr,)
+    return ()
 
 
 def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ckptlint.model.library import torchvision_model
+from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,
@@ -17,8 +18,11 @@ from ckptlint.model.values import (
     Instance,
     Sequence,
     Value,
+    falsy,
     flatten_modules,
 )
+
+_MAX_BELOW = 500  # module instances walked below one BatchNorm-freezing module
 
 
 class ModuleSemantics:
@@ -51,6 +55,39 @@ class ModuleSemantics:
             self._methods_cache[class_name] = found
         return found
 
+    def batchnorm_frozen_classes(self) -> frozenset[str]:
+        """The project classes whose instances sit below a module whose `train()` puts every
+        BatchNorm in eval mode (`norm_eval`), its flags holding with the values the project
+        gives them (a flag some constructor call sets to False does not hold); a flag whose
+        value is not known may hold."""
+        key = ("batchnorm_frozen_classes",)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        found: set[str] = set()
+        for freezer in self.index.batchnorm_freezers:
+            instance = self.instance(freezer.name)
+            init = self._method(freezer.name, "__init__")
+            parameters = {p.name for p in init.parameters} if init is not None else set()
+            flags = [
+                self.attribute(instance, flag) | (self.passed_anywhere(init, flag) if flag in parameters else frozenset())
+                for flag in freezer.batchnorm_frozen_under if flag != UNKNOWN_FLAG
+            ]
+            if any(any(falsy(v) for v in values) for values in flags):
+                continue  # a flag the project may leave off
+            pending, seen = [instance], set()
+            while pending and len(seen) < _MAX_BELOW:
+                current = pending.pop()
+                if current in seen:
+                    continue
+                seen.add(current)
+                if self.index.class_named(current.cls) is not None:
+                    found.add(current.cls)
+                pending.extend(child for children in self.children(current).values() for child in children)
+        result = frozenset(found)
+        self._memo[key] = result
+        return result
+
     def _attribute_of(self, value: Value, name: str | None) -> set:
         if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:
             return {Instance(f"{value.cls}.<child>.{name}")}  # `resnet.layer1`: `library.torchvision_holds`
@@ -79,17 +116,28 @@ class ModuleSemantics:
                     summary.name, self._module_of(summary.name) or "", instance.arguments if constructor else (), instance,
                     entry=instance.generic and summary.name == f"{instance.cls}.__init__",
                 )
+                own = ("attr", ("name", summary.self_name), name)
                 for binding in summary.bindings:
                     target = binding.pattern
-                    if target == ("attr", ("name", summary.self_name), name) or target == ("child", name):
+                    if target == own or target == ("child", name):
                         registered = True
                         found |= self._binding_values(binding, frame)
+                    elif target[0] == "seq" and own in target[1] and binding.how == ASSIGN:
+                        # `self.bn1, self.bn2 = self._norms(cfg)`: the item at its position
+                        registered = True
+                        position = target[1].index(own)
+                        for value in self._binding_values(binding, frame):
+                            if isinstance(value, Sequence) and value.items is not None and len(value.items) == len(target[1]):
+                                found |= value.items[position]
+                            else:
+                                found |= self._elements((value,))
             if not registered:
                 method = self._method(instance.cls, name)
-                if method is not None:  # a bound method
-                    found.add(FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), instance)))
-                else:
+                if method is None:
                     found |= self._dynamic_children(instance)
+                else:  # a bound method; a property (`self.norm1`) is what it returns
+                    bound = FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), instance))
+                    found |= self._returns(method, bound, [], {}, False) if method.is_property else {bound}
         finally:
             self._active.discard(key)
         result = frozenset(found)
@@ -130,6 +178,8 @@ class ModuleSemantics:
                 target = binding.pattern
                 if target[0] == "attr" and target[1] == ("name", summary.self_name):
                     names.append(target[2])
+                elif target[0] == "seq":
+                    names.extend(t[2] for t in target[1] if t[0] == "attr" and t[1] == ("name", summary.self_name))
                 elif target[0] == "child" and target[1] is not None:
                     names.append(target[1])
         found: dict[str, frozenset] = {}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ckptlint.model.openmmlab import is_norm_registry, registered_norm_class
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import NOTHING, ClassRef, Constant, Frame, Mapping
 
@@ -99,14 +100,21 @@ class RegistrySemantics:
         if expr[0] not in ("name", "attr"):
             return None
         name = self._global_dotted(expr, frame)
-        return name if name is not None and name in self.index.registries else None
+        if name is None:
+            return None
+        if name in self.index.registries or (is_norm_registry(name) and self._module_of(name) is None):
+            return name  # the project's, or a library's that knows mmcv's norm type names
+        return None
 
     def _registered(self, registry: str, keys: frozenset) -> set:
-        """The classes registered under `keys`; none when a key is not a known string."""
+        """The classes registered under `keys` (by the project, or mmcv's norm type names);
+        none when a key is not a known string."""
         if not keys or not all(isinstance(k, Constant) and isinstance(k.value, str) for k in keys):
             return set()
-        table = self.index.registries[registry]
-        return {ClassRef(cls) for key in keys for cls in table.get(key.value, ())}
+        table = self.index.registries.get(registry, {})
+        found = {ClassRef(cls) for key in keys for cls in table.get(key.value, ())}
+        library = {registered_norm_class(registry, key.value) for key in keys} - {None}
+        return found | {ClassRef(cls) for cls in library}
 
     def _from_registry(self, registry: str, method: str, first: frozenset, named: dict) -> set:
         if method == "get":

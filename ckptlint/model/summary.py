@@ -75,6 +75,9 @@ class FunctionSummary:
     # them something the model can follow, with their first line: the call sites a generic
     # parameter (`def apply_checkpointing(model)`) is resolved at.
     passes: tuple[tuple[Expr, int], ...] = ()
+    # A `@property` (`functools.cached_property`): reading the attribute runs it and gives
+    # what it returns (`self.norm1` returning `getattr(self, self.norm1_name)`).
+    is_property: bool = False
 
     def to_json(self) -> list:
         return [
@@ -86,11 +89,12 @@ class FunctionSummary:
             self.self_name,
             list(self.nested),
             [[c, line] for c, line in self.passes],
+            self.is_property,
         ]
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        name, parameters, bindings, returns, calls, self_name, nested, passes = data
+        name, parameters, bindings, returns, calls, self_name, nested, passes, is_property = data
         return cls(
             name,
             tuple(Parameter(p[0], frozen(p[1]) if p[1] is not None else None, tuple(p[2]), p[3]) for p in parameters),
@@ -100,6 +104,7 @@ class FunctionSummary:
             self_name,
             tuple(nested),
             tuple((frozen(c), line) for c, line in passes),
+            is_property,
         )
 
 
