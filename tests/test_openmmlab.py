@@ -182,3 +182,21 @@ def test_norm_type_names_through_mmengine_registries(model):
     assert _classes(denotation.attribute(head, "built")) == ["torch.nn.SyncBatchNorm"]
     assert [v.name for v in denotation.attribute(head, "looked_up")] == ["torch.nn.GroupNorm"]
     assert denotation.attribute(head, "unknown") == frozenset()
+
+
+def test_a_copy_of_mmcv_in_the_tree_is_read_as_mmcv(model):
+    vendored = """
+    NORM_LAYERS = {}
+
+
+    def build_norm_layer(cfg, num_features, postfix=""):
+        cfg_ = cfg.copy()
+        layer_type = cfg_.pop("type")
+        norm_layer = NORM_LAYERS.get(layer_type)
+        return "norm" + str(postfix), norm_layer(num_features, **cfg_)
+    """
+    block = BLOCK.replace("from mmcv.cnn import", "from annotator.mmcv.cnn import")
+    denotation = model({"annotator/__init__.py": "", "annotator/mmcv/__init__.py": "",
+                        "annotator/mmcv/cnn/__init__.py": vendored, "annotator/block.py": block})
+    instance = denotation.instance("annotator.block.Block")
+    assert _classes(denotation.attribute(instance, "bn_a")) == ["torch.nn.BatchNorm2d"]

@@ -33,7 +33,7 @@ from ckptlint.model.callers import CallSiteResolution
 from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.modules import ModuleSemantics
-from ckptlint.model.openmmlab import conv_module_config_keys
+from ckptlint.model.openmmlab import conv_module_config_keys, is_mmcv
 from ckptlint.model.registries import RegistrySemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
 from ckptlint.model.library import CHILDREN_METHODS, CONTAINER_MODULES, torchvision_model
@@ -445,8 +445,8 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         if isinstance(callee, ClassRef):
             return {self._construct(callee, positional, named, opaque)}
         if isinstance(callee, FunctionRef):
-            summary = self.summary(callee.name)
-            if summary is not None:
+            summary = self.summary(callee.name) if not is_mmcv(callee.name, "build_norm_layer") else None
+            if summary is not None:  # (a copy of mmcv in the project's tree is mmcv: library facts)
                 positional = [*callee.positional, *positional]
                 named = {**dict(callee.bound), **named}
                 return self._returns(summary, callee, positional, named, opaque)

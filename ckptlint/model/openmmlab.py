@@ -45,8 +45,9 @@ _NOT_PASSED = frozenset({"type", "requires_grad"})
 
 def is_mmcv(name: str, short: str) -> bool:
     """Whether an absolute name is mmcv's / mmengine's `short` (`mmcv.cnn.ConvModule`,
-    `mmcv.cnn.bricks.conv_module.ConvModule`)."""
-    return name.startswith(_ROOTS) and name.rsplit(".", 1)[-1] == short
+    `mmcv.cnn.bricks.conv_module.ConvModule`), also in a copy of mmcv a project keeps in
+    its tree (`annotator.uniformer.mmcv.cnn.build_norm_layer`)."""
+    return (name.startswith(_ROOTS) or ".mmcv." in name) and name.rsplit(".", 1)[-1] == short
 
 
 def norm_layers(configs: Iterable[Value]) -> set[Instance]:
