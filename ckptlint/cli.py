@@ -138,6 +138,7 @@ def check(
 
     if show_settings:
         click.echo(_describe_settings(settings))
+        _warn(settings.notices)
         sys.exit(EXIT_CLEAN)
 
     try:
@@ -191,8 +192,7 @@ def check(
         summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
         click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
 
-    for message in result.notices:
-        click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
+    _warn([*settings.notices, *result.notices])
     for message in [*result.errors, *result.file_errors, *result.internal_errors]:
         click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
     if result.errors or result.file_errors or result.internal_errors:
@@ -267,6 +267,11 @@ def _describe_settings(settings) -> str:
     for package, target in settings.target_versions.all().items():
         lines.append(f"  {package:<13}  {target.describe() if target else 'unknown'}")
     return "\n".join(lines)
+
+
+def _warn(messages) -> None:
+    for message in messages:
+        click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
 
 
 def _fail(message: str) -> None:
