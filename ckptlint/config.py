@@ -287,6 +287,7 @@ class _FileSettings:
     respect_gitignore: bool = True
     include: tuple[str, ...] | None = None
     extend_include: tuple[str, ...] = ()
+    keys: frozenset[str] = frozenset()  # the keys the file sets, normalized (`extend-select`)
 
 
 def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
@@ -335,6 +336,7 @@ def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} must be true or false, got {value!r}")
             settings.respect_gitignore = value
+    settings.keys = frozenset(str(key).replace("_", "-") for key in table)
     return settings
 
 
@@ -453,11 +455,7 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     )
     origins["config file"] = str(config_file) if config_file else "none found (defaults)"
 
-    origins["select"] = (
-        "command line" if overrides.select is not None
-        else f"{config_file}" if file_settings.select is not None
-        else "default (ALL)"
-    )
+    origins.update(_setting_origins(config_file, file_settings, overrides))
     enabled = resolve_selection(
         [
             RuleSelection(select=("ALL",)),
@@ -503,6 +501,36 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         origins=origins,
         notices=_declaration_notices(project_root, declared, frozenset(explicit)),
     )
+
+
+def _setting_origins(config_file: Path | None, file_settings: _FileSettings, overrides: Overrides) -> dict[str, str]:
+    """Where each setting shown by `--show-settings` comes from: the command line, the
+    config file, or the default."""
+
+    def origin(keys: Iterable[str], command_line: bool = False) -> str:
+        from_file = config_file is not None and any(key in file_settings.keys for key in keys)
+        sources = [str(config_file)] * from_file + ["command line"] * command_line
+        return ", then ".join(sources) or "default"
+
+    if overrides.select is not None:
+        select = "command line"
+    else:
+        select = str(config_file) if file_settings.select is not None else "default (ALL)"
+        edits = [str(config_file)] * (file_settings.select is None and bool(file_settings.keys & {"ignore", "extend-select"}))
+        edits += ["command line"] * bool(overrides.ignore or overrides.extend_select)
+        select = ", then ".join([select, *edits])
+    return {
+        "select": select,
+        "exclude": "command line" if overrides.exclude is not None else origin(["exclude"]),
+        "extend-exclude": origin(["extend-exclude"], bool(overrides.extend_exclude)),
+        "include": origin(["include", "extend-include"]),
+        "per-file-ignores": origin(["per-file-ignores"]),
+        "stateful-modules": origin(["stateful-modules"]),
+        "checkpoint-functions": origin(["checkpoint-functions"]),
+        "fsdp": origin(["fsdp"]),
+        "respect-gitignore": origin(["respect-gitignore"]),
+        "cache-dir": "command line" if overrides.cache_dir is not None else origin(["cache-dir"]),
+    }
 
 
 def _declaration_notices(root: Path, declared: DeclaredDependencies, explicit: frozenset[str]) -> tuple[str, ...]:

@@ -389,6 +389,7 @@ def test_warnings_reach_the_user_and_the_run_goes_on(cli, tmp_path):
     assert shown.exit_code == 0
     assert shown.stderr.splitlines() == expected
     assert "  transformers   5.0 (declared dependency: pyproject.toml: transformers>=5.0)" in shown.stdout.splitlines()
+    assert "                   also declared: requirements.txt: transformers==4.53.0" in shown.stdout.splitlines()
     run = cli(["--output-format", "json", "--no-cache", "."], cwd=root)
     assert run.exit_code == 1
     # setup.py is linted too: a parse error (CKPT900) beside the model's findings.
