@@ -31,7 +31,6 @@ import configparser
 import enum
 import os
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,11 +46,6 @@ from ckptlint.versions import (
     normalize_name,
     parse_requirement_range,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 class Standing(enum.IntEnum):
@@ -279,6 +273,8 @@ class _DeclarationReader:
     # pyproject.toml
 
     def _load_pyproject(self) -> Mapping | None:
+        from ckptlint.config import tomllib  # config imports this module
+
         path = self.root / "pyproject.toml"
         if not path.is_file():
             return None

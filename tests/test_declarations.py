@@ -49,6 +49,10 @@ def warnings(root: Path) -> list[str]:
 # --- what a pin or a range admits ------------------------------------------------------
 
 
+def bounds(admitted: VersionRange) -> tuple[str | None, str | None]:
+    return (str(admitted.min) if admitted.min else None, str(admitted.max) if admitted.max else None)
+
+
 @pytest.mark.parametrize(
     "specifier, low, high",
     [
@@ -66,9 +70,7 @@ def warnings(root: Path) -> list[str]:
     ],
 )
 def test_admitted_range(specifier, low, high):
-    admitted = admitted_range("transformers", specifier)
-    shown = (str(admitted.min) if admitted.min else None, str(admitted.max) if admitted.max else None)
-    assert shown == (low, high)
+    assert bounds(admitted_range("transformers", specifier)) == (low, high)
 
 
 @pytest.mark.parametrize(
@@ -86,9 +88,7 @@ def test_admitted_range(specifier, low, high):
     ],
 )
 def test_poetry_range(constraint, low, high):
-    admitted = poetry_range("torch", constraint)
-    shown = (str(admitted.min) if admitted.min else None, str(admitted.max) if admitted.max else None)
-    assert shown == (low, high)
+    assert bounds(poetry_range("torch", constraint)) == (low, high)
 
 
 @pytest.mark.parametrize(
