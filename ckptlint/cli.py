@@ -138,6 +138,7 @@ def check(
 
     if show_settings:
         click.echo(_describe_settings(settings))
+        _warn(settings.notices)
         sys.exit(EXIT_CLEAN)
 
     try:
@@ -191,8 +192,7 @@ def check(
         summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
         click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
 
-    for message in result.notices:
-        click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
+    _warn([*settings.notices, *result.notices])
     for message in [*result.errors, *result.file_errors, *result.internal_errors]:
         click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
     if result.errors or result.file_errors or result.internal_errors:
@@ -249,24 +249,43 @@ def _unified_diff(path: str, old: str, new: str) -> str:
 
 
 def _describe_settings(settings) -> str:
+    """Every setting, each followed by where it came from (the command line, the config
+    file, the default); the target versions last, each with its source and, for a declared
+    dependency, the other declarations of the package."""
     from ckptlint.registry import all_codes
 
-    lines = [
-        f"project root:      {settings.origins['project root']}",
-        f"config file:       {settings.origins['config file']}",
-        f"selected rules:    {', '.join(c for c in all_codes() if c in settings.enabled_codes) or '(none)'}",
-        f"  from:            {settings.origins['select']}",
-        f"exclude:           {', '.join(settings.exclude)}",
-        f"extend-exclude:    {', '.join(settings.extend_exclude) or '(none)'}",
-        f"include:           {', '.join(settings.include)}",
-        f"per-file-ignores:  {'; '.join(f'{p}: {chr(44).join(c)}' for p, c in settings.per_file_ignores) or '(none)'}",
-        f"fsdp:              {settings.fsdp}",
-        f"cache dir:         {settings.cache_dir}",
-        "target versions:",
+    def listed(values) -> str:
+        return ", ".join(values) or "(none)"
+
+    shown = [
+        ("selected rules", ", ".join(c for c in all_codes() if c in settings.enabled_codes) or "(none)", "select"),
+        ("exclude", listed(settings.exclude), "exclude"),
+        ("extend-exclude", listed(settings.extend_exclude), "extend-exclude"),
+        ("include", listed(settings.include), "include"),
+        ("per-file-ignores", "; ".join(f"{p}: {', '.join(c)}" for p, c in settings.per_file_ignores) or "(none)", "per-file-ignores"),
+        ("stateful-modules", listed(settings.stateful_modules), "stateful-modules"),
+        ("checkpoint-functions", listed(settings.checkpoint_functions), "checkpoint-functions"),
+        ("fsdp", settings.fsdp, "fsdp"),
+        ("respect-gitignore", "true" if settings.respect_gitignore else "false", "respect-gitignore"),
+        ("cache dir", str(settings.cache_dir), "cache-dir"),
     ]
+    lines = [
+        f"project root:      {settings.origins.get('project root', settings.project_root)}",
+        f"config file:       {settings.origins.get('config file', settings.config_file or 'none found (defaults)')}",
+    ]
+    for label, value, key in shown:
+        lines.append(f"{label + ':':<18} {value}")
+        lines.append(f"  from:            {settings.origins.get(key, 'default')}")
+    lines.append("target versions:")
     for package, target in settings.target_versions.all().items():
         lines.append(f"  {package:<13}  {target.describe() if target else 'unknown'}")
+        lines.extend(f"  {'':<13}    also declared: {origin}" for origin in (target.also_declared if target else ()))
     return "\n".join(lines)
+
+
+def _warn(messages) -> None:
+    for message in messages:
+        click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
 
 
 def _fail(message: str) -> None:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ckptlint.declarations import DeclaredDependencies, read_declarations
 from ckptlint.versions import (
     TRACKED_PACKAGES,
     TargetVersion,
     TargetVersions,
     Version,
     VersionSource,
-    declared_versions,
     normalize_name,
 )
 
@@ -72,6 +72,9 @@ class Settings:
     # The root `per-file-ignores` patterns are relative to: the run's project root, also for
     # files of a nested project.
     config_root: Path | None = None
+    # Warnings about the project's own files that leave the run intact (a setup.py that
+    # does not parse, declarations of one package that admit no common version).
+    notices: tuple[str, ...] = ()
 
     @property
     def cache_directory(self) -> Path:
@@ -84,13 +87,15 @@ class Settings:
         versions that project declares (explicit target versions still win)."""
         if root == self.project_root:
             return self
-        pyproject_path = root / "pyproject.toml"
-        try:
-            pyproject = _read_toml(pyproject_path) if pyproject_path.is_file() else None
-        except ConfigError:
-            pyproject = None
-        versions = self.target_versions.with_declared(declared_versions(root, pyproject))
-        return replace(self, project_root=root, target_versions=versions, config_root=self.config_root or self.project_root)
+        declared = read_declarations(root)
+        versions = self.target_versions.with_declared(declared.versions)
+        return replace(
+            self,
+            project_root=root,
+            target_versions=versions,
+            config_root=self.config_root or self.project_root,
+            notices=_declaration_notices(root, declared, versions.explicit_packages()),
+        )
 
     @classmethod
     def default(
@@ -282,6 +287,7 @@ class _FileSettings:
     respect_gitignore: bool = True
     include: tuple[str, ...] | None = None
     extend_include: tuple[str, ...] = ()
+    keys: frozenset[str] = frozenset()  # the keys the file sets, normalized (`extend-select`)
 
 
 def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
@@ -330,6 +336,7 @@ def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} must be true or false, got {value!r}")
             settings.respect_gitignore = value
+    settings.keys = frozenset(str(key).replace("_", "-") for key in table)
     return settings
 
 
@@ -448,11 +455,7 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     )
     origins["config file"] = str(config_file) if config_file else "none found (defaults)"
 
-    origins["select"] = (
-        "command line" if overrides.select is not None
-        else f"{config_file}" if file_settings.select is not None
-        else "default (ALL)"
-    )
+    origins.update(_setting_origins(config_file, file_settings, overrides))
     enabled = resolve_selection(
         [
             RuleSelection(select=("ALL",)),
@@ -467,13 +470,8 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     for option in overrides.target_versions:
         package, version = parse_target_version_option(option)
         explicit[package] = TargetVersion(version, VersionSource.CLI, f"--target-version {option}")
-    pyproject_path = project_root / "pyproject.toml"
-    try:
-        pyproject = _read_toml(pyproject_path) if pyproject_path.is_file() else None
-    except ConfigError:
-        pyproject = None
-    declared = declared_versions(project_root, pyproject)
-    versions = TargetVersions({**declared, **explicit})
+    declared = read_declarations(project_root)
+    versions = TargetVersions({**declared.versions, **explicit})
 
     cache_dir = overrides.cache_dir or file_settings.cache_dir or project_root / ".ckptlint_cache"
     if cache_dir == project_root or cache_dir in project_root.parents:
@@ -501,6 +499,51 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         include=(file_settings.include if file_settings.include is not None else DEFAULT_INCLUDE)
         + file_settings.extend_include,
         origins=origins,
+        notices=_declaration_notices(project_root, declared, frozenset(explicit)),
+    )
+
+
+def _setting_origins(config_file: Path | None, file_settings: _FileSettings, overrides: Overrides) -> dict[str, str]:
+    """Where each setting shown by `--show-settings` comes from: the command line, the
+    config file, or the default."""
+
+    def origin(keys: Iterable[str], command_line: bool = False) -> str:
+        from_file = config_file is not None and any(key in file_settings.keys for key in keys)
+        sources = [str(config_file)] * from_file + ["command line"] * command_line
+        return ", then ".join(sources) or "default"
+
+    if overrides.select is not None:
+        select = "command line"
+    else:
+        select = str(config_file) if file_settings.select is not None else "default (ALL)"
+        edits = [str(config_file)] * (file_settings.select is None and bool(file_settings.keys & {"ignore", "extend-select"}))
+        edits += ["command line"] * bool(overrides.ignore or overrides.extend_select)
+        select = ", then ".join([select, *edits])
+    return {
+        "select": select,
+        "exclude": "command line" if overrides.exclude is not None else origin(["exclude"]),
+        "extend-exclude": origin(["extend-exclude"], bool(overrides.extend_exclude)),
+        "include": origin(["include", "extend-include"]),
+        "per-file-ignores": origin(["per-file-ignores"]),
+        "stateful-modules": origin(["stateful-modules"]),
+        "checkpoint-functions": origin(["checkpoint-functions"]),
+        "fsdp": origin(["fsdp"]),
+        "respect-gitignore": origin(["respect-gitignore"]),
+        "cache-dir": "command line" if overrides.cache_dir is not None else origin(["cache-dir"]),
+    }
+
+
+def _declaration_notices(root: Path, declared: DeclaredDependencies, explicit: frozenset[str]) -> tuple[str, ...]:
+    """The declarations' warnings, their files shown from the working directory; a conflict
+    about a package whose version is set explicitly no longer matters."""
+    try:
+        prefix = os.path.relpath(root)
+    except ValueError:  # another drive on Windows
+        prefix = str(root)
+    return tuple(
+        warning.message if prefix == "." else f"{prefix}{os.sep}{warning.message}"
+        for warning in declared.warnings
+        if warning.package not in explicit
     )
 
 

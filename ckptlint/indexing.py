@@ -105,6 +105,10 @@ class Projects:
             self._settings[root] = self.settings.for_project(root)
         return self._settings[root]
 
+    def nested_settings(self) -> list[Settings]:
+        """The settings of the nested projects met so far, by root."""
+        return [s for root, s in sorted(self._settings.items()) if root != self.settings.project_root]
+
     def index_for(self, root: Path) -> ProjectIndex:
         if root not in self._indexes:
             self._indexes[root] = (

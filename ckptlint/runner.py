@@ -309,6 +309,8 @@ def check_paths(
             )
     warnings = [warning] if cache is not None and (warning := cache.save()) else []
     warnings.extend(error for index in projects.indexes().values() for error in index.extraction_errors)
+    # Nested projects' declaration warnings (the run's own are the settings' notices).
+    warnings.extend(n for nested in projects.nested_settings() for n in nested.notices)
     if not found.paths and not found.problems:
         # As Ruff's "No Python files found": a run that checked nothing must not read as clean.
         warnings.append(

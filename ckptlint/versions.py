@@ -1,8 +1,9 @@
 """Library versions the linted project targets, and the version ranges rules declare.
 
 Resolution order (DESIGN.md, "Target versions"): the CLI `--target-version` and the config
-`target-versions`; the project's declared dependencies (lower bound of the range); installed
-distribution metadata (read with importlib.metadata, never by importing the library); unknown.
+`target-versions`; the project's declared dependencies (lower bound of the range, read by
+`ckptlint.declarations`); installed distribution metadata (read with importlib.metadata,
+never by importing the library); unknown.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import enum
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 # The libraries whose versions change what a rule should say.
 TRACKED_PACKAGES = ("torch", "transformers", "peft", "accelerate", "trl")
@@ -56,6 +56,11 @@ class VersionRange:
     def contains(self, version: Version) -> bool:
         return (self.min is None or version >= self.min) and (self.max is None or version < self.max)
 
+    def overlaps(self, other: VersionRange) -> bool:
+        return (self.max is None or other.min is None or other.min < self.max) and (
+            other.max is None or self.min is None or self.min < other.max
+        )
+
     def __str__(self) -> str:
         bounds = []
         if self.min is not None:
@@ -77,9 +82,20 @@ class TargetVersion:
     version: Version
     source: VersionSource
     origin: str  # where exactly: the option, the file and requirement, the distribution
+    # A declared dependency: the whole range it admits (`version` is its lower bound).
+    admitted: VersionRange | None = None
+    # A declared dependency: the other declarations of the package, which lost to this one.
+    also_declared: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return f"{self.version} ({self.source.value}: {self.origin})"
+
+    def could_be(self, version_range: VersionRange) -> bool:
+        """Whether the project may run a version in `version_range`: for a declared range,
+        whether the two overlap; otherwise whether the one version falls in it."""
+        if self.admitted is None:
+            return version_range.contains(self.version)
+        return self.admitted.overlaps(version_range)
 
 
 class Applies(enum.Enum):
@@ -114,12 +130,14 @@ class TargetVersions:
     def with_declared(self, declared: Mapping[str, TargetVersion]) -> TargetVersions:
         """These versions for another project: its declared versions replace this one's,
         explicit ones (command line, configuration) stay."""
-        explicit = {
-            name: target
-            for name, target in self._resolved.items()
-            if target.source in (VersionSource.CLI, VersionSource.CONFIG)
-        }
+        explicit = {name: self._resolved[name] for name in self.explicit_packages()}
         return TargetVersions({**declared, **explicit}, use_installed=self._use_installed)
+
+    def explicit_packages(self) -> frozenset[str]:
+        """The packages whose version the command line or the configuration sets."""
+        return frozenset(
+            name for name, target in self._resolved.items() if target.source in (VersionSource.CLI, VersionSource.CONFIG)
+        )
 
     def applies(self, ranges: Iterable[VersionRange]) -> Applies:
         """Whether the targeted versions fall in every range (unknown packages: UNKNOWN)."""
@@ -131,6 +149,12 @@ class TargetVersions:
             elif not version_range.contains(target.version):
                 return Applies.NO
         return verdict
+
+    def could_be(self, version_range: VersionRange) -> bool:
+        """Whether the project may run a version in `version_range` ("could this be
+        transformers 5?"): True when the package's version is unknown."""
+        target = self.get(version_range.package)
+        return target is None or target.could_be(version_range)
 
     def fingerprint(self) -> str:
         return ";".join(
@@ -156,6 +180,12 @@ def installed_version(package: str) -> TargetVersion | None:
 
 
 # --- declared dependencies -------------------------------------------------------------
+# What a declared requirement means for the target (DESIGN.md, "Target versions"): the
+# target is the lower bound of the range it admits, the oldest version the project must
+# still run on (so hazards of old versions hold, and fixes must work there). The whole
+# range is kept beside it (`TargetVersion.admitted`), so a rule can still ask whether the
+# project could run a newer version (`TargetVersions.could_be`). Reading the files that
+# declare requirements lives in `ckptlint.declarations`.
 
 _REQUIREMENT = re.compile(
     r"""^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)""", re.X
@@ -170,58 +200,59 @@ def normalize_name(name: str) -> str:
 
 def lower_bound(specifier: str) -> Version | None:
     """The lowest version a PEP 440 specifier admits, as far as a rule needs to know it."""
-    best: Version | None = None
+    return admitted_range("", specifier).min
+
+
+def admitted_range(package: str, specifier: str) -> VersionRange:
+    """The versions a PEP 440 specifier admits, as one range `min <= v < max` (`!=` is
+    ignored; `>2.0` counts from 2.0). `==4.53.*` and `~=4.53.0` admit 4.53 up to 4.54,
+    `~=4.53` up to 5, `<=4.53` and `==4.53` up to just after 4.53."""
+    low: Version | None = None
+    high: Version | None = None
     for operator, text in _SPECIFIER.findall(specifier):
-        if operator in ("==", "===", "~=", ">=", ">"):
-            try:
-                version = Version.parse(text.rstrip(".*"))
-            except ValueError:
-                continue
-            if best is None or version > best:
-                best = version
-    return best
+        if operator == "!=":
+            continue
+        try:
+            version = Version.parse(text.rstrip(".*"))
+        except ValueError:
+            continue
+        if operator in ("==", "===", "~=", ">=", ">") and (low is None or version > low):
+            low = version
+        above = _upper_bound(operator, text, version)
+        if above is not None and (high is None or above < high):
+            high = above
+    return VersionRange(package, low, high)
+
+
+def _upper_bound(operator: str, text: str, version: Version) -> Version | None:
+    if operator == "<":
+        return version
+    if operator == "~=" or (operator == "==" and text.endswith(".*")):
+        # The release segments as written (~=4.53.0 keeps its zero): the last one is free,
+        # the one before it is bumped.
+        match = _VERSION.match(text)
+        written = [int(part) for part in match.group(1).split(".")] if match else []
+        kept = written[:-1] if operator == "~=" else written
+        if not kept:
+            return None
+        return Version(tuple(kept[:-1]) + (kept[-1] + 1,))
+    if operator in ("<=", "==", "==="):
+        return Version(version.parts + (0, 1))  # just after: admits the version itself
+    return None
 
 
 def parse_requirement(line: str) -> tuple[str, Version | None] | None:
+    parsed = parse_requirement_range(line)
+    return None if parsed is None else (parsed.package, parsed.min)
+
+
+def parse_requirement_range(line: str) -> VersionRange | None:
+    """The distribution a requirement line names and the range it admits; None for a line
+    that names none (a comment, an option, a URL)."""
     line = line.split("#", 1)[0].strip()
     if not line or line.startswith("-") or "://" in line:
         return None
     match = _REQUIREMENT.match(line)
     if not match:
         return None
-    return normalize_name(match.group("name")), lower_bound(match.group("spec"))
-
-
-def declared_versions(project_root: Path, pyproject: Mapping | None) -> dict[str, TargetVersion]:
-    """Lower bounds of tracked packages declared in pyproject.toml and requirements*.txt."""
-    found: dict[str, TargetVersion] = {}
-
-    def record(requirement: str, origin: str) -> None:
-        parsed = parse_requirement(requirement)
-        if parsed is None:
-            return
-        name, version = parsed
-        if name in TRACKED_PACKAGES and version is not None and name not in found:
-            found[name] = TargetVersion(version, VersionSource.DECLARED, origin)
-
-    def requirements(value) -> list[str]:
-        # pyproject.toml is not ours to validate: anything but a list of strings is skipped.
-        return [r for r in value if isinstance(r, str)] if isinstance(value, list) else []
-
-    project = (pyproject or {}).get("project", {})
-    if isinstance(project, dict):
-        for requirement in requirements(project.get("dependencies")):
-            record(requirement, f"pyproject.toml: {requirement.strip()}")
-        optional = project.get("optional-dependencies")
-        if isinstance(optional, dict):
-            for extra in sorted(optional, key=str):
-                for requirement in requirements(optional[extra]):
-                    record(requirement, f"pyproject.toml [{extra}]: {requirement.strip()}")
-    for path in sorted(project_root.glob("requirements*.txt")):
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            record(line, f"{path.name}: {line.strip()}")
-    return found
+    return admitted_range(normalize_name(match.group("name")), match.group("spec"))

@@ -4,7 +4,13 @@ import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
 from ckptlint.analysis.kinds import Reentrancy
-from ckptlint.analysis.fsdp import absolute_names, checkpoint_wrapper_impl, is_checkpoint_wrapper, project_fsdp
+from ckptlint.analysis.fsdp import (
+    absolute_names,
+    checkpoint_wrapper_impl,
+    fsdp_reaching_class,
+    is_checkpoint_wrapper,
+    project_fsdp,
+)
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import (
     GC_KWARGS,
@@ -16,9 +22,10 @@ from ckptlint.analysis.huggingface import (
     keyword_value,
 )
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
+from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
-from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
 
@@ -28,7 +35,7 @@ WHY = (
 )
 
 
-class ReentrantCheckpointUnderFsdp(Rule):
+class ReentrantCheckpointUnderFsdp(SiteScopes):
     """Reentrant activation checkpointing in a project that shards its model with torch FSDP.
 
     ## What it does
@@ -58,7 +65,12 @@ class ReentrantCheckpointUnderFsdp(Rule):
       `args.gradient_checkpointing_kwargs`.
 
     The finding is at the checkpoint call even when FSDP is set up in another file: the
-    model's `forward` in `model.py`, the wrap in `train.py`.
+    model's `forward` in `model.py`, the wrap in `train.py`. The message names the FSDP use
+    that reaches the checkpointed code: the `FullyShardedDataParallel` / `fully_shard` call
+    whose model is, or holds among its modules, the class whose method checkpoints (with
+    the name and class it wraps), not a wrap of another model elsewhere in the repository;
+    when no wrap is known to hold it, a use whose model is not followed (a `Trainer`'s
+    `fsdp=`, an accelerate plugin) before one known to wrap another model.
 
     ## Why is this bad?
     The reentrant implementation recomputes the region inside a nested backward that FSDP's
@@ -139,22 +151,24 @@ class ReentrantCheckpointUnderFsdp(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.fsdp = project_fsdp(context)
-        self._calls: list[cst.Call] = []
+        self._wrapping_calls: list[cst.Call] = []
         self._assignments: list[cst.Assign] = []
 
     # --- collection --------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
         if self.fsdp is None:
             return
         func = node.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         if is_gc_enable_call(node) or name in ("checkpoint_wrapper", "partial") or "checkpoint_wrapper" in name:
-            self._calls.append(node)
+            self._wrapping_calls.append(node)
         elif keyword_value(node, "gradient_checkpointing") is not None:
-            self._calls.append(node)
+            self._wrapping_calls.append(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
         if self.fsdp is not None and any(
             isinstance(t.target, cst.Attribute) and t.target.attr.value == GC_KWARGS for t in node.targets
         ):
@@ -174,11 +188,17 @@ class ReentrantCheckpointUnderFsdp(Rule):
             return
         self.report(
             site.node,
-            f"reentrant `{site.api.short_name}` ({how}) in a project that uses FSDP ({self.fsdp}): "
+            f"reentrant `{site.api.short_name}` ({how}) in a project that uses FSDP ({self._fsdp_reaching(site)}): "
             f"{WHY}; pass `use_reentrant=False`",
             replacements=[Replacement(call, set_keyword(call, "use_reentrant", cst.Name("False")))],
             fix_message="Set `use_reentrant=False`",
         )
+
+    def _fsdp_reaching(self, site: CheckpointSite) -> str:
+        """The FSDP use the message names: the wrap of the model whose class holds the
+        checkpoint, when the project model can tell (not an unrelated wrap elsewhere)."""
+        owner = self._owner(self._call_scopes.get(site.node, ()))
+        return fsdp_reaching_class(self.context, owner) or self.fsdp
 
     def _check_configured(self, site: CheckpointSite) -> None:
         """`use_reentrant=args.use_reentrant` where every declaration of that option in the
@@ -195,14 +215,14 @@ class ReentrantCheckpointUnderFsdp(Rule):
         self.report(
             site.node,
             f"`{site.api.short_name}` runs reentrant by default here (`use_reentrant={cst.Module([]).code_for_node(value)}`, whose default "
-            f"is True: {option.how} at {path}:{option.line}) in a project that uses FSDP ({self.fsdp}): {WHY}; "
+            f"is True: {option.how} at {path}:{option.line}) in a project that uses FSDP ({self._fsdp_reaching(site)}): {WHY}; "
             "default the option to False (or pass `use_reentrant=False`)",
         )
 
     # --- wrappers and Hugging Face --------------------------------------------------------
 
     def finish(self) -> None:
-        for call in self._calls:
+        for call in self._wrapping_calls:
             if is_gc_enable_call(call):
                 self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
             elif is_checkpoint_wrapper(self.context, call):

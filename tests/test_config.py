@@ -783,3 +783,82 @@ def test_unwritable_cache_directory_is_a_warning_not_a_failure(cli, make_project
     [warning] = result.stderr.splitlines()
     assert warning.startswith(f"warning: cache not written ({root.resolve() / 'blocker' / 'cache'}): ")
     assert warning.endswith("; results are not cached")
+
+
+# --- --show-settings: every setting and where it came from -------------------------------
+
+
+def test_show_settings_shows_every_setting_with_its_origin(cli, make_project, monkeypatch):
+    import importlib.metadata
+
+    def version(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    root = make_project(
+        {
+            "model.py": MODEL,
+            "requirements/runtime.txt": "transformers~=4.53.0\n",
+            "docker/requirements-gpu.txt": "transformers==4.53.2\n",
+        },
+        pyproject=PYPROJECT
+        + "[tool.ckptlint]\n"
+        "ignore = ['CKPT033']\n"
+        "stateful-modules = ['my.layers.RunningNorm']\n"
+        "checkpoint-functions = ['my.utils.ckpt']\n"
+        "fsdp = 'yes'\n"
+        "per-file-ignores = {'tests/*' = ['CKPT001']}\n"
+        "extend-exclude = ['vendor']\n",
+    )
+    config = root.resolve() / "pyproject.toml"
+    result = cli(["--show-settings", "--ignore", "CKPT032", "--target-version", "peft=0.13", "."], cwd=root)
+    assert result.exit_code == 0 and result.stderr == ""
+    codes = "CKPT001, CKPT002, CKPT003, CKPT004, CKPT005, CKPT010, CKPT011, CKPT020, CKPT021, CKPT030, CKPT031, CKPT900, CKPT901"
+    assert result.stdout.splitlines() == [
+        f"project root:      {root.resolve()} (holds pyproject.toml)",
+        f"config file:       {config}",
+        f"selected rules:    {codes}",
+        f"  from:            default (ALL), then {config}, then command line",
+        f"exclude:           {', '.join(DEFAULT_EXCLUDE)}",
+        "  from:            default",
+        "extend-exclude:    vendor",
+        f"  from:            {config}",
+        "include:           *.py, *.pyi, *.yaml, *.yml, *.json, *.sh, *.bash, *.slurm, *.sbatch",
+        "  from:            default",
+        "per-file-ignores:  tests/*: CKPT001",
+        f"  from:            {config}",
+        "stateful-modules:  my.layers.RunningNorm",
+        f"  from:            {config}",
+        "checkpoint-functions: my.utils.ckpt",
+        f"  from:            {config}",
+        "fsdp:              yes",
+        f"  from:            {config}",
+        "respect-gitignore: true",
+        "  from:            default",
+        f"cache dir:         {root.resolve() / '.ckptlint_cache'}",
+        "  from:            default",
+        "target versions:",
+        "  torch          2.1 (declared dependency: pyproject.toml: torch>=2.1)",
+        "  transformers   4.53 (declared dependency: requirements/runtime.txt: transformers~=4.53.0)",
+        "                   also declared: docker/requirements-gpu.txt: transformers==4.53.2",
+        "  peft           0.13 (command line: --target-version peft=0.13)",
+        "  accelerate     unknown",
+        "  trl            unknown",
+    ]
+
+
+def test_show_settings_origins_from_the_command_line(cli, make_project, tmp_path):
+    root = make_project({"model.py": MODEL}, pyproject=PYPROJECT)
+    (root / "ckptlint.toml").write_text("select = ['CKPT0']\ncache-dir = 'my-cache'\nextend-exclude = ['vendor']\n")
+    result = cli(["--show-settings", "--ignore", "CKPT001", "--cache-dir", "elsewhere", "."], cwd=root)
+    assert result.exit_code == 0
+    shown = result.stdout.splitlines()
+    config = root.resolve() / "ckptlint.toml"
+    assert shown[3] == f"  from:            {config}, then command line"
+    assert shown[shown.index("extend-exclude:    vendor") + 1] == f"  from:            {config}"
+    assert shown[shown.index(f"cache dir:         {root.resolve() / 'elsewhere'}") + 1] == "  from:            command line"
+    (root / "ckptlint.toml").write_text("respect-gitignore = false\ninclude = ['*.py']\n")
+    shown = cli(["--show-settings", "--select", "CKPT001", "."], cwd=root).stdout.splitlines()
+    assert shown[3] == "  from:            command line"
+    assert shown[shown.index("include:           *.py") + 1] == f"  from:            {config}"
+    assert shown[shown.index("respect-gitignore: false") + 1] == f"  from:            {config}"

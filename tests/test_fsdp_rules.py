@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -388,3 +389,95 @@ def test_the_default_of_a_reentrancy_flag_read_from_the_environment(source, expe
     from ckptlint.model.options import environment_default
 
     assert environment_default(ast.parse(source, mode="eval").body)[0] is expected
+
+
+# --- which FSDP use a CKPT002 message names ------------------------------------------------
+
+FIXTURE_TWO_WRAPS = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "fsdp_two_wraps"
+WHY_AND_FIX = (
+    "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, several "
+    "reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory; pass `use_reentrant=False`"
+)
+
+
+def ckpt002_messages(cli, root, *paths) -> list[tuple]:
+    result = cli(["--output-format", "json", "--no-cache", "--select", "CKPT002", *paths], root)
+    return json_findings(result, root, with_message=True)
+
+
+def test_the_message_names_the_wrap_of_the_model_holding_the_checkpoint(cli):
+    # reward.py:18 shards another model and comes first; train.py:15 shards the policy.
+    expected = [
+        (
+            "two_wraps/model.py", 15, 20, "CKPT002",
+            "reentrant `checkpoint` (`use_reentrant` omitted: torch defaults to reentrant) in a project that "
+            "uses FSDP (`FullyShardedDataParallel` at two_wraps/train.py:15, which wraps `policy`, a `Policy`): "
+            + WHY_AND_FIX,
+        )
+    ]
+    assert ckpt002_messages(cli, FIXTURE_TWO_WRAPS, ".") == expected
+    assert ckpt002_messages(cli, FIXTURE_TWO_WRAPS, "two_wraps/model.py") == expected
+
+
+TRAINER = """
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+from pkg.model import Model
+from pkg.reward import Reward
+
+
+class Trainer:
+    def __init__(self):
+        self.reward = FSDP(Reward())
+        self.model = Model()
+
+    def setup(self):
+        self.model = FSDP(self.model)
+"""
+
+REWARD = """
+import torch.nn as nn
+from torch.distributed.fsdp import fully_shard
+
+
+class Reward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 1)
+
+
+def build_reward():
+    reward = Reward()
+    fully_shard(reward)
+    return reward
+"""
+
+HF_TRAINER = """
+from transformers import Trainer, TrainingArguments
+
+from pkg.model import Model
+
+
+def main(dataset):
+    args = TrainingArguments("out", fsdp="full_shard")
+    Trainer(model=Model(), args=args, train_dataset=dataset).train()
+"""
+
+
+def test_a_wrap_of_self_model_in_a_method_and_a_wrap_of_another_model_in_the_same_class(cli, make_project):
+    root = make_project(
+        {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/reward.py": REWARD, "pkg/trainer.py": TRAINER},
+        pyproject=PYPROJECT,
+    )
+    ((*_, message),) = ckpt002_messages(cli, root, ".")
+    assert "(`FullyShardedDataParallel` at pkg/trainer.py:13, which wraps `self.model`, a `Model`)" in message
+
+
+def test_a_use_whose_model_is_not_known_comes_before_one_known_to_wrap_another_model(cli, make_project):
+    root = make_project(
+        {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/reward.py": REWARD, "train.py": HF_TRAINER},
+        pyproject=PYPROJECT + "[tool.ckptlint]\ntarget-versions = {transformers = '4.46'}\n",
+    )
+    ((*_, message),) = ckpt002_messages(cli, root, "pkg/model.py")
+    # pkg/reward.py:13 shards the reward model only; the Trainer's model is not followed.
+    assert "(`TrainingArguments(fsdp=...)` at train.py:7)" in message

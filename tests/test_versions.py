@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ckptlint.config import resolve_settings
+from ckptlint.declarations import declared_versions
 from ckptlint.versions import (
     Applies,
     TargetVersion,
@@ -19,7 +20,6 @@ from ckptlint.versions import (
     Version,
     VersionRange,
     VersionSource,
-    declared_versions,
     lower_bound,
     parse_requirement,
 )
@@ -230,7 +230,7 @@ def test_declared_versions_from_pyproject_and_requirements(tmp_path):
     (tmp_path / "requirements.txt").write_text("torch==1.13.1\npeft>=0.7\n")
     (tmp_path / "requirements-dev.txt").write_text("accelerate~=0.25\n# transformers==9\n")
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "requirements.txt").write_text("transformers==3.0\n")  # not at the root
+    (tmp_path / "docs" / "requirements.txt").write_text("transformers==3.0\n")  # further down: after the extras
     pyproject = {
         "project": {
             "dependencies": ["torch>=2.1,<3", "numpy"],

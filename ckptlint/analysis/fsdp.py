@@ -8,27 +8,21 @@ project (detected, or forced by the `fsdp` setting).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
-from ckptlint.model.facts import Event, EventKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
-
+from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
 from ckptlint.model.index import ProjectIndex
-
 from ckptlint.model.library import (
-
     CHECKPOINT_IMPL_NO_REENTRANT,
-
     CHECKPOINT_IMPL_REENTRANT,
-
     CHECKPOINT_WRAPPER,
-
 )
-
 from ckptlint.model.names import absolute_import, canonical_name, module_name
+from ckptlint.model.values import Instance
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext
@@ -75,6 +69,78 @@ def project_fsdp(context: FileContext) -> str | None:
 
 def describe_use(use: FsdpUse) -> str:
     return f"`{use.kind.value}` at {use.path}:{use.line}"
+
+
+def fsdp_reaching_class(context: FileContext, owner: str | None) -> str | None:
+    """How FSDP reaches the model holding a checkpoint in a method of class `owner`, for a
+    message: the FSDP1 / FSDP2 wrap whose model holds an instance of `owner` (the class,
+    a subclass, or a module somewhere among its children), described with the model it
+    wraps. Without such a wrap: a use whose model is not known (a `Trainer`'s `fsdp=`, an
+    accelerate plugin, a wrap of a value the model cannot follow) rather than one known to
+    wrap another model; then `project_fsdp`'s choice."""
+    general = project_fsdp(context)
+    if general is None or owner is None or context.settings.fsdp == "yes":
+        return general
+    uses = context.project.fsdp_uses_reaching(context.relative_path)
+    ordered = sorted(uses, key=lambda use: use.path != context.relative_path)
+    unknown: FsdpUse | None = None
+    for use in ordered:
+        wrapped = _wrapped_models(context.project, use)
+        if not wrapped:
+            unknown = unknown or use
+            continue
+        for target, models in wrapped:
+            holder = next((m for m in sorted(models, key=repr) if _holds(context.project, m, owner, set())), None)
+            if holder is not None:
+                return f"{describe_use(use)}, which wraps `{target}`, a `{holder.short_name}`"
+    return describe_use(unknown) if unknown is not None else general
+
+
+def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, frozenset]]:
+    """The module instances an FSDP1 / FSDP2 call wraps, by the name it wraps; empty when
+    none is known."""
+    facts = project.files.get(use.path)
+    if facts is None or use.kind not in (FsdpKind.FSDP1, FsdpKind.FSDP2):
+        return []
+    denotation = project.denotation
+    found = []
+    for function in facts.functions:
+        for event in function.events:
+            if event.kind not in (EventKind.FSDP1, EventKind.FSDP2) or event.line != use.line:
+                continue
+            owner_class, _, _ = function.name.rpartition(".")
+            self_instance = denotation.instance(owner_class) if project.class_named(owner_class) else None
+            frame = replace(denotation.frame_of(function.name, facts.module, self_instance), before=event.line + 1)
+            models = frozenset(v for v in denotation.evaluate(_dotted_expression(event.target), frame) if isinstance(v, Instance))
+            if models:
+                found.append((event.target, models))
+    return found
+
+
+def _dotted_expression(dotted: str) -> tuple:
+    """`self.model` in the summary form of expressions (`ckptlint.model.summary`)."""
+    first, *rest = dotted.split(".")
+    expr: tuple = ("name", first)
+    for attribute in rest:
+        expr = ("attr", expr, attribute)
+    return expr
+
+
+def _holds(project: ProjectIndex, value, owner: str, seen: set[str], depth: int = 0) -> bool:
+    """Whether a module instance is, or holds among its children, an instance of `owner`."""
+    if not isinstance(value, Instance) or depth > 16 or len(seen) > 256:
+        return False
+    if value.members is not None:
+        return any(_holds(project, member, owner, seen, depth + 1) for members in value.members for member in members)
+    if owner in project.ancestors(value.cls):
+        return True
+    if value.cls in seen:
+        return False
+    seen.add(value.cls)
+    children = project.denotation.children(value)
+    return any(
+        _holds(project, child, owner, seen, depth + 1) for name in sorted(children) for child in sorted(children[name], key=repr)
+    )
 
 
 def checkpoint_wrapper_impl(context: FileContext, call: cst.Call) -> tuple[Impl, cst.BaseExpression | None]:
