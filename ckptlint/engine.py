@@ -27,7 +27,6 @@ from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADAB
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
 from ckptlint.suppression import NOQA, written_codes
 from ckptlint.types import AppliedFix, Diagnostic, Location, fixable
-from ckptlint.versions import Applies
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -111,7 +110,7 @@ def _lint_text(
     rules = [
         rule
         for rule in (selected_rules(settings) if rules is None else rules)
-        if settings.target_versions.applies(rule.targets) is not Applies.NO and rule.may_apply_to(text)
+        if rule.applies_to_versions(settings.target_versions) and rule.may_apply_to(text)
     ]
     root = project.root if project is not None else settings.project_root
     relative_path = _relative(path, root)

@@ -185,6 +185,12 @@ class Rule(cst.BatchableCSTVisitor):
     uses_project: ClassVar[bool] = False
 
     @classmethod
+    def applies_to_versions(cls, versions: TargetVersions) -> bool:
+        """Whether the rule runs for the targeted versions: not when they fall outside
+        `targets` (the lower bound of a declared range is what the project still runs on)."""
+        return versions.applies(cls.targets) is not Applies.NO
+
+    @classmethod
     def may_apply_to_project(cls, project: ProjectIndex, relative_path: str, settings: Settings, text: str) -> bool:
         """For rules that use the project: whether the index (with this file's facts) and
         the text leave anything for the rule to find in the file. False skips the file's

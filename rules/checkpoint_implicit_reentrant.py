@@ -7,7 +7,7 @@ from ckptlint.analysis.reentrancy import reports_implicit_reentrant
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
-from ckptlint.versions import VersionRange
+from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 
 class CheckpointImplicitReentrant(Rule):
@@ -48,6 +48,11 @@ class CheckpointImplicitReentrant(Rule):
     region whose output is never used in backward, or code that expects the region's inputs
     to be detached). Pass `use_reentrant=True` instead to keep today's behaviour explicitly.
 
+    A project whose declared range reaches below torch 1.11 (`torch>=1.8`) is reported too,
+    since it also runs the torch versions with the implicit default, but without the fix:
+    its oldest torch would reject the argument. Only a project that runs nothing newer than
+    1.10 is not reported.
+
     Not reported when `use_reentrant` is passed at all (a literal, a variable or an
     expression), when `**kwargs` are splatted into the call (they may carry it), or when the
     `functools.partial` the call goes through binds it. A partial that does not bind it is
@@ -77,12 +82,26 @@ class CheckpointImplicitReentrant(Rule):
     triggers = SITE_TRIGGERS
     requires = SITE_REQUIRES
 
+    @classmethod
+    def applies_to_versions(cls, versions: TargetVersions) -> bool:
+        # A project that still supports torch < 1.11 but also runs newer ones meets the
+        # implicit default there: reported, without the fix its oldest torch would reject.
+        return all(versions.could_be(version_range) for version_range in cls.targets)
+
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if not reports_implicit_reentrant(site, self.context.sites):
             return
+        message = self.message.format(api=site.api.short_name)
+        if self.context.versions.applies(self.targets) is Applies.NO:
+            self.report(
+                site.node,
+                f"{message} on torch >= 1.11 (the project also supports older torch, where the argument does not "
+                "exist and passing it raises: pass it only when `torch.__version__` is 1.11 or later)",
+            )
+            return
         self.report(
             site.node,
-            self.message.format(api=site.api.short_name) + self.version_note(),
+            message + self.version_note(),
             replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
             fix_message="Add `use_reentrant=False`",
         )

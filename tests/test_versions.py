@@ -303,7 +303,7 @@ def test_last_target_version_option_wins(cli, make_project, installed):
         ({"requirements.txt": "torch==1.10.0\n"}, []),
         ({"requirements-train.txt": "numpy\ntorch>=1.9,<1.11\n"}, []),
         ({"pyproject.toml": "[project]\nname = 'demo'\ndependencies = ['torch==1.10.2']\n"}, []),
-        ({"pyproject.toml": "[project]\nname = 'demo'\ndependencies = ['torch~=1.10']\n"}, []),
+        ({"pyproject.toml": "[project]\nname = 'demo'\ndependencies = ['torch~=1.10.0']\n"}, []),
         ({"ckptlint.toml": "target-versions = {torch = '1.10'}\n"}, []),
         ({".ckptlint.yaml": "target-versions: {torch: '1.10'}\n"}, []),
         # The command line beats a declared dependency and the config.
@@ -380,3 +380,16 @@ def test_a_broken_pyproject_does_not_stop_requirements(cli, make_project, instal
     root = make_project({"model.py": MODEL, "requirements.txt": "torch==1.10.0\n"}, pyproject="[project\n")
     assert shown_versions(cli, root)["torch"] == "1.10 (declared dependency: requirements.txt: torch==1.10.0)"
     assert findings(lint(cli, root, "."), root) == BEFORE_THE_FLAG
+
+
+def test_a_range_reaching_below_the_flag_reports_without_the_fix(cli, make_project, installed):
+    """`torch>=1.8` runs torch 1.8 (no `use_reentrant`) and every newer torch (the implicit
+    reentrant default): CKPT001 is reported, with no fix the oldest torch would reject; an
+    exact 1.10 pin runs nothing newer and is not."""
+    root = make_project({"model.py": MODEL, "requirements.txt": "torch>=1.8\n"})
+    items = json.loads(lint(cli, root).output)
+    first = next(item for item in items if item["code"] == "CKPT001")
+    assert (first["location"]["row"], first["fix"]) == (3, None)
+    assert first["message"].endswith("pass it only when `torch.__version__` is 1.11 or later)")
+    (root / "requirements.txt").write_text("torch==1.10.0\n")
+    assert [item["code"] for item in json.loads(lint(cli, root).output)] == ["CKPT032"]
