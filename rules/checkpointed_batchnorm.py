@@ -47,8 +47,11 @@ class CheckpointedBatchnorm(RegionRule):
     (`if self.with_cp and x.requires_grad: out = cp.checkpoint(_inner_forward, x)`) over
     such a block is reported. A block below a backbone whose `train()` puts every BatchNorm
     in eval mode (`if mode and self.norm_eval: for m in self.modules(): if isinstance(m,
-    _BatchNorm): m.eval()`) is not, when `norm_eval` defaults to True and no constructor
-    call of the project sets it to False.
+    _BatchNorm): m.eval()`, in the class or a base) is not, when `norm_eval` defaults to
+    True and no constructor call of the project (its tests aside) sets it to False; the
+    blocks below it are followed through class attributes (`arch_settings = {50:
+    (Bottleneck, ...)}`), `nn.Sequential` subclasses filled by `super().__init__(*layers)`
+    and `self.__setattr__(name, layer)`.
 
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and

@@ -200,3 +200,67 @@ def test_a_copy_of_mmcv_in_the_tree_is_read_as_mmcv(model):
                         "annotator/mmcv/cnn/__init__.py": vendored, "annotator/block.py": block})
     instance = denotation.instance("annotator.block.Block")
     assert _classes(denotation.attribute(instance, "bn_a")) == ["torch.nn.BatchNorm2d"]
+
+
+DETECTOR = """
+from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
+
+
+class Block(nn.Module):
+    expansion = 1
+
+    def __init__(self, channels):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(channels)
+
+
+class WideBlock(Block):
+    pass
+
+
+class Stage(nn.Sequential):
+    def __init__(self, block, channels, depth):
+        layers = []
+        for _ in range(depth):
+            layers.append(block(channels))
+        super().__init__(*layers)
+
+
+class ResNet(nn.Module):
+    arch_settings = {18: (Block, (2, 2)), 50: (Block, (3, 4))}
+
+    def __init__(self, depth, norm_eval=True):
+        super().__init__()
+        self.norm_eval = norm_eval
+        self.block, stage_blocks = self.arch_settings[depth]
+        for i, blocks in enumerate(stage_blocks):
+            self.add_module(f"layer{i + 1}", Stage(self.block, 64, blocks))
+
+    def train(self, mode=True):
+        super().train(mode)
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, _BatchNorm):
+                    m.eval()
+
+
+class WideResNet(ResNet):
+    arch_settings = {50: (WideBlock, (3, 4))}
+
+    def __init__(self, depth, **kwargs):
+        super().__init__(depth, **kwargs)
+        self.__setattr__("extra", Stage(WideBlock, 64, 1))
+"""
+
+
+def test_blocks_below_an_mmdet_style_backbone_and_its_subclasses_are_frozen(model):
+    """Class attributes (`arch_settings`), a `Sequential` subclass filled through
+    `super().__init__(*layers)`, `self.__setattr__(name, module)` and a subclass inheriting
+    the freezing `train()`."""
+    denotation = model({"detector.py": DETECTOR})
+    assert denotation.batchnorm_frozen_classes() == frozenset(
+        {"detector.ResNet", "detector.WideResNet", "detector.Stage", "detector.Block", "detector.WideBlock"}
+    )
+    tests = "from detector import ResNet\n\n\ndef test_unfrozen():\n    ResNet(18, norm_eval=False)\n"
+    assert "detector.Block" in model({"detector.py": DETECTOR, "tests/test_backbone.py": tests}).batchnorm_frozen_classes()

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ckptlint.model.names import is_test_path
 from ckptlint.model.summary import Expr, FunctionSummary
 from ckptlint.model.values import NOTHING, Arguments, ClassRef, Frame, FunctionRef, Instance, OutOfBudget, falsy
 
@@ -77,15 +78,17 @@ class CallSiteResolution:
             if holds is None or holds(self._site_values.get((name, parameter, path, line), NOTHING))
         )
 
-    def passed_anywhere(self, summary: FunctionSummary, parameter: str) -> frozenset:
-        """Everything the project's call sites pass for a parameter, False and None included
-        (`Backbone(norm_eval=False)`)."""
+    def passed_by_the_project(self, summary: FunctionSummary, parameter: str) -> frozenset:
+        """Everything the project's own call sites (not its tests') pass for a parameter,
+        False and None included (`Backbone(norm_eval=False)`)."""
         module = self._module_of(summary.name)
         if module is None:
             return NOTHING
         values: set = set()
         try:
-            for _, caller, call, line in self._call_sites.of(summary.name, module):
+            for path, caller, call, line in self._call_sites.of(summary.name, module):
+                if is_test_path(path):
+                    continue
                 values |= self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
         except OutOfBudget:
             pass

@@ -123,21 +123,23 @@ def is_known(expr: Expr) -> bool:
 
 
 def summarize(
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module,
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Module | ast.ClassDef,
     name: str,
     resolve: Callable[[ast.AST], str | None],
     *,
     self_name: str | None = None,
 ) -> FunctionSummary | None:
-    """The summary of a function (or of a module's top-level code); None when it binds,
-    returns and calls nothing the model can follow."""
+    """The summary of a function (or of a module's top-level code, or of a class body: its
+    class attributes); None when it binds, returns and calls nothing the model can follow."""
     parameters: tuple[Parameter, ...] = ()
-    if not isinstance(node, ast.Module):
+    top_level = isinstance(node, (ast.Module, ast.ClassDef))
+    if not top_level:
         parameters = _parameters(node.args, resolve)
     summary = _Summarizer(self_name, resolve)
     summary.block(node.body, ())
-    # A module's top-level names are other functions' globals: every binding may be asked about.
-    bindings = summary.bindings if isinstance(node, ast.Module) else _needed(
+    # A module's top-level names are other functions' globals, a class body's are its
+    # instances' attributes: every binding may be asked about.
+    bindings = summary.bindings if top_level else _needed(
         summary.bindings, summary.returns, summary.calls, self_name, summary.checkpointed + summary.passes
     )
     if not (bindings or summary.returns or summary.calls or parameters):
@@ -424,6 +426,20 @@ def _binding_call(call: ast.Call, self_name: str | None, conditions: Conditions 
         if len(call.args) >= 2:
             child = ("child", _constant_name(call.args[0]))
             return Binding(child, ASSIGN, expression(call.args[1]), line, 0, conditions)
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__init__"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+        and call.args
+    ):
+        # `super().__init__(*layers)` in a subclass of `nn.Sequential` / `nn.ModuleList`:
+        # its members are its children (`flatten_modules` keeps only the modules).
+        members = tuple(
+            ("star", expression(arg.value)) if isinstance(arg, ast.Starred) else expression(arg) for arg in call.args
+        )
+        return Binding(("child", None), ASSIGN, ("seq", members), line, 0, conditions)
     if (
         isinstance(func, ast.Name)
         and func.id == "setattr"

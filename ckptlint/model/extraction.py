@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 
 from ckptlint.model.code import summarize
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
@@ -80,6 +81,7 @@ def worth_indexing(text: str, relative_path: str) -> bool:
 
 
 MODULE_LEVEL = "<module>"
+CLASS_BODY = "<class>"  # the summary of a class body (`ckptlint.model.modules`)
 # Words of a class that sets how checkpointing runs (`ClassFacts.configures_checkpointing`).
 CHECKPOINTING_SETTINGS = ("gradient_checkpointing_kwargs", "use_reentrant", "enable_input_require_grads")
 
@@ -206,6 +208,10 @@ class _Extractor:
             prefix = name.removesuffix(f".{MODULE_LEVEL}")
             for child in definitions(node.body):
                 if isinstance(child, ast.ClassDef):
+                    # Its class attributes (`arch_settings = {18: (BasicBlock, ...)}`).
+                    body = summarize(child, f"{prefix}.{child.name}.{CLASS_BODY}", self.resolve)
+                    if body is not None and body.bindings:
+                        found.append(replace(body, returns=(), calls=(), passes=()))
                     for member in definitions(child.body):
                         if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                             visit(member, f"{prefix}.{child.name}.{member.name}", None, True)

@@ -174,7 +174,7 @@ CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefa
 # `nn.Module` methods that yield its child modules (every attribute holding a module).
 CHILDREN_METHODS = frozenset({"children", "named_children", "modules", "named_modules"})
 # `nn.Module` methods that register a child under a (possibly computed) name.
-REGISTERING_METHODS = frozenset({"add_module", "register_module"})
+REGISTERING_METHODS = frozenset({"add_module", "register_module", "__setattr__"})
 
 # --- transformers / TRL ------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ registrations and children under computed names. A mixin of
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from ckptlint.model.library import torchvision_model
@@ -23,6 +24,8 @@ from ckptlint.model.values import (
 )
 
 _MAX_BELOW = 500  # module instances walked below one BatchNorm-freezing module
+_INSTANCES_PER_CLASS = 4
+_CLASS_BODY = ".<class>"  # the summary of a class body (`ckptlint.model.extraction`)
 
 
 class ModuleSemantics:
@@ -58,29 +61,40 @@ class ModuleSemantics:
     def batchnorm_frozen_classes(self) -> frozenset[str]:
         """The project classes whose instances sit below a module whose `train()` puts every
         BatchNorm in eval mode (`norm_eval`), its flags holding with the values the project
-        gives them (a flag some constructor call sets to False does not hold); a flag whose
-        value is not known may hold."""
+        gives them (a flag some constructor call of the project, not of its tests, sets to
+        False does not hold); a flag whose value is not known may hold. Subclasses inherit
+        the override."""
         key = ("batchnorm_frozen_classes",)
         cached = self._memo.get(key)
         if cached is not None:
             return cached
         found: set[str] = set()
-        for freezer in self.index.batchnorm_freezers:
-            instance = self.instance(freezer.name)
-            init = self._method(freezer.name, "__init__")
+        freezing = {c.name: c for c in self.index.batchnorm_freezers}
+        # Subclasses inherit the override (mmdet's ResNeSt / Res2Net / HRNet-style ResNets).
+        classes = [
+            (name, freezer) for name in (self.index.classes if freezing else ())
+            for freezer in [next((freezing[a] for a in self.index.ancestors(name) if a in freezing), None)]
+            if freezer is not None
+        ]
+        for name, freezer in classes:
+            instance = self.instance(name)
+            init = self._method(name, "__init__")
             parameters = {p.name for p in init.parameters} if init is not None else set()
             flags = [
-                self.attribute(instance, flag) | (self.passed_anywhere(init, flag) if flag in parameters else frozenset())
+                self.attribute(instance, flag) | (self.passed_by_the_project(init, flag) if flag in parameters else frozenset())
                 for flag in freezer.batchnorm_frozen_under if flag != UNKNOWN_FLAG
             ]
             if any(any(falsy(v) for v in values) for values in flags):
                 continue  # a flag the project may leave off
-            pending, seen = [instance], set()
+            pending, seen, expanded = [instance], set(), Counter()
             while pending and len(seen) < _MAX_BELOW:
                 current = pending.pop()
-                if current in seen:
+                # Instances of one class differ by their arguments (widths, strides): a few
+                # of each say what the class holds.
+                if current in seen or expanded[current.cls] >= _INSTANCES_PER_CLASS:
                     continue
                 seen.add(current)
+                expanded[current.cls] += 1
                 if self.index.class_named(current.cls) is not None:
                     found.add(current.cls)
                 pending.extend(child for children in self.children(current).values() for child in children)
@@ -117,6 +131,8 @@ class ModuleSemantics:
                     entry=instance.generic and summary.name == f"{instance.cls}.__init__",
                 )
                 own = ("attr", ("name", summary.self_name), name)
+                if summary.name.endswith(_CLASS_BODY):
+                    own = ("name", name)  # a class attribute (`arch_settings = {...}`)
                 for binding in summary.bindings:
                     target = binding.pattern
                     if target == own or target == ("child", name):
