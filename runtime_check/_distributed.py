@@ -52,6 +52,7 @@ from ckptlint.runtime_check._journal import (
     in_training_step,
     phase_index,
 )
+from ckptlint.runtime_check._ranking import rank_findings
 from ckptlint.runtime_check._rank_records import BaselineRecord, RankOutcome, RegionSites, ShardingStructure, mean
 from ckptlint.runtime_check._targets import DEFAULT_TIMEOUT_S, Target
 from ckptlint.runtime_check._types import (
@@ -592,7 +593,7 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         )
         findings.extend(_reference_findings(reference))
 
-    ordered = sorted(findings, key=lambda f: (f.severity != ERROR, f.code is None, f.code or "", f.subject, f.rank or 0))
+    ordered = rank_findings(sorted(findings, key=lambda f: (f.severity != ERROR, f.code is None, f.code or "", f.subject, f.rank or 0)))
     losses = [o.loss for o in outcomes.values()]
     loss = LossComparison(
         root.loss.source,

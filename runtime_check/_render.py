@@ -7,10 +7,13 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from ckptlint.runtime_check._types import SYMPTOM
+
 if TYPE_CHECKING:
     from ckptlint.runtime_check._types import Finding, MemoryFigure, Report, Series
 
 MAX_LISTED = 12
+MIN_SYMPTOMS_LISTED = 3
 
 
 def format_bytes(size: int) -> str:
@@ -206,6 +209,24 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
 
 
+def finding_lines(findings: "tuple[Finding, ...]") -> list[str]:
+    """Every cause, error and warning; symptoms (gradient differences) only up to MAX_LISTED
+    lines in all, with a count of the rest, so a cause is never cut off."""
+    room = max(MAX_LISTED - sum(f.role != SYMPTOM for f in findings), MIN_SYMPTOMS_LISTED)
+    symptoms = [f for f in findings if f.role == SYMPTOM]
+    lines = []
+    for finding in findings:
+        if finding.role == SYMPTOM and symptoms.index(finding) >= room:
+            continue
+        explained = f" (explained by {finding.explained_by})" if finding.explained_by else ""
+        lines.append(
+            f"  {finding.severity:<7}  {finding.role or '':<7}  {finding.code or '-':<7}  {_subject(finding)}: {finding.message}{explained}"
+        )
+        if finding.role == SYMPTOM and symptoms.index(finding) == room - 1 and len(symptoms) > room:
+            lines.append(f"  ... and {len(symptoms) - room} more difference(s) of the same kind (--json lists them all)")
+    return lines
+
+
 def render_text(report: "Report") -> str:
     lines = [headline(report)]
     lines.append(
@@ -224,11 +245,8 @@ def render_text(report: "Report") -> str:
         lines.extend(f"  {line}" for line in distributed_lines(report))
     if report.findings:
         lines.append("")
-        lines.append("findings:")
-        for finding in report.findings[:MAX_LISTED]:
-            lines.append(f"  {finding.severity:<7}  {finding.code or '-':<7}  {_subject(finding)}: {finding.message}")
-        if len(report.findings) > MAX_LISTED:
-            lines.append(f"  ... and {len(report.findings) - MAX_LISTED} more (--json lists them all)")
+        lines.append("findings (causes first, then the differences they explain):" if report.causes else "findings:")
+        lines.extend(finding_lines(report.findings))
     if report.notes:
         lines.append("")
         lines.append("notes:")
@@ -246,7 +264,8 @@ h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
 .verdict{font-size:1.3em;font-weight:600;padding:.5em .8em;border-radius:6px;display:inline-block}
 .pass{background:#e3f5e1;color:#1b5e20}.fail{background:#fde2e1;color:#b71c1c}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left;vertical-align:top;font-size:.92em}
-th{background:#f5f5f5}.error{color:#b71c1c;font-weight:600}.warning{color:#8a6d00;font-weight:600}
+th{background:#f5f5f5}.cause{border-left:5px solid #b71c1c;background:#fff5f4;padding:.2em 1em;margin:1em 0}
+.cause h2{margin-top:.4em}.error{color:#b71c1c;font-weight:600}.warning{color:#8a6d00;font-weight:600}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.95em}.muted{color:#666}
 svg text{font-family:system-ui,Helvetica,Arial,sans-serif;font-size:11px;fill:#333}
 """
@@ -265,9 +284,14 @@ def render_html(report: "Report") -> str:
         f'<p class="verdict {e(report.verdict)}">{e(headline(report))}</p>',
         f'<p class="muted">model <code>{e(report.model)}</code> on {e(report.device)} ({e(report.dtype)}); '
         f"tolerance: {e(report.tolerance.source)}; verified in {report.duration_s:.2f} s</p>",
-        "<h2>Summary</h2>",
-        _html_table(table_rows(report)),
     ]
+    if report.causes:
+        parts.append('<div class="cause"><h2>Cause</h2><ul>')
+        parts.extend(
+            f"<li><strong>{e(f.code or 'no rule')}</strong> <code>{e(_subject(f))}</code>: {e(f.message)}</li>" for f in report.causes
+        )
+        parts.append("</ul></div>")
+    parts += ["<h2>Summary</h2>", _html_table(table_rows(report))]
     if report.distributed is not None:
         parts.append("<h2>Distributed</h2>")
         collectives = collective_rows(report)
@@ -275,8 +299,8 @@ def render_html(report: "Report") -> str:
             parts.append(_html_table(collectives))
         parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in distributed_lines(report)) + "</ul>")
     if report.findings:
-        rows = [("severity", "code", "subject", "message")] + [
-            (f.severity, f.code or "", _subject(f), f.message) for f in report.findings
+        rows = [("severity", "role", "code", "subject", "message", "explained by")] + [
+            (f.severity, f.role or "", f.code or "", _subject(f), f.message, f.explained_by or "") for f in report.findings
         ]
         parts += ["<h2>Findings</h2>", _html_table(rows, severity_column=0)]
     if report.gradients.mismatched:

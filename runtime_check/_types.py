@@ -8,6 +8,9 @@ from typing import Any
 
 PASS, FAIL = "pass", "fail"
 ERROR, WARNING = "error", "warning"
+# A cause explains a failure (RNG not preserved, a closure rebound, state changed twice, no
+# input grads); a symptom is a difference it explains (a gradient, the loss, a raised step).
+CAUSE, SYMPTOM = "cause", "symptom"
 
 
 class VerifyError(Exception):
@@ -27,7 +30,9 @@ class Finding:
     """One thing that differs (error) or deserves attention (warning).
 
     `subject` names the parameter, buffer, module or attribute concerned; `code` is the
-    static rule the failure corresponds to, when one does.
+    static rule the failure corresponds to, when one does. `role`: CAUSE, SYMPTOM or None
+    (warnings, and failures that are neither); `explained_by` names the cause of a symptom
+    (`CKPT033 rng`), filled in by `_ranking.rank_findings`.
     """
 
     severity: str
@@ -35,9 +40,23 @@ class Finding:
     subject: str
     message: str
     rank: int | None = None  # distributed runs: the rank it was seen on (None: all, or gathered)
+    role: str | None = None
+    explained_by: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How a symptom refers to this finding: its code and subject."""
+        return f"{self.code} {self.subject}" if self.code else self.subject
 
     def to_dict(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {"severity": self.severity, "code": self.code, "subject": self.subject, "message": self.message}
+        payload: dict[str, Any] = {
+            "severity": self.severity,
+            "code": self.code,
+            "subject": self.subject,
+            "message": self.message,
+            "role": self.role,
+            "explained_by": self.explained_by,
+        }
         if self.rank is not None:
             payload["rank"] = self.rank
         return payload
@@ -415,6 +434,10 @@ class Report:
     @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity == ERROR)
+
+    @property
+    def causes(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.role == CAUSE)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:

@@ -248,6 +248,62 @@ def test_text_starts_with_the_verdict_and_html_is_self_contained():
     assert page.count("http") == page.count('xmlns="http://www.w3.org/2000/svg"')
 
 
+def test_findings_are_ranked_cause_first_and_each_symptom_names_its_cause():
+    dropout, closure = case_report("dropout_without_rng_state"), case_report("late_binding_lambda")
+    assert (dropout.findings[0].role, dropout.findings[0].code, dropout.findings[0].subject) == ("cause", "CKPT033", "rng")
+    assert [f.subject for f in dropout.causes] == ["rng"]
+    assert {(f.role, f.explained_by) for f in dropout.findings[1:]} == {("symptom", "CKPT033 rng")}
+    assert (closure.findings[0].role, closure.findings[0].code, closure.findings[0].subject) == ("cause", "CKPT030", "layer")
+    assert {f.explained_by for f in closure.errors[1:]} == {"CKPT030 layer"}
+    payload = json.loads(dropout.to_json())["findings"]
+    assert payload[0]["role"] == "cause" and payload[0]["explained_by"] is None
+    assert payload[1]["role"] == "symptom" and payload[1]["explained_by"] == "CKPT033 rng"
+    page = dropout.to_html()
+    assert page.index('<div class="cause"><h2>Cause</h2>') < page.index("<h2>Summary</h2>")
+    assert "<li><strong>CKPT033</strong> <code>rng</code>: the cpu random generator state" in page
+    assert '<div class="cause">' not in case_report("transformer_stack").to_html()
+
+
+def test_rank_findings_orders_causes_by_what_they_explain():
+    from ckptlint.runtime_check._ranking import rank_findings
+    from ckptlint.runtime_check._types import Finding
+
+    given = [
+        Finding("warning", None, "memory", "low saving"),
+        Finding("error", "CKPT033", "w1", "gradient differs", role="symptom"),
+        Finding("error", "CKPT010", "bn", "running stats twice", role="cause"),
+        Finding("error", None, "loss", "the loss differs"),
+        Finding("error", "CKPT033", "rng", "preserve_rng_state=False", role="cause"),
+        Finding("error", None, "w2", "gradient differs", role="symptom"),
+    ]
+    ranked = rank_findings(given)
+    assert [(f.subject, f.explained_by) for f in ranked] == [
+        ("rng", None),
+        ("bn", None),
+        ("loss", None),
+        ("w1", "CKPT033 rng"),
+        ("w2", None),  # two causes: a symptom without a code is not pinned on either
+        ("memory", None),
+    ]
+
+
+def test_text_report_shows_every_cause_when_it_cuts_the_differences():
+    from ckptlint.runtime_check._types import Finding
+
+    report = case_report("dropout_without_rng_state")
+    symptoms = tuple(
+        Finding("error", "CKPT033", f"w{i}", "the gradient differs", role="symptom", explained_by="CKPT033 rng") for i in range(20)
+    )
+    causes = tuple(Finding("error", code, subject, "why", role="cause") for code, subject in (("CKPT033", "rng"), ("CKPT010", "bn")))
+    text = dataclasses.replace(report, findings=causes + symptoms).to_text()
+    listed = text.split("the differences they explain):\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert listed[:2] == ["  error    cause    CKPT033  rng: why", "  error    cause    CKPT010  bn: why"]
+    assert listed[2:12] == [
+        f"  error    symptom  CKPT033  w{i}: the gradient differs (explained by CKPT033 rng)" for i in range(10)
+    ]
+    assert listed[12:] == ["  ... and 10 more difference(s) of the same kind (--json lists them all)"]
+
+
 def test_report_is_frozen():
     report = case_report("transformer_stack")
     with pytest.raises(dataclasses.FrozenInstanceError):

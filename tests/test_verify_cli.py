@@ -78,7 +78,20 @@ def test_failing_fixture_text_output_names_the_module():
     result = invoke(["verify", f"{VERIFY}/batchnorm_in_checkpoint.py:make_case"])
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0] == f"FAIL  {VERIFY}/batchnorm_in_checkpoint.py:make_case: 2 findings (CKPT010)"
-    assert "error    CKPT010  stages.0.bn: module 'stages.0.bn' (BatchNorm2d) updated its running statistics twice" in result.stdout
+    assert "error    cause    CKPT010  stages.0.bn: module 'stages.0.bn' (BatchNorm2d) updated its running statistics twice" in result.stdout
+
+
+def test_text_output_puts_the_cause_first_and_names_it_on_each_difference():
+    result = invoke(["verify", f"{VERIFY}/dropout_without_rng_state.py:make_case", "--no-peak"])
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    first = lines.index("findings (causes first, then the differences they explain):") + 1
+    assert lines[first].startswith("  error    cause    CKPT033  rng: the cpu random generator state after the checkpointed step")
+    assert lines[first + 1] == (
+        "  error    symptom  CKPT033  blocks.0.0.weight: the gradient of `blocks.0.0.weight` differs: "
+        + lines[first + 1].split(" differs: ", 1)[1].rsplit(" (explained by", 1)[0]
+        + " (explained by CKPT033 rng)"
+    )
 
 
 def test_html_report(tmp_path):
