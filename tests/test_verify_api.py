@@ -36,6 +36,7 @@ VERIFY = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
 REAL_FUNCTION = torch_checkpoint.CheckpointFunction
 REAL_GENERATOR = torch_checkpoint._checkpoint_without_reentrant_generator
 MODULE_CALL = torch.nn.Module.__call__
+AUTOGRAD_BACKWARD = torch.autograd.backward
 
 JSON_KEYS = {
     "verdict", "target", "model", "device", "dtype", "tolerance", "loss", "gradients", "buffers",
@@ -195,12 +196,60 @@ def test_training_script_passes_in_script_mode():
     assert report.model == "TinyGPT"
     assert report.gradients.compared == 41  # 3 blocks
     assert report.recomputation.regions == 3
-    assert report.notes[0] == "script mode: captured the first training-mode forward of TinyGPT in train.py"
-    assert report.loss.source == "fixed random projection of 1 floating output(s)"
+    assert report.notes[0] == (
+        "script mode: the step runs from the first training-mode forward of TinyGPT in train.py to the backward() "
+        "after it; the script was re-run for each measured step"
+    )
+    assert report.loss.source == "the scalar that train.py:47 calls backward() on: `loss.backward()`"
+    assert f"loss: {report.loss.source}" in report.notes
     assert sys.argv[0] != str(VERIFY / "train.py")  # sys.argv restored
     assert str(VERIFY) not in sys.path
     assert torch.nn.Module.__call__ is MODULE_CALL
     assert_checkpointing_restored()
+
+
+def test_script_mode_verifies_a_loss_checkpointed_outside_the_model():
+    report = verify_script(VERIFY / "train_chunked_loss.py", ["--steps", "2"])
+    assert report.verdict == "pass" and report.findings == ()
+    assert report.model == "Encoder" and report.gradients.compared == 10
+    assert report.recomputation.regions == 4  # the four loss chunks; the model itself checkpoints nothing
+    assert report.recomputation.checkpointed_region_recomputes == 4
+    assert report.loss.source == "the scalar that train_chunked_loss.py:66 calls backward() on: `loss.backward()`"
+    assert report.memory.activations.saving > 0.5  # the logits are never held
+    assert torch.nn.Module.__call__ is MODULE_CALL and torch.autograd.backward is AUTOGRAD_BACKWARD
+    assert_checkpointing_restored()
+
+
+def test_script_mode_finds_a_late_binding_closure_in_the_loss():
+    report = verify_script(VERIFY / "train_chunked_loss.py", ["--steps", "2", "--late-binding"])
+    assert report.verdict == "fail"
+    cause = report.findings[0]
+    assert (cause.role, cause.code, cause.subject) == ("cause", "CKPT030", "start")
+    assert "captures `start`, which was 0 when the region ran and is 192 at backward" in cause.message
+    assert {m.name for m in report.gradients.mismatched} >= {"head.weight", "embed.weight"}
+    assert {f.explained_by for f in report.findings[1:]} == {"CKPT030 start"}
+
+
+def test_script_whose_step_differs_between_runs_is_an_error(tmp_path):
+    (tmp_path / "clock.py").write_text(
+        "import time\n"
+        "import torch\n"
+        "from torch import nn\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "\n"
+        "body = nn.Linear(4, 4)\n"
+        "x = torch.full((2, 4), time.perf_counter_ns() % 1000 / 7.0)\n"
+        "checkpoint(body, x, use_reentrant=False).sum().backward()\n"
+    )
+    with pytest.raises(VerifyError, match="does not start its first training step from the same parameters and inputs"):
+        verify_script(tmp_path / "clock.py")
+    assert torch.nn.Module.__call__ is MODULE_CALL and torch.autograd.backward is AUTOGRAD_BACKWARD
+
+
+def test_script_that_never_calls_backward_is_an_error(tmp_path):
+    (tmp_path / "forward_only.py").write_text("import torch\nfrom torch import nn\n\nnn.Linear(4, 4)(torch.randn(2, 4))\n")
+    with pytest.raises(NoTrainingStep, match="ran a training forward of Linear but never called backward"):
+        verify_script(tmp_path / "forward_only.py")
 
 
 def test_script_that_never_trains_is_an_error():
@@ -651,8 +700,7 @@ def test_script_mode_replays_the_scripts_autocast(tmp_path):
         "loss.backward()\n"
     )
     report = verify_script(tmp_path / "amp.py")
-    assert "replayed under torch.autocast('cpu', dtype=torch.bfloat16), as the script ran it" in report.notes
-    assert report.verdict == "pass"  # without autocast the replayed forward would raise
+    assert report.verdict == "pass"  # each run is the script's own, under its own autocast
     assert not torch.is_autocast_enabled("cpu")
 
 

@@ -163,6 +163,14 @@ def test_script_mode_failure_names_the_module(tmp_path):
     assert "this script swallows errors" not in result.output
 
 
+def test_script_mode_passes_with_its_loss_checkpointed_outside_the_model():
+    result = invoke(["verify", f"{VERIFY}/train_chunked_loss.py", "--json", "--no-peak", "--", "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["verdict"] == "pass" and payload["recomputation"]["regions"] == 4
+    assert payload["loss"]["source"] == "the scalar that train_chunked_loss.py:66 calls backward() on: `loss.backward()`"
+
+
 def test_script_that_never_trains_exits_2():
     result = invoke(["verify", f"{VERIFY}/evaluate.py"])
     assert result.exit_code == 2
