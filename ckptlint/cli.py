@@ -348,7 +348,14 @@ def clean(path: Path) -> None:
     help="Script mode: seconds the script may run before its first training step. "
     "With --nproc: seconds the whole distributed run may take; then every rank is stopped and reported.",
 )
-@click.option("--repeat", type=click.IntRange(min=1), default=2, show_default=True, help="Timed steps of each kind (the fastest counts).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Timed steps of each kind, interleaved, after the warm-up and measured steps: the median counts, "
+    "and the overhead is given with its range (script mode re-runs the script for each).",
+)
 @click.option("--no-peak", is_flag=True, help="Skip the peak-memory measurement (on CPU: one profiled step of each kind).")
 @click.option(
     "--nproc",

@@ -619,7 +619,8 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         attributes=tuple(attribute_changes),
         rng=RngComparison(root.rng.generators, rng_mismatched),
         memory=root.memory,
-        time=Timing(max(o.baseline_s for o in outcomes.values()), max(o.checkpointed_s for o in outcomes.values()), context.repeat),
+        # One sample: the slowest rank's fastest step of each kind (the ranks wait for each other).
+        time=Timing((max(o.baseline_s for o in outcomes.values()),), (max(o.checkpointed_s for o in outcomes.values()),)),
         recomputation=root.recomputation,
         findings=tuple(ordered),
         notes=tuple(notes),
@@ -755,7 +756,7 @@ def _failed(context: _Context, outcome: str, primary: int, errors: dict[int, Ran
         attributes=(),
         rng=RngComparison((), ()),
         memory=MemoryReport(MemoryFigure("saved_tensor_bytes", 0, 0), None),
-        time=Timing(0.0, 0.0, context.repeat),
+        time=Timing((), ()),
         recomputation=Recomputation(sites.calls, sites.reentrant, 0, 0, 0),
         findings=tuple(findings),
         notes=(f"{world} rank(s) launched by {LAUNCHER}; {teardown}", *context.launch.notes),

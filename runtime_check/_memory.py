@@ -121,8 +121,12 @@ class PeakMeter:
             from torch.profiler import ProfilerActivity, profile
 
             self._profiler = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+            # torch warns once per process, on fd 2, when a block allocated before profiling
+            # is freed during it (a script's autocast cache, for one): free one here, quietly.
+            allocated_before = [torch.empty(64)]
             with _quiet_stderr():
                 self._profiler.start()
+                allocated_before.clear()
         return self
 
     def backward_marker(self) -> contextlib.AbstractContextManager[Any]:

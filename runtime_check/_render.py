@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ckptlint.runtime_check._types import SYMPTOM
 
 if TYPE_CHECKING:
-    from ckptlint.runtime_check._types import Finding, MemoryFigure, Report, Series
+    from ckptlint.runtime_check._types import Finding, MemoryFigure, Report, Series, Timing
 
 MAX_LISTED = 12
 MIN_SYMPTOMS_LISTED = 3
@@ -124,9 +124,26 @@ def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
         label = "peak memory (CUDA)" if peak.metric.startswith("cuda") else "peak memory (CPU profiler)"
         rows.append((label, format_bytes(peak.baseline_bytes), format_bytes(peak.checkpointed_bytes), _saving(peak)))
     timing = report.time
-    if timing.checkpointed_s > 0:
-        rows.append(("step time", _seconds(timing.baseline_s), _seconds(timing.checkpointed_s), f"x{timing.overhead:.2f}"))
+    if timing.checkpointed_samples and timing.baseline_s > 0:
+        baseline_spread, checkpointed_spread = timing.spread
+        label = f"step time (median of {timing.repeats})" if timing.repeats > 1 else "step time (1 step)"
+        rows.append((label, _timed(timing.baseline_s, baseline_spread, timing), _timed(timing.checkpointed_s, checkpointed_spread, timing), overhead_text(timing)))
     return rows
+
+
+def _timed(seconds: float, spread: float, timing: "Timing") -> str:
+    return _seconds(seconds) + (f" ±{spread / 2:.0%}" if timing.repeats > 1 else "")
+
+
+def overhead_text(timing: "Timing") -> str:
+    """The overhead with its range; no ratio when the steps' noise exceeds the difference."""
+    bounds = timing.overhead_range
+    if bounds is None or timing.repeats < 2:
+        return f"x{timing.overhead:.2f} (one step each: noise unknown)"
+    span = f"x{bounds[0]:.2f}-x{bounds[1]:.2f}"
+    if not timing.resolved:
+        return f"no difference beyond the noise between steps ({span})"
+    return f"x{timing.overhead:.2f} ({span})"
 
 
 def _subject(finding: "Finding") -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,21 +211,86 @@ class MemoryReport:
 
 @dataclass(frozen=True)
 class Timing:
-    baseline_s: float
-    checkpointed_s: float
-    repeats: int
+    """Step times in seconds, one sample per timed step (interleaved: without, with, ...).
+
+    The figures are medians; the overhead's range runs from the checkpointed lower quartile
+    over the baseline upper quartile to the other way round, and when that range holds 1.0
+    the noise between steps exceeds the difference (`resolved` False): no ratio is claimed.
+    """
+
+    baseline_samples: tuple[float, ...]
+    checkpointed_samples: tuple[float, ...]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.baseline_samples)
+
+    @property
+    def baseline_s(self) -> float:
+        return _median(self.baseline_samples)
+
+    @property
+    def checkpointed_s(self) -> float:
+        return _median(self.checkpointed_samples)
 
     @property
     def overhead(self) -> float:
         return self.checkpointed_s / self.baseline_s if self.baseline_s > 0 else math.inf
 
+    @property
+    def overhead_range(self) -> tuple[float, float] | None:
+        if not self.baseline_samples or not self.checkpointed_samples:
+            return None
+        (b_low, b_high), (c_low, c_high) = _quartiles(self.baseline_samples), _quartiles(self.checkpointed_samples)
+        if b_low <= 0:
+            return None
+        return c_low / b_high, c_high / b_low
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the difference between the two kinds of step stands out of their noise."""
+        bounds = self.overhead_range
+        return bounds is not None and not bounds[0] <= 1.0 <= bounds[1]
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """Each kind's interquartile range relative to its median: the noise between steps."""
+        return _relative_spread(self.baseline_samples), _relative_spread(self.checkpointed_samples)
+
     def to_dict(self) -> dict[str, Any]:
+        bounds = self.overhead_range
+        baseline_spread, checkpointed_spread = self.spread
         return {
             "baseline_s": round(self.baseline_s, 6),
             "checkpointed_s": round(self.checkpointed_s, 6),
             "overhead": _number(round(self.overhead, 4) if math.isfinite(self.overhead) else self.overhead),
+            "overhead_range": [round(bounds[0], 4), round(bounds[1], 4)] if bounds is not None else None,
+            "resolved": self.resolved,
+            "spread": {"baseline": round(baseline_spread, 4), "checkpointed": round(checkpointed_spread, 4)},
             "repeats": self.repeats,
+            "samples": {
+                "baseline": [round(t, 6) for t in self.baseline_samples],
+                "checkpointed": [round(t, 6) for t in self.checkpointed_samples],
+            },
         }
+
+
+def _median(samples: tuple[float, ...]) -> float:
+    return statistics.median(samples) if samples else 0.0
+
+
+def _quartiles(samples: tuple[float, ...]) -> tuple[float, float]:
+    if len(samples) < 2:
+        return samples[0], samples[0]
+    low, _, high = statistics.quantiles(samples, n=4, method="inclusive")
+    return low, high
+
+
+def _relative_spread(samples: tuple[float, ...]) -> float:
+    if not samples or _median(samples) <= 0:
+        return 0.0
+    low, high = _quartiles(samples)
+    return (high - low) / _median(samples)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ from ckptlint.runtime_check._types import (
 )
 
 LOW_SAVING = 0.10
+PEAK_RISE = 0.05
 DEFAULT_REPEAT = 5
 
 # torch.testing's defaults, for everything that is not float32/float64 on CPU.
@@ -285,8 +286,8 @@ def verify_replay(
     if baseline_peak.peak is not None and checkpointed_peak.peak is not None:
         peak = MemoryFigure(baseline_peak.metric, baseline_peak.peak, checkpointed_peak.peak)
     if checkpointed is not None:
-        _memory_warnings(activations, peak, findings)
-    timing = Timing(min(baseline_times), min(checkpointed_times) if checkpointed_times else 0.0, repeat)
+        _memory_warnings(activations, peak, findings, calls)
+    timing = Timing(tuple(baseline_times), tuple(checkpointed_times))
 
     kinds = Counter(c.implementation for c in calls)
     notes_list.append(
@@ -429,7 +430,11 @@ def _recomputation(
     )
 
 
-def _memory_warnings(activations: MemoryFigure, peak: MemoryFigure | None, findings: list[Finding]) -> None:
+def _memory_warnings(
+    activations: MemoryFigure, peak: MemoryFigure | None, findings: list[Finding], calls: list[RegionCall] | None = None
+) -> None:
+    """Warnings only for differences that matter at the step's own scale: a saving under
+    LOW_SAVING of the activations, a peak that rises by more than PEAK_RISE of its baseline."""
     if activations.saving < LOW_SAVING:
         findings.append(
             Finding(
@@ -441,16 +446,22 @@ def _memory_warnings(activations: MemoryFigure, peak: MemoryFigure | None, findi
                 "checkpointed regions are not where the activations are, or they are too small to matter",
             )
         )
-    if peak is not None and peak.checkpointed_bytes > peak.baseline_bytes:
+    if peak is not None and peak.checkpointed_bytes - peak.baseline_bytes > PEAK_RISE * peak.baseline_bytes:
+        sequential = any("checkpoint_sequential" in c.description for c in calls or ())
+        why = (
+            "checkpoint_sequential's segments are recomputed whole, so a segment's activations and the gradients "
+            "already computed are held together (fewer, larger segments raise the peak; per-layer regions keep it low)"
+            if sequential
+            else "a region's recomputation allocates its activations again while backward already holds gradients "
+            "and the saved inputs; per-region figures (regions) show which region is largest"
+        )
         findings.append(
             Finding(
                 WARNING,
                 None,
                 "memory",
                 f"the peak memory rises with checkpointing ({format_bytes(peak.baseline_bytes)} -> "
-                f"{format_bytes(peak.checkpointed_bytes)}): what recomputation allocates in backward outweighs the activations "
-                "it saves (sqrt(L) groups of transformer blocks, for example, peak higher than checkpointing each "
-                "layer)",
+                f"{format_bytes(peak.checkpointed_bytes)}, {-peak.saving:.0%} more): {why}",
             )
         )
 

@@ -266,7 +266,10 @@ def test_json_has_the_documented_keys():
     assert set(payload["buffers"]) == {"compared", "mismatched"}
     assert set(payload["memory"]) == {"metric", "baseline_bytes", "checkpointed_bytes", "saving", "peak"}
     assert set(payload["memory"]["peak"]) == {"metric", "baseline_bytes", "checkpointed_bytes", "saving"}
-    assert set(payload["time"]) == {"baseline_s", "checkpointed_s", "overhead", "repeats"}
+    assert set(payload["time"]) == {
+        "baseline_s", "checkpointed_s", "overhead", "overhead_range", "resolved", "spread", "repeats", "samples",
+    }  # fmt: skip
+    assert len(payload["time"]["samples"]["baseline"]) == len(payload["time"]["samples"]["checkpointed"]) == 5
     assert {(f["severity"], f["code"], f["subject"]) for f in payload["findings"]} == {
         ("error", "CKPT010", "stages.0.bn"),
         ("error", "CKPT010", "stages.1.bn"),
@@ -351,6 +354,48 @@ def test_text_report_shows_every_cause_when_it_cuts_the_differences():
         f"  error    symptom  CKPT033  w{i}: the gradient differs (explained by CKPT033 rng)" for i in range(10)
     ]
     assert listed[12:] == ["  ... and 10 more difference(s) of the same kind (--json lists them all)"]
+
+
+def test_step_time_is_a_median_with_its_range_and_noise_is_not_a_ratio():
+    from ckptlint.runtime_check._types import Timing
+
+    report = case_report("transformer_stack")
+    clear = Timing((0.010, 0.011, 0.010, 0.012, 0.010), (0.020, 0.021, 0.020, 0.022, 0.024))
+    assert (clear.baseline_s, clear.checkpointed_s, clear.overhead) == (0.010, 0.021, 2.1)
+    assert clear.resolved and clear.overhead_range == pytest.approx((20 / 11, 22 / 10))
+    row = next(line for line in dataclasses.replace(report, time=clear).to_text().splitlines() if "step time" in line)
+    assert row.split() == ["step", "time", "(median", "of", "5)", "10.0", "ms", "±5%", "21.0", "ms", "±5%", "x2.10", "(x1.82-x2.20)"]
+
+    noisy = Timing((0.010, 0.004, 0.030, 0.011, 0.009), (0.012, 0.025, 0.008, 0.011, 0.006))  # a loaded machine
+    assert not noisy.resolved and noisy.overhead_range[0] < 1 < noisy.overhead_range[1]
+    text = dataclasses.replace(report, time=noisy).to_text()
+    assert "no difference beyond the noise between steps (x0.73-x1.33)" in text
+    assert "x1.10" not in text  # the ratio of the medians is not claimed
+    payload = json.loads(dataclasses.replace(report, time=noisy).to_json())["time"]
+    assert payload["resolved"] is False and payload["overhead_range"] == [0.7273, 1.3333]
+    assert payload["samples"] == {"baseline": [0.01, 0.004, 0.03, 0.011, 0.009], "checkpointed": [0.012, 0.025, 0.008, 0.011, 0.006]}
+
+    single = Timing((0.010,), (0.015,))
+    assert "x1.50 (one step each: noise unknown)" in dataclasses.replace(report, time=single).to_text()
+
+
+def test_memory_warnings_are_relative_to_the_step_and_explain_what_applies():
+    from ckptlint.runtime_check._regions import RegionCall
+    from ckptlint.runtime_check._types import MemoryFigure
+    from ckptlint.runtime_check._verify import _memory_warnings
+
+    saved = MemoryFigure("saved_tensor_bytes", 1000, 100)
+    quiet: list = []
+    _memory_warnings(saved, MemoryFigure("cpu_profiler_peak_live_bytes", 10_000_000, 10_400_000), quiet)
+    assert quiet == []  # 4% more peak: within what one step's allocations vary by
+    risen: list = []
+    _memory_warnings(saved, MemoryFigure("cpu_profiler_peak_live_bytes", 10_000_000, 12_000_000), risen)
+    assert [f.subject for f in risen] == ["memory"]
+    assert "(9.54 MiB -> 11.44 MiB, 20% more)" in risen[0].message and "checkpoint_sequential" not in risen[0].message
+    sequential = RegionCall("non-reentrant", True, True, "checkpoint_sequential.<locals>.run_function.<locals>.forward", None, None, (), {})
+    segments: list = []
+    _memory_warnings(saved, MemoryFigure("cpu_profiler_peak_live_bytes", 10_000_000, 12_000_000), segments, [sequential])
+    assert "checkpoint_sequential's segments are recomputed whole" in segments[0].message
 
 
 def test_report_is_frozen():
