@@ -226,6 +226,55 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
 
 
+def region_rows(report: "Report") -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("region", "checkpoint call", "calls", "activations saved", "recompute", "saved per ms")]
+    for region in report.regions[:MAX_LISTED]:
+        per_ms = region.saved_bytes_per_ms
+        rows.append(
+            (
+                region.name,
+                region.site,
+                str(region.calls),
+                format_bytes(region.saved_bytes),
+                _seconds(region.recompute_s),
+                f"{format_bytes(int(per_ms))}/ms" if per_ms is not None else "-",
+            )
+        )
+    if len(report.regions) > MAX_LISTED:
+        rows.append((f"... and {len(report.regions) - MAX_LISTED} more (--json lists them all)", "", "", "", "", ""))
+    return rows
+
+
+def advice_lines(report: "Report") -> list[str]:
+    """Regions that cost more than they save, and the plan for --memory-budget."""
+    lines = []
+    for region in report.regions:
+        if region.costs_more_than_it_saves:
+            lines.append(
+                f"{region.name} ({region.site}) costs more than it saves: {format_bytes(region.saved_bytes)} of activations "
+                f"for {_seconds(region.recompute_s)} of recompute per step, under a quarter of the step's bytes per ms: "
+                "a candidate to stop checkpointing"
+            )
+    plan = report.budget
+    if plan is not None:
+        budget = format_bytes(plan.budget_bytes)
+        if not plan.fits:
+            lines.append(
+                f"memory budget {budget}: does not fit even with every region checkpointed ({format_bytes(plan.held_bytes)} "
+                "held); checkpoint more of the model, or lower the batch"
+            )
+        elif not plan.checkpoint:
+            lines.append(f"memory budget {budget}: fits without checkpointing ({format_bytes(plan.held_bytes)} held)")
+        else:
+            skipped = [r.name for r in report.regions if r.name not in plan.checkpoint and r.saved_bytes > 0]
+            lines.append(
+                f"memory budget {budget}: checkpoint {', '.join(plan.checkpoint)} ({format_bytes(plan.held_bytes)} held, "
+                f"{_seconds(plan.recompute_s)} of recompute per step, {plan.method})"
+                + (f"; {', '.join(skipped)} need not be checkpointed" if skipped else "")
+            )
+    return lines
+
+
 def finding_lines(findings: "tuple[Finding, ...]") -> list[str]:
     """Every cause, error and warning; symptoms (gradient differences) only up to MAX_LISTED
     lines in all, with a count of the rest, so a cause is never cut off."""
@@ -264,6 +313,15 @@ def render_text(report: "Report") -> str:
         lines.append("")
         lines.append("findings (causes first, then the differences they explain):" if report.causes else "findings:")
         lines.extend(finding_lines(report.findings))
+    if report.regions:
+        lines.append("")
+        lines.append("regions (what checkpointing each saves and costs; best return first):")
+        lines.extend(_aligned(region_rows(report)))
+    advice = advice_lines(report)
+    if advice:
+        lines.append("")
+        lines.append("advice:")
+        lines.extend(f"  - {line}" for line in advice)
     if report.notes:
         lines.append("")
         lines.append("notes:")
@@ -362,6 +420,17 @@ def render_html(report: "Report") -> str:
                 "transients, gradients. Its maximum is the peak in the summary.</p>"
             )
             parts.append(_chart(live))
+    if report.regions:
+        parts.append("<h2>Where checkpointing pays: per region</h2>")
+        parts.append(
+            '<p class="muted">Activation bytes checkpointing each region saves (held from forward to backward without '
+            "it), and the time its recomputation costs in backward; best return first.</p>"
+        )
+        parts.append(_region_chart(report))
+        parts.append(_html_table(region_rows(report)))
+    advice = advice_lines(report)
+    if advice:
+        parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in advice) + "</ul>")
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
     parts.append("</body></html>")
@@ -448,6 +517,36 @@ def _chart(series: list["Series"]) -> str:
         out.append(
             f'<rect x="{legend_x}" y="{height - 14}" width="14" height="4" fill="{color}"/>'
             f'<text x="{legend_x + 20}" y="{height - 9}">{html.escape(item.label)} (max {html.escape(format_bytes(peak))})</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _region_chart(report: "Report") -> str:
+    """Two bars per region: bytes saved (left, blue) and recompute time (right, orange)."""
+    regions = report.regions[:MAX_LISTED]
+    row, label_w, bar_w = 22, 230, 250
+    width, height = label_w + 2 * bar_w + 40, 30 + row * len(regions)
+    most_bytes = max((r.saved_bytes for r in regions), default=0) or 1
+    most_time = max((r.recompute_s for r in regions), default=0.0) or 1.0
+    e = html.escape
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="activation bytes saved and recompute time per checkpointed region">',
+        f'<text x="{label_w}" y="14">activations saved</text>',
+        f'<text x="{label_w + bar_w + 20}" y="14">recompute time</text>',
+    ]
+    for index, region in enumerate(regions):
+        y = 22 + index * row
+        saved = max(region.saved_bytes, 0) / most_bytes * (bar_w - 70)
+        spent = region.recompute_s / most_time * (bar_w - 70)
+        color = "#d62728" if region.costs_more_than_it_saves else "#1f77b4"
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">{e(region.name[:34])}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{saved:.1f}" height="14" fill="{color}"/>'
+            f'<text x="{label_w + saved + 4:.1f}" y="{y + 12}">{e(format_bytes(region.saved_bytes))}</text>'
+            f'<rect x="{label_w + bar_w + 20}" y="{y}" width="{spent:.1f}" height="14" fill="#ff7f0e"/>'
+            f'<text x="{label_w + bar_w + 24 + spent:.1f}" y="{y + 12}">{e(_seconds(region.recompute_s))}</text>'
         )
     out.append("</svg>")
     return "\n".join(out)

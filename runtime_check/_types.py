@@ -488,6 +488,8 @@ class Report:
     duration_s: float = 0.0
     timelines: Timelines | None = field(default=None, compare=False, repr=False)
     distributed: DistributedReport | None = None  # set by `--nproc N` runs only
+    regions: tuple["RegionCost", ...] = ()  # best bytes saved per ms of recompute first
+    budget: "BudgetPlan | None" = None  # set when a memory budget was given
 
     @property
     def passed(self) -> bool:
@@ -526,6 +528,8 @@ class Report:
             "time": self.time.to_dict(),
             "recomputation": self.recomputation.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
+            "regions": [r.to_dict() for r in self.regions],
+            **({"budget": self.budget.to_dict()} if self.budget is not None else {}),
             "notes": list(self.notes),
             "duration_s": round(self.duration_s, 3),
             **({"distributed": self.distributed.to_dict()} if self.distributed is not None else {}),
@@ -552,3 +556,59 @@ def _number(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return value
+
+
+# --- where checkpointing pays: the per-region profile ----------------------------------------
+
+
+@dataclass(frozen=True)
+class RegionCost:
+    """One checkpointed region (the checkpoint calls of one module or function from one call
+    site) as measured in the step: the activation bytes checkpointing it saves, the time its
+    recomputation in backward costs (median over the checkpointed steps)."""
+
+    name: str  # module path ('blocks.3') or function ('chunk_loss (train.py:36)')
+    site: str  # file:line of the checkpoint call
+    calls: int
+    saved_bytes: int
+    recompute_s: float
+    costs_more_than_it_saves: bool = False
+
+    @property
+    def saved_bytes_per_ms(self) -> float | None:
+        return self.saved_bytes / (self.recompute_s * 1000) if self.recompute_s > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        per_ms = self.saved_bytes_per_ms
+        return {
+            "name": self.name,
+            "site": self.site,
+            "calls": self.calls,
+            "saved_bytes": self.saved_bytes,
+            "recompute_s": round(self.recompute_s, 6),
+            "saved_bytes_per_ms": round(per_ms, 1) if per_ms is not None else None,
+            "costs_more_than_it_saves": self.costs_more_than_it_saves,
+        }
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """`--memory-budget`: the regions to checkpoint so that the activations held between
+    forward and backward fit `budget_bytes`, at the least recompute time."""
+
+    budget_bytes: int
+    fits: bool
+    checkpoint: tuple[str, ...]  # region names, in profile order
+    held_bytes: int  # activations held with exactly those regions checkpointed
+    recompute_s: float
+    method: str  # "exact" (every subset) or "greedy" (by bytes saved per ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "budget_bytes": self.budget_bytes,
+            "fits": self.fits,
+            "checkpoint": list(self.checkpoint),
+            "held_bytes": self.held_bytes,
+            "recompute_s": round(self.recompute_s, 6),
+            "method": self.method,
+        }

@@ -26,6 +26,7 @@ from ckptlint.runtime_check._compare import (
     compare_rng,
 )
 from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
+from ckptlint.runtime_check._profile import budget_plan, region_costs
 from ckptlint.runtime_check._ranking import rank_findings
 from ckptlint.runtime_check._render import format_bytes
 from ckptlint.runtime_check._regions import Cause, RegionCall, RegionRecorder
@@ -85,6 +86,7 @@ def verify(
     repeat: int = DEFAULT_REPEAT,
     measure_peak: bool = True,
     target: str | None = None,
+    memory_budget: int | None = None,
 ) -> Report:
     """Replay one training step of `model` on `inputs` with and without checkpointing.
 
@@ -93,6 +95,8 @@ def verify(
     present, else a fixed random projection of every floating output. `rtol`/`atol` replace
     the dtype-derived tolerance (exact for float32/float64 on CPU). `repeat`: timed steps of
     each kind. `measure_peak`: also measure the peak (CPU: one profiled step of each kind).
+    `memory_budget`: bytes of activations the step may hold; the report's `budget` names the
+    regions to checkpoint to fit it at the least recompute time.
 
     Returns a `Report` (verdict "pass" or "fail"); raises `VerifyError` when the step cannot
     be verified, `NoCheckpointingFound` when it recomputes nothing. The model, its gradients
@@ -107,6 +111,7 @@ def verify(
         repeat=repeat,
         measure_peak=measure_peak,
         target=target,
+        memory_budget=memory_budget,
     )
 
 
@@ -122,6 +127,7 @@ def verify_step(
     target: str | None = None,
     notes: tuple[str, ...] = (),
     autocast: tuple[tuple[str, torch.dtype], ...] = (),
+    memory_budget: int | None = None,
 ) -> Report:
     """`verify` for inputs already split into positional and keyword arguments; `autocast`
     replays the forward under `torch.autocast`."""
@@ -132,7 +138,9 @@ def verify_step(
     if not any(p.requires_grad for p in model.parameters()):
         raise VerifyError("the model has no parameter that requires grad: there is no training step to verify")
     step = ModelStep(model, inputs.detached(), StepLoss(loss_fn), autocast, lambda: _eager_stance(model, notes_list))
-    return verify_replay(step, rtol=rtol, atol=atol, repeat=repeat, measure_peak=measure_peak, target=target, notes=notes_list)
+    return verify_replay(
+        step, rtol=rtol, atol=atol, repeat=repeat, measure_peak=measure_peak, target=target, notes=notes_list, memory_budget=memory_budget
+    )
 
 
 def verify_replay(
@@ -144,6 +152,7 @@ def verify_replay(
     measure_peak: bool = True,
     target: str | None = None,
     notes: list[str] | None = None,
+    memory_budget: int | None = None,
 ) -> Report:
     """Run `step` without checkpointing (a warm-up, then measured), as configured
     (measured), then `repeat` timed runs of each, interleaved; compare. `notes` may grow
@@ -174,7 +183,7 @@ def verify_replay(
         gc.collect(1)  # young garbage freed mid-step would blur the profiler's figures
         recorder = RegionRecorder(step.names)
         causes: list[Cause] = []
-        baseline_meter, baseline_peak = SavedTensorMeter(step.excluded), PeakMeter(device, measure_peak)
+        baseline_meter, baseline_peak = SavedTensorMeter(step.excluded, recorder.running), PeakMeter(device, measure_peak)
         baseline_recomputes = ModuleRecomputes()
 
         def before_backward() -> None:
@@ -198,7 +207,7 @@ def verify_replay(
         calls = list(recorder.calls)
 
         gc.collect(1)
-        region_recomputes = RegionRecomputes()
+        region_recomputes = RegionRecomputes(device)
         checkpointed_meter, checkpointed_peak = SavedTensorMeter(step.excluded), PeakMeter(device, measure_peak)
         checkpointed_recomputes = ModuleRecomputes()
         checkpointed: RunOutcome | None = None
@@ -215,10 +224,13 @@ def verify_replay(
             checkpointed_error = error
 
         baseline_times, checkpointed_times = [], []
+        recompute_samples = [region_recomputes.seconds()]
         for _ in range(repeat):
             baseline_times.append(step.timed([checkpointing_disabled(RegionRecorder(step.names, watch=False))]))
             if checkpointed_error is None:
-                checkpointed_times.append(step.timed([]))
+                timed_recomputes = RegionRecomputes(device)
+                checkpointed_times.append(step.timed([checkpointing_counted(timed_recomputes)]))
+                recompute_samples.append(timed_recomputes.seconds())
         modules = dict(step.model.named_modules())
         model_name = type(step.model).__name__
 
@@ -288,6 +300,15 @@ def verify_replay(
     if checkpointed is not None:
         _memory_warnings(activations, peak, findings, calls)
     timing = Timing(tuple(baseline_times), tuple(checkpointed_times))
+    regions = region_costs(calls, baseline_meter.held_by_region, recompute_samples) if checkpointed is not None else ()
+    budget = budget_plan(regions, activations.baseline_bytes, memory_budget) if memory_budget is not None and regions else None
+    charged = sum(r.saved_bytes for r in regions)
+    measured = activations.baseline_bytes - activations.checkpointed_bytes
+    if regions and measured > 0 and abs(charged - measured) > 0.1 * measured:
+        notes_list.append(
+            f"the regions' savings add up to {format_bytes(charged)}, the step's measured saving is {format_bytes(measured)}: "
+            "a region's output kept by the op after it is charged to the region (see regions in the docs)"
+        )
 
     kinds = Counter(c.implementation for c in calls)
     notes_list.append(
@@ -331,6 +352,8 @@ def verify_replay(
         notes=tuple(notes_list),
         duration_s=time.perf_counter() - started,
         timelines=timelines,
+        regions=regions,
+        budget=budget,
     )
 
 

@@ -40,7 +40,7 @@ AUTOGRAD_BACKWARD = torch.autograd.backward
 
 JSON_KEYS = {
     "verdict", "target", "model", "device", "dtype", "tolerance", "loss", "gradients", "buffers",
-    "attributes", "rng", "memory", "time", "recomputation", "findings", "notes", "duration_s",
+    "attributes", "rng", "memory", "time", "recomputation", "findings", "notes", "duration_s", "regions",
 }  # fmt: skip
 
 
@@ -293,7 +293,8 @@ def test_text_starts_with_the_verdict_and_html_is_self_contained():
     assert failing.to_text().startswith("FAIL  ") and "(CKPT030)" in failing.to_text().splitlines()[0]
     page = failing.to_html()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert page.count("<svg") == 2 and page.count("<polyline") == 4  # saved bytes and live bytes, two runs each
+    assert page.count("<svg") == 3 and page.count("<polyline") == 4  # saved bytes and live bytes, two runs each; regions
+    assert page.count('aria-label="activation bytes saved and recompute time per checkpointed region"') == 1
     assert "layers.0.weight" in page and "CKPT030" in page
     for fetch in ("src=", "href=", "@import", "url(", "<script"):
         assert fetch not in page
@@ -396,6 +397,106 @@ def test_memory_warnings_are_relative_to_the_step_and_explain_what_applies():
     segments: list = []
     _memory_warnings(saved, MemoryFigure("cpu_profiler_peak_live_bytes", 10_000_000, 12_000_000), segments, [sequential])
     assert "checkpoint_sequential's segments are recomputed whole" in segments[0].message
+
+
+def test_each_checkpointed_region_is_profiled_with_its_saving_and_recompute_time():
+    report = case_report("transformer_stack")
+    assert sorted(r.name for r in report.regions) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3"]
+    assert {r.site for r in report.regions} == {"fixtures/verify/transformer_stack.py:65"} or all(
+        r.site.endswith("transformer_stack.py:65") for r in report.regions
+    )
+    assert {r.calls for r in report.regions} == {1}
+    assert len({r.saved_bytes for r in report.regions}) == 1  # four identical blocks save the same bytes
+    measured = report.memory.activations.baseline_bytes - report.memory.activations.checkpointed_bytes
+    assert abs(sum(r.saved_bytes for r in report.regions) - measured) < 0.05 * measured
+    assert all(r.recompute_s > 0 for r in report.regions)
+    per_ms = [r.saved_bytes_per_ms for r in report.regions]
+    assert per_ms == sorted(per_ms, reverse=True)
+    payload = json.loads(report.to_json())["regions"]
+    assert set(payload[0]) == {"name", "site", "calls", "saved_bytes", "recompute_s", "saved_bytes_per_ms", "costs_more_than_it_saves"}
+    assert "budget" not in json.loads(report.to_json())
+
+
+def test_a_loss_checkpointed_in_chunks_is_one_region_of_four_calls():
+    report = verify_script(VERIFY / "train_chunked_loss.py", ["--steps", "2"], repeat=1)
+    (region,) = report.regions
+    assert region.name.startswith("chunk_loss (") and region.site.endswith("train_chunked_loss.py:47")
+    assert region.calls == 4
+    assert abs(region.saved_bytes - 4 * 64 * 512 * 4) <= 64  # the four chunks' logits (64 x 512 float32 each)
+
+
+def test_region_costs_rank_by_return_and_flag_regions_that_cost_more_than_they_save():
+    from ckptlint.runtime_check._profile import region_costs
+    from ckptlint.runtime_check._regions import RegionCall
+
+    def call(module, site):
+        return RegionCall("non-reentrant", True, True, "", module, None, (), {}, site=site)
+
+    calls = [call("blocks.0", "m.py:9"), call("blocks.1", "m.py:9"), call("head", "m.py:12"), call("head", "m.py:12")]
+    saved = {0: 4_000_000, 1: 4_000_000, 2: 10_000, 3: 10_000}
+    samples = [{0: 0.002, 1: 0.002, 2: 0.001, 3: 0.001}, {0: 0.004, 1: 0.002, 2: 0.001, 3: 0.002}, {0: 0.002, 1: 0.003, 2: 0.002, 3: 0.001}]
+    costs = region_costs(calls, saved, samples)
+    assert [(c.name, c.site, c.calls, c.saved_bytes, c.recompute_s, c.costs_more_than_it_saves) for c in costs] == [
+        ("blocks.0", "m.py:9", 1, 4_000_000, 0.002, False),
+        ("blocks.1", "m.py:9", 1, 4_000_000, 0.002, False),
+        ("head", "m.py:12", 2, 20_000, 0.003, True),
+    ]
+    assert costs[0].saved_bytes_per_ms == 2_000_000
+
+
+def test_memory_budget_picks_the_cheapest_regions_that_fit():
+    from ckptlint.runtime_check._profile import budget_plan
+    from ckptlint.runtime_check._types import RegionCost
+
+    costs = (
+        RegionCost("a", "m.py:1", 1, 600, 0.001),
+        RegionCost("b", "m.py:1", 1, 500, 0.004),
+        RegionCost("c", "m.py:1", 1, 450, 0.002),
+        RegionCost("d", "m.py:1", 1, 0, 0.001),
+    )
+    plan = budget_plan(costs, 2000, 1000)  # 1000 bytes must go: a+c (3 ms) beats a+b (5 ms) and b+c (6 ms)
+    assert (plan.fits, plan.checkpoint, plan.held_bytes, plan.recompute_s, plan.method) == (True, ("a", "c"), 950, 0.003, "exact")
+    assert budget_plan(costs, 2000, 2500).checkpoint == ()  # fits as it is
+    short = budget_plan(costs, 2000, 100)
+    assert (short.fits, short.checkpoint, short.held_bytes) == (False, ("a", "b", "c"), 450)
+    many = tuple(RegionCost(f"r{i}", "m.py:1", 1, 100, 0.001 * (1 + i % 3)) for i in range(20))
+    greedy = budget_plan(many, 2000, 1500)
+    assert greedy.method == "greedy" and greedy.fits and greedy.held_bytes <= 1500
+    assert greedy.recompute_s == pytest.approx(0.005)  # five of the 1 ms regions
+
+
+def test_region_table_advice_and_chart_in_the_reports():
+    from ckptlint.runtime_check._types import BudgetPlan, RegionCost
+
+    report = dataclasses.replace(
+        case_report("transformer_stack"),
+        regions=(
+            RegionCost("blocks.0", "model.py:65", 1, 2 * 2**20, 0.002),
+            RegionCost("head", "model.py:80", 2, 2048, 0.004, costs_more_than_it_saves=True),
+        ),
+        budget=BudgetPlan(3 * 2**20, True, ("blocks.0",), 2 * 2**20, 0.002, "exact"),
+    )
+    text = report.to_text()
+    table = text.split("best return first):\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split("  ")[1:2] + line.split()[1:] for line in table][1:] == [
+        ["blocks.0", "model.py:65", "1", "2.00", "MiB", "2.0", "ms", "1.00", "MiB/ms"],
+        ["head", "model.py:80", "2", "2.0", "KiB", "4.0", "ms", "0.5", "KiB/ms"],
+    ]
+    assert (
+        "  - head (model.py:80) costs more than it saves: 2.0 KiB of activations for 4.0 ms of recompute per step, "
+        "under a quarter of the step's bytes per ms: a candidate to stop checkpointing"
+    ) in text
+    assert (
+        "  - memory budget 3.00 MiB: checkpoint blocks.0 (2.00 MiB held, 2.0 ms of recompute per step, exact); "
+        "head need not be checkpointed"
+    ) in text
+    page = report.to_html()
+    assert 'aria-label="activation bytes saved and recompute time per checkpointed region"' in page
+    assert page.count('fill="#d62728"/>') == 1  # the region that costs more than it saves
+    assert json.loads(report.to_json())["budget"] == {
+        "budget_bytes": 3 * 2**20, "fits": True, "checkpoint": ["blocks.0"], "held_bytes": 2 * 2**20,
+        "recompute_s": 0.002, "method": "exact",
+    }  # fmt: skip
 
 
 def test_report_is_frozen():

@@ -171,6 +171,17 @@ def test_script_mode_passes_with_its_loss_checkpointed_outside_the_model():
     assert payload["loss"]["source"] == "the scalar that train_chunked_loss.py:66 calls backward() on: `loss.backward()`"
 
 
+def test_memory_budget_option(tmp_path):
+    result = invoke(["verify", f"{VERIFY}/transformer_stack.py:make_case", "--json", "--no-peak", "--repeat", "1", "--memory-budget", "100MiB"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["budget"] == {
+        "budget_bytes": 100 * 2**20, "fits": True, "checkpoint": [], "held_bytes": json.loads(result.stdout)["memory"]["baseline_bytes"],
+        "recompute_s": 0.0, "method": "exact",
+    }  # fmt: skip
+    bad = invoke(["verify", f"{VERIFY}/transformer_stack.py:make_case", "--memory-budget", "lots"])
+    assert bad.exit_code == 2 and "--memory-budget: 'lots' is not a byte count (e.g. 2000000, 512MiB, 1.5GiB)" in bad.stderr
+
+
 def test_script_that_never_trains_exits_2():
     result = invoke(["verify", f"{VERIFY}/evaluate.py"])
     assert result.exit_code == 2
