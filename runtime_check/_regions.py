@@ -63,7 +63,7 @@ class RegionRecorder:
             preserve_rng_state=bool(preserve_rng_state),
             inputs_require_grad=any(isinstance(a, torch.Tensor) and a.requires_grad for a in args),
             description=describe_callable(function, self.names) if self.watch else "",
-            module=self._owner_name(function) if self.watch else None,
+            module=self._owner_name(function, args) if self.watch else None,
             function=function if self.watch else None,  # type: ignore[arg-type]
             arguments=tuple(args) if self.watch else (),
             keywords=dict(kwargs) if self.watch else {},
@@ -81,8 +81,10 @@ class RegionRecorder:
         index = self.active[-1]
         return index, self.calls[index].input_storages
 
-    def _owner_name(self, function: Any) -> str | None:
+    def _owner_name(self, function: Any, args: tuple[Any, ...] = ()) -> str | None:
         owner = _owning_module(function)
+        if owner is None and args and isinstance(args[0], torch.nn.Module) and getattr(function, "__name__", "") == "forward":
+            owner = args[0]  # checkpoint(Block.forward, block, x): the region is that block
         if owner is None:
             return None
         name = self.names.get(id(owner))

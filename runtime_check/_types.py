@@ -211,11 +211,12 @@ class MemoryReport:
 
 @dataclass(frozen=True)
 class Timing:
-    """Step times in seconds, one sample per timed step (interleaved: without, with, ...).
+    """Step times in seconds, one sample per timed step, taken in pairs (without, then with
+    checkpointing) so that both steps of a pair see the same load on the machine.
 
-    The figures are medians; the overhead's range runs from the checkpointed lower quartile
-    over the baseline upper quartile to the other way round, and when that range holds 1.0
-    the noise between steps exceeds the difference (`resolved` False): no ratio is claimed.
+    `baseline_s` / `checkpointed_s` are medians; the overhead is the median of the pairs'
+    ratios, its range their interquartile range. When that range holds 1.0, the noise
+    between steps exceeds the difference (`resolved` False) and no ratio is claimed.
     """
 
     baseline_samples: tuple[float, ...]
@@ -234,17 +235,16 @@ class Timing:
         return _median(self.checkpointed_samples)
 
     @property
+    def ratios(self) -> tuple[float, ...]:
+        return tuple(c / b for b, c in zip(self.baseline_samples, self.checkpointed_samples) if b > 0)
+
+    @property
     def overhead(self) -> float:
-        return self.checkpointed_s / self.baseline_s if self.baseline_s > 0 else math.inf
+        return _median(self.ratios) if self.ratios else math.inf
 
     @property
     def overhead_range(self) -> tuple[float, float] | None:
-        if not self.baseline_samples or not self.checkpointed_samples:
-            return None
-        (b_low, b_high), (c_low, c_high) = _quartiles(self.baseline_samples), _quartiles(self.checkpointed_samples)
-        if b_low <= 0:
-            return None
-        return c_low / b_high, c_high / b_low
+        return _quartiles(self.ratios) if self.ratios else None
 
     @property
     def resolved(self) -> bool:

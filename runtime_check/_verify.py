@@ -225,12 +225,14 @@ def verify_replay(
 
         baseline_times, checkpointed_times = [], []
         recompute_samples = [region_recomputes.seconds()]
-        for _ in range(repeat):
-            baseline_times.append(step.timed([checkpointing_disabled(RegionRecorder(step.names, watch=False))]))
-            if checkpointed_error is None:
-                timed_recomputes = RegionRecomputes(device)
-                checkpointed_times.append(step.timed([checkpointing_counted(timed_recomputes)]))
-                recompute_samples.append(timed_recomputes.seconds())
+        gc.collect()
+        with _collector_paused():  # as timeit does: a collection inside one step is noise
+            for _ in range(repeat):
+                baseline_times.append(step.timed([checkpointing_disabled(RegionRecorder(step.names, watch=False))]))
+                if checkpointed_error is None:
+                    timed_recomputes = RegionRecomputes(device)
+                    checkpointed_times.append(step.timed([checkpointing_counted(timed_recomputes)]))
+                    recompute_samples.append(timed_recomputes.seconds())
         modules = dict(step.model.named_modules())
         model_name = type(step.model).__name__
 
@@ -355,6 +357,17 @@ def verify_replay(
         regions=regions,
         budget=budget,
     )
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # --- the model as it runs eagerly ------------------------------------------------------------
