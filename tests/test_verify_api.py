@@ -826,6 +826,11 @@ def test_cuda_step_reports_cuda_figures():
     assert report.memory.peak.checkpointed_bytes < report.memory.peak.baseline_bytes
     assert "cuda:0" in report.rng.generators
     assert not report.tolerance.exact
+    # Timed by CUDA events: every sample is the device's time for the step.
+    assert len(report.time.baseline_samples) == len(report.time.checkpointed_samples) == 5
+    assert all(t > 0 for t in report.time.baseline_samples + report.time.checkpointed_samples)
+    assert sorted(r.name for r in report.regions) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3"]
+    assert all(r.saved_bytes > 0 and r.recompute_s > 0 for r in report.regions)
 
 
 def test_script_mode_replays_the_scripts_autocast(tmp_path):
