@@ -429,6 +429,25 @@ def test_a_loss_checkpointed_in_chunks_is_one_region_of_four_calls():
     assert abs(region.saved_bytes - 4 * 64 * 512 * 4) <= 64  # the four chunks' logits (64 x 512 float32 each)
 
 
+def test_a_region_output_kept_after_it_is_charged_to_the_region_and_the_report_says_so():
+    class Gated(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(64, 256), nn.Tanh())  # tanh saves its output...
+            self.gate = nn.Parameter(torch.ones(256))
+
+        def forward(self, x):
+            return checkpoint(self.body, x, use_reentrant=False) * self.gate  # ...and so does this product
+
+    report = verify(Gated(), torch.randn(32, 64), repeat=1, measure_peak=False)
+    assert report.verdict == "pass"
+    (region,) = report.regions
+    measured = report.memory.activations.baseline_bytes - report.memory.activations.checkpointed_bytes
+    assert (region.name, region.saved_bytes - measured) == ("body", 32 * 256 * 4)  # the output, still held
+    assert measured == 0  # checkpointing this region saves nothing: its one activation is kept anyway
+    assert "the regions' savings add up to 32.0 KiB, the step's measured saving is 0.0 KiB: a region's output kept by the op after it is charged to the region (see regions in the docs)" in report.notes
+
+
 def test_region_costs_rank_by_return_and_flag_regions_that_cost_more_than_they_save():
     from ckptlint.runtime_check._profile import region_costs
     from ckptlint.runtime_check._regions import RegionCall
