@@ -71,6 +71,7 @@ from ckptlint.runtime_check._verify import (
     _recomputation,
     _timed,
     _tolerance,
+    warm_up_failure,
 )
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import ActivationWrapper
 
@@ -257,13 +258,7 @@ def replay(
         except VerifyError:
             raise
         except Exception as error:
-            hint = ""
-            if str(error).startswith("Unexpected keyword arguments"):
-                hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
-            raise VerifyError(
-                f"the training step fails with checkpointing switched off, so there is nothing to compare: "
-                f"{type(error).__name__}: {first_paragraph(error)}{hint}"
-            ) from error
+            raise warm_up_failure(error) from error
 
         snapshot = ModelSnapshot(model, inputs.tensors())
         # Both runs start from the buffers as make_case left them (running statistics then

@@ -186,17 +186,14 @@ class ScriptStep:
                 runpy.run_path(str(self.path), run_name="__main__")
         except _StepDone:
             pass
-        except ScriptTimedOut:
-            failure = f"{self.label} ran for {self.timeout:g} s (--timeout) without {TRAINING_FORWARD} and a backward after it"
-        except SystemExit as exit:
-            if exit.code not in (None, 0):
-                failure = f"{self.label} exited with status {exit.code} before {TRAINING_FORWARD} and a backward after it"
+        except (ScriptTimedOut, SystemExit) as stopped:
+            failure = early_end(self.label, self.timeout, stopped, f"{TRAINING_FORWARD} and a backward after it")
         except Exception as error:
             if state.model is not None:  # the step itself raised: the caller reports it
                 state.close(error)
                 error.__traceback__ = None
                 raise
-            failure = f"{self.label} raised {type(error).__name__}: {error}{_where(error)} before {TRAINING_FORWARD}"
+            failure = early_end(self.label, self.timeout, error, TRAINING_FORWARD)
         finally:
             state.close()
         if state.failure is not None:
@@ -231,6 +228,15 @@ class ScriptStep:
                 "changes: a clock, a file, an unseeded generator), so the two runs cannot be compared; verify a "
                 "make_case() instead"
             )
+
+
+def early_end(label: str, timeout: float | None, ending: BaseException, what: str) -> str | None:
+    """How a script ended before `what`: timed out, exited non-zero, raised (None: exit 0)."""
+    if isinstance(ending, ScriptTimedOut):
+        return f"{label} ran for {timeout:g} s (--timeout) without {what}"
+    if isinstance(ending, SystemExit):
+        return f"{label} exited with status {ending.code} before {what}" if ending.code not in (None, 0) else None
+    return f"{label} raised {type(ending).__name__}: {ending}{_where(ending)} before {what}"
 
 
 def _seed_everything() -> None:

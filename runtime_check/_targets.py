@@ -27,7 +27,7 @@ import torch
 
 from ckptlint.runtime_check._step import StepInputs
 from ckptlint.runtime_check._types import NoTrainingStep, Report, VerifyError
-from ckptlint.runtime_check._script import ScriptStep, ScriptTimedOut, _deadline, _trainable, _where
+from ckptlint.runtime_check._script import ScriptStep, ScriptTimedOut, _deadline, _trainable, _where, early_end
 from ckptlint.runtime_check._verify import verify_replay, verify_step
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -167,13 +167,9 @@ def _run_until_training_step(path: Path, label: str, timeout: float | None) -> _
             runpy.run_path(str(path), run_name="__main__")
     except _StepCaptured as captured:
         return captured
-    except ScriptTimedOut:
-        failure = f"{label} ran for {timeout:g} s (--timeout) without {what}; nothing to verify"
-    except SystemExit as exit:
-        if exit.code not in (None, 0):
-            failure = f"{label} exited with status {exit.code} before {what}; nothing to verify"
-    except Exception as error:
-        failure = f"{label} raised {type(error).__name__}: {error}{_where(error)} before {what}; nothing to verify"
+    except (ScriptTimedOut, SystemExit, Exception) as ending:
+        failure = early_end(label, timeout, ending, what)
+        failure = failure and failure + "; nothing to verify"
     if first:  # the script caught the capture (a bare `except:`) and went on; the step is still ours
         return first[0]
     raise NoTrainingStep(failure or f"{label} finished without training: it never ran {what}, so there is no step to verify")

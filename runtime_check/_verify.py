@@ -168,13 +168,7 @@ def verify_replay(
         except VerifyError:
             raise
         except Exception as error:
-            hint = ""
-            if str(error).startswith("Unexpected keyword arguments"):
-                hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
-            raise VerifyError(
-                f"the training step fails with checkpointing switched off, so there is nothing to compare: "
-                f"{type(error).__name__}: {_first_paragraph(error)}{hint}"
-            ) from error
+            raise warm_up_failure(error) from error
         assert step.model is not None
         parameters = list(step.model.named_parameters())
         device, dtype = _device(parameters), _dtype(parameters)
@@ -356,6 +350,18 @@ def verify_replay(
         timelines=timelines,
         regions=regions,
         budget=budget,
+    )
+
+
+def warm_up_failure(error: Exception) -> VerifyError:
+    """The step fails with checkpointing off: nothing to compare (exit 2), with a hint when
+    the error is CKPT032's."""
+    hint = ""
+    if str(error).startswith("Unexpected keyword arguments"):
+        hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
+    return VerifyError(
+        f"the training step fails with checkpointing switched off, so there is nothing to compare: "
+        f"{type(error).__name__}: {_first_paragraph(error)}{hint}"
     )
 
 
