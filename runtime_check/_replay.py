@@ -18,6 +18,7 @@ import torch
 from ckptlint.runtime_check._compare import RunOutcome
 from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints
 from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
+from ckptlint.runtime_check._switch import Gate
 
 BackwardContext = Callable[[], contextlib.AbstractContextManager[Any]]
 
@@ -27,18 +28,22 @@ class ReplayableStep(Protocol):
     excluded: set[int]  # storages of parameters and buffers: not activations
     model: torch.nn.Module | None  # the latest run's model (None before the first run)
     loss_source: str  # which loss is verified, in words
+    checkpoint_gate: Gate | None  # which checkpoint calls belong to the step (None: all)
 
     def session(self) -> contextlib.AbstractContextManager[None]: ...
 
     def run(
         self,
-        around: Sequence[contextlib.AbstractContextManager[Any]],
+        switch: contextlib.AbstractContextManager[Any],
+        meters: Sequence[contextlib.AbstractContextManager[Any]] = (),
         *,
         on_backward: Callable[[], None] | None = None,
         backward_context: BackwardContext | None = None,
-    ) -> RunOutcome: ...
+    ) -> RunOutcome:
+        """One step with `switch` (checkpointing off or counted) in force and `meters`
+        watching the step itself."""
 
-    def timed(self, around: Sequence[contextlib.AbstractContextManager[Any]]) -> float: ...
+    def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float: ...
 
 
 class StepClock:
@@ -103,6 +108,7 @@ class ModelStep:
         self.leaves = inputs.named_leaves()
         self.snapshot = ModelSnapshot(model, inputs.tensors())
         self.excluded: set[int] = set()
+        self.checkpoint_gate: Gate | None = None
         self._session = session
 
     @property
@@ -124,14 +130,15 @@ class ModelStep:
 
     def run(
         self,
-        around: Sequence[contextlib.AbstractContextManager[Any]],
+        switch: contextlib.AbstractContextManager[Any],
+        meters: Sequence[contextlib.AbstractContextManager[Any]] = (),
         *,
         on_backward: Callable[[], None] | None = None,
         backward_context: BackwardContext | None = None,
     ) -> RunOutcome:
         self._prepare()
         with contextlib.ExitStack() as stack:
-            for context in around:
+            for context in (switch, *meters):
                 stack.enter_context(context)
             value = run_step(
                 self.model,
@@ -143,12 +150,10 @@ class ModelStep:
             )
         return outcome_of(float(value), self.parameters, self.leaves, self.modules)
 
-    def timed(self, around: Sequence[contextlib.AbstractContextManager[Any]]) -> float:
+    def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float:
         self._prepare()
         clock = StepClock(next((p.device for _, p in self.parameters), torch.device("cpu")))
-        with contextlib.ExitStack() as stack:
-            for context in around:
-                stack.enter_context(context)
+        with switch:
             clock.start()
             run_step(self.model, self.inputs, self.loss, autocast=self.autocast)
             return clock.stop()

@@ -6,10 +6,13 @@ A script cannot be paused and replayed, so each run re-runs it from the start (a
 `__main__`, its arguments in `sys.argv`, its directory first on `sys.path`, every RNG
 seeded the same way, compiled modules run eagerly) and stops it once that backward has run:
 
+- checkpointing is switched off (or counted) for the whole run, through a gate that
+  admits only the step's checkpoint calls;
 - the first call of a top-level module (no other module forward running) that has
-  trainable parameters, in training mode, with grad enabled, starts the step: the
-  verifier's context managers (checkpointing off or counted, the meters) are entered
-  there, so checkpoint calls anywhere after it are seen;
+  trainable parameters, in training mode, with grad enabled, starts the step, and so does
+  a checkpoint call made outside any module forward with grad enabled (`checkpoint(model,
+  x)` in the script itself): the meters and the clock start there, so checkpoint calls
+  anywhere after it are seen;
 - the first `torch.autograd.backward` after that (what `loss.backward()` calls) is the
   step's loss: `on_backward` runs, then backward, then the run's outcome is taken and a
   private BaseException stops the script (`except Exception:` in the script does not catch
@@ -30,6 +33,7 @@ import runpy
 import sys
 import threading
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -37,6 +41,7 @@ import torch
 
 from ckptlint.runtime_check._compare import RunOutcome
 from ckptlint.runtime_check._journal import is_library_file
+from ckptlint.runtime_check._regions import _owning_module
 from ckptlint.runtime_check._replay import BackwardContext, StepClock, outcome_of
 from ckptlint.runtime_check._types import NoTrainingStep, VerifyError
 
@@ -58,15 +63,17 @@ class _Run:
     def __init__(
         self,
         owner: "ScriptStep",
-        around: Sequence[contextlib.AbstractContextManager[Any]],
+        meters: Sequence[contextlib.AbstractContextManager[Any]],
         on_backward: Callable[[], None] | None,
         backward_context: BackwardContext | None,
     ) -> None:
         self.owner = owner
-        self.around = around
+        self.meters = meters
         self.on_backward = on_backward
         self.backward_context = backward_context
+        self.local = threading.local()  # .depth: module forwards running in this thread
         self.stack: contextlib.ExitStack | None = None
+        self.opened = False
         self.model: torch.nn.Module | None = None
         self.others: list[torch.nn.Module] = []  # other top-level modules called in the step
         self.fingerprint: tuple[float, ...] = ()
@@ -75,15 +82,41 @@ class _Run:
         self.failure: BaseException | None = None  # raised inside the step: the step's failure
         self.done = False
 
-    def start(self, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    @property
+    def depth(self) -> int:
+        return getattr(self.local, "depth", 0)
+
+    def identify(self, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """The step's model: its first training-mode forward, outside any other forward."""
         self.model = model
         self.fingerprint = _fingerprint(model, (args, kwargs))
         self.owner.started(model)
+
+    def open(self, device: torch.device) -> None:
+        """The step begins: the meters start watching, the clock runs."""
+        if self.opened:
+            return
+        self.opened = True
         self.stack = contextlib.ExitStack()
-        for context in self.around:
+        for context in self.meters:
             self.stack.enter_context(context)
-        self.clock = StepClock(next((p.device for p in model.parameters()), torch.device("cpu")))
+        self.clock = StepClock(device)
         self.clock.start()
+
+    def admits(self, function: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+        """A checkpoint call belongs to the step once it is open; one made outside any module
+        forward with grad enabled opens it (`checkpoint(model, x)` in the script itself)."""
+        if self.done:
+            return False
+        if self.opened:
+            return True
+        if self.depth != 0 or not torch.is_grad_enabled():
+            return False
+        owner = _owning_module(function)
+        if owner is not None and owner.training and _trainable(owner):
+            self.identify(owner, args, {})
+        self.open(_device_of(owner))
+        return True
 
     def close(self, error: BaseException | None = None) -> None:
         if self.stack is not None:
@@ -100,8 +133,13 @@ class _Run:
             self.on_backward()
         with self.backward_context() if self.backward_context is not None else contextlib.nullcontext():
             real(tensors, *args, **kwargs)
-        assert self.clock is not None and self.model is not None
+        assert self.clock is not None
         self.clock.stop()
+        if self.model is None:
+            raise VerifyError(
+                f"{self.owner.label} checkpoints a function and calls backward() without running any nn.Module with "
+                "trainable parameters in between: there is no model whose gradients could be compared"
+            )
         self.close()
         value = float(loss.detach().float().sum()) if isinstance(loss, torch.Tensor) else float("nan")
         modules = self.owner.step_modules(self.model, self.others)
@@ -124,6 +162,8 @@ class ScriptStep:
         self.model: torch.nn.Module | None = None
         self.loss_source = "the loss the script calls backward() on"
         self._fingerprint: tuple[float, ...] | None = None
+        self._warned: set[tuple[Any, ...]] = set()
+        self._current: _Run | None = None
         self._runs = 0
 
     @contextlib.contextmanager
@@ -164,45 +204,53 @@ class ScriptStep:
 
     def run(
         self,
-        around: Sequence[contextlib.AbstractContextManager[Any]],
+        switch: contextlib.AbstractContextManager[Any],
+        meters: Sequence[contextlib.AbstractContextManager[Any]] = (),
         *,
         on_backward: Callable[[], None] | None = None,
         backward_context: BackwardContext | None = None,
     ) -> RunOutcome:
-        state = self._run_script(_Run(self, around, on_backward, backward_context))
+        state = self._run_script(_Run(self, meters, on_backward, backward_context), switch)
         assert state.outcome is not None
         return state.outcome
 
-    def timed(self, around: Sequence[contextlib.AbstractContextManager[Any]]) -> float:
-        state = self._run_script(_Run(self, around, None, None))
+    def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float:
+        state = self._run_script(_Run(self, (), None, None), switch)
         assert state.clock is not None
         return state.clock.seconds
 
-    def _run_script(self, state: _Run) -> _Run:
+    def checkpoint_gate(self, function: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+        return self._current is not None and self._current.admits(function, args)
+
+    def _run_script(self, state: _Run, switch: contextlib.AbstractContextManager[Any]) -> _Run:
+        """Run the script with `switch` in force throughout (a checkpoint call may open the
+        step) and the step's meters from its opening to its backward."""
         _seed_everything()
         failure: str | None = None
+        self._current = state
         try:
-            with _step_hooks(state), _deadline(self.timeout):
+            with self._warnings_once(), _step_hooks(state), switch, _deadline(self.timeout):
                 runpy.run_path(str(self.path), run_name="__main__")
         except _StepDone:
             pass
         except (ScriptTimedOut, SystemExit) as stopped:
             failure = early_end(self.label, self.timeout, stopped, f"{TRAINING_FORWARD} and a backward after it")
         except Exception as error:
-            if state.model is not None:  # the step itself raised: the caller reports it
+            if state.opened:  # the step itself raised: the caller reports it
                 state.close(error)
                 error.__traceback__ = None
                 raise
             failure = early_end(self.label, self.timeout, error, TRAINING_FORWARD)
         finally:
             state.close()
+            self._current = None
         if state.failure is not None:
             raise state.failure
         if not state.done:
-            if state.model is not None:
+            if state.opened:
+                began = f"a training forward of {type(state.model).__name__}" if state.model is not None else "a checkpoint call"
                 raise NoTrainingStep(
-                    failure or f"{self.label} ran a training forward of {type(state.model).__name__} but never called "
-                    "backward() after it, so there is no step to verify"
+                    failure or f"{self.label} ran {began} but never called backward() after it, so there is no step to verify"
                 )
             raise NoTrainingStep(
                 (failure + "; nothing to verify")
@@ -212,6 +260,26 @@ class ScriptStep:
         self._check_same_start(state)
         self._runs += 1
         return state
+
+    @contextlib.contextmanager
+    def _warnings_once(self) -> Iterator[None]:
+        """Each run executes the script afresh, so Python would repeat its warnings once per
+        run: show each distinct one once over all runs."""
+        fresh: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("default")
+                try:
+                    yield
+                finally:
+                    for warning in caught:
+                        key = (str(warning.message), warning.category, warning.filename, warning.lineno)
+                        if key not in self._warned:
+                            self._warned.add(key)
+                            fresh.append(warning)
+        finally:  # shown once the recording is over (while it lasts, showing records)
+            for warning in fresh:
+                warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
     def _check_same_start(self, state: _Run) -> None:
         if self._fingerprint is None:
@@ -294,6 +362,12 @@ def _where(error: BaseException) -> str:
     return f" (at {os.path.relpath(last.filename) if os.path.isabs(last.filename) else last.filename}:{last.lineno})"
 
 
+def _device_of(module: torch.nn.Module | None) -> torch.device:
+    for parameter in module.parameters() if module is not None else ():
+        return parameter.device
+    return torch.device("cpu")
+
+
 def _trainable(module: torch.nn.Module) -> bool:
     return any(p.requires_grad for p in module.parameters())
 
@@ -304,7 +378,7 @@ def _step_hooks(state: _Run) -> Iterator[None]:
     original_call = torch.nn.Module.__call__
     original_backward = torch.autograd.backward
     owner = os.getpid()  # forked DataLoader workers inherit the wrappers; only this process takes part
-    local = threading.local()
+    local = state.local
 
     def call(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         if os.getpid() != owner:
@@ -312,10 +386,11 @@ def _step_hooks(state: _Run) -> Iterator[None]:
         if state.done:
             raise _StepDone()  # the script caught the stop and went on: stop it again
         depth = getattr(local, "depth", 0)
-        if depth == 0:
-            if state.model is None and self.training and torch.is_grad_enabled() and _trainable(self):
-                state.start(self, args, kwargs)
-            elif state.model is not None and self is not state.model and _trainable(self):
+        if depth == 0 and _trainable(self):
+            if state.model is None and self.training and torch.is_grad_enabled():
+                state.identify(self, args, kwargs)
+                state.open(_device_of(self))
+            elif state.model is not None and self is not state.model:
                 state.others.append(self)
         local.depth = depth + 1
         try:
@@ -324,7 +399,7 @@ def _step_hooks(state: _Run) -> Iterator[None]:
             local.depth = depth
 
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != owner or state.model is None:
+        if os.getpid() != owner or not state.opened:
             return original_backward(tensors, *args, **kwargs)
         if state.done:
             raise _StepDone()

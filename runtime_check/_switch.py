@@ -29,6 +29,9 @@ import torch.utils.checkpoint as torch_checkpoint
 from ckptlint.runtime_check._regions import RegionRecorder
 
 _COMPOSABLE = "torch.distributed._composable.checkpoint_activation"
+# Script mode: whether a checkpoint call of this function belongs to the step (and, for a
+# call made before the step's first module forward, the step starts there).
+Gate = Callable[[Callable[..., Any], tuple[Any, ...]], bool]
 _GENERATOR = "_checkpoint_without_reentrant_generator"
 
 
@@ -73,11 +76,14 @@ def _replaced(apply: Callable[[type], Callable[..., Any]], generator: Callable[[
             setattr(composable, _GENERATOR, real_generator)
 
 
-def checkpointing_disabled(recorder: RegionRecorder) -> contextlib.AbstractContextManager[None]:
-    """Run every checkpointed region as a plain call; report each call to `recorder`."""
+def checkpointing_disabled(recorder: RegionRecorder, gate: Gate | None = None) -> contextlib.AbstractContextManager[None]:
+    """Run every checkpointed region as a plain call; report each call to `recorder` (only
+    the calls `gate(function, args)` admits to the step, when there is a gate)."""
 
     def apply(_real: type) -> Callable[..., Any]:
         def call_directly(function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
+            if gate is not None and not gate(function, args):
+                return function(*args)
             call = recorder.record("reentrant", function, preserve_rng_state, args, {})
             output = function(*args)
             recorder.after_call(call)
@@ -96,6 +102,9 @@ def checkpointing_disabled(recorder: RegionRecorder) -> contextlib.AbstractConte
             *args: Any,
             **kwargs: Any,
         ) -> Iterator[None]:
+            if gate is not None and not gate(fn, args):
+                yield
+                return
             call = recorder.record("non-reentrant", fn, preserve_rng_state, args, kwargs)
             forward_context: Any = contextlib.nullcontext()
             if context_fn is not torch_checkpoint.noop_context_fn and not debug:
@@ -159,11 +168,14 @@ class RegionRecomputes:
         return found
 
 
-def checkpointing_counted(recomputes: RegionRecomputes) -> contextlib.AbstractContextManager[None]:
-    """Checkpointing as configured, with each region's function counted when recomputed."""
+def checkpointing_counted(recomputes: RegionRecomputes, gate: Gate | None = None) -> contextlib.AbstractContextManager[None]:
+    """Checkpointing as configured, with each region's function counted when recomputed
+    (only the calls `gate(function, args)` admits to the step, when there is a gate)."""
 
     def apply(real: type) -> Callable[..., Any]:
         def counted_apply(function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
+            if gate is not None and not gate(function, args):
+                return real.apply(function, preserve_rng_state, *args)
             if torch.is_grad_enabled() and not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
                 recomputes.reentrant_without_grad_inputs += 1
             return real.apply(recomputes.wrap(function), preserve_rng_state, *args)
@@ -172,6 +184,8 @@ def checkpointing_counted(recomputes: RegionRecomputes) -> contextlib.AbstractCo
 
     def generator(real: Callable[..., Any]) -> Callable[..., Any]:
         def counted_generator(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[None]:
+            if gate is not None and not gate(fn, args):
+                return (yield from real(fn, *args, **kwargs))
             return (yield from real(recomputes.wrap(fn), *args, **kwargs))
 
         return counted_generator

@@ -63,6 +63,11 @@ from ckptlint.runtime_check._types import (
     VerifyError,
 )
 
+NO_CHECKPOINT_CALL = (
+    "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
+    "nothing, so there is nothing to verify (checkpoint implementations that bypass "
+    "torch.utils.checkpoint, such as DeepSpeed's, are not seen)"
+)
 LOW_SAVING = 0.10
 PEAK_RISE = 0.05
 DEFAULT_REPEAT = 5
@@ -164,7 +169,7 @@ def verify_replay(
     with step.session():
         # Warm-up (lazy initialisation, allocator, the loss projection), checkpointing off.
         try:
-            step.run([checkpointing_disabled(RegionRecorder(step.names, watch=False))])
+            step.run(checkpointing_disabled(RegionRecorder(step.names, watch=False), step.checkpoint_gate))
         except VerifyError:
             raise
         except Exception as error:
@@ -187,7 +192,8 @@ def verify_replay(
 
         try:
             baseline = step.run(
-                [checkpointing_disabled(recorder), baseline_recomputes, baseline_peak, baseline_meter],
+                checkpointing_disabled(recorder, step.checkpoint_gate),
+                [baseline_recomputes, baseline_peak, baseline_meter],
                 on_backward=before_backward,
                 backward_context=baseline_peak.backward_marker,
             )
@@ -199,6 +205,8 @@ def verify_replay(
                 f"{_first_paragraph(error)}"
             ) from error
         calls = list(recorder.calls)
+        if not calls and not baseline_recomputes.count:  # nothing to switch off: stop before timing anything
+            raise NoCheckpointingFound(NO_CHECKPOINT_CALL)
 
         gc.collect(1)
         region_recomputes = RegionRecomputes(device)
@@ -208,7 +216,8 @@ def verify_replay(
         checkpointed_error: Exception | None = None
         try:
             checkpointed = step.run(
-                [checkpointing_counted(region_recomputes), checkpointed_recomputes, checkpointed_peak, checkpointed_meter],
+                checkpointing_counted(region_recomputes, step.checkpoint_gate),
+                [checkpointed_recomputes, checkpointed_peak, checkpointed_meter],
                 on_backward=checkpointed_meter.start_backward,
                 backward_context=checkpointed_peak.backward_marker,
             )
@@ -222,10 +231,10 @@ def verify_replay(
         gc.collect()
         with _collector_paused():  # as timeit does: a collection inside one step is noise
             for _ in range(repeat):
-                baseline_times.append(step.timed([checkpointing_disabled(RegionRecorder(step.names, watch=False))]))
+                baseline_times.append(step.timed(checkpointing_disabled(RegionRecorder(step.names, watch=False), step.checkpoint_gate)))
                 if checkpointed_error is None:
                     timed_recomputes = RegionRecomputes(device)
-                    checkpointed_times.append(step.timed([checkpointing_counted(timed_recomputes)]))
+                    checkpointed_times.append(step.timed(checkpointing_counted(timed_recomputes, step.checkpoint_gate)))
                     recompute_samples.append(timed_recomputes.seconds())
         modules = dict(step.model.named_modules())
         model_name = type(step.model).__name__
@@ -272,11 +281,7 @@ def verify_replay(
     has_errors = any(f.severity == ERROR for f in findings)
     if checkpointed is not None and recomputed == 0:
         if not calls:
-            raise NoCheckpointingFound(
-                "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
-                "nothing, so there is nothing to verify (checkpoint implementations that bypass "
-                "torch.utils.checkpoint, such as DeepSpeed's, are not seen)"
-            )
+            raise NoCheckpointingFound(NO_CHECKPOINT_CALL)
         if not has_errors:
             reason = (
                 f"; {len(frozen)} of them reentrant with no input that requires grad, so backward never reaches them"

@@ -247,6 +247,38 @@ def test_script_whose_step_differs_between_runs_is_an_error(tmp_path):
     assert torch.nn.Module.__call__ is MODULE_CALL and torch.autograd.backward is AUTOGRAD_BACKWARD
 
 
+def test_script_that_checkpoints_its_whole_model_at_top_level_is_verified(tmp_path):
+    (tmp_path / "outer.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "\n"
+        "torch.manual_seed(0)\n"
+        "body = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 8))\n"
+        "for step in range(2):\n"
+        "    checkpoint(body, torch.randn(4, 8), use_reentrant=False).pow(2).mean().backward()\n"
+    )
+    report = verify_script(tmp_path / "outer.py", repeat=1)
+    assert report.verdict == "pass" and report.model == "Sequential"
+    assert report.recomputation.regions == 1 and report.recomputation.checkpointed_region_recomputes == 1
+    assert [r.name for r in report.regions] == ["(model)"]
+
+
+def test_script_mode_shows_each_warning_of_the_script_once(tmp_path, recwarn):
+    (tmp_path / "noisy.py").write_text(
+        "import warnings\n"
+        "import torch\n"
+        "from torch import nn\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "\n"
+        "warnings.warn('this script is old', FutureWarning)\n"
+        "model = nn.Linear(4, 4)\n"
+        "checkpoint(model, torch.ones(2, 4), use_reentrant=False).sum().backward()\n"
+    )
+    verify_script(tmp_path / "noisy.py", repeat=2)  # six runs of the script
+    assert [str(w.message) for w in recwarn if issubclass(w.category, FutureWarning)] == ["this script is old"]
+
+
 def test_script_that_never_calls_backward_is_an_error(tmp_path):
     (tmp_path / "forward_only.py").write_text("import torch\nfrom torch import nn\n\nnn.Linear(4, 4)(torch.randn(2, 4))\n")
     with pytest.raises(NoTrainingStep, match="ran a training forward of Linear but never called backward"):
