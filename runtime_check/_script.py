@@ -229,7 +229,7 @@ class ScriptStep:
         failure: str | None = None
         self._current = state
         try:
-            with self._warnings_once(), _step_hooks(state), switch, _deadline(self.timeout):
+            with self._warnings_once(), self._quiet_after_first_run(), _step_hooks(state), switch, _deadline(self.timeout):
                 runpy.run_path(str(self.path), run_name="__main__")
         except _StepDone:
             pass
@@ -262,13 +262,21 @@ class ScriptStep:
         return state
 
     @contextlib.contextmanager
+    def _quiet_after_first_run(self) -> Iterator[None]:
+        """The script's prints, once: later runs repeat them word for word."""
+        if self._runs == 0:
+            yield
+            return
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            yield
+
+    @contextlib.contextmanager
     def _warnings_once(self) -> Iterator[None]:
         """Each run executes the script afresh, so Python would repeat its warnings once per
         run: show each distinct one once over all runs."""
         fresh: list[warnings.WarningMessage] = []
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("default")
+            with warnings.catch_warnings(record=True) as caught:  # the filters in force stay
                 try:
                     yield
                 finally:
