@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import torch
@@ -23,6 +24,19 @@ from ckptlint.runtime_check._switch import Gate
 BackwardContext = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
+@dataclass(frozen=True)
+class StepWatch:
+    """What watches the step itself: `meters` entered for the step only, `on_backward`
+    called between the loss and backward, `backward_context()` entered around backward."""
+
+    meters: Sequence[contextlib.AbstractContextManager[Any]] = ()
+    on_backward: Callable[[], None] | None = None
+    backward_context: BackwardContext | None = None
+
+
+NOT_WATCHED = StepWatch()
+
+
 class ReplayableStep(Protocol):
     names: dict[int, str]  # id(module) -> qualified name, for the model of the latest run
     excluded: set[int]  # storages of parameters and buffers: not activations
@@ -32,16 +46,8 @@ class ReplayableStep(Protocol):
 
     def session(self) -> contextlib.AbstractContextManager[None]: ...
 
-    def run(
-        self,
-        switch: contextlib.AbstractContextManager[Any],
-        meters: Sequence[contextlib.AbstractContextManager[Any]] = (),
-        *,
-        on_backward: Callable[[], None] | None = None,
-        backward_context: BackwardContext | None = None,
-    ) -> RunOutcome:
-        """One step with `switch` (checkpointing off or counted) in force and `meters`
-        watching the step itself."""
+    def run(self, switch: contextlib.AbstractContextManager[Any], watch: StepWatch = NOT_WATCHED) -> RunOutcome:
+        """One step with `switch` (checkpointing off or counted) in force, `watch` on the step."""
 
     def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float: ...
 
@@ -128,24 +134,17 @@ class ModelStep:
         self.excluded.clear()
         self.excluded.update(self.snapshot.storage_pointers())
 
-    def run(
-        self,
-        switch: contextlib.AbstractContextManager[Any],
-        meters: Sequence[contextlib.AbstractContextManager[Any]] = (),
-        *,
-        on_backward: Callable[[], None] | None = None,
-        backward_context: BackwardContext | None = None,
-    ) -> RunOutcome:
+    def run(self, switch: contextlib.AbstractContextManager[Any], watch: StepWatch = NOT_WATCHED) -> RunOutcome:
         self._prepare()
         with contextlib.ExitStack() as stack:
-            for context in (switch, *meters):
+            for context in (switch, *watch.meters):
                 stack.enter_context(context)
             value = run_step(
                 self.model,
                 self.inputs,
                 self.loss,
-                on_backward=on_backward,
-                backward_context=backward_context() if backward_context is not None else None,
+                on_backward=watch.on_backward,
+                backward_context=watch.backward_context() if watch.backward_context is not None else None,
                 autocast=self.autocast,
             )
         return outcome_of(float(value), self.parameters, self.leaves, self.modules)

@@ -42,7 +42,7 @@ import torch
 from ckptlint.runtime_check._compare import RunOutcome
 from ckptlint.runtime_check._journal import is_library_file
 from ckptlint.runtime_check._regions import _owning_module
-from ckptlint.runtime_check._replay import BackwardContext, StepClock, outcome_of
+from ckptlint.runtime_check._replay import NOT_WATCHED, StepClock, StepWatch, outcome_of
 from ckptlint.runtime_check._types import NoTrainingStep, VerifyError
 
 SEED = 20240611
@@ -60,17 +60,9 @@ class ScriptTimedOut(BaseException):
 class _Run:
     """One run of the script: where it is, and what its step left."""
 
-    def __init__(
-        self,
-        owner: "ScriptStep",
-        meters: Sequence[contextlib.AbstractContextManager[Any]],
-        on_backward: Callable[[], None] | None,
-        backward_context: BackwardContext | None,
-    ) -> None:
+    def __init__(self, owner: "ScriptStep", watch: StepWatch) -> None:
         self.owner = owner
-        self.meters = meters
-        self.on_backward = on_backward
-        self.backward_context = backward_context
+        self.watch = watch
         self.local = threading.local()  # .depth: module forwards running in this thread
         self.stack: contextlib.ExitStack | None = None
         self.opened = False
@@ -98,7 +90,7 @@ class _Run:
             return
         self.opened = True
         self.stack = contextlib.ExitStack()
-        for context in self.meters:
+        for context in self.watch.meters:
             self.stack.enter_context(context)
         self.clock = StepClock(device)
         self.clock.start()
@@ -129,9 +121,9 @@ class _Run:
     def backward(self, real: Callable[..., Any], tensors: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
         self.owner.loss_source = _loss_source(loss)
-        if self.on_backward is not None:
-            self.on_backward()
-        with self.backward_context() if self.backward_context is not None else contextlib.nullcontext():
+        if self.watch.on_backward is not None:
+            self.watch.on_backward()
+        with self.watch.backward_context() if self.watch.backward_context is not None else contextlib.nullcontext():
             real(tensors, *args, **kwargs)
         assert self.clock is not None
         self.clock.stop()
@@ -202,20 +194,13 @@ class ScriptStep:
                     self.names.setdefault(id(module), qualified)
         return modules
 
-    def run(
-        self,
-        switch: contextlib.AbstractContextManager[Any],
-        meters: Sequence[contextlib.AbstractContextManager[Any]] = (),
-        *,
-        on_backward: Callable[[], None] | None = None,
-        backward_context: BackwardContext | None = None,
-    ) -> RunOutcome:
-        state = self._run_script(_Run(self, meters, on_backward, backward_context), switch)
+    def run(self, switch: contextlib.AbstractContextManager[Any], watch: StepWatch = NOT_WATCHED) -> RunOutcome:
+        state = self._run_script(_Run(self, watch), switch)
         assert state.outcome is not None
         return state.outcome
 
     def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float:
-        state = self._run_script(_Run(self, (), None, None), switch)
+        state = self._run_script(_Run(self, NOT_WATCHED), switch)
         assert state.clock is not None
         return state.clock.seconds
 

@@ -30,7 +30,7 @@ from ckptlint.runtime_check._profile import budget_plan, region_costs
 from ckptlint.runtime_check._ranking import rank_findings
 from ckptlint.runtime_check._render import format_bytes
 from ckptlint.runtime_check._regions import Cause, RegionCall, RegionRecorder
-from ckptlint.runtime_check._replay import ModelStep, ReplayableStep
+from ckptlint.runtime_check._replay import ModelStep, ReplayableStep, StepWatch
 from ckptlint.runtime_check._step import StepInputs, StepLoss
 from ckptlint.runtime_check._switch import (
     ModuleRecomputes,
@@ -193,9 +193,7 @@ def verify_replay(
         try:
             baseline = step.run(
                 checkpointing_disabled(recorder, step.checkpoint_gate),
-                [baseline_recomputes, baseline_peak, baseline_meter],
-                on_backward=before_backward,
-                backward_context=baseline_peak.backward_marker,
+                StepWatch((baseline_recomputes, baseline_peak, baseline_meter), before_backward, baseline_peak.backward_marker),
             )
         except VerifyError:
             raise
@@ -217,9 +215,11 @@ def verify_replay(
         try:
             checkpointed = step.run(
                 checkpointing_counted(region_recomputes, step.checkpoint_gate),
-                [checkpointed_recomputes, checkpointed_peak, checkpointed_meter],
-                on_backward=checkpointed_meter.start_backward,
-                backward_context=checkpointed_peak.backward_marker,
+                StepWatch(
+                    (checkpointed_recomputes, checkpointed_peak, checkpointed_meter),
+                    checkpointed_meter.start_backward,
+                    checkpointed_peak.backward_marker,
+                ),
             )
         except VerifyError:
             raise
