@@ -29,6 +29,10 @@ from ckptlint.runtime_check._types import (
 )
 
 
+# Causes found in what the step left behind: state or buffers updated twice.
+STATE_CODES = ("CKPT010", "CKPT011")
+
+
 @dataclass
 class RunOutcome:
     """What one run left behind."""
@@ -123,10 +127,13 @@ def compare_gradients(
     frozen_count: int,
     rng_differs: bool,
     findings: list[Finding],
+    state_code: str | None = None,
 ) -> GradientComparison:
     """`frozen`: the reentrant calls of the baseline whose inputs need no grad (the first of
     them is the cause); `frozen_count`: how many the checkpointed run had (the first one's
-    output needs no grad either, so the next region's input does not, and so on)."""
+    output needs no grad either, so the next region's input does not, and so on);
+    `state_code`: CKPT010/CKPT011 when buffers or attributes were found changed twice (the
+    recomputation ran with the changed state: that explains the gradients)."""
     late_binding = [c for c in causes if c.code == "CKPT030"]
     mutated = [c for c in causes if c.code == "CKPT031"]
     compared, largest_abs, largest_rel = 0, 0.0, 0.0
@@ -157,7 +164,7 @@ def compare_gradients(
             return "CKPT033"
         if mismatched and mutated:
             return "CKPT031"
-        return None
+        return state_code
 
     coded = [
         TensorMismatch(m.name, m.kind, m.max_abs_diff, m.max_rel_diff, m.baseline, m.checkpointed, code_for(m))
@@ -181,7 +188,7 @@ def compare_gradients(
                     role=CAUSE,
                 )
             )
-        if not (late_binding or mutated or frozen or rng_differs):
+        if not (late_binding or mutated or frozen or rng_differs or state_code):
             findings.append(
                 Finding(
                     ERROR,

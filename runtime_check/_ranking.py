@@ -43,7 +43,21 @@ def rank_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 
 
 def _explaining(symptom: Finding, causes: list[Finding]) -> str | None:
-    """The cause with the symptom's code; for a symptom without one, the only cause there is."""
-    if symptom.code is not None:
-        return next((c.label for c in causes if c.code == symptom.code), None)
-    return causes[0].label if len(causes) == 1 else None
+    """The cause with the symptom's code, preferring the one in the module that holds the
+    symptom's parameter (`blocks.0.calls` for `blocks.0.linear.weight`); for a symptom
+    without a code, the only cause there is."""
+    if symptom.code is None:
+        return causes[0].label if len(causes) == 1 else None
+    same = [c for c in causes if c.code == symptom.code]
+    if not same:
+        return None
+    return max(same, key=lambda c: (_shared_module_depth(c.subject, symptom.subject), -same.index(c))).label
+
+
+def _shared_module_depth(cause_subject: str, parameter: str) -> int:
+    """How deep the cause's module (its subject, or the subject less its attribute) contains
+    the parameter: 0 when it does not."""
+    for module in (cause_subject, cause_subject.rpartition(".")[0]):
+        if module and parameter.startswith(module + "."):
+            return module.count(".") + 1
+    return 0

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ckptlint.runtime_check._compare import (
+    STATE_CODES,
     RunOutcome,
     compare_attributes,
     compare_buffers,
@@ -264,6 +265,8 @@ def verify_replay(
     else:
         loss_comparison = compare_loss(step.loss_source, baseline, checkpointed, tolerance, findings)
         rng = compare_rng(baseline, checkpointed, no_rng, findings)
+        buffers = compare_buffers(baseline, checkpointed, tolerance, modules, findings)
+        attributes = compare_attributes(baseline, checkpointed, modules, findings)
         gradients = compare_gradients(
             baseline,
             checkpointed,
@@ -273,9 +276,8 @@ def verify_replay(
             max(len(frozen), region_recomputes.reentrant_without_grad_inputs),
             bool(rng.mismatched),
             findings,
+            state_code=next((f.code for f in findings if f.role == CAUSE and f.code in STATE_CODES), None),
         )
-        buffers = compare_buffers(baseline, checkpointed, tolerance, modules, findings)
-        attributes = compare_attributes(baseline, checkpointed, modules, findings)
 
     recomputed = recomputation.checkpointed_module_forwards + recomputation.checkpointed_region_recomputes
     has_errors = any(f.severity == ERROR for f in findings)

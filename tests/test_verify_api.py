@@ -350,6 +350,39 @@ def test_findings_are_ranked_cause_first_and_each_symptom_names_its_cause():
     assert '<div class="cause">' not in case_report("transformer_stack").to_html()
 
 
+def test_state_changed_twice_explains_the_gradients_of_its_own_module():
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(8, 8)
+            self.calls = 0.0
+
+        def forward(self, x):
+            self.calls += 1.0  # the recomputation runs with 2.0
+            return self.linear(x) * torch.tensor(self.calls)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = nn.ModuleList(Scaled() for _ in range(2))
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = checkpoint(block, x, use_reentrant=False)
+            return x
+
+    torch.manual_seed(0)
+    report = verify(Net(), torch.randn(4, 8), repeat=1, measure_peak=False)
+    assert [(f.role, f.code, f.subject, f.explained_by) for f in report.errors] == [
+        ("cause", "CKPT011", "blocks.0.calls", None),
+        ("cause", "CKPT011", "blocks.1.calls", None),
+        ("symptom", "CKPT011", "blocks.0.linear.weight", "CKPT011 blocks.0.calls"),
+        ("symptom", "CKPT011", "blocks.0.linear.bias", "CKPT011 blocks.0.calls"),
+        ("symptom", "CKPT011", "blocks.1.linear.weight", "CKPT011 blocks.1.calls"),
+        ("symptom", "CKPT011", "blocks.1.linear.bias", "CKPT011 blocks.1.calls"),
+    ]  # and no "recomputation computed something else" guess beside the known cause
+
+
 def test_rank_findings_orders_causes_by_what_they_explain():
     from ckptlint.runtime_check._ranking import rank_findings
     from ckptlint.runtime_check._types import Finding
