@@ -367,7 +367,21 @@ def clean(path: Path) -> None:
     help="Script mode: seconds the script may run before its first training step. "
     "With --nproc: seconds the whole distributed run may take; then every rank is stopped and reported.",
 )
-@click.option("--repeat", type=click.IntRange(min=1), default=2, show_default=True, help="Timed steps of each kind (the fastest counts).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Timed steps of each kind, interleaved, after the warm-up and measured steps: the median counts, "
+    "and the overhead is given with its range (script mode re-runs the script for each).",
+)
+@click.option(
+    "--memory-budget",
+    "memory_budget",
+    metavar="BYTES",
+    help="Activation memory the step may hold between forward and backward (bytes, or with KiB/MiB/GiB): "
+    "advise the regions to checkpoint that fit it at the least recompute time.",
+)
 @click.option("--no-peak", is_flag=True, help="Skip the peak-memory measurement (on CPU: one profiled step of each kind).")
 @click.option(
     "--nproc",
@@ -388,6 +402,7 @@ def verify(
     atol: float | None,
     timeout: float,
     repeat: int,
+    memory_budget: str | None,
     no_peak: bool,
     nproc: int | None,
     backend: str | None,
@@ -405,6 +420,9 @@ def verify(
 
     if backend is not None and nproc is None:
         _fail("--backend applies to distributed runs: give --nproc N too")
+    budget_bytes = _byte_count(memory_budget) if memory_budget is not None else None
+    if budget_bytes is not None and nproc is not None:
+        _fail("--memory-budget applies to single-process runs, not with --nproc")
     try:
         from ckptlint import runtime_check
     except ModuleNotFoundError as error:
@@ -436,6 +454,7 @@ def verify(
                     atol=atol,
                     repeat=repeat,
                     measure_peak=not no_peak,
+                    memory_budget=budget_bytes,
                 )
     except runtime_check.VerifyError as error:
         _fail(str(error))
@@ -451,3 +470,20 @@ def verify(
         click.echo(f"wrote {report_file}", err=True)
     click.echo(report.to_json() if as_json else report.to_text(), nl=False)
     sys.exit(report.exit_code)
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def _byte_count(text: str) -> int:
+    """`--memory-budget 512MiB` -> 536870912; exit 2 on anything else."""
+    stripped = text.strip().lower().replace(" ", "")
+    number = stripped.rstrip("kmgib")
+    unit = stripped[len(number) :]
+    try:
+        value = float(number) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        _fail(f"--memory-budget: {text!r} is not a byte count (e.g. 2000000, 512MiB, 1.5GiB)")
+    if value < 0:
+        _fail("--memory-budget must not be negative")
+    return int(value)

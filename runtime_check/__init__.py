@@ -5,11 +5,14 @@ package. Entry points:
 
 - `verify(model, inputs, loss_fn=None, ...)` for pytest and notebooks;
 - `verify_case("file.py", "make_case")` for `ckptlint verify file.py:make_case`;
-- `verify_script("train.py", args)` for `ckptlint verify train.py -- ARGS`;
+- `verify_script("train.py", args)` for `ckptlint verify train.py -- ARGS` (the script's own
+  step, loss included, re-run from its start for each measured step);
 - `verify_distributed("file.py:make_case", nproc=2)` for `ckptlint verify ... --nproc 2`:
   FSDP set-ups on N ranks under torchrun (`make_case(rank, world_size)`).
 
-Each returns a frozen `Report` (`.verdict`, `.to_text()`, `.to_json()`, `.to_html()`) or
+Each returns a frozen `Report` (`.verdict`, findings ranked cause first, `.time` with its
+samples, `.regions` with what checkpointing each region saves and costs, `.to_text()`,
+`.to_json()`, `.to_html()`) or
 raises `VerifyError` (`NoCheckpointingFound`, `NoTrainingStep`) when there is nothing to
 verify. See DESIGN.md, "Runtime verifier".
 """
@@ -19,6 +22,7 @@ from ckptlint.runtime_check._step import StepInputs
 from ckptlint.runtime_check._targets import DEFAULT_TIMEOUT_S, verify_case, verify_script, verify_target
 from ckptlint.runtime_check._types import (
     AttributeChange,
+    BudgetPlan,
     BufferComparison,
     CollectiveComparison,
     DistributedReport,
@@ -32,6 +36,7 @@ from ckptlint.runtime_check._types import (
     RankStatus,
     Recomputation,
     ReferenceComparison,
+    RegionCost,
     Report,
     RngComparison,
     TensorMismatch,
@@ -45,6 +50,7 @@ from ckptlint.runtime_check._verify import verify, verify_step
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "AttributeChange",
+    "BudgetPlan",
     "BufferComparison",
     "CollectiveComparison",
     "DistributedReport",
@@ -58,6 +64,7 @@ __all__ = [
     "RankStatus",
     "Recomputation",
     "ReferenceComparison",
+    "RegionCost",
     "Report",
     "RngComparison",
     "StepInputs",

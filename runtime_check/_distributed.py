@@ -52,6 +52,7 @@ from ckptlint.runtime_check._journal import (
     in_training_step,
     phase_index,
 )
+from ckptlint.runtime_check._ranking import rank_findings
 from ckptlint.runtime_check._rank_records import BaselineRecord, RankOutcome, RegionSites, ShardingStructure, mean
 from ckptlint.runtime_check._targets import DEFAULT_TIMEOUT_S, Target
 from ckptlint.runtime_check._types import (
@@ -592,7 +593,7 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         )
         findings.extend(_reference_findings(reference))
 
-    ordered = sorted(findings, key=lambda f: (f.severity != ERROR, f.code is None, f.code or "", f.subject, f.rank or 0))
+    ordered = rank_findings(sorted(findings, key=lambda f: (f.severity != ERROR, f.code is None, f.code or "", f.subject, f.rank or 0)))
     losses = [o.loss for o in outcomes.values()]
     loss = LossComparison(
         root.loss.source,
@@ -618,7 +619,8 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         attributes=tuple(attribute_changes),
         rng=RngComparison(root.rng.generators, rng_mismatched),
         memory=root.memory,
-        time=Timing(max(o.baseline_s for o in outcomes.values()), max(o.checkpointed_s for o in outcomes.values()), context.repeat),
+        # One sample: the slowest rank's fastest step of each kind (the ranks wait for each other).
+        time=Timing((max(o.baseline_s for o in outcomes.values()),), (max(o.checkpointed_s for o in outcomes.values()),)),
         recomputation=root.recomputation,
         findings=tuple(ordered),
         notes=tuple(notes),
@@ -754,7 +756,7 @@ def _failed(context: _Context, outcome: str, primary: int, errors: dict[int, Ran
         attributes=(),
         rng=RngComparison((), ()),
         memory=MemoryReport(MemoryFigure("saved_tensor_bytes", 0, 0), None),
-        time=Timing(0.0, 0.0, context.repeat),
+        time=Timing((), ()),
         recomputation=Recomputation(sites.calls, sites.reentrant, 0, 0, 0),
         findings=tuple(findings),
         notes=(f"{world} rank(s) launched by {LAUNCHER}; {teardown}", *context.launch.notes),

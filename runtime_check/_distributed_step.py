@@ -53,22 +53,25 @@ from ckptlint.runtime_check._types import (
     Tolerance,
     VerifyError,
 )
+from ckptlint.runtime_check._compare import (
+    RunOutcome,
+    compare_attributes,
+    compare_buffers,
+    compare_gradients,
+    compare_loss,
+    compare_rng,
+)
 from ckptlint.runtime_check._verify import (
     _DTYPE_TOLERANCES,
-    _compare_attributes,
-    _compare_buffers,
-    _compare_gradients,
-    _compare_loss,
-    _compare_rng,
     _device,
     _dtype,
     _eager_module,
     _eager_stance,
     _memory_warnings,
-    _Outcome,
     _recomputation,
     _timed,
     _tolerance,
+    warm_up_failure,
 )
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import ActivationWrapper
 
@@ -234,10 +237,10 @@ def replay(
     loss = StepLoss(loss_fn)
     journal.counter = counter
 
-    def outcome(value: torch.Tensor, grads: dict[str, torch.Tensor | None]) -> _Outcome:
+    def outcome(value: torch.Tensor, grads: dict[str, torch.Tensor | None]) -> RunOutcome:
         with torch.no_grad():
             buffers = {clean_name(name): b.detach().clone() for name, b in model.named_buffers()}
-        return _Outcome(float(value), grads, buffers, attribute_fingerprints(modules), RngState.torch_states())
+        return RunOutcome(float(value), grads, buffers, attribute_fingerprints(modules), RngState.torch_states())
 
     def gathered() -> dict[str, torch.Tensor | None]:
         grads = gather_full_gradients(model)
@@ -255,13 +258,7 @@ def replay(
         except VerifyError:
             raise
         except Exception as error:
-            hint = ""
-            if str(error).startswith("Unexpected keyword arguments"):
-                hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
-            raise VerifyError(
-                f"the training step fails with checkpointing switched off, so there is nothing to compare: "
-                f"{type(error).__name__}: {first_paragraph(error)}{hint}"
-            ) from error
+            raise warm_up_failure(error) from error
 
         snapshot = ModelSnapshot(model, inputs.tensors())
         # Both runs start from the buffers as make_case left them (running statistics then
@@ -359,11 +356,11 @@ def replay(
     local_findings: list[Finding] = []
     frozen = [c for c in calls if c.implementation == "reentrant" and not c.inputs_require_grad]
     no_rng = [c for c in calls if not c.preserve_rng_state]
-    loss_comparison = _compare_loss(loss.source, baseline, checkpointed, tolerance, local_findings)
-    rng = _compare_rng(baseline, checkpointed, no_rng, local_findings)
+    loss_comparison = compare_loss(loss.source, baseline, checkpointed, tolerance, local_findings)
+    rng = compare_rng(baseline, checkpointed, no_rng, local_findings)
     modules_by_name = dict(modules)
-    buffers = _compare_buffers(baseline, checkpointed, tolerance, modules_by_name, local_findings)
-    attributes = _compare_attributes(baseline, checkpointed, modules_by_name, local_findings)
+    buffers = compare_buffers(baseline, checkpointed, tolerance, modules_by_name, local_findings)
+    attributes = compare_attributes(baseline, checkpointed, modules_by_name, local_findings)
     activations = MemoryFigure("saved_tensor_bytes", baseline_meter.held_at_backward, checkpointed_meter.held_at_backward)
     peak = None
     if baseline_peak.peak is not None and checkpointed_peak.peak is not None:
@@ -392,9 +389,9 @@ def replay(
         return result, None
 
     gradient_findings: list[Finding] = []
-    gradients = _compare_gradients(
-        _Outcome(baseline.loss, baseline_grads, {}, {}, {}),
-        _Outcome(checkpointed.loss, checkpointed_grads, {}, {}, {}),
+    gradients = compare_gradients(
+        RunOutcome(baseline.loss, baseline_grads, {}, {}, {}),
+        RunOutcome(checkpointed.loss, checkpointed_grads, {}, {}, {}),
         tolerance,
         causes,
         frozen,
@@ -432,8 +429,8 @@ def with_reference(
     """Rank 0's outcome, with both steps' gradients compared against the reference."""
     tolerance = reference_tolerance(set(gathered.dtypes), rtol, atol)
     compared = [
-        _compare_gradients(
-            _Outcome(reference.loss, reference.grads, {}, {}, {}), _Outcome(0.0, grads, {}, {}, {}), tolerance, [], [], 0, False, []
+        compare_gradients(
+            RunOutcome(reference.loss, reference.grads, {}, {}, {}), RunOutcome(0.0, grads, {}, {}, {}), tolerance, [], [], 0, False, []
         )
         for grads in (gathered.baseline, gathered.checkpointed)
     ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -44,9 +44,11 @@ class _Held:
 class SavedTensorMeter:
     """Live bytes of tensors saved for backward, over one step."""
 
-    def __init__(self, excluded_storages: set[int]) -> None:
+    def __init__(self, excluded_storages: set[int], region_of: Callable[[], tuple[int, frozenset[int]] | None] | None = None) -> None:
         self.excluded = excluded_storages
-        self._live: dict[int, list[int]] = {}  # storage pointer -> [holders, bytes]
+        self.region_of = region_of  # the checkpoint region running now (index, its input storages)
+        self.held_by_region: dict[int, int] = {}  # at backward: bytes first saved inside each region
+        self._live: dict[int, list[int]] = {}  # storage pointer -> [holders, bytes, region index or -1]
         self.alive = 0
         self.held_at_backward = 0
         self.points: list[int] = [0]
@@ -64,6 +66,11 @@ class SavedTensorMeter:
     def start_backward(self) -> None:
         self.held_at_backward = self.alive
         self.boundary = len(self.points) - 1
+        held: dict[int, int] = {}
+        for _, size, region in self._live.values():
+            if region >= 0:
+                held[region] = held.get(region, 0) + size
+        self.held_by_region = held
 
     def _pack(self, tensor: torch.Tensor) -> Any:
         try:
@@ -75,7 +82,9 @@ class SavedTensorMeter:
             return tensor
         entry = self._live.get(key)
         if entry is None:
-            self._live[key] = [1, size]
+            running = self.region_of() if self.region_of is not None else None
+            region = running[0] if running is not None and key not in running[1] else -1
+            self._live[key] = [1, size, region]
             self.alive += size
             self.points.append(self.alive)
         else:
@@ -121,8 +130,12 @@ class PeakMeter:
             from torch.profiler import ProfilerActivity, profile
 
             self._profiler = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+            # torch warns once per process, on fd 2, when a block allocated before profiling
+            # is freed during it (a script's autocast cache, for one): free one here, quietly.
+            allocated_before = [torch.empty(64)]
             with _quiet_stderr():
                 self._profiler.start()
+                allocated_before.clear()
         return self
 
     def backward_marker(self) -> contextlib.AbstractContextManager[Any]:

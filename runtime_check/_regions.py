@@ -11,9 +11,11 @@ flag or tensor-in-a-container that changed is state mutated across recompute (CK
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -42,6 +44,8 @@ class RegionCall:
     arguments: tuple[Any, ...]
     keywords: dict[str, Any]
     watched: dict[tuple[str, str], Any] = field(default_factory=dict)
+    site: str = ""  # file:line of the checkpoint call, in the user's (or the model library's) code
+    input_storages: frozenset[int] = frozenset()  # what checkpoint keeps anyway: not a saving
 
 
 class RegionRecorder:
@@ -51,6 +55,7 @@ class RegionRecorder:
         self.names = names
         self.watch = watch
         self.calls: list[RegionCall] = []
+        self.active: list[int] = []  # indices of the calls whose function is running, innermost last
 
     def record(self, implementation: str, function: Callable[..., Any], preserve_rng_state: bool, args: tuple, kwargs: dict) -> RegionCall:
         call = RegionCall(
@@ -58,22 +63,36 @@ class RegionRecorder:
             preserve_rng_state=bool(preserve_rng_state),
             inputs_require_grad=any(isinstance(a, torch.Tensor) and a.requires_grad for a in args),
             description=describe_callable(function, self.names) if self.watch else "",
-            module=self._owner_name(function) if self.watch else None,
+            module=self._owner_name(function, args) if self.watch else None,
             function=function if self.watch else None,  # type: ignore[arg-type]
             arguments=tuple(args) if self.watch else (),
             keywords=dict(kwargs) if self.watch else {},
+            site=call_site() if self.watch else "",
+            input_storages=frozenset(_storages(args)) if self.watch else frozenset(),
         )
         self.calls.append(call)
+        self.active.append(len(self.calls) - 1)
         return call
 
-    def _owner_name(self, function: Any) -> str | None:
+    def running(self) -> tuple[int, frozenset[int]] | None:
+        """The innermost region running now (its index and input storages), if any."""
+        if not self.active:
+            return None
+        index = self.active[-1]
+        return index, self.calls[index].input_storages
+
+    def _owner_name(self, function: Any, args: tuple[Any, ...] = ()) -> str | None:
         owner = _owning_module(function)
+        if owner is None and args and isinstance(args[0], torch.nn.Module) and getattr(function, "__name__", "") == "forward":
+            owner = args[0]  # checkpoint(Block.forward, block, x): the region is that block
         if owner is None:
             return None
         name = self.names.get(id(owner))
         return (name or "(model)") if name is not None else None
 
     def after_call(self, call: RegionCall) -> None:
+        if self.active:
+            self.active.pop()
         if self.watch:
             call.watched = self._watch(call)
 
@@ -166,6 +185,44 @@ class RegionRecorder:
                     if fingerprint is not None:
                         watched[("attribute", f"`{qualified}.{attribute}`")] = fingerprint
         return watched
+
+
+_NOT_A_SITE = tuple(
+    os.path.dirname(path) + os.sep
+    for path in (torch.__file__, __file__, contextlib.__file__, functools.__file__)
+)
+
+
+def call_site() -> str:
+    """Where checkpoint was called: the innermost frame outside torch, ckptlint and the
+    standard library (a model library's file, such as transformers', counts)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<") and not filename.startswith(_NOT_A_SITE):
+            try:
+                shown = os.path.relpath(filename)
+            except ValueError:
+                shown = filename
+            marker = os.sep + "site-packages" + os.sep
+            if marker in filename:
+                shown = filename.split(marker, 1)[1]  # transformers/modeling_layers.py
+            elif shown.startswith(".." + os.sep + ".."):
+                shown = os.sep.join(filename.split(os.sep)[-2:])
+            return f"{shown}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+def _storages(args: tuple[Any, ...]) -> list[int]:
+    found = []
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            try:
+                found.append(value.untyped_storage().data_ptr())
+            except (RuntimeError, NotImplementedError):
+                continue
+    return found
 
 
 def describe_callable(function: Any, names: dict[int, str]) -> str:

@@ -7,10 +7,13 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from ckptlint.runtime_check._types import SYMPTOM
+
 if TYPE_CHECKING:
-    from ckptlint.runtime_check._types import Finding, MemoryFigure, Report, Series
+    from ckptlint.runtime_check._types import Finding, MemoryFigure, Report, Series, Timing
 
 MAX_LISTED = 12
+MIN_SYMPTOMS_LISTED = 3
 
 
 def format_bytes(size: int) -> str:
@@ -121,9 +124,26 @@ def table_rows(report: "Report") -> list[tuple[str, str, str, str]]:
         label = "peak memory (CUDA)" if peak.metric.startswith("cuda") else "peak memory (CPU profiler)"
         rows.append((label, format_bytes(peak.baseline_bytes), format_bytes(peak.checkpointed_bytes), _saving(peak)))
     timing = report.time
-    if timing.checkpointed_s > 0:
-        rows.append(("step time", _seconds(timing.baseline_s), _seconds(timing.checkpointed_s), f"x{timing.overhead:.2f}"))
+    if timing.checkpointed_samples and timing.baseline_s > 0:
+        baseline_spread, checkpointed_spread = timing.spread
+        label = f"step time (median of {timing.repeats})" if timing.repeats > 1 else "step time (1 step)"
+        rows.append((label, _timed(timing.baseline_s, baseline_spread, timing), _timed(timing.checkpointed_s, checkpointed_spread, timing), overhead_text(timing)))
     return rows
+
+
+def _timed(seconds: float, spread: float, timing: "Timing") -> str:
+    return _seconds(seconds) + (f" ±{spread / 2:.0%}" if timing.repeats > 1 else "")
+
+
+def overhead_text(timing: "Timing") -> str:
+    """The overhead with its range; no ratio when the steps' noise exceeds the difference."""
+    bounds = timing.overhead_range
+    if bounds is None or timing.repeats < 2:
+        return f"x{timing.overhead:.2f} (one step each: noise unknown)"
+    span = f"x{bounds[0]:.2f}-x{bounds[1]:.2f}"
+    if not timing.resolved:
+        return f"no difference beyond the noise between steps ({span})"
+    return f"x{timing.overhead:.2f} ({span})"
 
 
 def _subject(finding: "Finding") -> str:
@@ -206,6 +226,73 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
 
 
+def region_rows(report: "Report") -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("region", "checkpoint call", "calls", "activations saved", "recompute", "saved per ms")]
+    for region in report.regions[:MAX_LISTED]:
+        per_ms = region.saved_bytes_per_ms
+        rows.append(
+            (
+                region.name,
+                region.site,
+                str(region.calls),
+                format_bytes(region.saved_bytes),
+                _seconds(region.recompute_s),
+                f"{format_bytes(int(per_ms))}/ms" if per_ms is not None else "-",
+            )
+        )
+    if len(report.regions) > MAX_LISTED:
+        rows.append((f"... and {len(report.regions) - MAX_LISTED} more (--json lists them all)", "", "", "", "", ""))
+    return rows
+
+
+def advice_lines(report: "Report") -> list[str]:
+    """Regions that cost more than they save, and the plan for --memory-budget."""
+    lines = []
+    for region in report.regions:
+        if region.costs_more_than_it_saves:
+            lines.append(
+                f"{region.name} ({region.site}) costs more than it saves: {format_bytes(region.saved_bytes)} of activations "
+                f"for {_seconds(region.recompute_s)} of recompute per step, under a quarter of the step's bytes per ms: "
+                "a candidate to stop checkpointing"
+            )
+    plan = report.budget
+    if plan is not None:
+        budget = format_bytes(plan.budget_bytes)
+        if not plan.fits:
+            lines.append(
+                f"memory budget {budget}: does not fit even with every region checkpointed ({format_bytes(plan.held_bytes)} "
+                "held); checkpoint more of the model, or lower the batch"
+            )
+        elif not plan.checkpoint:
+            lines.append(f"memory budget {budget}: fits without checkpointing ({format_bytes(plan.held_bytes)} held)")
+        else:
+            skipped = [r.name for r in report.regions if r.name not in plan.checkpoint and r.saved_bytes > 0]
+            lines.append(
+                f"memory budget {budget}: checkpoint {', '.join(plan.checkpoint)} ({format_bytes(plan.held_bytes)} held, "
+                f"{_seconds(plan.recompute_s)} of recompute per step, {plan.method})"
+                + (f"; {', '.join(skipped)} need not be checkpointed" if skipped else "")
+            )
+    return lines
+
+
+def finding_lines(findings: "tuple[Finding, ...]") -> list[str]:
+    """Every cause, error and warning; symptoms (gradient differences) only up to MAX_LISTED
+    lines in all, with a count of the rest, so a cause is never cut off."""
+    room = max(MAX_LISTED - sum(f.role != SYMPTOM for f in findings), MIN_SYMPTOMS_LISTED)
+    symptoms = [f for f in findings if f.role == SYMPTOM]
+    lines = []
+    for finding in findings:
+        if finding.role == SYMPTOM and symptoms.index(finding) >= room:
+            continue
+        explained = f" (explained by {finding.explained_by})" if finding.explained_by else ""
+        lines.append(
+            f"  {finding.severity:<7}  {finding.role or '':<7}  {finding.code or '-':<7}  {_subject(finding)}: {finding.message}{explained}"
+        )
+        if finding.role == SYMPTOM and symptoms.index(finding) == room - 1 and len(symptoms) > room:
+            lines.append(f"  ... and {len(symptoms) - room} more difference(s) of the same kind (--json lists them all)")
+    return lines
+
+
 def render_text(report: "Report") -> str:
     lines = [headline(report)]
     lines.append(
@@ -224,11 +311,17 @@ def render_text(report: "Report") -> str:
         lines.extend(f"  {line}" for line in distributed_lines(report))
     if report.findings:
         lines.append("")
-        lines.append("findings:")
-        for finding in report.findings[:MAX_LISTED]:
-            lines.append(f"  {finding.severity:<7}  {finding.code or '-':<7}  {_subject(finding)}: {finding.message}")
-        if len(report.findings) > MAX_LISTED:
-            lines.append(f"  ... and {len(report.findings) - MAX_LISTED} more (--json lists them all)")
+        lines.append("findings (causes first, then the differences they explain):" if report.causes else "findings:")
+        lines.extend(finding_lines(report.findings))
+    if report.regions:
+        lines.append("")
+        lines.append("regions (what checkpointing each saves and costs; best return first):")
+        lines.extend(_aligned(region_rows(report)))
+    advice = advice_lines(report)
+    if advice:
+        lines.append("")
+        lines.append("advice:")
+        lines.extend(f"  - {line}" for line in advice)
     if report.notes:
         lines.append("")
         lines.append("notes:")
@@ -246,7 +339,8 @@ h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
 .verdict{font-size:1.3em;font-weight:600;padding:.5em .8em;border-radius:6px;display:inline-block}
 .pass{background:#e3f5e1;color:#1b5e20}.fail{background:#fde2e1;color:#b71c1c}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left;vertical-align:top;font-size:.92em}
-th{background:#f5f5f5}.error{color:#b71c1c;font-weight:600}.warning{color:#8a6d00;font-weight:600}
+th{background:#f5f5f5}.cause{border-left:5px solid #b71c1c;background:#fff5f4;padding:.2em 1em;margin:1em 0}
+.cause h2{margin-top:.4em}.error{color:#b71c1c;font-weight:600}.warning{color:#8a6d00;font-weight:600}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.95em}.muted{color:#666}
 svg text{font-family:system-ui,Helvetica,Arial,sans-serif;font-size:11px;fill:#333}
 """
@@ -265,9 +359,14 @@ def render_html(report: "Report") -> str:
         f'<p class="verdict {e(report.verdict)}">{e(headline(report))}</p>',
         f'<p class="muted">model <code>{e(report.model)}</code> on {e(report.device)} ({e(report.dtype)}); '
         f"tolerance: {e(report.tolerance.source)}; verified in {report.duration_s:.2f} s</p>",
-        "<h2>Summary</h2>",
-        _html_table(table_rows(report)),
     ]
+    if report.causes:
+        parts.append('<div class="cause"><h2>Cause</h2><ul>')
+        parts.extend(
+            f"<li><strong>{e(f.code or 'no rule')}</strong> <code>{e(_subject(f))}</code>: {e(f.message)}</li>" for f in report.causes
+        )
+        parts.append("</ul></div>")
+    parts += ["<h2>Summary</h2>", _html_table(table_rows(report))]
     if report.distributed is not None:
         parts.append("<h2>Distributed</h2>")
         collectives = collective_rows(report)
@@ -275,8 +374,8 @@ def render_html(report: "Report") -> str:
             parts.append(_html_table(collectives))
         parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in distributed_lines(report)) + "</ul>")
     if report.findings:
-        rows = [("severity", "code", "subject", "message")] + [
-            (f.severity, f.code or "", _subject(f), f.message) for f in report.findings
+        rows = [("severity", "role", "code", "subject", "message", "explained by")] + [
+            (f.severity, f.role or "", f.code or "", _subject(f), f.message, f.explained_by or "") for f in report.findings
         ]
         parts += ["<h2>Findings</h2>", _html_table(rows, severity_column=0)]
     if report.gradients.mismatched:
@@ -321,6 +420,17 @@ def render_html(report: "Report") -> str:
                 "transients, gradients. Its maximum is the peak in the summary.</p>"
             )
             parts.append(_chart(live))
+    if report.regions:
+        parts.append("<h2>Where checkpointing pays: per region</h2>")
+        parts.append(
+            '<p class="muted">Activation bytes checkpointing each region saves (held from forward to backward without '
+            "it), and the time its recomputation costs in backward; best return first.</p>"
+        )
+        parts.append(_region_chart(report))
+        parts.append(_html_table(region_rows(report)))
+    advice = advice_lines(report)
+    if advice:
+        parts.append("<h2>Advice</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in advice) + "</ul>")
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
     parts.append("</body></html>")
@@ -407,6 +517,36 @@ def _chart(series: list["Series"]) -> str:
         out.append(
             f'<rect x="{legend_x}" y="{height - 14}" width="14" height="4" fill="{color}"/>'
             f'<text x="{legend_x + 20}" y="{height - 9}">{html.escape(item.label)} (max {html.escape(format_bytes(peak))})</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _region_chart(report: "Report") -> str:
+    """Two bars per region: bytes saved (left, blue) and recompute time (right, orange)."""
+    regions = report.regions[:MAX_LISTED]
+    row, label_w, bar_w = 22, 230, 250
+    width, height = label_w + 2 * bar_w + 40, 30 + row * len(regions)
+    most_bytes = max((r.saved_bytes for r in regions), default=0) or 1
+    most_time = max((r.recompute_s for r in regions), default=0.0) or 1.0
+    e = html.escape
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="activation bytes saved and recompute time per checkpointed region">',
+        f'<text x="{label_w}" y="14">activations saved</text>',
+        f'<text x="{label_w + bar_w + 20}" y="14">recompute time</text>',
+    ]
+    for index, region in enumerate(regions):
+        y = 22 + index * row
+        saved = max(region.saved_bytes, 0) / most_bytes * (bar_w - 70)
+        spent = region.recompute_s / most_time * (bar_w - 70)
+        color = "#d62728" if region.costs_more_than_it_saves else "#1f77b4"
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">{e(region.name[:34])}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{saved:.1f}" height="14" fill="{color}"/>'
+            f'<text x="{label_w + saved + 4:.1f}" y="{y + 12}">{e(format_bytes(region.saved_bytes))}</text>'
+            f'<rect x="{label_w + bar_w + 20}" y="{y}" width="{spent:.1f}" height="14" fill="#ff7f0e"/>'
+            f'<text x="{label_w + bar_w + 24 + spent:.1f}" y="{y + 12}">{e(_seconds(region.recompute_s))}</text>'
         )
     out.append("</svg>")
     return "\n".join(out)

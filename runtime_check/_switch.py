@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from typing import Any, Callable, Iterator
 
 import torch
@@ -28,6 +29,9 @@ import torch.utils.checkpoint as torch_checkpoint
 from ckptlint.runtime_check._regions import RegionRecorder
 
 _COMPOSABLE = "torch.distributed._composable.checkpoint_activation"
+# Script mode: whether a checkpoint call of this function belongs to the step (and, for a
+# call made before the step's first module forward, the step starts there).
+Gate = Callable[[Callable[..., Any], tuple[Any, ...]], bool]
 _GENERATOR = "_checkpoint_without_reentrant_generator"
 
 
@@ -72,11 +76,14 @@ def _replaced(apply: Callable[[type], Callable[..., Any]], generator: Callable[[
             setattr(composable, _GENERATOR, real_generator)
 
 
-def checkpointing_disabled(recorder: RegionRecorder) -> contextlib.AbstractContextManager[None]:
-    """Run every checkpointed region as a plain call; report each call to `recorder`."""
+def checkpointing_disabled(recorder: RegionRecorder, gate: Gate | None = None) -> contextlib.AbstractContextManager[None]:
+    """Run every checkpointed region as a plain call; report each call to `recorder` (only
+    the calls `gate(function, args)` admits to the step, when there is a gate)."""
 
     def apply(_real: type) -> Callable[..., Any]:
         def call_directly(function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
+            if gate is not None and not gate(function, args):
+                return function(*args)
             call = recorder.record("reentrant", function, preserve_rng_state, args, {})
             output = function(*args)
             recorder.after_call(call)
@@ -95,6 +102,9 @@ def checkpointing_disabled(recorder: RegionRecorder) -> contextlib.AbstractConte
             *args: Any,
             **kwargs: Any,
         ) -> Iterator[None]:
+            if gate is not None and not gate(fn, args):
+                yield
+                return
             call = recorder.record("non-reentrant", fn, preserve_rng_state, args, kwargs)
             forward_context: Any = contextlib.nullcontext()
             if context_fn is not torch_checkpoint.noop_context_fn and not debug:
@@ -114,26 +124,58 @@ def checkpointing_disabled(recorder: RegionRecorder) -> contextlib.AbstractConte
 
 
 class RegionRecomputes:
-    """Counts calls of checkpointed functions made inside backward (the configured run)."""
+    """Counts calls of checkpointed functions made inside backward (the configured run), and
+    times each: `seconds[i]` is what recomputing the step's i-th checkpoint call took (on
+    CUDA measured by CUDA events, read once the step is over)."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: torch.device | None = None) -> None:
         self.count = 0
         self.reentrant_without_grad_inputs = 0  # their output needs no grad: never recomputed
+        self.cuda = device is not None and device.type == "cuda"
+        self._spans: list[tuple[int, Any, Any]] = []
+        self._wrapped = 0
 
     def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        index = self._wrapped
+        self._wrapped += 1
+
         def recomputable(*args: Any, **kwargs: Any) -> Any:
-            if _in_backward():
-                self.count += 1
-            return function(*args, **kwargs)
+            if not _in_backward():
+                return function(*args, **kwargs)
+            self.count += 1
+            started = self._mark()
+            try:
+                return function(*args, **kwargs)
+            finally:  # non-reentrant recomputation may stop early by raising
+                self._spans.append((index, started, self._mark()))
 
         return recomputable
 
+    def _mark(self) -> Any:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
 
-def checkpointing_counted(recomputes: RegionRecomputes) -> contextlib.AbstractContextManager[None]:
-    """Checkpointing as configured, with each region's function counted when recomputed."""
+    def seconds(self) -> dict[int, float]:
+        if self.cuda and self._spans:
+            torch.cuda.synchronize()
+        found: dict[int, float] = {}
+        for index, started, ended in self._spans:
+            spent = started.elapsed_time(ended) / 1000.0 if self.cuda else ended - started
+            found[index] = found.get(index, 0.0) + spent
+        return found
+
+
+def checkpointing_counted(recomputes: RegionRecomputes, gate: Gate | None = None) -> contextlib.AbstractContextManager[None]:
+    """Checkpointing as configured, with each region's function counted when recomputed
+    (only the calls `gate(function, args)` admits to the step, when there is a gate)."""
 
     def apply(real: type) -> Callable[..., Any]:
         def counted_apply(function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
+            if gate is not None and not gate(function, args):
+                return real.apply(function, preserve_rng_state, *args)
             if torch.is_grad_enabled() and not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
                 recomputes.reentrant_without_grad_inputs += 1
             return real.apply(recomputes.wrap(function), preserve_rng_state, *args)
@@ -142,6 +184,8 @@ def checkpointing_counted(recomputes: RegionRecomputes) -> contextlib.AbstractCo
 
     def generator(real: Callable[..., Any]) -> Callable[..., Any]:
         def counted_generator(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[None]:
+            if gate is not None and not gate(fn, args):
+                return (yield from real(fn, *args, **kwargs))
             return (yield from real(recomputes.wrap(fn), *args, **kwargs))
 
         return counted_generator

@@ -1,25 +1,23 @@
 """What `ckptlint verify` can be pointed at: `file.py:make_case`, or an unmodified script.
 
-Script mode runs the script as `__main__` (its arguments in `sys.argv`, its directory first
-on `sys.path`) with `torch.nn.Module.__call__` wrapped: the first call of a top-level module
-(no other module forward running) that has trainable parameters, in training mode, with grad
-enabled, is the training step. The wrapper raises a private BaseException before that
-forward runs, which stops the script (`except Exception:` in the script does not catch it)
-and leaves parameters, buffers and RNG exactly as they were before the call.
+Script mode (`verify_script`) verifies the script's own step, loss included: see `_script`.
+
+Distributed script mode (`--nproc`, through `_rank`) still captures the first training
+forward of a top-level module and replays the model on it: `_run_until_training_step`
+runs the script as `__main__` with `torch.nn.Module.__call__` wrapped, and the wrapper
+raises a private BaseException before that forward runs, which stops the script and leaves
+parameters, buffers and RNG exactly as they were before the call.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import importlib.util
 import os
 import runpy
-import signal
 import sys
 import threading
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,8 @@ import torch
 
 from ckptlint.runtime_check._step import StepInputs
 from ckptlint.runtime_check._types import NoTrainingStep, Report, VerifyError
-from ckptlint.runtime_check._verify import verify_step
+from ckptlint.runtime_check._script import ScriptStep, ScriptTimedOut, _deadline, _trainable, _where, early_end
+from ckptlint.runtime_check._verify import verify_replay, verify_step
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -108,14 +107,6 @@ def _import_file(path: Path) -> Any:
     return module
 
 
-def _where(error: BaseException) -> str:
-    frames = traceback.extract_tb(error.__traceback__)
-    if not frames:
-        return ""
-    last = frames[-1]
-    return f" (at {os.path.relpath(last.filename) if os.path.isabs(last.filename) else last.filename}:{last.lineno})"
-
-
 @contextlib.contextmanager
 def _importable_from(directory: Path) -> Iterator[None]:
     saved = list(sys.path)
@@ -148,10 +139,6 @@ def _autocast_state() -> tuple[tuple[str, torch.dtype], ...]:
     return tuple(active)
 
 
-class _ScriptTimedOut(BaseException):
-    pass
-
-
 def verify_script(
     path: str | os.PathLike[str],
     args: tuple[str, ...] | list[str] = (),
@@ -160,26 +147,15 @@ def verify_script(
     label: str | None = None,
     **options: Any,
 ) -> Report:
-    """Run an unmodified training script until its first training step, then verify that step."""
+    """Run an unmodified training script up to its first training step, and verify that
+    step: from its first training forward to the backward() after it (see `_script`)."""
     path = Path(path)
     label = label or str(path)
     if not path.is_file():
         raise VerifyError(f"target not found: {path}")
-    resolved = path.resolve()
-    saved_argv, saved_path = list(sys.argv), list(sys.path)
-    sys.argv = [str(path), *args]
-    sys.path.insert(0, str(resolved.parent))
-    try:
-        captured = _run_until_training_step(resolved, label, timeout)
-        module, inputs = captured.module, StepInputs(tuple(captured.args), dict(captured.kwargs))
-        captured.__traceback__ = None
-        notes = [f"script mode: captured the first training-mode forward of {type(module).__name__} in {path.name}"]
-        for device_type, dtype in captured.autocast:
-            notes.append(f"replayed under torch.autocast({device_type!r}, dtype={dtype}), as the script ran it")
-        return verify_step(module, inputs, None, target=label, notes=tuple(notes), autocast=captured.autocast, **options)
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
+    notes: list[str] = []
+    step = ScriptStep(path, label, tuple(args), timeout, notes)
+    return verify_replay(step, target=label, notes=notes, **options)
 
 
 def _run_until_training_step(path: Path, label: str, timeout: float | None) -> _StepCaptured:
@@ -191,20 +167,12 @@ def _run_until_training_step(path: Path, label: str, timeout: float | None) -> _
             runpy.run_path(str(path), run_name="__main__")
     except _StepCaptured as captured:
         return captured
-    except _ScriptTimedOut:
-        failure = f"{label} ran for {timeout:g} s (--timeout) without {what}; nothing to verify"
-    except SystemExit as exit:
-        if exit.code not in (None, 0):
-            failure = f"{label} exited with status {exit.code} before {what}; nothing to verify"
-    except Exception as error:
-        failure = f"{label} raised {type(error).__name__}: {error}{_where(error)} before {what}; nothing to verify"
+    except (ScriptTimedOut, SystemExit, Exception) as ending:
+        failure = early_end(label, timeout, ending, what)
+        failure = failure and failure + "; nothing to verify"
     if first:  # the script caught the capture (a bare `except:`) and went on; the step is still ours
         return first[0]
     raise NoTrainingStep(failure or f"{label} finished without training: it never ran {what}, so there is no step to verify")
-
-
-def _trainable(module: torch.nn.Module) -> bool:
-    return any(p.requires_grad for p in module.parameters())
 
 
 @contextlib.contextmanager
@@ -231,40 +199,3 @@ def _capture_first_training_forward(first: list[_StepCaptured]) -> Iterator[None
         yield
     finally:
         torch.nn.Module.__call__ = original  # type: ignore[method-assign]
-
-
-@contextlib.contextmanager
-def _deadline(timeout: float | None) -> Iterator[None]:
-    """Raise _ScriptTimedOut in this thread after `timeout` seconds."""
-    if not timeout or timeout <= 0:
-        yield
-        return
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-
-        def on_alarm(signum: int, frame: Any) -> None:
-            raise _ScriptTimedOut()
-
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-        return
-    # Elsewhere (a worker thread): an asynchronous exception, checked between bytecodes.
-    thread_id = threading.get_ident()
-    done = threading.Event()
-
-    def interrupt() -> None:
-        if not done.is_set():
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(_ScriptTimedOut))
-
-    timer = threading.Timer(timeout, interrupt)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        done.set()
-        timer.cancel()

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 PASS, FAIL = "pass", "fail"
 ERROR, WARNING = "error", "warning"
+# A cause explains a failure (RNG not preserved, a closure rebound, state changed twice, no
+# input grads); a symptom is a difference it explains (a gradient, the loss, a raised step).
+CAUSE, SYMPTOM = "cause", "symptom"
 
 
 class VerifyError(Exception):
@@ -27,7 +31,9 @@ class Finding:
     """One thing that differs (error) or deserves attention (warning).
 
     `subject` names the parameter, buffer, module or attribute concerned; `code` is the
-    static rule the failure corresponds to, when one does.
+    static rule the failure corresponds to, when one does. `role`: CAUSE, SYMPTOM or None
+    (warnings, and failures that are neither); `explained_by` names the cause of a symptom
+    (`CKPT033 rng`), filled in by `_ranking.rank_findings`.
     """
 
     severity: str
@@ -35,9 +41,23 @@ class Finding:
     subject: str
     message: str
     rank: int | None = None  # distributed runs: the rank it was seen on (None: all, or gathered)
+    role: str | None = None
+    explained_by: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How a symptom refers to this finding: its code and subject."""
+        return f"{self.code} {self.subject}" if self.code else self.subject
 
     def to_dict(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {"severity": self.severity, "code": self.code, "subject": self.subject, "message": self.message}
+        payload: dict[str, Any] = {
+            "severity": self.severity,
+            "code": self.code,
+            "subject": self.subject,
+            "message": self.message,
+            "role": self.role,
+            "explained_by": self.explained_by,
+        }
         if self.rank is not None:
             payload["rank"] = self.rank
         return payload
@@ -191,21 +211,86 @@ class MemoryReport:
 
 @dataclass(frozen=True)
 class Timing:
-    baseline_s: float
-    checkpointed_s: float
-    repeats: int
+    """Step times in seconds, one sample per timed step, taken in pairs (without, then with
+    checkpointing) so that both steps of a pair see the same load on the machine.
+
+    `baseline_s` / `checkpointed_s` are medians; the overhead is the median of the pairs'
+    ratios, its range their interquartile range. When that range holds 1.0, the noise
+    between steps exceeds the difference (`resolved` False) and no ratio is claimed.
+    """
+
+    baseline_samples: tuple[float, ...]
+    checkpointed_samples: tuple[float, ...]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.baseline_samples)
+
+    @property
+    def baseline_s(self) -> float:
+        return _median(self.baseline_samples)
+
+    @property
+    def checkpointed_s(self) -> float:
+        return _median(self.checkpointed_samples)
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        return tuple(c / b for b, c in zip(self.baseline_samples, self.checkpointed_samples) if b > 0)
 
     @property
     def overhead(self) -> float:
-        return self.checkpointed_s / self.baseline_s if self.baseline_s > 0 else math.inf
+        return _median(self.ratios) if self.ratios else math.inf
+
+    @property
+    def overhead_range(self) -> tuple[float, float] | None:
+        return _quartiles(self.ratios) if self.ratios else None
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the difference between the two kinds of step stands out of their noise."""
+        bounds = self.overhead_range
+        return bounds is not None and not bounds[0] <= 1.0 <= bounds[1]
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """Each kind's interquartile range relative to its median: the noise between steps."""
+        return _relative_spread(self.baseline_samples), _relative_spread(self.checkpointed_samples)
 
     def to_dict(self) -> dict[str, Any]:
+        bounds = self.overhead_range
+        baseline_spread, checkpointed_spread = self.spread
         return {
             "baseline_s": round(self.baseline_s, 6),
             "checkpointed_s": round(self.checkpointed_s, 6),
             "overhead": _number(round(self.overhead, 4) if math.isfinite(self.overhead) else self.overhead),
+            "overhead_range": [round(bounds[0], 4), round(bounds[1], 4)] if bounds is not None else None,
+            "resolved": self.resolved,
+            "spread": {"baseline": round(baseline_spread, 4), "checkpointed": round(checkpointed_spread, 4)},
             "repeats": self.repeats,
+            "samples": {
+                "baseline": [round(t, 6) for t in self.baseline_samples],
+                "checkpointed": [round(t, 6) for t in self.checkpointed_samples],
+            },
         }
+
+
+def _median(samples: tuple[float, ...]) -> float:
+    return statistics.median(samples) if samples else 0.0
+
+
+def _quartiles(samples: tuple[float, ...]) -> tuple[float, float]:
+    if len(samples) < 2:
+        return samples[0], samples[0]
+    low, _, high = statistics.quantiles(samples, n=4, method="inclusive")
+    return low, high
+
+
+def _relative_spread(samples: tuple[float, ...]) -> float:
+    if not samples or _median(samples) <= 0:
+        return 0.0
+    low, high = _quartiles(samples)
+    return (high - low) / _median(samples)
 
 
 @dataclass(frozen=True)
@@ -403,6 +488,8 @@ class Report:
     duration_s: float = 0.0
     timelines: Timelines | None = field(default=None, compare=False, repr=False)
     distributed: DistributedReport | None = None  # set by `--nproc N` runs only
+    regions: tuple["RegionCost", ...] = ()  # best bytes saved per ms of recompute first
+    budget: "BudgetPlan | None" = None  # set when a memory budget was given
 
     @property
     def passed(self) -> bool:
@@ -415,6 +502,10 @@ class Report:
     @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity == ERROR)
+
+    @property
+    def causes(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.role == CAUSE)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
@@ -437,6 +528,8 @@ class Report:
             "time": self.time.to_dict(),
             "recomputation": self.recomputation.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
+            "regions": [r.to_dict() for r in self.regions],
+            **({"budget": self.budget.to_dict()} if self.budget is not None else {}),
             "notes": list(self.notes),
             "duration_s": round(self.duration_s, 3),
             **({"distributed": self.distributed.to_dict()} if self.distributed is not None else {}),
@@ -463,3 +556,59 @@ def _number(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return value
+
+
+# --- where checkpointing pays: the per-region profile ----------------------------------------
+
+
+@dataclass(frozen=True)
+class RegionCost:
+    """One checkpointed region (the checkpoint calls of one module or function from one call
+    site) as measured in the step: the activation bytes checkpointing it saves, the time its
+    recomputation in backward costs (median over the checkpointed steps)."""
+
+    name: str  # module path ('blocks.3') or function ('chunk_loss (train.py:36)')
+    site: str  # file:line of the checkpoint call
+    calls: int
+    saved_bytes: int
+    recompute_s: float
+    costs_more_than_it_saves: bool = False
+
+    @property
+    def saved_bytes_per_ms(self) -> float | None:
+        return self.saved_bytes / (self.recompute_s * 1000) if self.recompute_s > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        per_ms = self.saved_bytes_per_ms
+        return {
+            "name": self.name,
+            "site": self.site,
+            "calls": self.calls,
+            "saved_bytes": self.saved_bytes,
+            "recompute_s": round(self.recompute_s, 6),
+            "saved_bytes_per_ms": round(per_ms, 1) if per_ms is not None else None,
+            "costs_more_than_it_saves": self.costs_more_than_it_saves,
+        }
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """`--memory-budget`: the regions to checkpoint so that the activations held between
+    forward and backward fit `budget_bytes`, at the least recompute time."""
+
+    budget_bytes: int
+    fits: bool
+    checkpoint: tuple[str, ...]  # region names, in profile order
+    held_bytes: int  # activations held with exactly those regions checkpointed
+    recompute_s: float
+    method: str  # "exact" (every subset) or "greedy" (by bytes saved per ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "budget_bytes": self.budget_bytes,
+            "fits": self.fits,
+            "checkpoint": list(self.checkpoint),
+            "held_bytes": self.held_bytes,
+            "recompute_s": round(self.recompute_s, 6),
+            "method": self.method,
+        }

@@ -10,20 +10,29 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
 
+from ckptlint.runtime_check._compare import (
+    STATE_CODES,
+    RunOutcome,
+    compare_attributes,
+    compare_buffers,
+    compare_gradients,
+    compare_loss,
+    compare_rng,
+)
 from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
+from ckptlint.runtime_check._profile import budget_plan, region_costs
+from ckptlint.runtime_check._ranking import rank_findings
 from ckptlint.runtime_check._render import format_bytes
 from ckptlint.runtime_check._regions import Cause, RegionCall, RegionRecorder
-from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints, render_plain
-from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
+from ckptlint.runtime_check._replay import ModelStep, ReplayableStep, StepWatch
+from ckptlint.runtime_check._step import StepInputs, StepLoss
 from ckptlint.runtime_check._switch import (
     ModuleRecomputes,
     RegionRecomputes,
@@ -31,6 +40,7 @@ from ckptlint.runtime_check._switch import (
     checkpointing_disabled,
 )
 from ckptlint.runtime_check._types import (
+    CAUSE,
     ERROR,
     FAIL,
     PASS,
@@ -46,15 +56,22 @@ from ckptlint.runtime_check._types import (
     Recomputation,
     Report,
     RngComparison,
+    SYMPTOM,
     Series,
-    TensorMismatch,
     Timelines,
     Timing,
     Tolerance,
     VerifyError,
 )
 
+NO_CHECKPOINT_CALL = (
+    "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
+    "nothing, so there is nothing to verify (checkpoint implementations that bypass "
+    "torch.utils.checkpoint, such as DeepSpeed's, are not seen)"
+)
 LOW_SAVING = 0.10
+PEAK_RISE = 0.05
+DEFAULT_REPEAT = 5
 
 # torch.testing's defaults, for everything that is not float32/float64 on CPU.
 _DTYPE_TOLERANCES = {
@@ -72,9 +89,10 @@ def verify(
     *,
     rtol: float | None = None,
     atol: float | None = None,
-    repeat: int = 2,
+    repeat: int = DEFAULT_REPEAT,
     measure_peak: bool = True,
     target: str | None = None,
+    memory_budget: int | None = None,
 ) -> Report:
     """Replay one training step of `model` on `inputs` with and without checkpointing.
 
@@ -83,6 +101,8 @@ def verify(
     present, else a fixed random projection of every floating output. `rtol`/`atol` replace
     the dtype-derived tolerance (exact for float32/float64 on CPU). `repeat`: timed steps of
     each kind. `measure_peak`: also measure the peak (CPU: one profiled step of each kind).
+    `memory_budget`: bytes of activations the step may hold; the report's `budget` names the
+    regions to checkpoint to fit it at the least recompute time.
 
     Returns a `Report` (verdict "pass" or "fail"); raises `VerifyError` when the step cannot
     be verified, `NoCheckpointingFound` when it recomputes nothing. The model, its gradients
@@ -97,18 +117,8 @@ def verify(
         repeat=repeat,
         measure_peak=measure_peak,
         target=target,
+        memory_budget=memory_budget,
     )
-
-
-@dataclass
-class _Outcome:
-    """What one run left behind."""
-
-    loss: float
-    grads: dict[str, torch.Tensor | None]
-    buffers: dict[str, torch.Tensor]
-    attributes: dict[tuple[str, str], tuple]
-    rng: dict[str, torch.Tensor]
 
 
 def verify_step(
@@ -118,126 +128,117 @@ def verify_step(
     *,
     rtol: float | None = None,
     atol: float | None = None,
-    repeat: int = 2,
+    repeat: int = DEFAULT_REPEAT,
     measure_peak: bool = True,
     target: str | None = None,
     notes: tuple[str, ...] = (),
     autocast: tuple[tuple[str, torch.dtype], ...] = (),
+    memory_budget: int | None = None,
 ) -> Report:
     """`verify` for inputs already split into positional and keyword arguments; `autocast`
-    replays the forward under `torch.autocast` (script mode, when the script used it)."""
-    started = time.perf_counter()
+    replays the forward under `torch.autocast`."""
     notes_list = list(notes)
     if not isinstance(model, torch.nn.Module):
         raise VerifyError(f"`model` must be a torch.nn.Module, not {type(model).__name__}")
     model = _eager_module(model, notes_list)
+    if not any(p.requires_grad for p in model.parameters()):
+        raise VerifyError("the model has no parameter that requires grad: there is no training step to verify")
+    step = ModelStep(model, inputs.detached(), StepLoss(loss_fn), autocast, lambda: _eager_stance(model, notes_list))
+    return verify_replay(
+        step, rtol=rtol, atol=atol, repeat=repeat, measure_peak=measure_peak, target=target, notes=notes_list, memory_budget=memory_budget
+    )
+
+
+def verify_replay(
+    step: ReplayableStep,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    repeat: int = DEFAULT_REPEAT,
+    measure_peak: bool = True,
+    target: str | None = None,
+    notes: list[str] | None = None,
+    memory_budget: int | None = None,
+) -> Report:
+    """Run `step` without checkpointing (a warm-up, then measured), as configured
+    (measured), then `repeat` timed runs of each, interleaved; compare. `notes` may grow
+    while the step runs (the step's session adds what it learns)."""
+    started = time.perf_counter()
+    notes_list = notes if notes is not None else []
     if repeat < 1:
         raise VerifyError("repeat must be at least 1")
-    parameters = list(model.named_parameters())
-    if not any(p.requires_grad for _, p in parameters):
-        raise VerifyError("the model has no parameter that requires grad: there is no training step to verify")
-    inputs = inputs.detached()
-    names = {id(module): name for name, module in model.named_modules()}
-    modules = list(model.named_modules())
-    device = _device(parameters, inputs)
-    dtype = _dtype(parameters)
-    tolerance = _tolerance(device, dtype, rtol, atol)
-    loss = StepLoss(loss_fn)
-    leaves = inputs.named_leaves()
-    snapshot = ModelSnapshot(model, inputs.tensors())
+    with step.session():
+        # Warm-up (lazy initialisation, allocator, the loss projection), checkpointing off.
+        try:
+            step.run(checkpointing_disabled(RegionRecorder(step.names, watch=False), step.checkpoint_gate))
+        except VerifyError:
+            raise
+        except Exception as error:
+            raise warm_up_failure(error) from error
+        assert step.model is not None
+        parameters = list(step.model.named_parameters())
+        device, dtype = _device(parameters), _dtype(parameters)
+        tolerance = _tolerance(device, dtype, rtol, atol)
 
-    def outcome(value: torch.Tensor) -> _Outcome:
-        grads: dict[str, torch.Tensor | None] = {name: p.grad for name, p in parameters if p.requires_grad}
-        grads.update({name: t.grad for name, t in leaves})
-        with torch.no_grad():
-            buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
-        return _Outcome(float(value), grads, buffers, attribute_fingerprints(modules), RngState.torch_states())
+        gc.collect(1)  # young garbage freed mid-step would blur the profiler's figures
+        recorder = RegionRecorder(step.names)
+        causes: list[Cause] = []
+        baseline_meter, baseline_peak = SavedTensorMeter(step.excluded, recorder.running), PeakMeter(device, measure_peak)
+        baseline_recomputes = ModuleRecomputes()
 
-    try:
-        with _eager_stance(model, notes_list):
-            # Warm-up (lazy initialisation, allocator, the loss projection), checkpointing off.
-            snapshot.prepare_run()
-            try:
-                with checkpointing_disabled(RegionRecorder(names, watch=False)):
-                    run_step(model, inputs, loss, autocast=autocast)
-            except VerifyError:
-                raise
-            except Exception as error:
-                hint = ""
-                if str(error).startswith("Unexpected keyword arguments"):
-                    hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
-                raise VerifyError(
-                    f"the training step fails with checkpointing switched off, so there is nothing to compare: "
-                    f"{type(error).__name__}: {_first_paragraph(error)}{hint}"
-                ) from error
+        def before_backward() -> None:
+            causes.extend(recorder.causes())
+            recorder.release()
+            baseline_meter.start_backward()
 
-            excluded = snapshot.storage_pointers()
-            gc.collect(1)  # young garbage freed mid-step would blur the profiler's figures
-            snapshot.prepare_run()
-            recorder = RegionRecorder(names)
-            causes: list[Cause] = []
-            baseline_meter, baseline_peak = SavedTensorMeter(excluded), PeakMeter(device, measure_peak)
-            baseline_recomputes = ModuleRecomputes()
+        try:
+            baseline = step.run(
+                checkpointing_disabled(recorder, step.checkpoint_gate),
+                StepWatch((baseline_recomputes, baseline_peak, baseline_meter), before_backward, baseline_peak.backward_marker),
+            )
+        except VerifyError:
+            raise
+        except Exception as error:
+            raise VerifyError(
+                f"the training step without checkpointing fails while measured: {type(error).__name__}: "
+                f"{_first_paragraph(error)}"
+            ) from error
+        calls = list(recorder.calls)
+        if not calls and not baseline_recomputes.count:  # nothing to switch off: stop before timing anything
+            raise NoCheckpointingFound(NO_CHECKPOINT_CALL)
 
-            def before_backward() -> None:
-                causes.extend(recorder.causes())
-                recorder.release()
-                baseline_meter.start_backward()
+        gc.collect(1)
+        region_recomputes = RegionRecomputes(device)
+        checkpointed_meter, checkpointed_peak = SavedTensorMeter(step.excluded), PeakMeter(device, measure_peak)
+        checkpointed_recomputes = ModuleRecomputes()
+        checkpointed: RunOutcome | None = None
+        checkpointed_error: Exception | None = None
+        try:
+            checkpointed = step.run(
+                checkpointing_counted(region_recomputes, step.checkpoint_gate),
+                StepWatch(
+                    (checkpointed_recomputes, checkpointed_peak, checkpointed_meter),
+                    checkpointed_meter.start_backward,
+                    checkpointed_peak.backward_marker,
+                ),
+            )
+        except VerifyError:
+            raise
+        except Exception as error:  # the failure is the finding
+            checkpointed_error = error
 
-            try:
-                with checkpointing_disabled(recorder), baseline_recomputes, baseline_peak, baseline_meter:
-                    baseline_loss = run_step(
-                        model,
-                        inputs,
-                        loss,
-                        on_backward=before_backward,
-                        backward_context=baseline_peak.backward_marker(),
-                        autocast=autocast,
-                    )
-            except Exception as error:
-                raise VerifyError(
-                    f"the training step without checkpointing fails while measured: {type(error).__name__}: "
-                    f"{_first_paragraph(error)}"
-                ) from error
-            baseline = outcome(baseline_loss)
-            calls = list(recorder.calls)
-
-            gc.collect(1)
-            snapshot.prepare_run()
-            region_recomputes = RegionRecomputes()
-            checkpointed_meter, checkpointed_peak = SavedTensorMeter(excluded), PeakMeter(device, measure_peak)
-            checkpointed_recomputes = ModuleRecomputes()
-            checkpointed: _Outcome | None = None
-            checkpointed_error: Exception | None = None
-            try:
-                with (
-                    checkpointing_counted(region_recomputes),
-                    checkpointed_recomputes,
-                    checkpointed_peak,
-                    checkpointed_meter,
-                ):
-                    checkpointed_loss = run_step(
-                        model,
-                        inputs,
-                        loss,
-                        on_backward=checkpointed_meter.start_backward,
-                        backward_context=checkpointed_peak.backward_marker(),
-                        autocast=autocast,
-                    )
-                checkpointed = outcome(checkpointed_loss)
-            except Exception as error:  # the failure is the finding
-                checkpointed_error = error
-
-            baseline_times, checkpointed_times = [], []
+        baseline_times, checkpointed_times = [], []
+        recompute_samples = [region_recomputes.seconds()]
+        gc.collect()
+        with _collector_paused():  # as timeit does: a collection inside one step is noise
             for _ in range(repeat):
-                snapshot.prepare_run()
-                with checkpointing_disabled(RegionRecorder(names, watch=False)):
-                    baseline_times.append(_timed(lambda: run_step(model, inputs, loss, autocast=autocast), device))
+                baseline_times.append(step.timed(checkpointing_disabled(RegionRecorder(step.names, watch=False), step.checkpoint_gate)))
                 if checkpointed_error is None:
-                    snapshot.prepare_run()
-                    checkpointed_times.append(_timed(lambda: run_step(model, inputs, loss, autocast=autocast), device))
-    finally:
-        snapshot.restore()
+                    timed_recomputes = RegionRecomputes(device)
+                    checkpointed_times.append(step.timed(checkpointing_counted(timed_recomputes, step.checkpoint_gate)))
+                    recompute_samples.append(timed_recomputes.seconds())
+        modules = dict(step.model.named_modules())
+        model_name = type(step.model).__name__
 
     recomputation = _recomputation(calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count)
 
@@ -252,18 +253,21 @@ def verify_step(
                 "step",
                 f"the checkpointed step raises {type(checkpointed_error).__name__} while the same step without "
                 f"checkpointing runs: {_first_paragraph(checkpointed_error)}",
+                role=SYMPTOM if causes else None,
             )
         )
-        findings.extend(Finding(ERROR, c.code, c.subject, c.message) for c in causes)
-        loss_comparison = LossComparison(loss.source, baseline.loss, None, None, False)
+        findings.extend(Finding(ERROR, c.code, c.subject, c.message, role=CAUSE) for c in causes)
+        loss_comparison = LossComparison(step.loss_source, baseline.loss, None, None, False)
         gradients = GradientComparison(0, 0.0, 0.0, ())
         buffers = BufferComparison(len(baseline.buffers), ())
         attributes: tuple[AttributeChange, ...] = ()
         rng = RngComparison(tuple(baseline.rng), ())
     else:
-        loss_comparison = _compare_loss(loss.source, baseline, checkpointed, tolerance, findings)
-        rng = _compare_rng(baseline, checkpointed, no_rng, findings)
-        gradients = _compare_gradients(
+        loss_comparison = compare_loss(step.loss_source, baseline, checkpointed, tolerance, findings)
+        rng = compare_rng(baseline, checkpointed, no_rng, findings)
+        buffers = compare_buffers(baseline, checkpointed, tolerance, modules, findings)
+        attributes = compare_attributes(baseline, checkpointed, modules, findings)
+        gradients = compare_gradients(
             baseline,
             checkpointed,
             tolerance,
@@ -272,19 +276,14 @@ def verify_step(
             max(len(frozen), region_recomputes.reentrant_without_grad_inputs),
             bool(rng.mismatched),
             findings,
+            state_code=next((f.code for f in findings if f.role == CAUSE and f.code in STATE_CODES), None),
         )
-        buffers = _compare_buffers(baseline, checkpointed, tolerance, dict(modules), findings)
-        attributes = _compare_attributes(baseline, checkpointed, dict(modules), findings)
 
     recomputed = recomputation.checkpointed_module_forwards + recomputation.checkpointed_region_recomputes
     has_errors = any(f.severity == ERROR for f in findings)
     if checkpointed is not None and recomputed == 0:
         if not calls:
-            raise NoCheckpointingFound(
-                "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
-                "nothing, so there is nothing to verify (checkpoint implementations that bypass "
-                "torch.utils.checkpoint, such as DeepSpeed's, are not seen)"
-            )
+            raise NoCheckpointingFound(NO_CHECKPOINT_CALL)
         if not has_errors:
             reason = (
                 f"; {len(frozen)} of them reentrant with no input that requires grad, so backward never reaches them"
@@ -302,8 +301,17 @@ def verify_step(
     if baseline_peak.peak is not None and checkpointed_peak.peak is not None:
         peak = MemoryFigure(baseline_peak.metric, baseline_peak.peak, checkpointed_peak.peak)
     if checkpointed is not None:
-        _memory_warnings(activations, peak, findings)
-    timing = Timing(min(baseline_times), min(checkpointed_times) if checkpointed_times else 0.0, repeat)
+        _memory_warnings(activations, peak, findings, calls)
+    timing = Timing(tuple(baseline_times), tuple(checkpointed_times))
+    regions = region_costs(calls, baseline_meter.held_by_region, recompute_samples) if checkpointed is not None else ()
+    budget = budget_plan(regions, activations.baseline_bytes, memory_budget) if memory_budget is not None and regions else None
+    charged = sum(r.saved_bytes for r in regions)
+    measured = activations.baseline_bytes - activations.checkpointed_bytes
+    if regions and abs(charged - measured) > 0.1 * max(measured, 1):
+        notes_list.append(
+            f"the regions' savings add up to {format_bytes(charged)}, the step's measured saving is {format_bytes(measured)}: "
+            "a region's output kept by the op after it is charged to the region (see regions in the docs)"
+        )
 
     kinds = Counter(c.implementation for c in calls)
     notes_list.append(
@@ -312,8 +320,8 @@ def verify_step(
         + f"); backward re-ran {recomputation.checkpointed_region_recomputes} checkpointed function(s) and "
         f"{recomputation.checkpointed_module_forwards} module forward(s)"
     )
-    if not loss.source.startswith("loss_fn"):
-        notes_list.append(f"loss: {loss.source}")
+    if not step.loss_source.startswith("loss_fn"):
+        notes_list.append(f"loss: {step.loss_source}")
 
     timelines = Timelines(
         saved_baseline=Series("without checkpointing", tuple(baseline_meter.points), baseline_meter.boundary),
@@ -327,11 +335,11 @@ def verify_step(
         if checkpointed_peak.points and checkpointed is not None
         else None,
     )
-    ordered = sorted(findings, key=lambda f: (f.severity != ERROR, f.code is None, f.code or "", f.subject))
+    ordered = rank_findings(findings)
     return Report(
         verdict=FAIL if any(f.severity == ERROR for f in ordered) else PASS,
-        target=target or type(model).__name__,
-        model=type(model).__name__,
+        target=target or model_name,
+        model=model_name,
         device=str(device),
         dtype=str(dtype).replace("torch.", ""),
         tolerance=tolerance,
@@ -343,11 +351,36 @@ def verify_step(
         memory=MemoryReport(activations, peak),
         time=timing,
         recomputation=recomputation,
-        findings=tuple(ordered),
+        findings=ordered,
         notes=tuple(notes_list),
         duration_s=time.perf_counter() - started,
         timelines=timelines,
+        regions=regions,
+        budget=budget,
     )
+
+
+def warm_up_failure(error: Exception) -> VerifyError:
+    """The step fails with checkpointing off: nothing to compare (exit 2), with a hint when
+    the error is CKPT032's."""
+    hint = ""
+    if str(error).startswith("Unexpected keyword arguments"):
+        hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
+    return VerifyError(
+        f"the training step fails with checkpointing switched off, so there is nothing to compare: "
+        f"{type(error).__name__}: {_first_paragraph(error)}{hint}"
+    )
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # --- the model as it runs eagerly ------------------------------------------------------------
@@ -393,10 +426,10 @@ def _eager_stance(model: torch.nn.Module, notes: list[str]) -> Iterator[None]:
         yield
 
 
-def _device(parameters: list[tuple[str, torch.nn.Parameter]], inputs: StepInputs) -> torch.device:
+def _device(parameters: list[tuple[str, torch.nn.Parameter]], inputs: StepInputs | None = None) -> torch.device:
     for _, parameter in parameters:
         return parameter.device
-    for tensor in inputs.tensors():
+    for tensor in inputs.tensors() if inputs is not None else ():
         return tensor.device
     return torch.device("cpu")
 
@@ -426,38 +459,6 @@ def _timed(step: Callable[[], Any], device: torch.device) -> float:
     return time.perf_counter() - started
 
 
-# --- comparisons ------------------------------------------------------------------------------
-
-
-def _differences(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
-    wide = torch.float64 if a.dtype == torch.float64 else torch.float32
-    a, b = a.detach().to(wide), b.detach().to(wide)
-    if a.numel() == 0:
-        return 0.0, 0.0
-    difference = (a - b).abs().nan_to_num(nan=math.inf).max().item()
-    scale = a.abs().max().item()
-    if difference == 0:
-        return 0.0, 0.0
-    return difference, (difference / scale if scale > 0 else math.inf)
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, tolerance: Tolerance) -> bool:
-    if not (a.is_floating_point() or a.is_complex()):
-        return torch.equal(a, b)
-    return bool(torch.isclose(a, b, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True).all())
-
-
-def _summary(tensor: torch.Tensor | None) -> str:
-    if tensor is None:
-        return "None"
-    if tensor.numel() == 1:
-        value = tensor.item()
-        return f"{value:.6g}" if isinstance(value, float) else str(value)
-    if tensor.is_floating_point():
-        return f"norm {tensor.detach().float().norm().item():.6g}"
-    return f"sum {tensor.sum().item()}"
-
-
 def _recomputation(
     calls: list[RegionCall], baseline_forwards: int, checkpointed_forwards: int, region_recomputes: int
 ) -> Recomputation:
@@ -478,228 +479,11 @@ def _recomputation(
     )
 
 
-def _compare_loss(source: str, baseline: _Outcome, checkpointed: _Outcome, tolerance: Tolerance, findings: list[Finding]) -> LossComparison:
-    a, b = torch.tensor(baseline.loss, dtype=torch.float64), torch.tensor(checkpointed.loss, dtype=torch.float64)
-    matches = _close(a, b, tolerance)
-    difference = abs(baseline.loss - checkpointed.loss)
-    if not matches:
-        findings.append(
-            Finding(
-                ERROR,
-                None,
-                "loss",
-                f"the loss differs: {baseline.loss:.8g} without checkpointing, {checkpointed.loss:.8g} checkpointed "
-                f"(diff {difference:.3g}): the checkpointed forward itself computes something else (code that "
-                "branches on torch.is_grad_enabled(), False inside a reentrant region's forward, for example)",
-            )
-        )
-    return LossComparison(source, baseline.loss, checkpointed.loss, difference, matches)
-
-
-def _compare_rng(baseline: _Outcome, checkpointed: _Outcome, no_rng: list[RegionCall], findings: list[Finding]) -> RngComparison:
-    generators = tuple(sorted(set(baseline.rng) | set(checkpointed.rng)))
-    mismatched = tuple(
-        g for g in generators if g not in baseline.rng or g not in checkpointed.rng or not torch.equal(baseline.rng[g], checkpointed.rng[g])
-    )
-    if mismatched:
-        if no_rng:
-            why = (
-                f"recomputation drew fresh random numbers instead of replaying the forward's: {len(no_rng)} region(s) "
-                f"run with preserve_rng_state=False (first: {no_rng[0].description}), so dropout masks differ between "
-                "forward and recomputation and all later randomness shifts"
-            )
-        else:
-            why = "backward consumed random numbers that the step without checkpointing did not"
-        findings.append(
-            Finding(
-                ERROR,
-                "CKPT033",
-                "rng",
-                f"the {', '.join(mismatched)} random generator state after the checkpointed step differs from the step "
-                f"without checkpointing: {why}",
-            )
-        )
-    return RngComparison(generators, mismatched)
-
-
-def _compare_gradients(
-    baseline: _Outcome,
-    checkpointed: _Outcome,
-    tolerance: Tolerance,
-    causes: list[Cause],
-    frozen: list[RegionCall],
-    frozen_count: int,
-    rng_differs: bool,
-    findings: list[Finding],
-) -> GradientComparison:
-    """`frozen`: the reentrant calls of the baseline whose inputs need no grad (the first of
-    them is the cause); `frozen_count`: how many the checkpointed run had (the first one's
-    output needs no grad either, so the next region's input does not, and so on)."""
-    late_binding = [c for c in causes if c.code == "CKPT030"]
-    mutated = [c for c in causes if c.code == "CKPT031"]
-    compared, largest_abs, largest_rel = 0, 0.0, 0.0
-    mismatched: list[TensorMismatch] = []
-    for name in baseline.grads:
-        a, b = baseline.grads[name], checkpointed.grads.get(name)
-        if a is None and b is None:
-            continue
-        compared += 1
-        if a is None or b is None:
-            kind = "missing_baseline" if a is None else "missing_checkpointed"
-            mismatched.append(TensorMismatch(name, kind, None, None, _summary(a), _summary(b)))
-            continue
-        if a.shape != b.shape:
-            mismatched.append(TensorMismatch(name, "shape", None, None, f"shape {list(a.shape)}", f"shape {list(b.shape)}"))
-            continue
-        absolute, relative = _differences(a, b)
-        largest_abs, largest_rel = max(largest_abs, absolute), max(largest_rel, relative)
-        if not _close(a, b, tolerance):
-            mismatched.append(TensorMismatch(name, "value", absolute, relative, _summary(a), _summary(b)))
-
-    def code_for(mismatch: TensorMismatch) -> str | None:
-        if late_binding:
-            return "CKPT030"
-        if mismatch.kind == "missing_checkpointed" and frozen:
-            return "CKPT021"
-        if rng_differs:
-            return "CKPT033"
-        if mismatched and mutated:
-            return "CKPT031"
-        return None
-
-    coded = [
-        TensorMismatch(m.name, m.kind, m.max_abs_diff, m.max_rel_diff, m.baseline, m.checkpointed, code_for(m))
-        for m in mismatched
-    ]
-    for mismatch in coded:
-        findings.append(Finding(ERROR, mismatch.code, mismatch.name, _gradient_message(mismatch)))
-    if coded:
-        for cause in late_binding or mutated:
-            findings.append(Finding(ERROR, cause.code, cause.subject, cause.message))
-        if frozen and any(m.kind == "missing_checkpointed" for m in coded):
-            findings.append(
-                Finding(
-                    ERROR,
-                    "CKPT021",
-                    frozen[0].module or frozen[0].description,
-                    f"{frozen_count} reentrant checkpoint call(s) received no input that requires grad (first: "
-                    f"{frozen[0].description}): a reentrant region's output then needs no gradient, backward never "
-                    "reaches it, and the parameters inside get none. Make an input require grad (for frozen "
-                    "embeddings: model.enable_input_require_grads()) or pass use_reentrant=False",
-                )
-            )
-        if not (late_binding or mutated or frozen or rng_differs):
-            findings.append(
-                Finding(
-                    ERROR,
-                    None,
-                    "recomputation",
-                    "the recomputation in backward computed something other than the forward: look for a closure "
-                    "over a loop variable (CKPT030) or state read by a checkpointed region and changed before "
-                    "backward (CKPT031)",
-                )
-            )
-    return GradientComparison(compared, largest_abs, largest_rel, tuple(coded))
-
-
-def _gradient_message(mismatch: TensorMismatch) -> str:
-    if mismatch.kind == "missing_checkpointed":
-        text = f"`{mismatch.name}` gets no gradient with checkpointing (without: {mismatch.baseline})"
-    elif mismatch.kind == "missing_baseline":
-        text = f"`{mismatch.name}` gets a gradient only with checkpointing ({mismatch.checkpointed})"
-    elif mismatch.kind == "shape":
-        text = f"the gradient of `{mismatch.name}` has {mismatch.checkpointed} with checkpointing, {mismatch.baseline} without"
-    else:
-        text = (
-            f"the gradient of `{mismatch.name}` differs: max abs diff {mismatch.max_abs_diff:.3g}, max rel diff "
-            f"{mismatch.max_rel_diff:.3g} ({mismatch.baseline} without checkpointing, {mismatch.checkpointed} with)"
-        )
-    return text
-
-
-def _is_running_stats_norm(module: torch.nn.Module | None) -> bool:
-    return isinstance(module, torch.nn.modules.batchnorm._NormBase) and bool(getattr(module, "track_running_stats", False))
-
-
-def _compare_buffers(
-    baseline: _Outcome,
-    checkpointed: _Outcome,
-    tolerance: Tolerance,
-    modules: dict[str, torch.nn.Module],
-    findings: list[Finding],
-) -> BufferComparison:
-    mismatched: list[TensorMismatch] = []
-    names = list(baseline.buffers) + [n for n in checkpointed.buffers if n not in baseline.buffers]
-    for name in names:
-        a, b = baseline.buffers.get(name), checkpointed.buffers.get(name)
-        owner = name.rpartition(".")[0]
-        code = "CKPT010" if _is_running_stats_norm(modules.get(owner)) else "CKPT011"
-        if a is None or b is None:
-            kind = "missing_baseline" if a is None else "missing_checkpointed"
-            mismatched.append(TensorMismatch(name, kind, None, None, _summary(a), _summary(b), code, owner))
-        elif a.shape != b.shape:
-            mismatched.append(
-                TensorMismatch(name, "shape", None, None, f"shape {list(a.shape)}", f"shape {list(b.shape)}", code, owner)
-            )
-        elif not _close(a, b, tolerance):
-            absolute, relative = _differences(a, b)
-            mismatched.append(TensorMismatch(name, "value", absolute, relative, _summary(a), _summary(b), code, owner))
-
-    by_module: dict[str, list[TensorMismatch]] = {}
-    for mismatch in mismatched:
-        by_module.setdefault(mismatch.module or "", []).append(mismatch)
-    for owner, items in by_module.items():
-        module = modules.get(owner)
-        label = f"module '{owner or '(model)'}' ({type(module).__name__ if module is not None else '?'})"
-        details = "; ".join(_buffer_detail(m) for m in items)
-        if items[0].code == "CKPT010":
-            message = (
-                f"{label} updated its running statistics twice: {details}. Backward recomputed the checkpointed "
-                "region in training mode and ran this layer's forward again; keep BatchNorm-style layers with running "
-                "stats out of checkpointed regions, or use GroupNorm/LayerNorm"
-            )
-        else:
-            message = (
-                f"{label} ends the step with different buffers: {details}. Its forward updates them in place and "
-                "recomputation in backward ran it again"
-            )
-        findings.append(Finding(ERROR, items[0].code, owner or "(model)", message))
-    return BufferComparison(len(names), tuple(mismatched))
-
-
-def _buffer_detail(mismatch: TensorMismatch) -> str:
-    short = mismatch.name.rpartition(".")[2]
-    if mismatch.kind == "value" and mismatch.baseline.startswith("norm"):
-        return f"{short} differs by up to {mismatch.max_abs_diff:.3g}"
-    return f"{short} is {mismatch.checkpointed} with checkpointing, {mismatch.baseline} without"
-
-
-def _compare_attributes(
-    baseline: _Outcome, checkpointed: _Outcome, modules: dict[str, torch.nn.Module], findings: list[Finding]
-) -> tuple[AttributeChange, ...]:
-    changes = []
-    for key in sorted(set(baseline.attributes) | set(checkpointed.attributes)):
-        before, after = baseline.attributes.get(key), checkpointed.attributes.get(key)
-        if before == after:
-            continue
-        owner, attribute = key
-        change = AttributeChange(owner or "(model)", attribute, render_plain(before), render_plain(after))
-        changes.append(change)
-        module = modules.get(owner)
-        findings.append(
-            Finding(
-                ERROR,
-                "CKPT011",
-                f"{change.module}.{attribute}",
-                f"module '{change.module}' ({type(module).__name__ if module is not None else '?'}): attribute "
-                f"`{attribute}` is {change.checkpointed} after the checkpointed step and {change.baseline} without "
-                "checkpointing: the forward changes Python state, and recomputation in backward ran it again",
-            )
-        )
-    return tuple(changes)
-
-
-def _memory_warnings(activations: MemoryFigure, peak: MemoryFigure | None, findings: list[Finding]) -> None:
+def _memory_warnings(
+    activations: MemoryFigure, peak: MemoryFigure | None, findings: list[Finding], calls: list[RegionCall] | None = None
+) -> None:
+    """Warnings only for differences that matter at the step's own scale: a saving under
+    LOW_SAVING of the activations, a peak that rises by more than PEAK_RISE of its baseline."""
     if activations.saving < LOW_SAVING:
         findings.append(
             Finding(
@@ -711,16 +495,22 @@ def _memory_warnings(activations: MemoryFigure, peak: MemoryFigure | None, findi
                 "checkpointed regions are not where the activations are, or they are too small to matter",
             )
         )
-    if peak is not None and peak.checkpointed_bytes > peak.baseline_bytes:
+    if peak is not None and peak.checkpointed_bytes - peak.baseline_bytes > PEAK_RISE * peak.baseline_bytes:
+        sequential = any("checkpoint_sequential" in c.description for c in calls or ())
+        why = (
+            "checkpoint_sequential's segments are recomputed whole, so a segment's activations and the gradients "
+            "already computed are held together (fewer, larger segments raise the peak; per-layer regions keep it low)"
+            if sequential
+            else "a region's recomputation allocates its activations again while backward already holds gradients "
+            "and the saved inputs; per-region figures (regions) show which region is largest"
+        )
         findings.append(
             Finding(
                 WARNING,
                 None,
                 "memory",
                 f"the peak memory rises with checkpointing ({format_bytes(peak.baseline_bytes)} -> "
-                f"{format_bytes(peak.checkpointed_bytes)}): what recomputation allocates in backward outweighs the activations "
-                "it saves (sqrt(L) groups of transformer blocks, for example, peak higher than checkpointing each "
-                "layer)",
+                f"{format_bytes(peak.checkpointed_bytes)}, {-peak.saving:.0%} more): {why}",
             )
         )
 

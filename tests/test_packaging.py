@@ -24,3 +24,11 @@ def test_every_package_directory_is_listed_in_pyproject():
             relative = init.parent.relative_to(base).parts
             found.add(".".join((package, *relative)))
     assert found <= listed, sorted(found - listed)
+
+
+def test_runtime_extra_installs_what_torch_needs_to_start_quietly():
+    """Without NumPy, `import torch` warns "Failed to initialize NumPy" on every `ckptlint
+    verify` run; the `runtime` extra brings it."""
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {requirement.split(">")[0].split("=")[0].split(";")[0].strip() for requirement in extras["runtime"]}
+    assert names == {"torch", "numpy"}

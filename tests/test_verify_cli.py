@@ -78,7 +78,20 @@ def test_failing_fixture_text_output_names_the_module():
     result = invoke(["verify", f"{VERIFY}/batchnorm_in_checkpoint.py:make_case"])
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0] == f"FAIL  {VERIFY}/batchnorm_in_checkpoint.py:make_case: 2 findings (CKPT010)"
-    assert "error    CKPT010  stages.0.bn: module 'stages.0.bn' (BatchNorm2d) updated its running statistics twice" in result.stdout
+    assert "error    cause    CKPT010  stages.0.bn: module 'stages.0.bn' (BatchNorm2d) updated its running statistics twice" in result.stdout
+
+
+def test_text_output_puts_the_cause_first_and_names_it_on_each_difference():
+    result = invoke(["verify", f"{VERIFY}/dropout_without_rng_state.py:make_case", "--no-peak"])
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    first = lines.index("findings (causes first, then the differences they explain):") + 1
+    assert lines[first].startswith("  error    cause    CKPT033  rng: the cpu random generator state after the checkpointed step")
+    assert lines[first + 1] == (
+        "  error    symptom  CKPT033  blocks.0.0.weight: the gradient of `blocks.0.0.weight` differs: "
+        + lines[first + 1].split(" differs: ", 1)[1].rsplit(" (explained by", 1)[0]
+        + " (explained by CKPT033 rng)"
+    )
 
 
 def test_html_report(tmp_path):
@@ -106,7 +119,7 @@ def test_script_mode_passes_with_script_arguments():
     assert payload["model"] == "TinyGPT"
     assert payload["gradients"]["mismatched"] == []
     assert payload["memory"]["saving"] >= 0.5
-    assert "initial logits (2, 32, 96)" in result.stderr
+    assert result.stderr.count("initial logits (2, 32, 96)") == 1  # the script ran 13 times; its output is shown once
 
 
 def test_script_mode_failure_names_the_module(tmp_path):
@@ -148,6 +161,25 @@ def test_script_mode_failure_names_the_module(tmp_path):
     payload = json.loads(result.stdout)
     assert [(f["code"], f["subject"]) for f in payload["findings"] if f["severity"] == "error"] == [("CKPT010", "body.1")]
     assert "this script swallows errors" not in result.output
+
+
+def test_script_mode_passes_with_its_loss_checkpointed_outside_the_model():
+    result = invoke(["verify", f"{VERIFY}/train_chunked_loss.py", "--json", "--no-peak", "--", "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["verdict"] == "pass" and payload["recomputation"]["regions"] == 4
+    assert payload["loss"]["source"] == "the scalar that train_chunked_loss.py:66 calls backward() on: `loss.backward()`"
+
+
+def test_memory_budget_option(tmp_path):
+    result = invoke(["verify", f"{VERIFY}/transformer_stack.py:make_case", "--json", "--no-peak", "--repeat", "1", "--memory-budget", "100MiB"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["budget"] == {
+        "budget_bytes": 100 * 2**20, "fits": True, "checkpoint": [], "held_bytes": json.loads(result.stdout)["memory"]["baseline_bytes"],
+        "recompute_s": 0.0, "method": "exact",
+    }  # fmt: skip
+    bad = invoke(["verify", f"{VERIFY}/transformer_stack.py:make_case", "--memory-budget", "lots"])
+    assert bad.exit_code == 2 and "--memory-budget: 'lots' is not a byte count (e.g. 2000000, 512MiB, 1.5GiB)" in bad.stderr
 
 
 def test_script_that_never_trains_exits_2():
