@@ -223,14 +223,21 @@ class WorkerPool:
         # Objects the worker only reads stay shared with the parent: no collection in the
         # worker walks them (and so copies their pages).
         gc.freeze()
+        # No interrupt between the fork and the worker's registration: a worker the pool
+        # does not know of would outlive an interrupted run (until its parent-death signal).
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
         try:
             pid = os.fork()
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            raise
         finally:
             if os.getpid() == parent:
                 gc.unfreeze()
         if pid == 0:  # the worker
             status = 1
             try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 os.close(task_write)
                 os.close(result_read)
                 for fd in inherited:  # the other workers' pipes: their ends must close with them
@@ -239,10 +246,13 @@ class WorkerPool:
                 status = 0
             finally:
                 os._exit(status)
-        os.close(task_read)
-        os.close(result_write)
-        worker = _Worker(pid, task_write, result_read)
-        self._live.append(worker)
+        try:
+            os.close(task_read)
+            os.close(result_write)
+            worker = _Worker(pid, task_write, result_read)
+            self._live.append(worker)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending interrupt is raised here
         return worker
 
     def _reap(self, worker: _Worker) -> str:
@@ -264,21 +274,30 @@ class WorkerPool:
         return f"the worker process exited with status {os.WEXITSTATUS(status)}"
 
     def _discard(self, worker: _Worker) -> None:
+        _stop(worker)  # then forgotten: an interrupt in between still finds it live
         self._live.remove(worker)
-        _stop(worker)
 
     def close(self, *, graceful: bool = True) -> None:
         """Stop every worker: idle ones are told to exit, and all are killed unless they
         have. After an interrupt or error nothing is waited for."""
-        workers, self._live = self._live, []
-        for worker in workers:
-            if graceful and worker.index is None:
-                _close(worker.tasks)  # end of input: the worker exits
-        for worker in workers:
-            if graceful and worker.index is None and _exited_within(worker.pid, 1.0):
-                _close(worker.results)
-            else:
-                _stop(worker)
+        try:
+            for worker in self._live:
+                if graceful and worker.index is None:
+                    _close(worker.tasks)  # end of input: the worker exits
+            while self._live:
+                worker = self._live[0]
+                if graceful and worker.index is None and _exited_within(worker.pid, 1.0):
+                    _close(worker.results)
+                else:
+                    _stop(worker)
+                self._live.pop(0)
+        except BaseException:  # interrupted while closing: the rest are killed, not waited for
+            while self._live:
+                _stop(self._live.pop())
+            raise
+
+
+_INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 def _stop(worker: _Worker) -> None:
