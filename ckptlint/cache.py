@@ -98,14 +98,18 @@ class ResultCache(CacheFile):
         content = entry.get("content")
         return content if isinstance(content, str) else None
 
-    def get(self, path: str, key: str, trusted_before: int) -> tuple[Diagnostic, ...] | None:
+    def get(self, path: str, key: str, trusted_before: int) -> tuple[tuple[Diagnostic, ...], tuple[str, ...]] | None:
+        """The cached findings of a file, and the codes of those its versions hide."""
         entry = self._entries.get(path)
         if not isinstance(entry, dict) or entry.get("key") != key:
             return None
         try:
             if not all(_input_unchanged(item, trusted_before) for item in entry.get("inputs", ())):
                 return None
-            return tuple(_diagnostic_from_json(item) for item in entry["diagnostics"])
+            hidden = tuple(entry.get("hidden", ()))
+            if not all(isinstance(code, str) for code in hidden):
+                return None
+            return tuple(_diagnostic_from_json(item) for item in entry["diagnostics"]), hidden
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # a corrupt entry: lint the file again
 
@@ -119,6 +123,7 @@ class ResultCache(CacheFile):
         stat: list[int] | None,
         inputs: tuple[tuple[str, str | None], ...],
         trusted_before: int,
+        hidden: tuple[str, ...] = (),
     ) -> None:
         self._entries[path] = {
             "key": key,
@@ -126,6 +131,7 @@ class ResultCache(CacheFile):
             "stat": stat,
             "inputs": [[name, digest, _trusted_stat(name, trusted_before)] for name, digest in inputs],
             "diagnostics": [asdict(d) for d in diagnostics],
+            "hidden": list(hidden),
         }
         self._dirty = True
 

@@ -7,6 +7,7 @@ internal error).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import sys
@@ -190,6 +191,9 @@ def check(
         if show_fixes:
             click.echo(text.render_applied_fixes(result.files, diff_mode=diff), nl=False, err=diff or stdout_is_code)
         summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
+        if result.hidden:
+            count, because = text.hidden_by_versions(result.hidden, settings.target_versions)
+            summary = dataclasses.replace(summary, not_shown=count, not_shown_because=because)
         click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
 
     _warn([*settings.notices, *result.notices])

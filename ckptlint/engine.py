@@ -27,6 +27,7 @@ from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADAB
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
 from ckptlint.suppression import NOQA, written_codes
 from ckptlint.types import AppliedFix, Diagnostic, Location, fixable
+from ckptlint.versions import VersionSource
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -64,6 +65,7 @@ class LintOutcome:
     parsed: bool = True
     # Other files the diagnostics rest on (a launch script's recipes): see `FileResult.inputs`.
     inputs: tuple[tuple[str, str | None], ...] = ()
+    hidden: tuple[str, ...] = ()  # see `FileResult.hidden`
 
 
 def selected_rules(settings: Settings) -> list[type[Rule]]:
@@ -107,24 +109,24 @@ def _lint_text(
         return LintOutcome(())
     if rules is None and not any(word in text for word in RULE_TRIGGERS):
         rules = []  # no rule can apply: the rules (and libcst) are not even imported
-    rules = [
-        rule
-        for rule in (selected_rules(settings) if rules is None else rules)
-        if rule.applies_to_versions(settings.target_versions) and rule.may_apply_to(text)
-    ]
+    versions = settings.target_versions
+    candidates = [rule for rule in (selected_rules(settings) if rules is None else rules) if rule.may_apply_to(text)]
+    rules = [rule for rule in candidates if rule.applies_to_versions(versions)]
+    # Rules a declared or chosen version rules out still run, to say how many findings the
+    # versions hide (not for an installed version: that is no choice of the project's).
+    gated = [rule for rule in candidates if rule not in rules and _ruled_out_by_choice(rule, versions)]
     root = project.root if project is not None else settings.project_root
     relative_path = _relative(path, root)
     project = project or ProjectIndex(root)
-    if any(rule.uses_project for rule in rules):
+    if any(rule.uses_project for rule in (*rules, *gated)):
         # The file's own facts, from the text being linted; with them, the project rules
         # that can find nothing here are dropped before the (expensive) libcst parse.
         project = project.with_file(relative_path, text)
-        rules = [
-            rule
-            for rule in rules
-            if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)
-        ]
-    parsed = parse_module(text, display, with_libcst=bool(rules), limits=limits)
+        rules, gated = (
+            [rule for rule in group if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)]
+            for group in (rules, gated)
+        )
+    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:
@@ -135,12 +137,30 @@ def _lint_text(
     errors: list[str] = []
     try:
         diagnostics = run_rules(parsed, text, path, display, settings, rules, errors, project, relative_path)
+        hidden = run_rules(parsed, text, path, display, settings, gated, [], project, relative_path) if gated else []
+        if hidden:  # as if they had run with the others: a finding another one implies is not counted
+            from ckptlint.traversal import drop_superseded
+
+            kept = {id(d) for d in drop_superseded([*diagnostics, *hidden])}
+            hidden = [d for d in hidden if id(d) in kept]
     except RecursionError:
         return LintOutcome(
             (_parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
             parsed=False,
         )
-    return LintOutcome(_reportable(diagnostics, path, settings), tuple(errors))
+    return LintOutcome(
+        _reportable(diagnostics, path, settings), tuple(errors),
+        hidden=tuple(d.code for d in _reportable(hidden, path, settings)),
+    )
+
+
+def _ruled_out_by_choice(rule: type[Rule], versions) -> bool:
+    """Whether versions the project declares or the user chose (not merely installed) are
+    what keeps the rule from running."""
+    return all(
+        (target := versions.get(version_range.package)) is not None and target.source is not VersionSource.INSTALLED
+        for version_range in rule.targets
+    ) and bool(rule.targets)
 
 
 def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:

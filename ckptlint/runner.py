@@ -67,7 +67,8 @@ def check_decoded(
     if not options.computes_fixes:
         outcome = lint_text(decoded.text, path, settings, display_path=display, project=project, limits=options.limits)
         result = FileResult(
-            display, outcome.diagnostics, internal_errors=outcome.internal_errors, errors=errors, inputs=outcome.inputs
+            display, outcome.diagnostics, internal_errors=outcome.internal_errors, errors=errors, inputs=outcome.inputs,
+            hidden=outcome.hidden,
         )
         return result, None
     fixed = fix_text(
@@ -91,9 +92,11 @@ def check_decoded(
             internal_errors=fixed.remaining.internal_errors + ((fixed.error,) if fixed.error else ()),
             errors=errors,
             inputs=fixed.remaining.inputs,
+            hidden=fixed.remaining.hidden,
         ),
         FileResult(
-            display, initial.diagnostics, internal_errors=initial.internal_errors, errors=errors, inputs=initial.inputs
+            display, initial.diagnostics, internal_errors=initial.internal_errors, errors=errors, inputs=initial.inputs,
+            hidden=initial.hidden,
         ),
     )
 
@@ -280,7 +283,7 @@ def check_paths(
             context = index.fingerprint if is_python else os.getcwd()
             keys[root, is_python] = f"{settings_fingerprint(file_settings)}:{options.limits.fingerprint()}:{context}"
         key = f"{content}:{keys[root, is_python]}"
-        cached = cache.get(absolute, key, trusted_before)
+        cached, cached_hidden = cache.get(absolute, key, trusted_before) or (None, ())
         if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)):
             if stat is None:
                 try:
@@ -291,7 +294,7 @@ def check_paths(
         else:
             # Nothing to fix: a cached result is what linting the file again would give.
             display = display_path(absolute)
-            results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached)))
+            results.append(FileResult(display, tuple(dataclasses.replace(d, path=display) for d in cached), hidden=cached_hidden))
 
     work = [(item.path, item.settings, options, item.root) for item in pending]
     analysed = analyse_in_workers(work, projects.indexes(), options)
@@ -306,6 +309,7 @@ def check_paths(
                 stat=item.stat,
                 inputs=result.inputs,
                 trusted_before=trusted_before,
+                hidden=result.hidden,
             )
     warnings = [warning] if cache is not None and (warning := cache.save()) else []
     warnings.extend(error for index in projects.indexes().values() for error in index.extraction_errors)

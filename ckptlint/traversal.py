@@ -162,7 +162,7 @@ def run_rules(
         reported.extend(rule.diagnostics)
     # Precedence first: `# noqa: CKPT032` must not bring back the CKPT001 it superseded.
     diagnostics: list[Diagnostic] = []
-    for diagnostic in _drop_superseded(reported):
+    for diagnostic in drop_superseded(reported):
         suppressed = analyzer.suppressed_codes(context.line_index.line(diagnostic.noqa_row or diagnostic.location.row))
         if suppressed is None or diagnostic.code in suppressed:
             continue
@@ -170,7 +170,7 @@ def run_rules(
     return diagnostics
 
 
-def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+def drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """At one node, the most specific code is reported and the ones it implies are not."""
     by_span: dict[tuple, set[str]] = {}
     for d in diagnostics:

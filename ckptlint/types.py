@@ -80,6 +80,9 @@ class FileResult:
     # Other files the result rests on (the configs a launch script names), by absolute
     # path: the content digest read, or None for a path looked for and not found.
     inputs: tuple[tuple[str, str | None], ...] = ()
+    # The codes of findings the declared or chosen target versions rule out (one per
+    # finding): not shown, not counted, said in the summary.
+    hidden: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,11 @@ class RunResult:
     @property
     def diagnostics(self) -> list[Diagnostic]:
         return sorted((d for f in self.files for d in f.diagnostics), key=lambda d: d.sort_key)
+
+    @property
+    def hidden(self) -> list[str]:
+        """The codes of the findings the target versions hide, one per finding."""
+        return [code for f in self.files for code in f.hidden]
 
     @property
     def file_errors(self) -> list[str]:

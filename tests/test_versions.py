@@ -393,3 +393,16 @@ def test_a_range_reaching_below_the_flag_reports_without_the_fix(cli, make_proje
     assert first["message"].endswith("pass it only when `torch.__version__` is 1.11 or later)")
     (root / "requirements.txt").write_text("torch==1.10.0\n")
     assert [item["code"] for item in json.loads(lint(cli, root).output)] == ["CKPT032"]
+
+
+def test_the_summary_says_how_many_findings_the_declared_versions_hide(cli, make_project, installed):
+    root = make_project({"model.py": MODEL, "requirements.txt": "torch==1.10.0\n"})
+    note = (
+        "(1 finding not shown: CKPT001 applies to torch>=1.11, the target is torch 1.10 (declared dependency: "
+        "requirements.txt: torch==1.10.0); `--target-version` to see them.)\n"
+    )
+    for _ in range(2):  # cold, then from the cache
+        result = cli(["."], cwd=root)
+        assert result.output.endswith("Found 1 error.\n" + note)
+    assert "not shown" not in cli(["--target-version", "torch=2.4", "."], cwd=root).output
+    assert [item["code"] for item in json.loads(lint(cli, root).output)] == ["CKPT032"]

@@ -33,6 +33,9 @@ class Summary:
     unfixable: int  # no fix at all
     fix_mode: bool
     diff_mode: bool
+    # Findings the target versions hide, and why (`hidden_by_versions`).
+    not_shown: int = 0
+    not_shown_because: str = ""
 
     def render(self) -> str:
         lines = []
@@ -52,7 +55,29 @@ class Summary:
         if self.hidden_unsafe:
             noun = "fix" if self.hidden_unsafe == 1 else "fixes"
             lines.append(f"({self.hidden_unsafe} hidden {noun} can be enabled with the `--unsafe-fixes` option.)")
+        if self.not_shown and not self.diff_mode:
+            noun = "finding" if self.not_shown == 1 else "findings"
+            lines.append(
+                f"({self.not_shown} {noun} not shown: {self.not_shown_because}; "
+                "`--target-version` to see them.)"
+            )
         return "".join(line + "\n" for line in lines)
+
+
+def hidden_by_versions(codes: Sequence[str], versions) -> tuple[int, str]:
+    """How many findings the target versions hide, and why (`CKPT001 applies to torch>=1.11;
+    the project targets torch 1.10 (declared dependency: requirements.txt: torch==1.10.0)`)."""
+    from ckptlint.registry import all_rules
+
+    rules = {rule.code: rule for rule in all_rules()}
+    reasons = []
+    for code in sorted(set(codes)):
+        rule = rules.get(code)
+        for version_range in rule.targets if rule is not None else ():
+            target = versions.get(version_range.package)
+            shown = f"{version_range.package} {target.describe()}" if target is not None else f"{version_range.package} unknown"
+            reasons.append(f"{code} applies to {version_range}, the target is {shown}")
+    return len(codes), "; ".join(dict.fromkeys(reasons))
 
 
 def _errors(count: int) -> str:
