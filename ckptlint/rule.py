@@ -35,6 +35,18 @@ if TYPE_CHECKING:
 
 
 
+@lru_cache(maxsize=None)
+def _visitor_method_names(rule: type) -> tuple[str, ...]:
+    """A rule class's `visit_*` / `leave_*` methods that do something (libcst's no-op stubs
+    left out)."""
+    return tuple(
+        name for name in sorted(dir(rule))
+        if name.startswith(("visit_", "leave_"))
+        and callable(getattr(rule, name))
+        and not getattr(getattr(rule, name), "_is_no_op", False)
+    )
+
+
 @dataclass
 class FileContext:
     """What a rule sees of the file it is checking and of the run."""
@@ -216,7 +228,13 @@ class Rule(cst.BatchableCSTVisitor):
         self.internal_error: str | None = None
 
     def get_visitors(self):
-        return {name: self._guarded(function) for name, function in super().get_visitors().items()}
+        # The visitor methods, from the class: libcst's `inspect.getmembers(self)` would read
+        # every attribute of the instance, computing each `cached_property` of the rule
+        # (a whole-module walk) for every file, used or not.
+        return {
+            name: self._guarded(getattr(self, name))
+            for name in _visitor_method_names(type(self))
+        }
 
     def _guarded(self, function):
         def call(node):
