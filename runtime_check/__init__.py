@@ -24,8 +24,6 @@ from ckptlint.runtime_check._types import (
     AttributeChange,
     BudgetPlan,
     BufferComparison,
-    CollectiveComparison,
-    DistributedReport,
     Finding,
     GradientComparison,
     LossComparison,
@@ -33,18 +31,16 @@ from ckptlint.runtime_check._types import (
     MemoryReport,
     NoCheckpointingFound,
     NoTrainingStep,
-    RankStatus,
     Recomputation,
-    ReferenceComparison,
     RegionCost,
     Report,
     RngComparison,
     TensorMismatch,
     Timing,
     Tolerance,
-    UnitNesting,
     VerifyError,
 )
+from ckptlint.runtime_check._distributed_types import CollectiveComparison, DistributedReport, RankStatus, ReferenceComparison, UnitNesting
 from ckptlint.runtime_check._verify import verify, verify_step
 
 __all__ = [

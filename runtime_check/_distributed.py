@@ -61,22 +61,19 @@ from ckptlint.runtime_check._types import (
     PASS,
     WARNING,
     BufferComparison,
-    CollectiveComparison,
-    DistributedReport,
     Finding,
     GradientComparison,
     LossComparison,
     MemoryFigure,
     MemoryReport,
-    RankStatus,
     Recomputation,
-    ReferenceComparison,
     Report,
     RngComparison,
     Timing,
     Tolerance,
     VerifyError,
 )
+from ckptlint.runtime_check._distributed_types import CollectiveComparison, DistributedReport, RankStatus, ReferenceComparison
 
 BACKENDS = ("gloo", "nccl")
 _JOB_VARIABLES = frozenset(

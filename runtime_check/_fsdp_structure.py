@@ -21,7 +21,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.tensor import DTensor
 
 from ckptlint.runtime_check._rank_records import ShardingStructure
-from ckptlint.runtime_check._types import UnitNesting
+from ckptlint.runtime_check._distributed_types import UnitNesting
 
 # Attribute names the wrappers insert into qualified names; users' names leave them out.
 WRAPPER_ATTRIBUTES = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")

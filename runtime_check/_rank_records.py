@@ -18,8 +18,8 @@ from ckptlint.runtime_check._types import (
     Recomputation,
     RngComparison,
     Tolerance,
-    UnitNesting,
 )
+from ckptlint.runtime_check._distributed_types import UnitNesting
 
 
 @dataclass(frozen=True)
