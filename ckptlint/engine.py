@@ -157,10 +157,10 @@ def _lint_text(
 def _ruled_out_by_choice(rule: type[Rule], versions) -> bool:
     """Whether versions the project declares or the user chose (not merely installed) are
     what keeps the rule from running."""
-    return all(
+    return bool(rule.targets) and all(
         (target := versions.get(version_range.package)) is not None and target.source is not VersionSource.INSTALLED
         for version_range in rule.targets
-    ) and bool(rule.targets)
+    )
 
 
 def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:

@@ -111,23 +111,18 @@ class DoubleCheckpointing(RegionRule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._flag_guards = 0
-        self._guards: list[tuple[str, ...]] = []  # the `self` flags of the enclosing `if` tests
-        self._call_guards: dict[cst.Call, frozenset[str]] = {}
         self._behind_flag: set[cst.Call] = set()
 
     def visit_If(self, node: cst.If) -> None:
         if _reads_flag(node.test):
             self._flag_guards += 1
-        self._guards.append(_guard_flags(node.test))
 
     def leave_If(self, original_node: cst.If) -> None:
         if _reads_flag(original_node.test):
             self._flag_guards -= 1
-        self._guards.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
-        self._call_guards[node] = frozenset(flag for flags in self._guards for flag in flags)
         if self._flag_guards:
             self._behind_flag.add(node)
 
@@ -161,13 +156,22 @@ class DoubleCheckpointing(RegionRule):
     def _check_nested(self, site: CheckpointSite) -> None:
         """A region that runs a module (or function) checkpointing its own forward: the mm*
         `with_cp` blocks nest whenever the flag is passed down."""
-        denotation = self.context.project.denotation
-        owner = self._owner(self._call_scopes.get(site.node, ()))
+        project = self.context.project
+        denotation = project.denotation
+        scopes = self._call_scopes.get(site.node, ())
+        owner = self._owner(scopes)
         init = denotation.method(owner, "__init__") if owner is not None else None
         parameters = {p.name for p in init.parameters} if init is not None else set()
         # The region runs only when its guard holds: `if self.with_cp:` in a block built
-        # with `with_cp=True`, which it passes on to the modules it builds.
-        guard = sorted(flag for flag in self._call_guards.get(site.node, ()) if flag in parameters)
+        # with `with_cp=True`, which it passes on to the modules it builds. The guard is the
+        # site's own checkpoint call in the method's facts (`MethodFacts.checkpoints`).
+        facts = None
+        if owner is not None:
+            in_class = len(owner.split(".")) - len(self._module.split("."))  # the scopes down to the class
+            facts = project.class_method(owner, ".".join(name for _, name in scopes[in_class:]))
+        line = self.context.position(site.node).start.line
+        flags = next((c.flags for c in facts.checkpoints if c.line == line), ()) if facts is not None else ()
+        guard = sorted(flag for flag in flags if flag in parameters)
         region = self.site_region(site, arguments_of((flag, frozenset({Constant(True)})) for flag in guard))
         if region is None:
             return
@@ -452,11 +456,3 @@ def _reads_flag(test: cst.BaseExpression) -> bool:
     test.visit(Reader())
     return found
 
-
-def _guard_flags(test: cst.BaseExpression) -> tuple[str, ...]:
-    """The `self.<flag>` attributes an `if` test needs true (the parts of an `and`)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _guard_flags(test.left) + _guard_flags(test.right)
-    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
-        return (test.attr.value,)
-    return ()

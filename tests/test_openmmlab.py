@@ -130,6 +130,16 @@ def test_checkpoint_calls_record_reentrancy_and_their_guard():
     ]
 
 
+# mmdet's `norm_eval`: every BatchNorm below the backbone kept in eval mode in training.
+FREEZING_TRAIN = """
+    def train(self, mode=True):
+        super().train(mode)
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, _BatchNorm):
+                    m.eval()
+"""
+
 FREEZER = """
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
@@ -143,13 +153,7 @@ class Backbone(nn.Module):
         self.norm_eval = norm_eval
         self.stages = nn.Sequential(Block(8), Block(8))
 
-    def train(self, mode=True):
-        super().train(mode)
-        if mode and self.norm_eval:
-            for m in self.modules():
-                if isinstance(m, _BatchNorm):
-                    m.eval()
-"""
+""" + FREEZING_TRAIN
 
 
 def test_classes_below_a_freezing_backbone(model):
@@ -237,13 +241,7 @@ class ResNet(nn.Module):
         for i, blocks in enumerate(stage_blocks):
             self.add_module(f"layer{i + 1}", Stage(self.block, 64, blocks))
 
-    def train(self, mode=True):
-        super().train(mode)
-        if mode and self.norm_eval:
-            for m in self.modules():
-                if isinstance(m, _BatchNorm):
-                    m.eval()
-
+""" + FREEZING_TRAIN + """
 
 class WideResNet(ResNet):
     arch_settings = {50: (WideBlock, (3, 4))}

@@ -364,13 +364,16 @@ def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...]) -> Iterator[
             yield CheckpointCall(inner.lineno, reentrant, flags)
 
 
-def guard_flags(test: ast.AST) -> tuple[str, ...]:
-    """The `self.<flag>` attributes an `if` test needs true (the parts of an `and`)."""
+def guard_flags(test: ast.AST, other: str | None = None, ignored: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The `self.<flag>` attributes an `if` test needs true (the parts of an `and`); any
+    other part (but a name in `ignored`) adds `other` when given."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return tuple(flag for value in test.values for flag in guard_flags(value))
+        return tuple(flag for value in test.values for flag in guard_flags(value, other, ignored))
     if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
         return (test.attr,)
-    return ()
+    if other is None or (isinstance(test, ast.Name) and test.id in ignored):
+        return ()
+    return (other,)
 
 
 def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:

@@ -1,6 +1,8 @@
 """What a module instance holds: its class's methods (nearest project base first), the
-values an attribute is assigned in any method, `add_module` / `register_module` / `setattr`
-registrations and children under computed names. A mixin of
+values an attribute is assigned in any method (or its class body), `add_module` /
+`register_module` / `setattr` registrations and children under computed names; what a
+method called on a value denotes (`children()`, a ModuleDict's `items()`, a dict's `get`, a
+classmethod factory); the classes below a BatchNorm-freezing module. A mixin of
 `ckptlint.model.denotation.Denotation`.
 """
 
@@ -9,15 +11,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from ckptlint.model.library import torchvision_model
+from ckptlint.model.library import CHILDREN_METHODS, torchvision_model
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,
+    ClassRef,
+    Constant,
     Frame,
     FunctionRef,
     Instance,
+    Mapping,
     Sequence,
+    Splat,
     Value,
     falsy,
     flatten_modules,
@@ -206,4 +212,56 @@ class ModuleSemantics:
         dynamic = self._dynamic_children(instance)
         if dynamic:
             found["*"] = dynamic
+        return found
+
+    def _method_call(self, receivers: frozenset, method: str, positional: list, named: dict, opaque: bool) -> set:
+        found: set = set()
+        for receiver in receivers:
+            library = torchvision_model(receiver.cls) if isinstance(receiver, Instance) else None
+            if library is not None and method in ("children", "named_children"):
+                # `list(resnet.children())[:-2]`: the library model's children, in order
+                items = [frozenset({Instance(f"{receiver.cls}.<child>.{name}")}) for name in library[2]]
+                if method == "named_children":
+                    items = [frozenset({Sequence((frozenset({Constant(n)}), item), item)}) for n, item in zip(library[2], items)]
+                found.add(Sequence(tuple(items), frozenset().union(*items)))
+                continue
+            if isinstance(receiver, Instance):
+                if method in CHILDREN_METHODS:
+                    children = [v for values in self._children(receiver).values() for v in values]
+                    if method.startswith("named"):
+                        found.add(Sequence(None, frozenset(Sequence((NOTHING, frozenset({c})), frozenset({c})) for c in children)))
+                    else:
+                        found.add(Sequence(None, frozenset(children)))
+                    continue
+                if receiver.members is not None and method in ("values", "children", "modules"):
+                    found.add(Sequence(None, frozenset().union(*receiver.members) if receiver.members else NOTHING))
+                    continue
+                if receiver.members is not None and method in ("items", "named_children"):
+                    # `for name, block in self.blocks.items()` over a ModuleDict
+                    found.add(Sequence(None, frozenset(Sequence((NOTHING, member), member) for member in receiver.members)))
+                    continue
+                summary = self._method(receiver.cls, method)
+                if summary is not None:
+                    found |= self._returns(summary, FunctionRef(summary.name, Frame(summary.name, "", (), receiver)),
+                                           positional, named, opaque)
+            elif isinstance(receiver, Mapping):
+                if method == "values":
+                    found.add(Sequence(None, frozenset().union(*(v for _, v in receiver.entries)) if receiver.entries else NOTHING))
+                elif method == "items":
+                    found.add(Sequence(None, frozenset(
+                        Sequence((frozenset({Constant(k)}), v), frozenset({Constant(k)}) | v) for k, v in receiver.entries
+                    )))
+                elif method == "get" and positional and not isinstance(positional[0], Splat):
+                    keys = {c.value for c in positional[0] if isinstance(c, Constant)}
+                    hits = [v for k, v in receiver.entries if not keys or k in keys]
+                    if hits:
+                        found |= frozenset().union(*hits)
+                    elif len(positional) > 1 and not isinstance(positional[1], Splat):
+                        found |= positional[1]
+            elif isinstance(receiver, (Sequence, Mapping)) and method == "copy":
+                found.add(receiver)
+            elif isinstance(receiver, ClassRef) and self.index.class_named(receiver.name) is not None:
+                summary = self._method(receiver.name, method)
+                if summary is not None:  # a classmethod / staticmethod factory
+                    found |= self._returns(summary, FunctionRef(summary.name), positional, named, opaque)
         return found

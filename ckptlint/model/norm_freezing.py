@@ -18,12 +18,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from ckptlint.model.method_behaviour import guard_flags
+
 # What `isinstance(m, X)` must test for the loop to reach every BatchNorm (`_BatchNorm` is
 # the base of torch's BatchNorm1d/2d/3d and SyncBatchNorm; `_NormBase` of those and of
 # InstanceNorm).
 _BATCHNORM_BASES = frozenset({"_BatchNorm", "_NormBase", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
 _MODULE_WALKS = frozenset({"modules", "named_modules"})
 UNKNOWN_FLAG = "?"  # a guard other than `self.<flag>` / `mode`
+_TRAINING = frozenset({"mode"})  # `train(mode)`'s argument: true in training
 
 
 def batchnorm_frozen_under(node: ast.ClassDef, resolve: Callable[[ast.AST], str | None]) -> tuple[str, ...] | None:
@@ -41,7 +44,7 @@ def batchnorm_frozen_under(node: ast.ClassDef, resolve: Callable[[ast.AST], str 
 def _frozen_in(body: Sequence[ast.stmt], resolve, flags: tuple[str, ...]) -> tuple[str, ...] | None:
     for statement in body:
         if isinstance(statement, ast.If):
-            found = _frozen_in(statement.body, resolve, flags + _flags(statement.test))
+            found = _frozen_in(statement.body, resolve, flags + guard_flags(statement.test, UNKNOWN_FLAG, _TRAINING))
             if found is not None:
                 return found
         elif isinstance(statement, ast.For) and _walks_own_modules(statement.iter):
@@ -51,17 +54,6 @@ def _frozen_in(body: Sequence[ast.stmt], resolve, flags: tuple[str, ...]) -> tup
             if isinstance(target, ast.Name) and _evaluates_batchnorm(statement.body, target.id, resolve):
                 return flags
     return None
-
-
-def _flags(test: ast.AST) -> tuple[str, ...]:
-    """The `self.<flag>` attributes an `if` test needs true (`mode` is true in training)."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return tuple(flag for value in test.values for flag in _flags(value))
-    if isinstance(test, ast.Name) and test.id == "mode":
-        return ()
-    if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
-        return (test.attr,)
-    return (UNKNOWN_FLAG,)
 
 
 def _walks_own_modules(iterable: ast.AST) -> bool:
