@@ -99,7 +99,7 @@ class ResultCache(CacheFile):
         return content if isinstance(content, str) else None
 
     def get(self, path: str, key: str, trusted_before: int) -> tuple[tuple[Diagnostic, ...], tuple[str, ...]] | None:
-        """The cached findings of a file, and the codes of those its versions hide."""
+        """The cached findings of a file, and why its versions hide others (`FileResult.hidden`)."""
         entry = self._entries.get(path)
         if not isinstance(entry, dict) or entry.get("key") != key:
             return None
@@ -107,7 +107,7 @@ class ResultCache(CacheFile):
             if not all(_input_unchanged(item, trusted_before) for item in entry.get("inputs", ())):
                 return None
             hidden = tuple(entry.get("hidden", ()))
-            if not all(isinstance(code, str) for code in hidden):
+            if not all(isinstance(why, str) for why in hidden):
                 return None
             return tuple(_diagnostic_from_json(item) for item in entry["diagnostics"]), hidden
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -192,7 +192,7 @@ def check(
             click.echo(text.render_applied_fixes(result.files, diff_mode=diff), nl=False, err=diff or stdout_is_code)
         summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
         if result.hidden:
-            count, because = text.hidden_by_versions(result.hidden, settings.target_versions)
+            count, because = text.hidden_by_versions(result.hidden)
             summary = dataclasses.replace(summary, not_shown=count, not_shown_because=because)
         click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
 

@@ -150,7 +150,18 @@ def _lint_text(
         )
     return LintOutcome(
         _reportable(diagnostics, path, settings), tuple(errors),
-        hidden=tuple(d.code for d in _reportable(hidden, path, settings)),
+        hidden=tuple(_why_hidden(d.code, gated, settings) for d in _reportable(hidden, path, settings)),
+    )
+
+
+def _why_hidden(code: str, gated: Sequence[type[Rule]], settings: Settings) -> str:
+    """Why the file's project's target versions hide a finding: `CKPT001 applies to
+    torch>=1.11, the target is torch 1.10 (declared dependency: requirements.txt: ...)`."""
+    rule = next(rule for rule in gated if rule.code == code)
+    return "; ".join(
+        f"{code} applies to {version_range}, the target is {version_range.package} "
+        f"{settings.target_versions.get(version_range.package).describe()}"
+        for version_range in rule.targets
     )
 
 

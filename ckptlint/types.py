@@ -80,8 +80,8 @@ class FileResult:
     # Other files the result rests on (the configs a launch script names), by absolute
     # path: the content digest read, or None for a path looked for and not found.
     inputs: tuple[tuple[str, str | None], ...] = ()
-    # The codes of findings the declared or chosen target versions rule out (one per
-    # finding): not shown, not counted, said in the summary.
+    # Why the declared or chosen target versions rule out a finding (one per finding): not
+    # shown, not counted, said in the summary.
     hidden: tuple[str, ...] = ()
 
 
@@ -99,8 +99,8 @@ class RunResult:
 
     @property
     def hidden(self) -> list[str]:
-        """The codes of the findings the target versions hide, one per finding."""
-        return [code for f in self.files for code in f.hidden]
+        """Why the target versions hide a finding, one per finding."""
+        return [why for f in self.files for why in f.hidden]
 
     @property
     def file_errors(self) -> list[str]:

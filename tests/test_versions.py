@@ -406,3 +406,17 @@ def test_the_summary_says_how_many_findings_the_declared_versions_hide(cli, make
         assert result.output.endswith("Found 1 error.\n" + note)
     assert "not shown" not in cli(["--target-version", "torch=2.4", "."], cwd=root).output
     assert [item["code"] for item in json.loads(lint(cli, root).output)] == ["CKPT032"]
+
+
+def test_hidden_findings_cite_the_versions_of_their_own_project(cli, make_project, installed):
+    """A nested project pinned to torch 1.10 under a root on torch 2.4: the summary gives the
+    nested project's declaration (its own pyproject.toml), not the root's versions."""
+    root = make_project(
+        {"model.py": MODEL, "old/pyproject.toml": "[project]\nname = 'old'\ndependencies = ['torch==1.10.0']\n",
+         "old/model.py": MODEL},
+        pyproject="[project]\nname = 'demo'\ndependencies = ['torch>=2.4']\n",
+    )
+    assert cli(["."], cwd=root).output.endswith(
+        "(1 finding not shown: CKPT001 applies to torch>=1.11, the target is torch 1.10 (declared dependency: "
+        "pyproject.toml: torch==1.10.0); `--target-version` to see them.)\n"
+    )

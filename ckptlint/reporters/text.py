@@ -64,20 +64,9 @@ class Summary:
         return "".join(line + "\n" for line in lines)
 
 
-def hidden_by_versions(codes: Sequence[str], versions) -> tuple[int, str]:
-    """How many findings the target versions hide, and why (`CKPT001 applies to torch>=1.11;
-    the project targets torch 1.10 (declared dependency: requirements.txt: torch==1.10.0)`)."""
-    from ckptlint.registry import all_rules
-
-    rules = {rule.code: rule for rule in all_rules()}
-    reasons = []
-    for code in sorted(set(codes)):
-        rule = rules.get(code)
-        for version_range in rule.targets if rule is not None else ():
-            target = versions.get(version_range.package)
-            shown = f"{version_range.package} {target.describe()}" if target is not None else f"{version_range.package} unknown"
-            reasons.append(f"{code} applies to {version_range}, the target is {shown}")
-    return len(codes), "; ".join(dict.fromkeys(reasons))
+def hidden_by_versions(reasons: Sequence[str]) -> tuple[int, str]:
+    """How many findings the target versions hide, and why (each reason once)."""
+    return len(reasons), "; ".join(sorted(set(reasons)))
 
 
 def _errors(count: int) -> str:
