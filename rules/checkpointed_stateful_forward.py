@@ -44,7 +44,11 @@ class CheckpointedStatefulForward(RegionRule):
     use_cache: return ...`: under checkpointing in training transformers turns the cache off,
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
     an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
-    recomputation writes the same value again), an attribute set only once a check on it
+    recomputation writes the same value again), an attribute converted in place of itself
+    (`self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is
+    not None else None`, OpenAI CLIP's residual block and its many copies: converting again
+    gives the same tensor; `to` / `type` / `float` / `half` / `bfloat16` / `double` / `cuda` /
+    `cpu` / `contiguous` / `type_as`), an attribute set only once a check on it
     passes (`if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(seq_len)` in
     Llama-derived rotary embeddings, `if self.table is None: self.table = ...`: the
     recomputation finds the check passed; a counter `self.n = self.n + 1` under `if self.n <
@@ -190,6 +194,35 @@ class CheckpointedStatefulForward(RegionRule):
                     return checkpoint(self._run, x, use_reentrant=False)
             """
         ),
+        # CLIP's residual block moves its mask to the input's dtype and device: the
+        # recomputation converts it again and writes the same tensor.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint_sequential
+
+            class ResidualAttentionBlock(nn.Module):
+                def __init__(self, width, attn_mask=None):
+                    super().__init__()
+                    self.attn = nn.MultiheadAttention(width, 8)
+                    self.attn_mask = attn_mask
+
+                def attention(self, x):
+                    self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is not None else None
+                    return self.attn(x, x, x, need_weights=False, attn_mask=self.attn_mask)[0]
+
+                def forward(self, x):
+                    return x + self.attention(x)
+
+            class Transformer(nn.Module):
+                def __init__(self, width, layers):
+                    super().__init__()
+                    self.resblocks = nn.Sequential(*[ResidualAttentionBlock(width) for _ in range(layers)])
+
+                def forward(self, x):
+                    return checkpoint_sequential(self.resblocks, 2, x, use_reentrant=False)
+            """
+        ),
         # Writes in __init__, to locals, or guarded out of training.
         Valid(
             """
@@ -249,6 +282,34 @@ class CheckpointedStatefulForward(RegionRule):
             line=21,
             column=16,
             message_contains="`self.steps` assigned (line 12)",
+        ),
+        # Converting another value into the attribute is a write like any other.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Scaler(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.last = None
+
+                def forward(self, x):
+                    self.last = x.detach().to(dtype=x.dtype)
+                    return self.fc(x)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.scale = Scaler()
+
+                def forward(self, x):
+                    return checkpoint(self.scale, x, use_reentrant=False)
+            """,
+            line=20,
+            column=16,
+            message_contains="`self.last` assigned (line 11)",
         ),
         # An MoE router with a usage counter, checkpointed from the block that owns it.
         Invalid(

@@ -135,7 +135,7 @@ def summarize(
     top_level = isinstance(node, (ast.Module, ast.ClassDef))
     if not top_level:
         parameters = _parameters(node.args, resolve)
-    summary = _Summarizer(self_name, resolve)
+    summary = _Summarizer(self_name, resolve, keeps_constants=isinstance(node, ast.ClassDef))
     summary.block(node.body, ())
     # A module's top-level names are other functions' globals, a class body's are its
     # instances' attributes: every binding may be asked about.
@@ -226,9 +226,14 @@ class _Summarizer:
     """Walks a body statement by statement, with the `if` conditions that guard each one
     (an `if` whose body returns guards what follows it with the opposite condition)."""
 
-    def __init__(self, self_name: str | None, resolve: Callable[[ast.AST], str | None]) -> None:
+    def __init__(
+        self, self_name: str | None, resolve: Callable[[ast.AST], str | None], *, keeps_constants: bool = False
+    ) -> None:
         self.self_name = self_name
         self.resolve = resolve
+        # A class body's literal attributes are what its instances read (`norm: str = "ln"`
+        # of a config dataclass); a function's literal locals are not kept.
+        self.keeps_constants = keeps_constants
         self.bindings: list[Binding] = []
         self.returns: list[tuple[Expr, Conditions]] = []
         self.calls: list[tuple[Expr, int]] = []
@@ -298,10 +303,11 @@ class _Summarizer:
             self.bindings.extend(
                 Binding(pattern(t), ASSIGN, value, line, 0, conditions) for t in node.targets
                 if is_known(value) or _stores_on_self(pattern(t), self.self_name)
+                or (self.keeps_constants and value[0] == "const")
             )
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             value = self.value(node.value)
-            if is_known(value):
+            if is_known(value) or (self.keeps_constants and value[0] == "const"):
                 self.bindings.append(Binding(pattern(node.target), ASSIGN, value, line, 0, conditions))
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
             value = self.value(node.value)

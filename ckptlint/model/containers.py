@@ -15,6 +15,7 @@ from ckptlint.model.library import TIMM_CREATE_MODEL, torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import (
+    ANY_KEY,
     NOTHING,
     ClassRef,
     Constant,
@@ -123,6 +124,8 @@ class ContainerSemantics:
         return tuple(m for m in members if m)
 
     def _index(self, values: frozenset, key) -> set:
+        """`values[key]`, `key` a literal's value or ANY_KEY (not known). A literal key a
+        mapping does not hold (`NORMS[None]`, `NORMS["gn"]`) gives nothing."""
         if isinstance(key, tuple) and key[:1] == ("slice",):
             return self._slice(values, slice(*key[1:]))
         found: set = set()
@@ -133,7 +136,7 @@ class ContainerSemantics:
                 else:
                     found |= value.elements
             elif isinstance(value, Mapping):
-                hits = [v for k, v in value.entries if key is None or k == key]
+                hits = [v for k, v in value.entries if key is ANY_KEY or k == key]
                 for hit in hits:
                     found |= hit
             elif isinstance(value, Instance) and value.members is not None:

@@ -38,6 +38,7 @@ from ckptlint.model.registries import RegistrySemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
 from ckptlint.model.library import CONTAINER_MODULES
 from ckptlint.model.values import (
+    ANY_KEY,
     NOTHING,
     Arguments,
     ClassRef,
@@ -246,8 +247,10 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 registered = self._registered(registry, keys)
                 if registered or not all(isinstance(k, Constant) for k in keys) or not keys:
                     return registered
-            key = next(iter(keys)).value if len(keys) == 1 and isinstance(next(iter(keys)), Constant) else None
-            return self._index(self._eval(expr[1], frame), key)
+            values = self._eval(expr[1], frame)
+            if keys and all(isinstance(k, Constant) for k in keys):  # `norms[name]`, `name` one of known literals
+                return set().union(*(self._index(values, k.value) for k in keys))
+            return self._index(values, ANY_KEY)
         if tag == "seq":
             return {self._sequence(expr[1], frame)}
         if tag == "dict":
@@ -290,9 +293,13 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 # Passed but not known: what the annotation says it is.
                 found |= bound if bound else self._annotated(parameter)
             elif parameter.kind not in ("*", "**"):
-                found |= self._default(parameter, frame)
+                found |= self._default(parameter, frame, annotated=not frame.entry)
                 if frame.entry and not any(not falsy(v) for v in found):
+                    # What the project passes, before what the annotation names (`cfg: Config`
+                    # built as `Encoder(Config(norm="bn"))`).
                     found |= self._passed_by_callers(summary, name)
+                    if not any(not falsy(v) for v in found):
+                        found |= self._annotated(parameter)
         bindings = self._bindings_of(summary).get(name)
         if bindings:
             for binding in _visible(bindings, frame.before):
@@ -307,13 +314,13 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             return self._name(name, frame.parent)
         return self._global(name, frame.module, None)
 
-    def _default(self, parameter, frame: Frame) -> set:
+    def _default(self, parameter, frame: Frame, *, annotated: bool = True) -> set:
         """A parameter nothing was passed for: its default, else (or when the default is
-        None) the classes its annotation names."""
+        None, and `annotated`) the classes its annotation names."""
         found: set = set()
         if parameter.default is not None:
             found |= self._eval(parameter.default, Frame(None, frame.module))
-        if not any(not falsy(v) for v in found):
+        if annotated and not any(not falsy(v) for v in found):
             found |= self._annotated(parameter)
         return found
 
@@ -472,8 +479,9 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             ]
             return Instance(cls.name, arguments_of(constants))
         init = self._method(facts.name, "__init__")
-        if init is None:
-            return Instance(facts.name)
+        if init is None:  # a dataclass's generated constructor: the fields it is given
+            given = [(f"#{i}", v if not isinstance(v, Splat) else NOTHING) for i, v in enumerate(positional)]
+            return Instance(facts.name, arguments_of([*given, *named.items()]))
         return Instance(facts.name, self._match(init, positional, named, opaque, skip_self=True))
 
     def _returns(self, summary: FunctionSummary, callee: FunctionRef, positional: list, named: dict, opaque: bool) -> set:

@@ -148,6 +148,8 @@ def state_mutations(
                 for target in targets:
                     if _sets_checked(inner, target, checked):
                         continue  # `self.max_seq_len_cached = seq_len` once `seq_len > self.max_seq_len_cached`
+                    if converts_itself(target, inner.value):
+                        continue  # `self.mask = self.mask.to(x.dtype)`: the recomputation converts it again, to the same
                     if self_attribute(target) is not None:
                         found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
                     elif isinstance(target, ast.Name) and target.id in declared:
@@ -167,6 +169,30 @@ def _sets_checked(assignment: ast.AST, target: ast.AST, checked: frozenset[str])
     return attribute in checked and not any(
         isinstance(n, ast.Attribute) and self_attribute(n) == attribute for n in ast.walk(assignment.value)
     )
+
+
+# Tensor methods whose result, converted again the same way, is unchanged (`a.to(d).to(d)`
+# equals `a.to(d)`): an attribute set to such a conversion of itself holds the same value
+# after the recomputation as after the forward.
+IDEMPOTENT_CONVERSIONS = frozenset(
+    {"to", "type", "float", "half", "bfloat16", "double", "cuda", "cpu", "contiguous", "type_as"}
+)
+
+
+def converts_itself(target: ast.AST, value: ast.AST | None) -> bool:
+    """`self.a = self.a.to(x.dtype)`, also `... if self.a is not None else None` (CLIP's
+    attention mask): a write the recomputation repeats with the same result."""
+    if self_attribute(target) is None or value is None:
+        return False
+    if isinstance(value, ast.IfExp):
+        return all(
+            converts_itself(target, branch) or (isinstance(branch, ast.Constant) and branch.value is None)
+            for branch in (value.body, value.orelse)
+        )
+    conversions = 0
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in IDEMPOTENT_CONVERSIONS:
+        value, conversions = value.func.value, conversions + 1
+    return conversions > 0 and ast.unparse(value) == ast.unparse(target)
 
 
 def is_literal(node: ast.AST | None) -> bool:

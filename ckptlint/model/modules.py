@@ -115,6 +115,20 @@ class ModuleSemantics:
             if name is None:  # `getattr(self, name)`: any of its children
                 return {v for values in self._children(value).values() for v in values}
             return set(self._attribute(value, name))
+        if isinstance(value, ClassRef) and name is not None and self.index.class_named(value.name) is not None:
+            return self._class_attribute(value.name, name)
+        return set()
+
+    def _class_attribute(self, class_name: str, name: str) -> set:
+        """`Config.norm` (also `cfg.norm` for a parameter annotated `cfg: Config`): the value
+        the nearest class body binds, a dataclass field's default among them."""
+        for summary in self._class_methods(class_name):
+            if not summary.name.endswith(_CLASS_BODY):
+                continue
+            bindings = [b for b in summary.bindings if b.pattern == ("name", name)]
+            if bindings:
+                frame = Frame(summary.name, self._module_of(summary.name) or "", (), None)
+                return set().union(*(self._binding_values(binding, frame) for binding in bindings))
         return set()
 
     def _attribute(self, instance: Instance, name: str) -> frozenset:
@@ -139,6 +153,12 @@ class ModuleSemantics:
                 own = ("attr", ("name", summary.self_name), name)
                 if summary.name.endswith(_CLASS_BODY):
                     own = ("name", name)  # a class attribute (`arch_settings = {...}`)
+                    passed = _field_argument(instance, name)
+                    if passed is not None and any(binding.pattern == own for binding in summary.bindings):
+                        # A dataclass field given to the generated constructor (`Config(norm="bn")`)
+                        registered = True
+                        found |= passed
+                        continue
                 for binding in summary.bindings:
                     target = binding.pattern
                     if target == own or target == ("child", name):
@@ -265,3 +285,15 @@ class ModuleSemantics:
                 if summary is not None:  # a classmethod / staticmethod factory
                     found |= self._returns(summary, FunctionRef(summary.name), positional, named, opaque)
         return found
+
+
+def _field_argument(instance: Instance, name: str) -> frozenset | None:
+    """What the constructor call of a class without a constructor of its own (a dataclass)
+    passed for field `name`: the keyword's values; nothing known when arguments were passed by
+    position (the fields' order is not kept); None when nothing was passed for it."""
+    arguments = dict(instance.arguments)
+    if name in arguments:
+        return arguments[name]
+    if any(key.startswith("#") for key in arguments):
+        return NOTHING
+    return None

@@ -92,6 +92,8 @@ class Mapping:
 
 Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
 NOTHING: frozenset = frozenset()
+# The key of `values[key]` when it is not a known literal: every entry may be the one read.
+ANY_KEY = object()
 class OutOfBudget(Exception):
     pass
 
