@@ -267,6 +267,10 @@ class _Summarizer:
     def value(self, node: ast.AST) -> Expr:
         """An expression the model may follow; a library function's result (a tensor: `x =
         F.relu(x)`, `h = torch.cat(...)`) is nothing to it, and not kept."""
+        if self.keeps_constants and isinstance(node, ast.Call) and self.resolve(node.func) == "dataclasses.field":
+            # `out_norm: str = field(default="rms2d")`: the class attribute is the default
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            return expression(default) if default is not None else UNKNOWN
         if isinstance(node, ast.Call) and self._library_function(node.func):
             return UNKNOWN
         return expression(node)

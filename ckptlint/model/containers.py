@@ -124,8 +124,10 @@ class ContainerSemantics:
         return tuple(m for m in members if m)
 
     def _index(self, values: frozenset, key) -> set:
-        """`values[key]`, `key` a literal's value or ANY_KEY (not known). A literal key a
-        mapping does not hold (`NORMS[None]`, `NORMS["gn"]`) gives nothing."""
+        """`values[key]`, `key` a literal's value, ANY_KEY (not known) or OTHER_KEY (a value
+        that is no literal). A mapping gives the entry of a literal key it holds, nothing for
+        one it lacks (`NORMS[None]`, `NORMS["gn"]`), any of its entries for a key not known
+        (`arch_settings[depth]`); a list any of its items for a key not known."""
         if isinstance(key, tuple) and key[:1] == ("slice",):
             return self._slice(values, slice(*key[1:]))
         found: set = set()

@@ -39,6 +39,7 @@ from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, F
 from ckptlint.model.library import CONTAINER_MODULES
 from ckptlint.model.values import (
     ANY_KEY,
+    OTHER_KEY,
     NOTHING,
     Arguments,
     ClassRef,
@@ -248,9 +249,11 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 if registered or not all(isinstance(k, Constant) for k in keys) or not keys:
                     return registered
             values = self._eval(expr[1], frame)
-            if keys and all(isinstance(k, Constant) for k in keys):  # `norms[name]`, `name` one of known literals
-                return set().union(*(self._index(values, k.value) for k in keys))
-            return self._index(values, ANY_KEY)
+            if not keys:
+                return self._index(values, ANY_KEY)
+            # `norms[name]`, `name` one of known literals; a key that is no literal (a tuple
+            # built at run time, a module) is not one a literal-keyed mapping holds.
+            return set().union(*(self._index(values, k.value if isinstance(k, Constant) else OTHER_KEY) for k in keys))
         if tag == "seq":
             return {self._sequence(expr[1], frame)}
         if tag == "dict":
@@ -399,6 +402,9 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             if summary is not None and variable in self._bindings_of(summary):
                 return self._name(variable, Frame(summary.name, module))
             return ()
+        owner = self.index.class_named(module)
+        if owner is not None:  # `Config.norm`: a class attribute of a project class
+            return self._class_attribute(owner.name, variable)
         if self._module_of(name) is not None:
             return ()  # a project module's name that the index does not know
         short = name.rsplit(".", 1)[-1]

@@ -94,6 +94,8 @@ Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mappi
 NOTHING: frozenset = frozenset()
 # The key of `values[key]` when it is not a known literal: every entry may be the one read.
 ANY_KEY = object()
+# A key that is a value but no literal (`norms[pair(x)]`): no literal key of a mapping.
+OTHER_KEY = object()
 class OutOfBudget(Exception):
     pass
 

@@ -1,0 +1,103 @@
+"""What the project model says an expression denotes, asked directly: literal-keyed tables,
+class attributes and dataclass fields, and values passed by the project before annotations."""
+
+from __future__ import annotations
+
+from ckptlint.config import resolve_settings
+from ckptlint.indexing import build_index
+from ckptlint.model.denotation import Denotation
+from ckptlint.model.values import ClassRef, Constant, Frame, Instance
+
+MODELS = """
+from dataclasses import dataclass, field
+
+import torch.nn as nn
+
+NORMS = {"bn": nn.BatchNorm2d, "ln": nn.LayerNorm}
+
+
+def build_norm(name="bn", channels=8):
+    if name in NORMS:
+        return NORMS[name](channels)
+    return None
+
+
+@dataclass
+class Config:
+    width: int = 8
+    norm: str = "ln"
+    head_norm: str = field(default="bn")
+
+
+class Conv(nn.Module):
+    def __init__(self, norm="bn"):
+        super().__init__()
+        self.none = build_norm(None)
+        self.missing = build_norm("gn")
+        self.tuple_key = build_norm((norm, norm))
+        self.named = build_norm(norm)
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.norm = build_norm(cfg.norm)
+        self.head = build_norm(cfg.head_norm)
+"""
+
+
+def _denotation(make_project, files: dict[str, str]) -> Denotation:
+    root = make_project({"models.py": MODELS, **files})
+    return Denotation(build_index(root, resolve_settings(root), use_cache=False, jobs=1))
+
+
+def _classes(values) -> set[str]:
+    return {v.cls for v in values if isinstance(v, Instance)}
+
+
+def test_a_literal_key_a_table_lacks_gives_nothing(make_project):
+    denotation = _denotation(make_project, {})
+    conv = denotation.instance("models.Conv")
+    assert denotation.attribute(conv, "none") == frozenset()
+    assert denotation.attribute(conv, "missing") == frozenset()
+    assert denotation.attribute(conv, "tuple_key") == frozenset()
+    assert _classes(denotation.attribute(conv, "named")) == {"torch.nn.BatchNorm2d"}
+
+
+def test_a_class_attribute_is_read_through_the_class_and_an_annotated_parameter(make_project):
+    denotation = _denotation(make_project, {})
+    frame = Frame("models.<module>", "models", (), None)
+    assert denotation.evaluate(("attr", ("name", "Config"), "norm"), frame) == frozenset({Constant("ln")})
+    assert denotation.evaluate(("attr", ("name", "Config"), "head_norm"), frame) == frozenset({Constant("bn")})
+    encoder = denotation.instance("models.Encoder")
+    assert _classes(denotation.attribute(encoder, "norm")) == {"torch.nn.LayerNorm"}
+    assert _classes(denotation.attribute(encoder, "head")) == {"torch.nn.BatchNorm2d"}
+
+
+def test_what_the_project_passes_comes_before_the_annotation(make_project):
+    train = """
+    from models import Config, Encoder
+
+    model = Encoder(Config(norm="bn"))
+    """
+    denotation = _denotation(make_project, {"train.py": train})
+    encoder = denotation.instance("models.Encoder")
+    assert _classes(denotation.attribute(encoder, "norm")) == {"torch.nn.BatchNorm2d"}
+    built = denotation.evaluate(("name", "model"), Frame("train.<module>", "train", (), None))
+    (instance,) = built
+    assert _classes(denotation.attribute(instance, "norm")) == {"torch.nn.BatchNorm2d"}
+    config = dict(instance.arguments)["cfg"]
+    assert {v.cls for v in config} == {"models.Config"} and not any(isinstance(v, ClassRef) for v in config)
+
+
+def test_a_dataclass_built_by_position_says_nothing_of_its_fields(make_project):
+    train = """
+    from models import Config, Encoder
+
+    model = Encoder(Config(16, "bn"))
+    """
+    denotation = _denotation(make_project, {"train.py": train})
+    (instance,) = denotation.evaluate(("name", "model"), Frame("train.<module>", "train", (), None))
+    (config,) = dict(instance.arguments)["cfg"]
+    assert denotation.attribute(config, "norm") == frozenset()
+    assert denotation.attribute(config, "head_norm") == frozenset()
