@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -74,8 +75,10 @@ class CkptlintServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"ckptlint: {message}"))
 
     def report_server_error(self, error, source) -> None:
-        # pygls' own reports (messages it could not decode): logged, never shown on every event.
-        self.log(f"ckptlint server error: {error}", types.MessageType.Error)
+        # pygls' own reports (a message it could not decode): logged, never shown on every
+        # event. A failed request is logged with its traceback by `_logged` already.
+        if source is not FeatureRequestError:
+            self.log(f"ckptlint server error: {error}", types.MessageType.Error)
 
     # --- documents ---------------------------------------------------------------------
 
