@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 pytest.importorskip("pygls")
 
@@ -342,3 +343,23 @@ def test_no_noqa_where_a_comment_cannot_go():
     assert with_noqa('x = f("""a\nb""")\n', 1, "CKPT001", python=True) is None
     assert with_noqa("x = f(a, \\\n  b)\n", 1, "CKPT001", python=True) is None
     assert with_noqa("use_reentrant: true  # why\n", 1, "CKPT002", python=False) == "use_reentrant: true  # why  # noqa: CKPT002\n"
+
+
+_TEXTS = st.text(alphabet="ab #\r\n🔥é", max_size=40)
+
+
+@given(_TEXTS, _TEXTS)
+def test_edits_turn_the_old_text_into_the_new_one(old, new):
+    changes = edits_between(old, new)
+    as_lsp = [
+        {
+            "range": {
+                "start": {"line": c.start.line, "character": c.start.character},
+                "end": {"line": c.end.line, "character": c.end.character},
+            },
+            "newText": c.new_text,
+        }
+        for c in changes
+    ]
+    assert apply_edits(old, as_lsp) == new
+    assert all(a.end <= b.start for a, b in zip(changes, changes[1:]))

@@ -67,24 +67,18 @@ class DocumentPositions:
         return self.lines.location(self.offset(position))
 
 
-def _split_lines(text: str) -> list[str]:
-    """The lines of `text`, each with its line break, split where `LineIndex` splits."""
-    starts = LineIndex(text).line_starts
-    ends = [*starts[1:], len(text)]
-    return [text[start:end] for start, end in zip(starts, ends) if end > start]
+def _lines(text: str) -> tuple[list[str], list[int]]:
+    """The lines of `text`, each with its line break (split where `LineIndex` splits), and
+    the offsets where they start, followed by the end of the text."""
+    bounds = sorted({*LineIndex(text).line_starts, len(text)})
+    return [text[start:end] for start, end in zip(bounds, bounds[1:])], bounds
 
 
 def edits_between(old: str, new: str, encoding: PositionEncoding = PositionEncoding.UTF16) -> tuple[TextChange, ...]:
     """The edits (positions in `old`, in order, never overlapping) that turn `old` into
     `new`: one per changed run of lines, trimmed to the characters that differ, so that a
     keyword added to a call is an insertion in that call rather than a new document."""
-    old_lines, new_lines = _split_lines(old), _split_lines(new)
-    old_starts = [0]
-    for line in old_lines:
-        old_starts.append(old_starts[-1] + len(line))
-    new_starts = [0]
-    for line in new_lines:
-        new_starts.append(new_starts[-1] + len(line))
+    (old_lines, old_starts), (new_lines, new_starts) = _lines(old), _lines(new)
     positions = DocumentPositions(old, encoding)
     changes = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
