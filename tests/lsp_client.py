@@ -113,13 +113,13 @@ class LspClient:
 
     # --- the session -------------------------------------------------------------------
 
-    def initialize(self, root: Path, options: Any = None) -> dict:
+    def initialize(self, root: Path, options: Any = None, encodings: tuple[str, ...] = ("utf-16",)) -> dict:
         response = self.request(
             "initialize",
             {
                 "processId": os.getpid(),
                 "rootUri": root.as_uri(),
-                "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
+                "capabilities": {"general": {"positionEncodings": list(encodings)}},
                 "initializationOptions": options,
             },
         )

@@ -156,6 +156,18 @@ def test_fix_all_and_positions_on_a_line_with_non_ascii_text(tmp_path, client):
     assert server.stop() == 0
 
 
+def test_a_client_that_counts_utf8_bytes_gets_byte_columns(tmp_path, client):
+    root = project(tmp_path)
+    server = client()
+    result = server.initialize(root, encodings=("utf-8",))["result"]
+    assert result["capabilities"]["positionEncoding"] == "utf-8"
+    uri = server.open(root / "a.py", IMPLICIT_REENTRANT.replace("    return", "    y = 'é🔥'; return"))
+    [diagnostic] = server.diagnostics(uri)
+    # `    y = 'é🔥'; return ` is 21 characters, 25 bytes in UTF-8 (é 2, 🔥 4).
+    assert diagnostic["range"]["start"] == {"line": 4, "character": 25}
+    assert server.stop() == 0
+
+
 MODEL = """
 import torch.nn as nn
 from torch.utils.checkpoint import checkpoint

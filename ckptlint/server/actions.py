@@ -34,7 +34,7 @@ def finding_actions(
                     QUICK_FIX,
                     edits_between(text, fixed, encoding),
                     preferred=not unsafe,
-                    code=diagnostic.code,
+                    diagnostic=diagnostic,
                 )
             )
     row = diagnostic.noqa_row or diagnostic.location.row
@@ -45,7 +45,7 @@ def finding_actions(
                 f"Suppress {diagnostic.code} with `# noqa: {diagnostic.code}`",
                 QUICK_FIX,
                 edits_between(text, suppressed, encoding),
-                code=diagnostic.code,
+                diagnostic=diagnostic,
             )
         )
     return actions

@@ -183,19 +183,18 @@ class CkptlintServer(LanguageServer):
         positions = DocumentPositions(linted.text, self.encoding)
         asked = _editor_range(params.range)
         only = params.context.only
-        actions: list[tuple[EditorAction, Diagnostic | None]] = []
+        actions: list[EditorAction] = []
         if wanted(QUICK_FIX, only):
             comments = comment_style(path, linted.text)
             for diagnostic in linted.diagnostics:
                 if _touches(_span(diagnostic, positions), asked):
-                    found = finding_actions(linted.text, diagnostic, comments=comments, encoding=self.encoding)
-                    actions.extend((action, diagnostic) for action in found)
+                    actions.extend(finding_actions(linted.text, diagnostic, comments=comments, encoding=self.encoding))
         if wanted(FIX_ALL, only) and has_safe_fix(linted.diagnostics):
             fixed = await self.in_linter(self.projects.fix_all, linted.text, path)
             action = fix_all_action(linted.text, fixed, self.encoding)
             if action is not None:
-                actions.append((action, None))
-        return [lsp_code_action(uri, action, diagnostic, positions) for action, diagnostic in actions]
+                actions.append(action)
+        return [lsp_code_action(uri, action, positions) for action in actions]
 
 
 # --- lsprotocol values ---------------------------------------------------------------------
@@ -241,13 +240,11 @@ def _text_edit(change: TextChange) -> types.TextEdit:
     return types.TextEdit(range=_lsp_range(change.start, change.end), new_text=change.new_text)
 
 
-def lsp_code_action(
-    uri: str, action: EditorAction, diagnostic: Diagnostic | None, positions: DocumentPositions
-) -> types.CodeAction:
+def lsp_code_action(uri: str, action: EditorAction, positions: DocumentPositions) -> types.CodeAction:
     return types.CodeAction(
         title=action.title,
         kind=action.kind,
-        diagnostics=[lsp_diagnostic(diagnostic, positions)] if diagnostic is not None else None,
+        diagnostics=[lsp_diagnostic(action.diagnostic, positions)] if action.diagnostic is not None else None,
         is_preferred=action.preferred or None,
         edit=types.WorkspaceEdit(changes={uri: [_text_edit(change) for change in action.changes]}),
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ckptlint.types import Diagnostic
+
 
 class PositionEncoding(str, enum.Enum):
     """What an LSP `character` counts (negotiated at `initialize`; UTF-16 unless the client
@@ -47,4 +49,4 @@ class EditorAction:
     kind: str
     changes: tuple[TextChange, ...]
     preferred: bool = False
-    code: str | None = None
+    diagnostic: Diagnostic | None = None
