@@ -124,7 +124,10 @@ def test_diagnostics_follow_the_latest_change_and_save(tmp_path, client):
     server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
     assert server.diagnostics(uri, version=4) == []
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-    assert server.diagnostics(uri) == []
+    closed = server.wait_for(
+        lambda m: m.get("method") == "textDocument/publishDiagnostics" and "version" not in m["params"], "the clearing on close"
+    )
+    assert closed["params"] == {"uri": uri, "diagnostics": []}
     assert server.stop() == 0
 
 
@@ -375,3 +378,18 @@ def test_edits_turn_the_old_text_into_the_new_one(old, new):
     ]
     assert apply_edits(old, as_lsp) == new
     assert all(a.end <= b.start for a, b in zip(changes, changes[1:]))
+
+
+def test_recipes_are_linted_and_suppressed_with_their_own_comments(tmp_path):
+    from ckptlint.server.actions import comment_style, finding_actions
+    from ckptlint.server.projects import EditorProjects
+
+    root = project(tmp_path)
+    yaml_text = "gradient_checkpointing: true  # on\nfsdp: full_shard auto_wrap\n"
+    [finding] = EditorProjects().lint(yaml_text, root / "sft.yaml").diagnostics
+    assert finding.code == "CKPT004"
+    [noqa] = finding_actions(yaml_text, finding, comments=comment_style(root / "sft.yaml", yaml_text), encoding=PositionEncoding.UTF16)
+    assert [(c.start, c.new_text) for c in noqa.changes] == [(EditorPosition(0, 34), "  # noqa: CKPT004")]
+    json_text = '{"gradient_checkpointing": true, "fsdp": "full_shard auto_wrap"}\n'
+    [finding] = EditorProjects().lint(json_text, root / "args.json").diagnostics
+    assert finding_actions(json_text, finding, comments=comment_style(root / "args.json", json_text), encoding=PositionEncoding.UTF16) == []

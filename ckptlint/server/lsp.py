@@ -178,7 +178,7 @@ class CkptlintServer(LanguageServer):
         result = await self.lint(uri)
         if result is None:
             return []
-        _, linted = result
+        version, linted = result
         path = self.path_of(uri)
         positions = DocumentPositions(linted.text, self.encoding)
         asked = _editor_range(params.range)
@@ -191,6 +191,9 @@ class CkptlintServer(LanguageServer):
                     actions.extend(finding_actions(linted.text, diagnostic, comments=comments, encoding=self.encoding))
         if wanted(FIX_ALL, only) and has_safe_fix(linted.diagnostics):
             fixed = await self.in_linter(self.projects.fix_all, linted.text, path)
+            current = self.open_document(uri)
+            if current is None or current.version != version:
+                return []  # edits of a text that is gone: the client asks again
             action = fix_all_action(linted.text, fixed, self.encoding)
             if action is not None:
                 actions.append(action)
