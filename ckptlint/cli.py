@@ -352,6 +352,18 @@ def clean(path: Path) -> None:
 
 
 @main.command()
+def server() -> None:
+    """Run the language server for editors (LSP over stdio; needs `pip install 'ckptlint[server]'`)."""
+    try:
+        from ckptlint.server import serve
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] in ("pygls", "lsprotocol"):
+            _fail("`ckptlint server` needs pygls, which is not installed: pip install 'ckptlint[server]'")
+        raise
+    sys.exit(serve())
+
+
+@main.command()
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of text.")
