@@ -221,7 +221,14 @@ def _diagnostic_from_json(item: dict) -> Diagnostic:
         ),
         noqa_row=item.get("noqa_row"),
         url=item.get("url"),
+        cell=_cell(item.get("cell")),
     )
+
+
+def _cell(value) -> int | None:
+    if value is not None and not (type(value) is int and value >= 1):
+        raise ValueError(f"not a cell number: {value!r}")
+    return value
 
 
 def _location(item: dict) -> Location:

@@ -246,6 +246,10 @@ def _fixed_stdin(data: bytes, fixed_source: str | None) -> bytes:
 
 
 def _unified_diff(path: str, old: str, new: str) -> str:
+    if path.lower().endswith(".ipynb"):  # the code of each changed cell, not the file's JSON
+        from ckptlint.notebooks import cell_diff
+
+        return cell_diff(path, old, new)
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
     )

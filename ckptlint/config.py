@@ -42,10 +42,10 @@ DEFAULT_EXCLUDE = (
     "site-packages", "venv", ".ckptlint_cache",
 )
 FSDP_MODES = ("auto", "yes", "no")
-# Files linted when a directory is walked: Python sources, and the training recipes and
+# Files linted when a directory is walked: Python sources, Jupyter notebooks, and the training recipes and
 # launch scripts the FSDP / Hugging Face rules also read (those without a trigger word are
 # never parsed).
-DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch")
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch")
 
 
 class ConfigError(Exception):

@@ -10,6 +10,7 @@ Reading, decoding, caching and writing files is `ckptlint.runner`'s.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import sys
 import threading
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from ckptlint.config import Settings
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
 from ckptlint.model.index import ProjectIndex
+from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook
 from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
@@ -90,10 +92,32 @@ def lint_text(
     libcst sees it; the time and memory limits themselves are the runner's to enforce
     (`ckptlint.worker_pool`)."""
     display = display_path or str(path)
+    if is_notebook_path(path):
+        notebook = _read_notebook(text, path, settings, display)
+        if isinstance(notebook, LintOutcome):
+            return notebook
+        outcome = on_deep_stack(_lint_text, notebook.python_text, path, settings, display, rules, project, limits)
+        return _in_cells(notebook, outcome)
     kind = recipe_kind(path, text)
     if kind is not None:
         return _lint_recipe(text, path, settings, display, kind)
     return on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits)
+
+
+def _read_notebook(text: str, path: Path, settings: Settings, display: str) -> Notebook | LintOutcome:
+    """The notebook, or CKPT900 where it cannot be read as one (invalid JSON, not
+    nbformat 4, a cell without `source`), at the place in the file and in the cell."""
+    try:
+        return read_notebook(text)
+    except NotebookError as error:
+        problem = dataclasses.replace(_parse_error(display, error.row, error.column, str(error), kind=""), cell=None)
+        return LintOutcome(_reportable([problem], path, settings), parsed=False)
+
+
+def _in_cells(notebook: Notebook, outcome: LintOutcome) -> LintOutcome:
+    return dataclasses.replace(
+        outcome, diagnostics=tuple(sorted((notebook.in_cells(d) for d in outcome.diagnostics), key=lambda d: d.sort_key))
+    )
 
 
 def _lint_text(
@@ -409,20 +433,58 @@ def fix_text(
     """Fix until nothing changes (bounded). If a round produces code that does not parse,
     that round is discarded and the error reported; the text stays at the last good state."""
     display = display_path or str(path)
+    if is_notebook_path(path):
+        return _fix_notebook(text, path, settings, unsafe, display, project, limits)
+
+    def lint(code: str) -> LintOutcome:
+        return lint_text(code, path, settings, display_path=display, project=project, limits=limits)
+
+    return _fix_to_fixed_point(text, lint, unsafe, display)
+
+
+def _fix_to_fixed_point(text: str, lint, unsafe: bool, display: str) -> FixOutcome:
     applied: list[AppliedFix] = []
-    outcome = initial = lint_text(text, path, settings, display_path=display, project=project, limits=limits)
+    outcome = initial = lint(text)
     error = None
     for _ in range(MAX_FIX_ITERATIONS):
         new_text, fixed = apply_fixes(text, outcome.diagnostics, unsafe)
         if not fixed or new_text == text:
             break
-        new_outcome = lint_text(new_text, path, settings, display_path=display, project=project, limits=limits)
+        new_outcome = lint(new_text)
         if not new_outcome.parsed:
             error = f"{display}: fixes for {', '.join(sorted({d.code for d in fixed}))} produced invalid code; file left unchanged by them"
             break
         applied.extend(AppliedFix(d.code, d.fix.message, d.location.row) for d in fixed)
         text, outcome = new_text, new_outcome
     return FixOutcome(text, tuple(applied), outcome, error, initial)
+
+
+def _fix_notebook(
+    text: str, path: Path, settings: Settings, unsafe: bool, display: str, project: ProjectIndex | None, limits: AnalysisLimits
+) -> FixOutcome:
+    """Fixes computed on the code cells joined, written back into each changed cell's
+    `source`; the rest of the file keeps its bytes."""
+    notebook = _read_notebook(text, path, settings, display)
+    if isinstance(notebook, LintOutcome):
+        return FixOutcome(text, (), notebook, None, notebook)
+
+    def lint(code: str) -> LintOutcome:
+        return on_deep_stack(_lint_text, code, path, settings, display, None, project, limits)
+
+    fixed = _fix_to_fixed_point(notebook.python_text, lint, unsafe, display)
+    initial = _in_cells(notebook, fixed.initial or fixed.remaining)
+    if not fixed.applied:
+        return FixOutcome(text, (), _in_cells(notebook, fixed.remaining), fixed.error, initial)
+    try:
+        new_text = notebook.with_python_text(fixed.text)
+    except NotebookError as error:
+        return FixOutcome(text, (), initial, f"{display}: fixes not written: {error}", initial)
+    # The remaining findings located in the new cells (rows move when a fix adds a line).
+    remaining = _in_cells(read_notebook(new_text), fixed.remaining)
+    applied = tuple(
+        dataclasses.replace(a, row=notebook.locate(Location(a.row, 1))[1].row) for a in fixed.applied
+    )
+    return FixOutcome(new_text, applied, remaining, fixed.error, initial)
 
 
 def decode_for_lint(data: bytes, display: str) -> tuple[DecodedSource | None, Diagnostic | None]:

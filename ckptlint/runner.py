@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, settings_fingerprint, trusted_stat
 from ckptlint.config import Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
+from ckptlint.discovery import INDEXED_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
 from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
@@ -119,7 +119,7 @@ def _too_large(path: Path, display: str, settings: Settings, limits: AnalysisLim
     file ckptlint could not check (CKPT900); others could hold no finding anyway."""
     if is_recipe_path(path) or not mentions_any(path, CHECKPOINTING_WORDS):
         return FileResult(display)
-    return FileResult(display, analysis_stopped(path, display, settings, limits.describe_size(size)))
+    return FileResult(display, analysis_stopped(path, display, settings, limits.describe_size(size, limits.bytes_for(path))))
 
 
 def check_file(
@@ -128,7 +128,7 @@ def check_file(
     """One file's result, and the fixes to write (never written here: `write_fixes`)."""
     display = display_path(path)
     try:
-        data = read_source_bytes(path, limit=options.limits.file_bytes)
+        data = read_source_bytes(path, limit=options.limits.bytes_for(path))
     except SourceTooLarge as error:
         return _too_large(path, display, settings, options.limits, error.size), None
     except OSError as error:
@@ -260,7 +260,7 @@ def check_paths(
         if cache is None:
             pending.append(_Pending(Path(text_path), file_settings, root))
             continue
-        is_python = absolute.endswith(PYTHON_SUFFIXES)
+        is_python = absolute.endswith(INDEXED_SUFFIXES)
         # The index has just checked a Python file (by stat, or by reading it): its digest is current.
         content = index.digests.get(relative_to_root(absolute, root)) if is_python and index.digests else None
         stat: list[int] | None = None
@@ -268,7 +268,7 @@ def check_paths(
             if content is None:
                 stat = trusted_stat(os.stat(absolute), trusted_before)
                 content = cache.recorded_content(absolute, stat) or content_digest(
-                    read_source_bytes(absolute, limit=options.limits.file_bytes)
+                    read_source_bytes(absolute, limit=options.limits.bytes_for(absolute))
                 )
         except SourceTooLarge as error:
             # Never parsed, never handed to a worker: silent unless it mentions checkpointing.
@@ -344,9 +344,10 @@ def check_stdin(data: bytes, filename: str | None, settings: Settings, options: 
     """Standard input, analysed in a worker process under the per-file limits like a file."""
     display = filename or "-"
     path = Path(filename).absolute() if filename else settings.project_root / "-"
-    if len(data) > options.limits.file_bytes:
+    limit = options.limits.bytes_for(filename or "-")
+    if len(data) > limit:
         if any(word in data for word in CHECKPOINTING_WORDS):
-            reason = options.limits.describe_size(len(data))
+            reason = options.limits.describe_size(len(data), limit)
             return RunResult((FileResult(display, analysis_stopped(path, display, settings, reason)),))
         return RunResult((FileResult(display),))
     decoded, problem = decode_for_lint(data, display)

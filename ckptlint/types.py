@@ -47,10 +47,12 @@ class Diagnostic:
     fix: Fix | None = None
     noqa_row: int | None = None
     url: str | None = None
+    # In a notebook: the 1-based cell (counting every cell) that rows and columns are in.
+    cell: int | None = None
 
     @property
     def sort_key(self) -> tuple:
-        return (self.path, self.location, self.code, self.end_location, self.message)
+        return (self.path, self.cell or 0, self.location, self.code, self.end_location, self.message)
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def test_json_schema(cli, project):
     assert isinstance(items, list)
     for item in items:
         assert list(item) == [
-            "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row"
+            "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell"
         ]
         assert set(item["location"]) == set(item["end_location"]) == {"row", "column"}
         assert all(type(v) is int and v >= 1 for v in (*item["location"].values(), *item["end_location"].values()))

@@ -78,6 +78,13 @@ def render(diagnostics: Sequence[Diagnostic]) -> str:
                 }
             ],
         }
+        if d.cell is not None:
+            # In a notebook the region is in the cell (as in the JSON output), which the
+            # result names: as a logical location and as the property `cell`.
+            result["locations"][0]["logicalLocations"] = [
+                {"name": f"cell {d.cell}", "fullyQualifiedName": f"{d.path}:cell {d.cell}", "kind": "module"}
+            ]
+            result["properties"] = {"cell": d.cell}
         if d.fix is not None:
             result["fixes"] = [
                 {

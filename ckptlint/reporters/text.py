@@ -17,8 +17,9 @@ def render_diagnostics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool)
     lines = []
     for d in diagnostics:
         marker = click.style("[*] ", fg="cyan") if fixable(d, unsafe_fixes) else ""
+        where = d.path if d.cell is None else f"{d.path}:cell {d.cell}"
         lines.append(
-            f"{click.style(d.path, bold=True)}:{d.location.row}:{d.location.column}: "
+            f"{click.style(where, bold=True)}:{d.location.row}:{d.location.column}: "
             f"{click.style(d.code, fg='red', bold=True)} {marker}{d.message}"
         )
     return "".join(line + "\n" for line in lines)
