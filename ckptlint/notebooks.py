@@ -19,7 +19,7 @@ import dataclasses
 import difflib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from json.decoder import scanstring
 from pathlib import Path
@@ -360,6 +360,21 @@ def _render_source(original: str, source: str, as_lines: bool, ascii_only: bool)
     closing = original[spans[-1][1] : len(original) - 1]
     separator = original[spans[0][1] : spans[1][0]] if len(spans) > 1 else ("," + opening if "\n" in opening else ", ")
     return "[" + opening + separator.join(items) + closing + "]"
+
+
+_PLACE = re.compile(r"(?P<path>[^\s`'\"(),:]+\.ipynb):(?P<row>\d+)")
+
+
+def places_in_cells(message: str, notebook_at: Callable[[str], Notebook | None]) -> str:
+    """A message's `nb.ipynb:12` (a row of the joined code, as the project's facts record
+    places) as `nb.ipynb:cell 3:2`; `notebook_at` reads a notebook by its path in the message."""
+
+    def in_cell(match: re.Match) -> str:
+        notebook = notebook_at(match["path"])
+        cell, location = notebook.locate(Location(int(match["row"]), 1)) if notebook is not None else (None, None)
+        return match[0] if cell is None else f"{match['path']}:cell {cell}:{location.row}"
+
+    return _PLACE.sub(in_cell, message) if ".ipynb:" in message else message
 
 
 def cell_diff(path: str, old_text: str, new_text: str) -> str:

@@ -17,6 +17,7 @@ from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_te
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
+from ckptlint.notebooks import Notebook, NotebookError, places_in_cells, read_notebook
 from ckptlint.registry import project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
@@ -320,7 +321,28 @@ def check_paths(
         warnings.append(
             f"no files to lint under {', '.join(map(str, paths))} (`include`: {', '.join(settings.include)})"
         )
+    results = [_places_in_cells(result, projects) for result in results]
     return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=tuple(warnings))
+
+
+def _places_in_cells(result: FileResult, projects: Projects) -> FileResult:
+    """Places in notebooks that messages name from the project's facts (rows of the joined
+    code) as cells and rows, read from the notebooks as they are now."""
+    if not any(".ipynb:" in d.message for d in result.diagnostics):
+        return result
+    root = projects.root_of(os.path.abspath(result.path))
+    notebooks: dict[str, Notebook | None] = {}
+
+    def notebook_at(relative: str) -> Notebook | None:
+        if relative not in notebooks:
+            try:
+                notebooks[relative] = read_notebook(read_source_bytes(root / relative).decode("utf-8"))
+            except (OSError, UnicodeDecodeError, NotebookError):
+                notebooks[relative] = None
+        return notebooks[relative]
+
+    diagnostics = tuple(dataclasses.replace(d, message=places_in_cells(d.message, notebook_at)) for d in result.diagnostics)
+    return dataclasses.replace(result, diagnostics=diagnostics)
 
 
 @dataclass(frozen=True)

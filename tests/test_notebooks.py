@@ -301,6 +301,8 @@ def test_cross_file_facts_include_notebooks(cli, make_project):
     result = cli([".", "--output-format", "json", "--no-cache", *TORCH], cwd=root)
     found = [(Path(d["filename"]).relative_to(root).as_posix(), d["cell"], d["location"]["row"], d["code"]) for d in json.loads(result.stdout)]
     assert found == [("notebooks/bn.ipynb", 2, 1, "CKPT010"), ("pkg/layers.py", None, 5, "CKPT002")]
+    # A place in a notebook that a message names is a cell and a row in it.
+    assert "(`FullyShardedDataParallel` at notebooks/shard.ipynb:cell 1:2)" in json.loads(result.stdout)[1]["message"]
     # Only the module named, as pre-commit does: the notebook still makes it an FSDP project.
     named = cli(["pkg/layers.py", "--output-format", "json", *TORCH], cwd=root)
     assert [d["code"] for d in json.loads(named.stdout)] == ["CKPT002"]
