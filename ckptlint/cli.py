@@ -75,7 +75,7 @@ def main(ctx: click.Context) -> None:
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this configuration file.")
 @click.option("--target-version", multiple=True, metavar="PKG=VER", help="Target library version, e.g. torch=2.4.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache directory (default: .ckptlint_cache at the project root).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache directory (default: .ckptlint_cache at the project root; outside any project, where the run starts).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes for large runs (default: the number of cores).")
 @click.option("--stdin-filename", help="The name to report for standard input (path `-`).")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
