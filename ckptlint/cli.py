@@ -106,6 +106,7 @@ def check(
     from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
     from ckptlint.limits import AnalysisLimits, LimitError
     from ckptlint.runner import RunOptions, check_paths, check_stdin
+    from ckptlint.types import DocsUrlError, docs_url_template
 
     # As in Ruff, `--stdin-filename` without paths reads standard input too.
     reading_stdin = paths == (Path("-"),) or (not paths and stdin_filename is not None)
@@ -134,7 +135,8 @@ def check(
                 cache_dir=cache_dir.resolve() if cache_dir else None,
             ),
         )
-    except ConfigError as error:
+        docs_url_template()  # a bad CKPTLINT_DOCS_URL is refused, not ignored
+    except (ConfigError, DocsUrlError) as error:
         _fail(str(error))
 
     if show_settings:

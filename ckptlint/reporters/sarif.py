@@ -10,11 +10,10 @@ from urllib.parse import quote
 
 from ckptlint import __version__
 from ckptlint.registry import ENGINE_CODES, all_rules
-from ckptlint.types import RULE_DOCS_URL
-from ckptlint.types import Diagnostic, Edit
+from ckptlint.types import REPOSITORY_URL, Diagnostic, Edit
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = RULE_DOCS_URL.split("/blob/")[0]
+INFORMATION_URI = REPOSITORY_URL
 
 
 def _uri(path: str) -> str:
