@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ckptlint.config import Settings
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
 from ckptlint.model.index import ProjectIndex
-from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook
+from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
@@ -96,28 +96,41 @@ def lint_text(
         notebook = _read_notebook(text, path, settings, display)
         if isinstance(notebook, LintOutcome):
             return notebook
+        notebook, broken = notebook
         outcome = on_deep_stack(_lint_text, notebook.python_text, path, settings, display, rules, project, limits)
-        return _in_cells(notebook, outcome)
+        return _in_cells(notebook, outcome, broken)
     kind = recipe_kind(path, text)
     if kind is not None:
         return _lint_recipe(text, path, settings, display, kind)
     return on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits)
 
 
-def _read_notebook(text: str, path: Path, settings: Settings, display: str) -> Notebook | LintOutcome:
-    """The notebook, or CKPT900 where it cannot be read as one (invalid JSON, not
-    nbformat 4, a cell without `source`), at the place in the file and in the cell."""
+def _read_notebook(
+    text: str, path: Path, settings: Settings, display: str
+) -> tuple[Notebook, tuple[Diagnostic, ...]] | LintOutcome:
+    """The notebook without the cells that are not Python on their own, and CKPT900 for
+    each of those in its cell; or CKPT900 at the place in the file where it cannot be read
+    as a notebook (invalid JSON, not nbformat 4, a cell without `source`)."""
     try:
-        return read_notebook(text)
+        notebook = read_notebook(text)
     except NotebookError as error:
-        problem = dataclasses.replace(_parse_error(display, error.row, error.column, str(error), kind=""), cell=None)
+        problem = _parse_error(display, error.row, error.column, str(error), kind="")
         return LintOutcome(_reportable([problem], path, settings), parsed=False)
+    broken = notebook.cells_that_do_not_parse()
+    if not broken:
+        return notebook, ()
+    code = {cell.number: cell.code for cell in notebook.cells}
+    problems = [
+        dataclasses.replace(_parse_error(display, error.lineno or 1, error.offset or 1, error.msg), cell=number)
+        for number, error in broken.items()
+        if not top_level_await_only(error, code[number])
+    ]
+    return read_notebook(text, leave_out=frozenset(broken)), _reportable(problems, path, settings)
 
 
-def _in_cells(notebook: Notebook, outcome: LintOutcome) -> LintOutcome:
-    return dataclasses.replace(
-        outcome, diagnostics=tuple(sorted((notebook.in_cells(d) for d in outcome.diagnostics), key=lambda d: d.sort_key))
-    )
+def _in_cells(notebook: Notebook, outcome: LintOutcome, broken: tuple[Diagnostic, ...] = ()) -> LintOutcome:
+    located = (*(notebook.in_cells(d) for d in outcome.diagnostics), *broken)
+    return dataclasses.replace(outcome, diagnostics=tuple(sorted(located, key=lambda d: d.sort_key)))
 
 
 def _lint_text(
@@ -467,20 +480,21 @@ def _fix_notebook(
     notebook = _read_notebook(text, path, settings, display)
     if isinstance(notebook, LintOutcome):
         return FixOutcome(text, (), notebook, None, notebook)
+    notebook, broken = notebook
 
     def lint(code: str) -> LintOutcome:
         return on_deep_stack(_lint_text, code, path, settings, display, None, project, limits)
 
     fixed = _fix_to_fixed_point(notebook.python_text, lint, unsafe, display)
-    initial = _in_cells(notebook, fixed.initial or fixed.remaining)
+    initial = _in_cells(notebook, fixed.initial or fixed.remaining, broken)
     if not fixed.applied:
-        return FixOutcome(text, (), _in_cells(notebook, fixed.remaining), fixed.error, initial)
+        return FixOutcome(text, (), _in_cells(notebook, fixed.remaining, broken), fixed.error, initial)
     try:
         new_text = notebook.with_python_text(fixed.text)
     except NotebookError as error:
         return FixOutcome(text, (), initial, f"{display}: fixes not written: {error}", initial)
     # The remaining findings located in the new cells (rows move when a fix adds a line).
-    remaining = _in_cells(read_notebook(new_text), fixed.remaining)
+    remaining = _in_cells(read_notebook(new_text, leave_out=notebook.left_out), fixed.remaining, broken)
     applied = tuple(
         dataclasses.replace(a, row=notebook.locate(Location(a.row, 1))[1].row) for a in fixed.applied
     )

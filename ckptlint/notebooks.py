@@ -15,6 +15,7 @@ metadata, key order and the file's whitespace stay byte for byte: the standard l
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import json
@@ -58,6 +59,7 @@ class NotebookError(Exception):
 class CodeCell:
     number: int  # 1-based, counting every cell (markdown and raw too)
     source: str  # the cell's text as stored
+    code: str  # its code as linted: escapes neutralised, ending with a newline
     first_row: int  # the row of its first line in the joined Python text
     escapes: tuple[str, ...]  # the lines replaced by the placeholder, in order, as written
     span: tuple[int, int]  # where its `source` value is in the file's text
@@ -69,6 +71,7 @@ class Notebook:
     text: str  # the file, as read
     cells: tuple[CodeCell, ...]
     python_text: str
+    left_out: frozenset[int] = frozenset()  # code cells not linted: see `read_notebook`
 
     def locate(self, location: Location) -> tuple[int | None, Location]:
         """The cell holding a row of the joined text, and the location inside that cell."""
@@ -127,9 +130,38 @@ class Notebook:
     def cell_sources(self) -> dict[int, str]:
         return {cell.number: cell.source for cell in self.cells}
 
+    def cells_that_do_not_parse(self) -> dict[int, SyntaxError]:
+        """The cells that are not Python on their own, with CPython's error (its rows in the
+        cell). Jupyter runs each cell alone, so one broken cell need not hide the others'
+        findings: `read_notebook(text, leave_out=...)` lints the rest."""
+        try:
+            ast.parse(self.python_text)
+            return {}
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+        broken: dict[int, SyntaxError] = {}
+        for cell in self.cells:
+            try:
+                ast.parse(cell.code)
+            except SyntaxError as error:
+                broken[cell.number] = error
+            except (ValueError, RecursionError, MemoryError):
+                pass  # the engine says what it says about the whole text
+        return broken
 
-def read_notebook(text: str) -> Notebook:
-    """Parse a notebook's text; NotebookError says what makes it unreadable."""
+
+def top_level_await_only(error: SyntaxError, code: str) -> bool:
+    """Whether a cell fails only for an `await` at top level, which IPython runs."""
+    try:
+        compile(code, "<cell>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def read_notebook(text: str, leave_out: frozenset[int] = frozenset()) -> Notebook:
+    """Parse a notebook's text; NotebookError says what makes it unreadable. The cells
+    numbered in `leave_out` are not linted (nor written to)."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
@@ -160,15 +192,15 @@ def read_notebook(text: str) -> Notebook:
             raise NotebookError(
                 f"cell {number}: `source` is neither a string nor a list of strings", *_row_column(text, spans, number), cell=number
             )
-        if cell.get("cell_type") != "code" or not lints_python or _runs_other_language(source):
+        if cell.get("cell_type") != "code" or not lints_python or _runs_other_language(source) or number in leave_out:
             continue
         code, escapes = _neutralise_escapes(source)
         if code and not code.endswith(("\n", "\r")):
             code += "\n"
-        cells.append(CodeCell(number, source, row, escapes, spans[number], as_lines))
+        cells.append(CodeCell(number, source, code, row, escapes, spans[number], as_lines))
         parts += [code, CELL_BOUNDARY, "\n"]
         row += len(_LINE_END.findall(code)) + 1
-    return Notebook(text, tuple(cells), "".join(parts))
+    return Notebook(text, tuple(cells), "".join(parts), leave_out)
 
 
 def _is_python_notebook(document: dict) -> bool:

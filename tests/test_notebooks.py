@@ -245,11 +245,24 @@ def test_a_bad_notebook_is_a_parse_error_and_the_run_goes_on(cli, make_project, 
     assert (root / "bad.ipynb").read_text() == content
 
 
-def test_a_syntax_error_in_a_cell_is_located_in_that_cell(cli, make_project):
-    root = make_project({"nb.ipynb": notebook("import torch", "x = (1,\ny = 2 +")})
-    result = cli(["nb.ipynb", "--output-format", "json", "--no-cache"], cwd=root)
-    [item] = json.loads(result.stdout)
-    assert (item["code"], item["cell"], item["location"]["row"]) == ("CKPT900", 2, 1)
+def test_a_cell_that_is_not_python_is_reported_and_the_others_are_linted(cli, make_project):
+    """Jupyter runs each cell alone: a broken snippet (as documentation notebooks hold) is
+    CKPT900 in its cell, and does not hide the findings of the others or stop their fixes."""
+    content = notebook(
+        "import torch.utils.checkpoint as cp",
+        "x = 1\ny = (2 +",
+        "z = cp.checkpoint(f, x)",
+        "result = await client.fetch()",  # IPython runs a top-level await: not an error
+    )
+    root = make_project({"nb.ipynb": content})
+    result = cli(["nb.ipynb", "--output-format", "json", "--no-cache", *TORCH], cwd=root)
+    found = [(d["code"], d["cell"], d["location"]["row"], d["location"]["column"], d["message"]) for d in json.loads(result.stdout)]
+    assert found == [("CKPT900", 2, 2, 5, "SyntaxError: '(' was never closed"), ("CKPT001", 3, 1, 5, MSG001)]
+    fixed = cli(["nb.ipynb", "--fix", "--unsafe-fixes", "--output-format", "json", *TORCH], cwd=root)
+    assert [(d["code"], d["cell"]) for d in json.loads(fixed.stdout)] == [("CKPT900", 2)]
+    assert (root / "nb.ipynb").read_text() == content.replace(
+        '"z = cp.checkpoint(f, x)"', '"z = cp.checkpoint(f, x, use_reentrant=False)"'
+    )
 
 
 def test_fixed_code_that_no_longer_splits_into_cells_is_refused():
