@@ -109,6 +109,16 @@ def test_sarif_and_github_name_the_cell(cli, fixture_copy):
     )
 
 
+def test_junit_and_standard_input(cli, fixture_copy):
+    junit = cli(["finetune.ipynb", "--output-format", "junit", "--no-cache", *TORCH], cwd=fixture_copy)
+    assert f"<failure message=\"CKPT001 {MSG001}\">cell 3, line 5, col 9, CKPT001 {MSG001}</failure>" in junit.stdout
+    data = FIXTURE.read_bytes()
+    piped = cli(["-", "--stdin-filename", "finetune.ipynb", *TORCH], cwd=fixture_copy, input=data)
+    assert piped.stdout.splitlines()[0] == f"finetune.ipynb:cell 3:5:9: CKPT001 {MSG001}"
+    fixed = cli(["-", "--stdin-filename", "finetune.ipynb", "--fix", "--unsafe-fixes", *TORCH], cwd=fixture_copy, input=data)
+    assert fixed.stdout_bytes == data.replace(CALL.encode(), FIXED_CALL.encode())
+
+
 def test_the_cache_keeps_cells(cli, fixture_copy):
     cold = cli(["finetune.ipynb", "--output-format", "json", *TORCH], cwd=fixture_copy)
     stored = [
