@@ -46,17 +46,25 @@ def unknown_noqa_codes(text: str, display: str) -> tuple[str, ...]:
     Other tools' codes (`E501`) are not ckptlint's to judge."""
     if "noqa" not in text and "NOQA" not in text:
         return ()
+    if is_notebook_path(display):  # a notebook's comments are in its cells: `nb.ipynb:cell 3:2`
+        try:
+            cells = [(f"{display}:cell {cell.number}", cell.source) for cell in read_notebook(text).cells]
+        except NotebookError:
+            cells = []  # reported as CKPT900
+    else:
+        cells = [(display, text)]
     known = set(all_codes())
     problems = []
-    for row, line in enumerate(LineIndex(text).lines(), start=1):
-        if not _NOQA_WITH_OUR_CODE.search(line):
-            continue
-        for match in NOQA.finditer(line):
-            for code in written_codes(match):
-                if code.upper().startswith("CKPT") and code.upper() not in known:
-                    problems.append(
-                        f"{display}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
-                    )
+    for where, code_text in cells:
+        for row, line in enumerate(LineIndex(code_text).lines(), start=1):
+            if not _NOQA_WITH_OUR_CODE.search(line):
+                continue
+            for match in NOQA.finditer(line):
+                for code in written_codes(match):
+                    if code.upper().startswith("CKPT") and code.upper() not in known:
+                        problems.append(
+                            f"{where}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
+                        )
     return tuple(problems)
 
 
