@@ -18,7 +18,7 @@ from ckptlint import __version__
 from ckptlint.config import Settings
 from ckptlint.discovery import stat_key
 from ckptlint.source import content_digest, read_source_bytes
-from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.writer import interrupts_deferred
 
 # The project index keeps each file's facts in a file of its own under `facts-<project key>/`.
@@ -35,6 +35,7 @@ def settings_fingerprint(settings: Settings) -> str:
         repr(settings.stateful_modules),
         repr(settings.checkpoint_functions),
         settings.fsdp,
+        rule_docs_url("{code}"),  # findings are cached with their rule's URL
     ]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
@@ -221,7 +222,14 @@ def _diagnostic_from_json(item: dict) -> Diagnostic:
         ),
         noqa_row=item.get("noqa_row"),
         url=item.get("url"),
+        cell=_cell(item.get("cell")),
     )
+
+
+def _cell(value) -> int | None:
+    if value is not None and not (type(value) is int and value >= 1):
+        raise ValueError(f"not a cell number: {value!r}")
+    return value
 
 
 def _location(item: dict) -> Location:

@@ -75,7 +75,7 @@ def main(ctx: click.Context) -> None:
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this configuration file.")
 @click.option("--target-version", multiple=True, metavar="PKG=VER", help="Target library version, e.g. torch=2.4.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache directory (default: .ckptlint_cache at the project root).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache directory (default: .ckptlint_cache at the project root; outside any project, where the run starts).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes for large runs (default: the number of cores).")
 @click.option("--stdin-filename", help="The name to report for standard input (path `-`).")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
@@ -106,6 +106,7 @@ def check(
     from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
     from ckptlint.limits import AnalysisLimits, LimitError
     from ckptlint.runner import RunOptions, check_paths, check_stdin
+    from ckptlint.types import DocsUrlError, docs_url_template
 
     # As in Ruff, `--stdin-filename` without paths reads standard input too.
     reading_stdin = paths == (Path("-"),) or (not paths and stdin_filename is not None)
@@ -134,7 +135,8 @@ def check(
                 cache_dir=cache_dir.resolve() if cache_dir else None,
             ),
         )
-    except ConfigError as error:
+        docs_url_template()  # a bad CKPTLINT_DOCS_URL is refused, not ignored
+    except (ConfigError, DocsUrlError) as error:
         _fail(str(error))
 
     if show_settings:
@@ -246,6 +248,10 @@ def _fixed_stdin(data: bytes, fixed_source: str | None) -> bytes:
 
 
 def _unified_diff(path: str, old: str, new: str) -> str:
+    if path.lower().endswith(".ipynb"):  # the code of each changed cell, not the file's JSON
+        from ckptlint.notebooks import cell_diff
+
+        return cell_diff(path, old, new)
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
     )

@@ -42,10 +42,10 @@ DEFAULT_EXCLUDE = (
     "site-packages", "venv", ".ckptlint_cache",
 )
 FSDP_MODES = ("auto", "yes", "no")
-# Files linted when a directory is walked: Python sources, and the training recipes and
+# Files linted when a directory is walked: Python sources, Jupyter notebooks, and the training recipes and
 # launch scripts the FSDP / Hugging Face rules also read (those without a trigger word are
 # never parsed).
-DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch")
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch")
 
 
 class ConfigError(Exception):
@@ -78,7 +78,8 @@ class Settings:
 
     @property
     def cache_directory(self) -> Path:
-        """Where the cache lives: `cache-dir`, else `.ckptlint_cache/` at the project root."""
+        """Where the cache lives: `cache-dir` (resolved: `default_cache_dir`), else `.ckptlint_cache/` at
+        the project root."""
         return self.cache_dir or self.project_root / ".ckptlint_cache"
 
     def for_project(self, root: Path) -> Settings:
@@ -473,7 +474,7 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     declared = read_declarations(project_root)
     versions = TargetVersions({**declared.versions, **explicit})
 
-    cache_dir = overrides.cache_dir or file_settings.cache_dir or project_root / ".ckptlint_cache"
+    cache_dir = overrides.cache_dir or file_settings.cache_dir or default_cache_dir(project_root)
     if cache_dir == project_root or cache_dir in project_root.parents:
         # The cache would then hold the project: `ckptlint clean` would delete it.
         where = "--cache-dir" if overrides.cache_dir else f"{config_file}: `cache-dir`"
@@ -501,6 +502,15 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         origins=origins,
         notices=_declaration_notices(project_root, declared, frozenset(explicit)),
     )
+
+
+def default_cache_dir(project_root: Path) -> Path:
+    """`.ckptlint_cache/` at the project root; outside any project (no marker above the
+    linted path), in the directory the run started in: one cache for every run from there,
+    not one in each directory linted."""
+    if any((project_root / marker).exists() for marker in ROOT_MARKERS):
+        return project_root / ".ckptlint_cache"
+    return Path.cwd().resolve() / ".ckptlint_cache"
 
 
 def _setting_origins(config_file: Path | None, file_settings: _FileSettings, overrides: Overrides) -> dict[str, str]:

@@ -20,6 +20,9 @@ from pathlib import Path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 PYTHON_INCLUDE = ("*.py", "*.pyi")
+# Files whose code the project index reads: Python sources and Jupyter notebooks.
+INDEXED_SUFFIXES = (*PYTHON_SUFFIXES, ".ipynb")
+INDEXED_INCLUDE = (*PYTHON_INCLUDE, "*.ipynb")
 
 # A path relative to the project root as its parts; None for a path outside the root.
 Parts = tuple[str, ...]

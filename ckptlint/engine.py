@@ -10,6 +10,7 @@ Reading, decoding, caching and writing files is `ckptlint.runner`'s.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import sys
 import threading
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from ckptlint.config import Settings
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
 from ckptlint.model.index import ProjectIndex
+from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
@@ -44,17 +46,25 @@ def unknown_noqa_codes(text: str, display: str) -> tuple[str, ...]:
     Other tools' codes (`E501`) are not ckptlint's to judge."""
     if "noqa" not in text and "NOQA" not in text:
         return ()
+    if is_notebook_path(display):  # a notebook's comments are in its cells: `nb.ipynb:cell 3:2`
+        try:
+            cells = [(f"{display}:cell {cell.number}", cell.source) for cell in read_notebook(text).cells]
+        except NotebookError:
+            cells = []  # reported as CKPT900
+    else:
+        cells = [(display, text)]
     known = set(all_codes())
     problems = []
-    for row, line in enumerate(LineIndex(text).lines(), start=1):
-        if not _NOQA_WITH_OUR_CODE.search(line):
-            continue
-        for match in NOQA.finditer(line):
-            for code in written_codes(match):
-                if code.upper().startswith("CKPT") and code.upper() not in known:
-                    problems.append(
-                        f"{display}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
-                    )
+    for where, code_text in cells:
+        for row, line in enumerate(LineIndex(code_text).lines(), start=1):
+            if not _NOQA_WITH_OUR_CODE.search(line):
+                continue
+            for match in NOQA.finditer(line):
+                for code in written_codes(match):
+                    if code.upper().startswith("CKPT") and code.upper() not in known:
+                        problems.append(
+                            f"{where}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
+                        )
     return tuple(problems)
 
 
@@ -90,10 +100,45 @@ def lint_text(
     libcst sees it; the time and memory limits themselves are the runner's to enforce
     (`ckptlint.worker_pool`)."""
     display = display_path or str(path)
+    if is_notebook_path(path):
+        notebook = _read_notebook(text, path, settings, display)
+        if isinstance(notebook, LintOutcome):
+            return notebook
+        notebook, broken = notebook
+        outcome = on_deep_stack(_lint_text, notebook.python_text, path, settings, display, rules, project, limits)
+        return _in_cells(notebook, outcome, broken)
     kind = recipe_kind(path, text)
     if kind is not None:
         return _lint_recipe(text, path, settings, display, kind)
     return on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits)
+
+
+def _read_notebook(
+    text: str, path: Path, settings: Settings, display: str
+) -> tuple[Notebook, tuple[Diagnostic, ...]] | LintOutcome:
+    """The notebook without the cells that are not Python on their own, and CKPT900 for
+    each of those in its cell; or CKPT900 at the place in the file where it cannot be read
+    as a notebook (invalid JSON, not nbformat 4, a cell without `source`)."""
+    try:
+        notebook = read_notebook(text)
+    except NotebookError as error:
+        problem = _parse_error(display, error.row, error.column, str(error), kind="")
+        return LintOutcome(_reportable([problem], path, settings), parsed=False)
+    broken = notebook.cells_that_do_not_parse()
+    if not broken:
+        return notebook, ()
+    code = {cell.number: cell.code for cell in notebook.cells}
+    problems = [
+        dataclasses.replace(_parse_error(display, error.lineno or 1, error.offset or 1, error.msg), cell=number)
+        for number, error in broken.items()
+        if not top_level_await_only(error, code[number])
+    ]
+    return read_notebook(text, leave_out=frozenset(broken)), _reportable(problems, path, settings)
+
+
+def _in_cells(notebook: Notebook, outcome: LintOutcome, broken: tuple[Diagnostic, ...] = ()) -> LintOutcome:
+    located = (*(notebook.in_cells(d) for d in outcome.diagnostics), *broken)
+    return dataclasses.replace(outcome, diagnostics=tuple(sorted(located, key=lambda d: d.sort_key)))
 
 
 def _lint_text(
@@ -409,20 +454,59 @@ def fix_text(
     """Fix until nothing changes (bounded). If a round produces code that does not parse,
     that round is discarded and the error reported; the text stays at the last good state."""
     display = display_path or str(path)
+    if is_notebook_path(path):
+        return _fix_notebook(text, path, settings, unsafe, display, project, limits)
+
+    def lint(code: str) -> LintOutcome:
+        return lint_text(code, path, settings, display_path=display, project=project, limits=limits)
+
+    return _fix_to_fixed_point(text, lint, unsafe, display)
+
+
+def _fix_to_fixed_point(text: str, lint, unsafe: bool, display: str) -> FixOutcome:
     applied: list[AppliedFix] = []
-    outcome = initial = lint_text(text, path, settings, display_path=display, project=project, limits=limits)
+    outcome = initial = lint(text)
     error = None
     for _ in range(MAX_FIX_ITERATIONS):
         new_text, fixed = apply_fixes(text, outcome.diagnostics, unsafe)
         if not fixed or new_text == text:
             break
-        new_outcome = lint_text(new_text, path, settings, display_path=display, project=project, limits=limits)
+        new_outcome = lint(new_text)
         if not new_outcome.parsed:
             error = f"{display}: fixes for {', '.join(sorted({d.code for d in fixed}))} produced invalid code; file left unchanged by them"
             break
         applied.extend(AppliedFix(d.code, d.fix.message, d.location.row) for d in fixed)
         text, outcome = new_text, new_outcome
     return FixOutcome(text, tuple(applied), outcome, error, initial)
+
+
+def _fix_notebook(
+    text: str, path: Path, settings: Settings, unsafe: bool, display: str, project: ProjectIndex | None, limits: AnalysisLimits
+) -> FixOutcome:
+    """Fixes computed on the code cells joined, written back into each changed cell's
+    `source`; the rest of the file keeps its bytes."""
+    notebook = _read_notebook(text, path, settings, display)
+    if isinstance(notebook, LintOutcome):
+        return FixOutcome(text, (), notebook, None, notebook)
+    notebook, broken = notebook
+
+    def lint(code: str) -> LintOutcome:
+        return on_deep_stack(_lint_text, code, path, settings, display, None, project, limits)
+
+    fixed = _fix_to_fixed_point(notebook.python_text, lint, unsafe, display)
+    initial = _in_cells(notebook, fixed.initial or fixed.remaining, broken)
+    if not fixed.applied:
+        return FixOutcome(text, (), _in_cells(notebook, fixed.remaining, broken), fixed.error, initial)
+    try:
+        new_text = notebook.with_python_text(fixed.text)
+    except NotebookError as error:
+        return FixOutcome(text, (), initial, f"{display}: fixes not written: {error}", initial)
+    # The remaining findings located in the new cells (rows move when a fix adds a line).
+    remaining = _in_cells(read_notebook(new_text, leave_out=notebook.left_out), fixed.remaining, broken)
+    applied = tuple(
+        dataclasses.replace(a, row=notebook.locate(Location(a.row, 1))[1].row) for a in fixed.applied
+    )
+    return FixOutcome(new_text, applied, remaining, fixed.error, initial)
 
 
 def decode_for_lint(data: bytes, display: str) -> tuple[DecodedSource | None, Diagnostic | None]:

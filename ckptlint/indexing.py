@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, absolute_text, relative_to_root, stat_key
+from ckptlint.discovery import INDEXED_INCLUDE, INDEXED_SUFFIXES, RACY_WINDOW_NS, absolute_text, relative_to_root, stat_key
 from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
@@ -28,6 +28,7 @@ from ckptlint.worker_pool import TaskFailure, WorkerPool
 from ckptlint.model.facts import FileFacts
 from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds, exported_digest, fingerprint_of
 from ckptlint.model.names import module_name
+from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
 # Below this many files to extract, a second worker process costs more than it saves.
 PARALLEL_EXTRACTION_THRESHOLD = 256
@@ -129,7 +130,7 @@ class Projects:
         return [
             (path, absolute)
             for path, absolute in self.run_files
-            if absolute.endswith(PYTHON_SUFFIXES) and self.root_of(absolute) == root
+            if absolute.endswith(INDEXED_SUFFIXES) and self.root_of(absolute) == root
         ]
 
     def indexes(self) -> dict[Path, ProjectIndex]:
@@ -148,6 +149,7 @@ def project_files(root: Path, settings: Settings, cache_directory: Path | None =
         exclude=settings.exclude,
         extend_exclude=settings.extend_exclude,
         respect_gitignore=settings.respect_gitignore,
+        include=INDEXED_INCLUDE,
     )
     nested: dict[str, bool] = {os.path.abspath(root): False}
 
@@ -182,8 +184,20 @@ def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str] | None:
         return None
     from ckptlint.model.extraction import extract_facts
 
-    facts = extract_facts(data.decode("utf-8", errors="replace"), relative)
+    facts = extract_facts(indexed_text(data, relative), relative)
     return facts, content_digest(data), exported_digest(facts)
+
+
+def indexed_text(data: bytes, relative: str) -> str:
+    """The Python a file holds: a notebook's code cells joined (none when it cannot be read
+    as a notebook: its lint reports why)."""
+    text = data.decode("utf-8", errors="replace")
+    if not is_notebook_path(relative):
+        return text
+    try:
+        return read_notebook(text).python_text
+    except NotebookError:
+        return ""
 
 
 def build_index(
@@ -227,7 +241,7 @@ def build_index(
             status = os.stat(path)
         except OSError:
             continue
-        if status.st_size > limits.file_bytes:
+        if status.st_size > limits.bytes_for(path):
             continue  # generated code: never read (`check_file` says so when it matters)
         if cache is None:
             pending.append((path, relative))

@@ -38,6 +38,9 @@ ENVIRONMENT = {
     "CKPTLINT_FILE_MEMORY_LIMIT": "MiB",
 }
 
+# How many times the size limit a notebook file may be (`AnalysisLimits.bytes_for`).
+NOTEBOOK_SIZE_FACTOR = 16
+
 
 class LimitError(ValueError):
     """An environment variable that sets a limit holds no positive number."""
@@ -77,9 +80,15 @@ class AnalysisLimits:
         """Results that stopped at a limit are valid only under the same limits."""
         return f"{self.file_bytes}:{self.seconds:g}:{self.memory_bytes}"
 
-    def describe_size(self, size: int) -> str:
+    def bytes_for(self, path: str | os.PathLike) -> int:
+        """The size limit of a file: a notebook's bytes are mostly its outputs (images in
+        base64), so the file may be `NOTEBOOK_SIZE_FACTOR` times larger; its code is held to
+        the limit once read (`ckptlint.engine`)."""
+        return self.file_bytes * NOTEBOOK_SIZE_FACTOR if os.fspath(path).lower().endswith(".ipynb") else self.file_bytes
+
+    def describe_size(self, size: int, limit: int | None = None) -> str:
         return (
-            f"too large to analyse: {_mib(size)} is more than the {_mib(self.file_bytes)} ckptlint analyses "
+            f"too large to analyse: {_mib(size)} is more than the {_mib(limit or self.file_bytes)} ckptlint analyses "
             "(generated code? exclude it, or raise CKPTLINT_FILE_SIZE_LIMIT)"
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckptlint.types import RULE_DOCS_URL, Applicability
+from ckptlint.types import Applicability, rule_docs_url
 
 
 @dataclass(frozen=True)
@@ -17,4 +17,4 @@ class RuleSummary:
     fix: Applicability | None
 
     def url(self) -> str:
-        return RULE_DOCS_URL.format(code=self.code)
+        return rule_docs_url(self.code)

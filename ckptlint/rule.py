@@ -26,7 +26,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, Qualif
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
 from ckptlint.source import LineIndex
-from ckptlint.types import RULE_DOCS_URL, Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ class Rule(cst.BatchableCSTVisitor):
 
     @classmethod
     def url(cls) -> str:
-        return RULE_DOCS_URL.format(code=cls.code)
+        return rule_docs_url(cls.code)
 
     @classmethod
     def summary(cls) -> str:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from ckptlint.cache import ResultCache, settings_fingerprint, trusted_stat
 from ckptlint.config import Settings
-from ckptlint.discovery import PYTHON_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
+from ckptlint.discovery import INDEXED_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
 from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
+from ckptlint.notebooks import Notebook, NotebookError, places_in_cells, read_notebook
 from ckptlint.registry import project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
@@ -119,7 +120,7 @@ def _too_large(path: Path, display: str, settings: Settings, limits: AnalysisLim
     file ckptlint could not check (CKPT900); others could hold no finding anyway."""
     if is_recipe_path(path) or not mentions_any(path, CHECKPOINTING_WORDS):
         return FileResult(display)
-    return FileResult(display, analysis_stopped(path, display, settings, limits.describe_size(size)))
+    return FileResult(display, analysis_stopped(path, display, settings, limits.describe_size(size, limits.bytes_for(path))))
 
 
 def check_file(
@@ -128,7 +129,7 @@ def check_file(
     """One file's result, and the fixes to write (never written here: `write_fixes`)."""
     display = display_path(path)
     try:
-        data = read_source_bytes(path, limit=options.limits.file_bytes)
+        data = read_source_bytes(path, limit=options.limits.bytes_for(path))
     except SourceTooLarge as error:
         return _too_large(path, display, settings, options.limits, error.size), None
     except OSError as error:
@@ -260,7 +261,7 @@ def check_paths(
         if cache is None:
             pending.append(_Pending(Path(text_path), file_settings, root))
             continue
-        is_python = absolute.endswith(PYTHON_SUFFIXES)
+        is_python = absolute.endswith(INDEXED_SUFFIXES)
         # The index has just checked a Python file (by stat, or by reading it): its digest is current.
         content = index.digests.get(relative_to_root(absolute, root)) if is_python and index.digests else None
         stat: list[int] | None = None
@@ -268,7 +269,7 @@ def check_paths(
             if content is None:
                 stat = trusted_stat(os.stat(absolute), trusted_before)
                 content = cache.recorded_content(absolute, stat) or content_digest(
-                    read_source_bytes(absolute, limit=options.limits.file_bytes)
+                    read_source_bytes(absolute, limit=options.limits.bytes_for(absolute))
                 )
         except SourceTooLarge as error:
             # Never parsed, never handed to a worker: silent unless it mentions checkpointing.
@@ -320,7 +321,28 @@ def check_paths(
         warnings.append(
             f"no files to lint under {', '.join(map(str, paths))} (`include`: {', '.join(settings.include)})"
         )
+    results = [_places_in_cells(result, projects) for result in results]
     return RunResult(tuple(sorted(results, key=lambda r: r.path)), warnings=tuple(warnings))
+
+
+def _places_in_cells(result: FileResult, projects: Projects) -> FileResult:
+    """Places in notebooks that messages name from the project's facts (rows of the joined
+    code) as cells and rows, read from the notebooks as they are now."""
+    if not any(".ipynb:" in d.message for d in result.diagnostics):
+        return result
+    root = projects.root_of(os.path.abspath(result.path))
+    notebooks: dict[str, Notebook | None] = {}
+
+    def notebook_at(relative: str) -> Notebook | None:
+        if relative not in notebooks:
+            try:
+                notebooks[relative] = read_notebook(read_source_bytes(root / relative).decode("utf-8"))
+            except (OSError, UnicodeDecodeError, NotebookError):
+                notebooks[relative] = None
+        return notebooks[relative]
+
+    diagnostics = tuple(dataclasses.replace(d, message=places_in_cells(d.message, notebook_at)) for d in result.diagnostics)
+    return dataclasses.replace(result, diagnostics=diagnostics)
 
 
 @dataclass(frozen=True)
@@ -344,9 +366,10 @@ def check_stdin(data: bytes, filename: str | None, settings: Settings, options: 
     """Standard input, analysed in a worker process under the per-file limits like a file."""
     display = filename or "-"
     path = Path(filename).absolute() if filename else settings.project_root / "-"
-    if len(data) > options.limits.file_bytes:
+    limit = options.limits.bytes_for(filename or "-")
+    if len(data) > limit:
         if any(word in data for word in CHECKPOINTING_WORDS):
-            reason = options.limits.describe_size(len(data))
+            reason = options.limits.describe_size(len(data), limit)
             return RunResult((FileResult(display, analysis_stopped(path, display, settings, reason)),))
         return RunResult((FileResult(display),))
     decoded, problem = decode_for_lint(data, display)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 
 
@@ -47,10 +48,12 @@ class Diagnostic:
     fix: Fix | None = None
     noqa_row: int | None = None
     url: str | None = None
+    # In a notebook: the 1-based cell (counting every cell) that rows and columns are in.
+    cell: int | None = None
 
     @property
     def sort_key(self) -> tuple:
-        return (self.path, self.location, self.code, self.end_location, self.message)
+        return (self.path, self.cell or 0, self.location, self.code, self.end_location, self.message)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,36 @@ def fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return diagnostic.fix is not None and (unsafe or diagnostic.fix.applicability is Applicability.SAFE)
 
 
-RULE_DOCS_URL = "https://github.com/ckptlint/ckptlint/blob/main/docs/rules/{code}.md"
+# The repository's home, written once: rule pages, SARIF's `informationUri`, and (checked by
+# tests/test_release.py) pyproject's `[project.urls]` and the README's pre-commit `repo:`.
+REPOSITORY_URL = "https://github.com/ckptlint/ckptlint"
+RULE_DOCS_URL = REPOSITORY_URL + "/blob/main/docs/rules/{code}.md"
+# Where rule pages are linked instead (a mirror of the docs, a fork): a URL with `{code}`.
+DOCS_URL_VARIABLE = "CKPTLINT_DOCS_URL"
+
+
+class DocsUrlError(ValueError):
+    """CKPTLINT_DOCS_URL holds no usable URL template."""
+
+
+def docs_url_template() -> str:
+    """The rule pages' URL template: CKPTLINT_DOCS_URL, else the repository's `docs/rules/`."""
+    template = os.environ.get(DOCS_URL_VARIABLE, "").strip()
+    if not template:
+        return RULE_DOCS_URL
+    if "{code}" not in template or not template.startswith(("https://", "http://", "file://")):
+        raise DocsUrlError(
+            f"{DOCS_URL_VARIABLE}={template!r}: give an http(s):// or file:// URL with `{{code}}` where the rule code goes, "
+            f"e.g. {RULE_DOCS_URL}"
+        )
+    return template
+
+
+def rule_docs_url(code: str) -> str:
+    try:
+        return docs_url_template().replace("{code}", code)
+    except DocsUrlError:  # the CLI refuses the variable before a run; elsewhere the default
+        return RULE_DOCS_URL.replace("{code}", code)
 
 
 @dataclass(frozen=True)
@@ -140,7 +172,7 @@ class PseudoRule:
         return self.doc.split("\n", 1)[0]
 
     def url(self) -> str:
-        return RULE_DOCS_URL.format(code=self.code)
+        return rule_docs_url(self.code)
 
     def documentation(self) -> str:
         return f"# {self.name} ({self.code})\n\n{self.doc.strip()}\n"

@@ -15,8 +15,8 @@ from ckptlint.cli import main
 
 @pytest.fixture(autouse=True)
 def _no_colour_overrides(monkeypatch):
-    """The in-process runs must not depend on the colour settings of the shell running pytest."""
-    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "NO_COLOR"):
+    """The in-process runs must not depend on the colour settings (or docs URL) of the shell running pytest."""
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "NO_COLOR", "CKPTLINT_DOCS_URL"):
         monkeypatch.delenv(name, raising=False)
 
 

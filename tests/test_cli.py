@@ -540,7 +540,7 @@ def test_statistics_text(cli, make_project):
     result = cli(["--statistics", "src"], cwd=root)
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        "11\tCKPT001\t[ ] checkpoint-implicit-reentrant",
+        "11\tCKPT001\t[-] checkpoint-implicit-reentrant",
         " 1\tCKPT032\t[*] kwargs-to-reentrant-checkpoint",
         "Found 12 errors.",
         "[*] 1 fixable with the `--fix` option.",

@@ -823,7 +823,7 @@ def test_show_settings_shows_every_setting_with_its_origin(cli, make_project, mo
         "  from:            default",
         "extend-exclude:    vendor",
         f"  from:            {config}",
-        "include:           *.py, *.pyi, *.yaml, *.yml, *.json, *.sh, *.bash, *.slurm, *.sbatch",
+        "include:           *.py, *.pyi, *.ipynb, *.yaml, *.yml, *.json, *.sh, *.bash, *.slurm, *.sbatch",
         "  from:            default",
         "per-file-ignores:  tests/*: CKPT001",
         f"  from:            {config}",

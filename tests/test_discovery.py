@@ -243,10 +243,14 @@ def test_force_exclude_with_gitignored_parent(cli, make_project):
 
 def test_pyi_files_and_other_suffixes(cli, make_project):
     root = make_project(
-        {"stub.pyi": ONE, "mod.py": ONE, "notes.txt": ONE, "script": ONE, "mod.pyc": ONE, "nb.ipynb": ONE},
+        {
+            "stub.pyi": ONE, "mod.py": ONE, "notes.txt": ONE, "script": ONE, "mod.pyc": ONE,
+            "nb.ipynb": json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": ONE}], "metadata": {}, "nbformat": 4}),
+        },
         pyproject=PYPROJECT,
     )
-    assert linted(cli, root, ".") == ["mod.py", "stub.pyi"]
+    # Notebooks are linted too (their code cells: tests/test_notebooks.py).
+    assert linted(cli, root, ".") == ["mod.py", "nb.ipynb", "stub.pyi"]
     # A file named explicitly is linted whatever its suffix.
     assert linted(cli, root, "script") == ["script"]
 

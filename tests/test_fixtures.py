@@ -33,6 +33,9 @@ FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
 # Training recipes and launch scripts: markers are `# expect:` comments too (JSON has no
 # comments, so JSON fixtures hold no findings of their own).
 RECIPE_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".yaml", ".yml", ".json", ".sh"))
+# Notebooks: markers are `# expect:` comments in code cells, on the reported row of the cell;
+# a finding's file is `path:cell N` (N counts every cell, markdown too).
+NOTEBOOK_FIXTURES = sorted(FIXTURES.rglob("*.ipynb"))
 MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
 # Codes whose findings carry a fix: every one of them must be fixed away by `--unsafe-fixes`.
 FIXED_CODES = {rule.code for rule in all_rules() if rule.fix is not None}
@@ -68,6 +71,16 @@ def comments(text: str) -> list[str]:
 def expected_findings(path: Path) -> set[tuple[str, int, str]]:
     found = set()
     text = path.read_text(encoding="utf-8")
+    if path.suffix == ".ipynb":
+        for number, cell in enumerate(json.loads(text)["cells"], start=1):
+            source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+            for row, line in enumerate(source.splitlines(), start=1):
+                match = MARKER.search(line)
+                if match:
+                    found.update(
+                        (f"{relative(path)}:cell {number}", row, code) for code in re.split(r"\s*,\s*", match.group("codes"))
+                    )
+        return found
     if path.suffix != ".py":
         for row, line in enumerate(text.splitlines(), start=1):
             match = MARKER.search(line)
@@ -90,7 +103,11 @@ def actual_findings(path: Path) -> set[tuple[str, int, str]]:
     outcome = lint_text(path.read_text(encoding="utf-8"), path, project_settings, display_path=relative(path), project=index)
     assert outcome.parsed, f"{relative(path)} does not parse"
     assert outcome.internal_errors == ()
-    return {(relative(path), d.location.row, d.code) for d in outcome.diagnostics}
+    return {(finding_file(relative(path), d.cell), d.location.row, d.code) for d in outcome.diagnostics}
+
+
+def finding_file(path: str, cell: int | None) -> str:
+    return path if cell is None else f"{path}:cell {cell}"
 
 
 def fixture_id(path: Path) -> str:
@@ -105,12 +122,12 @@ def test_fixture_files_exist():
 
 def test_markers_name_known_codes():
     known = set(all_codes())
-    for path in FIXTURE_FILES + RECIPE_FIXTURES:
+    for path in FIXTURE_FILES + RECIPE_FIXTURES + NOTEBOOK_FIXTURES:
         for file, line, code in expected_findings(path):
             assert code in known, f"{file}:{line}: unknown code {code} in marker"
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
+@pytest.mark.parametrize("path", FIXTURE_FILES + NOTEBOOK_FIXTURES, ids=fixture_id)
 def test_findings_match_markers(path: Path):
     expected = expected_findings(path)
     actual = actual_findings(path)
@@ -121,8 +138,8 @@ def test_findings_match_markers(path: Path):
 
 def test_all_findings_match_all_markers():
     """The whole tree at once: what `ckptlint fixtures/` must print."""
-    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES))
-    actual = set().union(*(actual_findings(p) for p in FIXTURE_FILES))
+    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES + NOTEBOOK_FIXTURES))
+    actual = set().union(*(actual_findings(p) for p in FIXTURE_FILES + NOTEBOOK_FIXTURES))
     assert actual == expected
 
 
@@ -216,9 +233,16 @@ def test_readme_demo_reports_the_markers(monkeypatch):
         catch_exceptions=False,
     )
     assert result.exit_code == 1, result.output
+    items = json.loads(result.stdout)
     reported = {
-        (Path(item["filename"]).resolve().relative_to(REPO_ROOT).as_posix(), item["location"]["row"], item["code"])
-        for item in json.loads(result.stdout)
+        (
+            finding_file(Path(item["filename"]).resolve().relative_to(REPO_ROOT).as_posix(), item["cell"]),
+            item["location"]["row"],
+            item["code"],
+        )
+        for item in items
     }
-    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES + RECIPE_FIXTURES))
+    expected = set().union(*(expected_findings(p) for p in FIXTURE_FILES + RECIPE_FIXTURES + NOTEBOOK_FIXTURES))
     assert reported == expected
+    assert len(items) == len(expected)  # the README's count: one finding per marker
+    assert any(item["cell"] is not None for item in items)  # the notebooks are linted

@@ -270,5 +270,5 @@ def test_a_run_that_finds_no_file_says_so(cli, make_project):
     result = cli(["."], root)
     assert result.exit_code == 0
     assert result.stderr == "warning: no files to lint under . (`include`: " + ", ".join(
-        ["*.py", "*.pyi", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch"]
+        ["*.py", "*.pyi", "*.ipynb", "*.yaml", "*.yml", "*.json", "*.sh", "*.bash", "*.slurm", "*.sbatch"]
     ) + ")\n"

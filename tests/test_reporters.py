@@ -75,7 +75,7 @@ def test_json_schema(cli, project):
     assert isinstance(items, list)
     for item in items:
         assert list(item) == [
-            "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row"
+            "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell"
         ]
         assert set(item["location"]) == set(item["end_location"]) == {"row", "column"}
         assert all(type(v) is int and v >= 1 for v in (*item["location"].values(), *item["end_location"].values()))
@@ -520,11 +520,20 @@ def test_render_diagnostics_marks_fixable_ones():
 
 def test_render_statistics():
     diagnostics = [UNSAFE, UNSAFE, SAFE, NONE, NONE, NONE]
+    # [*] fixable as the options stand, [-] only with --unsafe-fixes, blank: no fix.
     assert text.render_statistics(diagnostics, unsafe_fixes=False, as_json=False) == (
-        "3\tCKPT900\t[ ] parse-error\n"
-        "2\tCKPT001\t[ ] checkpoint-implicit-reentrant\n"
+        "3\tCKPT900\t    parse-error\n"
+        "2\tCKPT001\t[-] checkpoint-implicit-reentrant\n"
         "1\tCKPT032\t[*] kwargs-to-reentrant-checkpoint\n"
     )
+    assert text.render_statistics(diagnostics, unsafe_fixes=True, as_json=False) == (
+        "3\tCKPT900\t    parse-error\n"
+        "2\tCKPT001\t[*] checkpoint-implicit-reentrant\n"
+        "1\tCKPT032\t[*] kwargs-to-reentrant-checkpoint\n"
+    )
+    # As in Ruff, no marker column when no code has a fix.
+    assert text.render_statistics([NONE, NONE], unsafe_fixes=False, as_json=False) == "2\tCKPT900\tparse-error\n"
+    assert text.render_statistics([UNSAFE], unsafe_fixes=False, as_json=False) == "1\tCKPT001\t[-] checkpoint-implicit-reentrant\n"
     assert text.render_statistics([], unsafe_fixes=False, as_json=False) == ""
     assert json.loads(text.render_statistics(diagnostics, unsafe_fixes=True, as_json=True)) == [
         {"code": "CKPT900", "name": "parse-error", "count": 3, "fixable": False},

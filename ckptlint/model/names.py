@@ -16,7 +16,7 @@ def canonical_name(name: str) -> str:
 def module_name(relative_path: str) -> str:
     """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`; `src/pkg/mod.py` ->
     `pkg.mod` (`canonical_name`)."""
-    parts = relative_path.removesuffix(".pyi").removesuffix(".py").split("/")
+    parts = relative_path.removesuffix(".ipynb").removesuffix(".pyi").removesuffix(".py").split("/")
     if parts[-1] == "__init__" and len(parts) > 1:
         parts = parts[:-1]
     return canonical_name(".".join(parts))

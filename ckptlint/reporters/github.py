@@ -18,6 +18,15 @@ def _escape_property(text: str) -> str:
 def render(diagnostics: Sequence[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:
+        if d.cell is not None:
+            # A notebook's rows are rows of a cell, not of the .ipynb file GitHub would put a
+            # line annotation on: the annotation is the file's, the cell and row in its text.
+            where = f"cell {d.cell}, line {d.location.row}, column {d.location.column}"
+            properties = ",".join(
+                [f"title={_escape_property(f'ckptlint ({d.code}) in cell {d.cell}')}", f"file={_escape_property(d.path)}"]
+            )
+            lines.append(f"::error {properties}::{_escape_data(f'{where}: {d.code} {d.message}')}")
+            continue
         properties = ",".join(
             [
                 f"title={_escape_property(f'ckptlint ({d.code})')}",

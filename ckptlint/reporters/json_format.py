@@ -41,6 +41,8 @@ def diagnostic_to_json(diagnostic: Diagnostic) -> dict:
         },
         "url": diagnostic.url,
         "noqa_row": diagnostic.noqa_row,
+        # Ruff's key: in a notebook the 1-based cell (over all cells) the rows are in.
+        "cell": diagnostic.cell,
     }
 
 

@@ -29,6 +29,7 @@ def render(diagnostics: Sequence[Diagnostic]) -> str:
                 line=str(d.location.row),
             )
             failure = ET.SubElement(case, "failure", message=f"{d.code} {d.message}")
-            failure.text = f"line {d.location.row}, col {d.location.column}, {d.code} {d.message}"
+            cell = f"cell {d.cell}, " if d.cell is not None else ""  # a notebook's rows are its cell's
+            failure.text = f"{cell}line {d.location.row}, col {d.location.column}, {d.code} {d.message}"
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -10,11 +10,10 @@ from urllib.parse import quote
 
 from ckptlint import __version__
 from ckptlint.registry import ENGINE_CODES, all_rules
-from ckptlint.types import RULE_DOCS_URL
-from ckptlint.types import Diagnostic, Edit
+from ckptlint.types import REPOSITORY_URL, Diagnostic, Edit
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = RULE_DOCS_URL.split("/blob/")[0]
+INFORMATION_URI = REPOSITORY_URL
 
 
 def _uri(path: str) -> str:
@@ -78,6 +77,13 @@ def render(diagnostics: Sequence[Diagnostic]) -> str:
                 }
             ],
         }
+        if d.cell is not None:
+            # In a notebook the region is in the cell (as in the JSON output), which the
+            # result names: as a logical location and as the property `cell`.
+            result["locations"][0]["logicalLocations"] = [
+                {"name": f"cell {d.cell}", "fullyQualifiedName": f"{d.path}:cell {d.cell}", "kind": "module"}
+            ]
+            result["properties"] = {"cell": d.cell}
         if d.fix is not None:
             result["fixes"] = [
                 {

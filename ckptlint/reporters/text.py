@@ -17,8 +17,9 @@ def render_diagnostics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool)
     lines = []
     for d in diagnostics:
         marker = click.style("[*] ", fg="cyan") if fixable(d, unsafe_fixes) else ""
+        where = d.path if d.cell is None else f"{d.path}:cell {d.cell}"
         lines.append(
-            f"{click.style(d.path, bold=True)}:{d.location.row}:{d.location.column}: "
+            f"{click.style(where, bold=True)}:{d.location.row}:{d.location.column}: "
             f"{click.style(d.code, fg='red', bold=True)} {marker}{d.message}"
         )
     return "".join(line + "\n" for line in lines)
@@ -87,18 +88,30 @@ def summarize(diagnostics: Sequence[Diagnostic], fixed: int, *, unsafe_fixes: bo
     )
 
 
+# --statistics: a code some of whose findings `--fix` would fix (as the options stand), one
+# whose findings have only unsafe fixes (`--unsafe-fixes` to apply them), one with no fix.
+STATISTICS_MARKERS = {"fixable": "[*] ", "unsafe": "[-] ", None: "    "}
+
+
 def render_statistics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool, as_json: bool) -> str:
+    """Ruff's layout (count, code, marker, name), with Ruff's `[*]` for fixable codes, and
+    `[-]` for codes fixable only with `--unsafe-fixes`; no marker column when no code has one."""
     counts = Counter(d.code for d in diagnostics)
     fixable_codes = {d.code for d in diagnostics if fixable(d, unsafe_fixes)}
+    unsafe_codes = {d.code for d in diagnostics if d.fix is not None} - fixable_codes
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rows.append({"code": code, "name": rule_name(code) or "", "count": count, "fixable": code in fixable_codes})
     if as_json:
         return json.dumps(rows, indent=2) + "\n"
     width = max((len(str(r["count"])) for r in rows), default=1)
-    return "".join(
-        f"{str(r['count']).rjust(width)}\t{r['code']}\t{'[*] ' if r['fixable'] else '[ ] '}{r['name']}\n" for r in rows
-    )
+
+    def marker(code: str) -> str:
+        if not fixable_codes | unsafe_codes:
+            return ""
+        return STATISTICS_MARKERS["fixable" if code in fixable_codes else "unsafe" if code in unsafe_codes else None]
+
+    return "".join(f"{str(r['count']).rjust(width)}\t{r['code']}\t{marker(r['code'])}{r['name']}\n" for r in rows)
 
 
 def render_applied_fixes(files: Sequence[FileResult], *, diff_mode: bool) -> str:
