@@ -162,6 +162,8 @@ def top_level_await_only(error: SyntaxError, code: str) -> bool:
 def read_notebook(text: str, leave_out: frozenset[int] = frozenset()) -> Notebook:
     """Parse a notebook's text; NotebookError says what makes it unreadable. The cells
     numbered in `leave_out` are not linted (nor written to)."""
+    if not text.strip():
+        return Notebook(text, (), "", leave_out)  # an empty file, as Jupyter creates none but editors do: no cells
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
@@ -232,12 +234,16 @@ def _neutralise_escapes(source: str) -> tuple[str, tuple[str, ...]]:
     escapes: list[str] = []
     out: list[str] = []
     depth, quote, continued = 0, None, False
+    escape_indent: str | None = None  # set while an IPython escape goes on (its line ended with `\`)
     for line in lines:
         body = line.rstrip("\r\n")
         stripped = body.lstrip(" \t")
-        if depth == 0 and quote is None and not continued and _is_escape(stripped):
+        if escape_indent is None and depth == 0 and quote is None and not continued and _is_escape(stripped):
+            escape_indent = body[: len(body) - len(stripped)]
+        if escape_indent is not None:  # `!curl URL \` and its continuation lines: one shell command
             escapes.append(line)
-            out.append(body[: len(body) - len(stripped)] + ESCAPE_PLACEHOLDER + line[len(body):])
+            out.append(escape_indent + ESCAPE_PLACEHOLDER + line[len(body):])
+            escape_indent = escape_indent if body.endswith("\\") else None
             continue
         out.append(line)
         depth, quote, continued = _scan_line(body, depth, quote)

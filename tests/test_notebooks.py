@@ -158,6 +158,36 @@ def test_escapes_keep_every_other_row_and_column():
     assert parsed.cells[0].escapes == ("!nvidia-smi\n", "files = !ls\n", "cp.checkpoint?\n", "    %time y = cp.checkpoint(f, x)\n")
 
 
+def test_a_shell_escape_continued_with_backslashes_is_one_escape(cli, make_project):
+    """`!curl URL \\` and its indented continuation lines are one shell command (IPython
+    joins them), not Python with an unexpected indent; fixes keep them as written."""
+    source = (
+        "import torch.utils.checkpoint as cp\n"
+        "!curl http://localhost:8000/v1/completions \\\n"
+        '  -H "Content-Type: application/json" \\\n'
+        "  -d '{\"prompt\": 1}'\n"
+        "y = cp.checkpoint(f, x)\n"
+    )
+    parsed = read_notebook(notebook(source))
+    assert parsed.python_text.splitlines()[1:5] == [ESCAPE_PLACEHOLDER] * 3 + ["y = cp.checkpoint(f, x)"]
+    root = make_project({"nb.ipynb": notebook(source)})
+    result = cli(["nb.ipynb", "--output-format", "json", "--no-cache", *TORCH], cwd=root)
+    found = [(d["cell"], d["location"]["row"], d["code"]) for d in json.loads(result.stdout)]
+    assert found == [(1, 5, "CKPT001")]
+    cli(["nb.ipynb", "--fix", "--unsafe-fixes", "--no-cache", *TORCH], cwd=root)
+    fixed = "".join(json.loads((root / "nb.ipynb").read_text())["cells"][0]["source"])
+    assert fixed == source.replace("cp.checkpoint(f, x)", "cp.checkpoint(f, x, use_reentrant=False)")
+
+
+def test_an_empty_notebook_file_has_no_cells(cli, make_project):
+    """A zero-byte `.ipynb` (an editor's new file; Jupyter cannot open it either) is a
+    notebook without cells, not a parse error."""
+    root = make_project({"empty.ipynb": "", "blank.ipynb": "\n"})
+    result = cli(["empty.ipynb", "blank.ipynb", "--no-cache", *TORCH], cwd=root)
+    assert result.exit_code == 0, result.stdout
+    assert read_notebook("").cells == ()
+
+
 def test_findings_across_cells_and_magics(cli, make_project):
     root = make_project(
         {
