@@ -44,13 +44,19 @@ class CheckpointedStatefulForward(RegionRule):
     use_cache: return ...`: under checkpointing in training transformers turns the cache off,
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
     an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
-    recomputation writes the same value again), an attribute converted in place of itself
+    recomputation writes the same value again), an attribute set to a value that does not
+    read it (`self.modulator = self.h(ctx)`, kept for inspection: the recomputation sets it
+    again to the value it computes from the same inputs; a counter `self.n = self.n + 1` or a
+    growing cache `self.keys = torch.cat([self.keys, k])` reads itself and is reported;
+    writes into objects, `self.cache[k] = v`, `self.stats.n = ...`, are reported too), an
+    attribute converted in place of itself
     (`self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is
     not None else None`, OpenAI CLIP's residual block and its many copies: converting again
     gives the same tensor; `to` / `type` / `float` / `half` / `bfloat16` / `double` / `cuda` /
     `cpu` / `contiguous` / `type_as`), an attribute set only once a check on it
     passes (`if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(seq_len)` in
-    Llama-derived rotary embeddings, `if self.table is None: self.table = ...`: the
+    Llama-derived rotary embeddings, `if self.table is None: self.table = ...` or its
+    `else:` form, `if self.cache is not None: ... else: ...; self.cache = ...`: the
     recomputation finds the check passed; a counter `self.n = self.n + 1` under `if self.n <
     k:` is still reported), the bound method of an object built in the
     call itself (`checkpoint(Interpreter(gm).run, x)`: nothing else sees its state), regions
@@ -223,6 +229,62 @@ class CheckpointedStatefulForward(RegionRule):
                     return checkpoint_sequential(self.resblocks, 2, x, use_reentrant=False)
             """
         ),
+        # The cache set in the `else:` of a check on it (litgpt's adapter prefix): the
+        # recomputation finds it set and reads it.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Prefix(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.wte = nn.Embedding(4, 8)
+                    self.kv_cache = None
+
+                def forward(self, x):
+                    if self.kv_cache is not None:
+                        prefix = self.kv_cache
+                    else:
+                        prefix = self.wte.weight.sum(0)
+                        self.kv_cache = prefix
+                    return x + prefix
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.prefix = Prefix()
+
+                def forward(self, x):
+                    return checkpoint(self.prefix, x, use_reentrant=False)
+            """
+        ),
+        # A value kept for inspection (FocalNet's modulator): the recomputation sets the
+        # attribute again to the value it computes from the same inputs; nothing moves twice.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Modulation(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.h = nn.Conv2d(8, 8, 1)
+                    self.modulator = None
+
+                def forward(self, x):
+                    self.modulator = self.h(x)
+                    return x * self.modulator
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.modulation = Modulation()
+
+                def forward(self, x):
+                    return checkpoint(self.modulation, x, use_reentrant=False)
+            """
+        ),
         # Writes in __init__, to locals, or guarded out of training.
         Valid(
             """
@@ -283,33 +345,34 @@ class CheckpointedStatefulForward(RegionRule):
             column=16,
             message_contains="`self.steps` assigned (line 12)",
         ),
-        # Converting another value into the attribute is a write like any other.
+        # A cache that grows with every call: the recomputation appends the same keys again.
         Invalid(
             """
+            import torch
             import torch.nn as nn
             from torch.utils.checkpoint import checkpoint
 
-            class Scaler(nn.Module):
+            class Memory(nn.Module):
                 def __init__(self):
                     super().__init__()
                     self.fc = nn.Linear(8, 8)
-                    self.last = None
+                    self.keys = torch.zeros(0, 8)
 
                 def forward(self, x):
-                    self.last = x.detach().to(dtype=x.dtype)
+                    self.keys = torch.cat([self.keys, x.detach()])
                     return self.fc(x)
 
             class Net(nn.Module):
                 def __init__(self):
                     super().__init__()
-                    self.scale = Scaler()
+                    self.memory = Memory()
 
                 def forward(self, x):
-                    return checkpoint(self.scale, x, use_reentrant=False)
+                    return checkpoint(self.memory, x, use_reentrant=False)
             """,
-            line=20,
+            line=21,
             column=16,
-            message_contains="`self.last` assigned (line 11)",
+            message_contains="`self.keys` assigned (line 12)",
         ),
         # An MoE router with a usage counter, checkpointed from the block that owns it.
         Invalid(

@@ -148,8 +148,8 @@ def state_mutations(
                 for target in targets:
                     if _sets_checked(inner, target, checked):
                         continue  # `self.max_seq_len_cached = seq_len` once `seq_len > self.max_seq_len_cached`
-                    if converts_itself(target, inner.value):
-                        continue  # `self.mask = self.mask.to(x.dtype)`: the recomputation converts it again, to the same
+                    if converts_itself(target, inner.value) or overwrites(inner, target):
+                        continue  # the recomputation writes the value the forward wrote (`self.mask = self.mask.to(x.dtype)`)
                     if self_attribute(target) is not None:
                         found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
                     elif isinstance(target, ast.Name) and target.id in declared:
@@ -193,6 +193,21 @@ def converts_itself(target: ast.AST, value: ast.AST | None) -> bool:
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in IDEMPOTENT_CONVERSIONS:
         value, conversions = value.func.value, conversions + 1
     return conversions > 0 and ast.unparse(value) == ast.unparse(target)
+
+
+def overwrites(assignment: ast.AST, target: ast.AST) -> bool:
+    """`self.modulator = self.h(ctx)`: a plain `self` attribute set to a value that does not
+    read it. The recomputation computes the same value from the same inputs and sets it
+    again, so nothing moves twice (a counter `self.n = self.n + 1` reads itself and does;
+    `self.cache[k] = v` and `self.stats.n = ...` write into objects and are kept)."""
+    if not (isinstance(assignment, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Attribute)):
+        return False
+    if not (isinstance(target.value, ast.Name) and target.value.id == "self") or assignment.value is None:
+        return False
+    return not any(
+        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" and n.attr == target.attr
+        for n in ast.walk(assignment.value)
+    )
 
 
 def is_literal(node: ast.AST | None) -> bool:
@@ -255,8 +270,9 @@ def keyword_argument(call: ast.Call, name: str) -> ast.AST | None:
 def checked_attributes(tree: ast.AST) -> frozenset[str]:
     """The `self` attributes a file's classes set only after checking them: `if seq_len >
     self.max_seq_len_cached: self._set_cos_sin_cache(seq_len)` (the rotary caches of
-    Llama-derived code, set in the method it calls, in a subclass too) or `if self.table is
-    None: self.table = ...`. A recomputation finds the check already passed and writes
+    Llama-derived code, set in the method it calls, in a subclass too), `if self.table is
+    None: self.table = ...` or its `else:` form (`if self.cache is not None: ... else: ...;
+    self.cache = ...`, litgpt's adapter prefix). A recomputation finds the check already passed and writes
     nothing: such writes are not state that moves twice. Only the `if` statements of
     methods are read, and only the statements directly under them."""
     found: set[str] = set()
@@ -275,7 +291,8 @@ def _checked_then_set(node: ast.If) -> set[str]:
     if not checked:
         return set()
     assigned: set[str] = set()
-    for statement in node.body:
+    # Either branch: `if self.cache is not None: k = self.cache else: ...; self.cache = k`
+    for statement in (*node.body, *node.orelse):
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             if self_attribute(statement.value.func) is not None:  # `self._set_cos_sin_cache(seq_len)`
                 return checked
