@@ -12,6 +12,7 @@ from ckptlint.analysis.checkpoint_sites import (
     Reentrancy,
     SiteKind,
 )
+from ckptlint.analysis.forwarding_helpers import ForwardingHelper, forwarding_helper, helper_called
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.summary import FunctionSummary, Parameter
@@ -83,6 +84,14 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     mask) whose value the checkpointed call does not pass at all. With checkpointing on the
     region silently computes something else. A `**kwargs` received from the caller (it may be
     empty) and literal flags (`use_cache=False`) are not reported.
+
+    Also: a helper of the file that hands its own `**kwargs` to `checkpoint` without
+    `use_reentrant` (`def _checkpoint_forward(self, func, *args, **kwargs): return
+    checkpoint(func, *args, **kwargs)`), called with keywords meant for `func`
+    (`self._checkpoint_forward(self.attn, x, attention_mask=mask)`): they reach the reentrant
+    implementation, `ValueError` whenever checkpointing is on. Reported at that call, without
+    a fix (the flag belongs in the helper's call); not for calls that pass `use_reentrant`
+    themselves or splat `**`, nor for keywords the helper binds to its own parameters.
 
     Reported instead of CKPT001 at the same call. Not reported when `use_reentrant` is
     passed through a variable or an expression, or when `**kwargs` are splatted (they may
@@ -179,6 +188,38 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                     f"`{name}` is the checkpointing wrapper; give it `**kwargs` and pass them on with "
                     "`use_reentrant=False`",
                 )
+
+        self._check_forwarding_helpers()
+
+    def _check_forwarding_helpers(self) -> None:
+        """A helper of the file that hands its `**kwargs` to `checkpoint` without
+        `use_reentrant`, called with keywords for the checkpointed function: they reach the
+        reentrant implementation (`analysis/forwarding_helpers.py`)."""
+        helpers: dict[tuple[str | None, str], ForwardingHelper] = {}
+        for site in self.context.sites:
+            scopes = self._call_scopes.get(site.node, ())
+            function = self._function_of.get(site.node)
+            is_method = len(scopes) >= 2 and scopes[-2][0] == "class" and function is not None
+            owner = self._owner(scopes) if is_method else None
+            helper = forwarding_helper(site, function, owner)
+            if helper is not None:
+                helpers[(owner, helper.name)] = helper
+        if not helpers or self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:
+            return
+        for call in self._calls:
+            helper = helper_called(call, helpers, self._owner(self._call_scopes.get(call, ())))
+            forwarded = helper.forwarded(call) if helper is not None and call is not helper.site.node else None
+            if not forwarded:
+                continue
+            names = ", ".join(f"`{k}`" for k in forwarded)
+            self.report(
+                call,
+                f"keyword argument{'s' if len(forwarded) > 1 else ''} {names} passed through `{helper.name}` "
+                f"(line {self.context.position(helper.function).start.line}), which hands its `**kwargs` to "
+                f"`checkpoint` (line {self.context.position(helper.site.node).start.line}) without `use_reentrant`, so "
+                "torch defaults to reentrant: torch raises `ValueError: Unexpected keyword arguments: "
+                f"{','.join(forwarded)}` whenever checkpointing is on; pass `use_reentrant=False` in that call",
+            )
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
@@ -365,6 +406,33 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         )
 
     valid = [
+        # The helper's callers choose: `use_reentrant=False` passed through, inputs passed by
+        # position, a keyword the helper binds itself; a helper that sets the flag.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def run(func, enable, *args, **kwargs):
+                if enable:
+                    return torch.utils.checkpoint.checkpoint(func, *args, **kwargs)
+                return func(*args, **kwargs)
+
+            def run_flat(func, *args, **kwargs):
+                return torch.utils.checkpoint.checkpoint(func, *args, use_reentrant=False, **kwargs)
+
+            class Block(nn.Module):
+                def __init__(self, attn):
+                    super().__init__()
+                    self.attn = attn
+
+                def forward(self, x, mask):
+                    x = run(self.attn, self.training, x, attention_mask=mask, use_reentrant=False)
+                    x = run(self.attn, self.training, x, mask)
+                    x = run(self.attn, enable=self.training, *(x, mask))
+                    return run_flat(self.attn, x, attention_mask=mask)
+            """
+        ),
         # The same inputs positionally; `**kwargs` from the caller (may be empty); a literal flag dropped.
         Valid(
             """
@@ -504,6 +572,29 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # A helper that hands its **kwargs to checkpoint, called with a keyword for the layer.
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self, attn):
+                    super().__init__()
+                    self.attn = attn
+
+                def _checkpoint_forward(self, func, *args, **kwargs):
+                    if self.training:
+                        return torch.utils.checkpoint.checkpoint(func, *args, **kwargs)
+                    return func(*args, **kwargs)
+
+                def forward(self, x, mask):
+                    return self._checkpoint_forward(self.attn, x, attention_mask=mask)
+            """,
+            line=15,
+            column=16,
+            message_contains="keyword argument `attention_mask` passed through `_checkpoint_forward` (line 9)",
+        ),
         # The checkpointed branch drops the mask and the keywords the plain branch builds up.
         Invalid(
             """
