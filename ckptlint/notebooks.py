@@ -40,6 +40,15 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _HELP = re.compile(r"(?:[\w.]+\?\??|\?\??[\w.]*)[ \t]*")
 _ASSIGNED_ESCAPE = re.compile(r"[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*[%!]")
 _LINE_END = re.compile(r"\r\n|\r|\n")
+# IPython's automagic (on by default): a line magic written without `%` (`pip install
+# peft`, `cd data`, `ls -la`) runs as the magic unless what follows its name starts like
+# Python (IPython's AssignmentChecker / PythonOpsChecker: `pip = 3`, `cd(x)`, `ls + 1`;
+# `env.get(k)` names no magic).
+_AUTOMAGIC = re.compile(
+    r"(?:pip|conda|mamba|cd|pwd|env|set_env|load_ext|reload_ext|autoreload|matplotlib|timeit|run|pylab|"
+    r"ls|mkdir|rmdir|cat|cp|mv|rm|who|whos|history|store|bookmark|pinfo|killbgscripts|sx|system)"
+    r"[ \t]+(?![=(\[,:)\]}+*/%<>!&|^~@]|(?:if|else|for|in|and|or|is|not)\b)\S"
+)
 
 
 def is_notebook_path(path: Path | str) -> bool:
@@ -255,6 +264,7 @@ def _is_escape(stripped: str) -> bool:
         stripped.startswith(("%", "!", "?"))
         or (stripped.endswith("?") and _HELP.fullmatch(stripped) is not None)
         or _ASSIGNED_ESCAPE.match(stripped) is not None
+        or _AUTOMAGIC.match(stripped) is not None
     )
 
 

@@ -179,6 +179,14 @@ def test_a_shell_escape_continued_with_backslashes_is_one_escape(cli, make_proje
     assert fixed == source.replace("cp.checkpoint(f, x)", "cp.checkpoint(f, x, use_reentrant=False)")
 
 
+def test_automagic_lines_are_escapes_and_python_that_looks_alike_is_not():
+    """IPython runs `pip install peft` as `%pip` (automagic, on by default); `pip = 3`,
+    `cd(x)`, `ls + 1` are Python (IPython's own checkers leave them alone)."""
+    source = "pip install peft\ncd ..\nls -la\npip = 3\ncd(pip)\nls + 1\n"
+    parsed = read_notebook(notebook(source))
+    assert parsed.python_text.splitlines()[:6] == [ESCAPE_PLACEHOLDER] * 3 + ["pip = 3", "cd(pip)", "ls + 1"]
+
+
 def test_an_empty_notebook_file_has_no_cells(cli, make_project):
     """A zero-byte `.ipynb` (an editor's new file; Jupyter cannot open it either) is a
     notebook without cells, not a parse error."""
