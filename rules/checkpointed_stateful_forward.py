@@ -45,9 +45,10 @@ class CheckpointedStatefulForward(RegionRule):
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
     an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
     recomputation writes the same value again), an attribute set to a value that does not
-    read it (`self.modulator = self.h(ctx)`, kept for inspection: the recomputation sets it
-    again to the value it computes from the same inputs; a counter `self.n = self.n + 1` or a
-    growing cache `self.keys = torch.cat([self.keys, k])` reads itself and is reported;
+    read it and was not read before in its method (`self.modulator = self.h(ctx)`, kept for
+    inspection: the recomputation sets it again to the value it computes from the same
+    inputs; a counter `self.n = self.n + 1`, also through a local `n = self.n`, or a growing
+    cache `self.keys = torch.cat([self.keys, k])` reads itself and is reported;
     writes into objects, `self.cache[k] = v`, `self.stats.n = ...`, are reported too), an
     attribute converted in place of itself
     (`self.attn_mask = self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is
@@ -344,6 +345,35 @@ class CheckpointedStatefulForward(RegionRule):
             line=21,
             column=16,
             message_contains="`self.steps` assigned (line 12)",
+        ),
+        # A counter read into a local first: still read before it is written.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Scheduled(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.calls = 0
+
+                def forward(self, x):
+                    calls = self.calls
+                    self.calls = calls + 1
+                    return self.fc(x)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.inner = Scheduled()
+
+                def forward(self, x):
+                    return checkpoint(self.inner, x, use_reentrant=False)
+            """,
+            line=21,
+            column=16,
+            message_contains="`self.calls` assigned (line 12)",
         ),
         # A cache that grows with every call: the recomputation appends the same keys again.
         Invalid(

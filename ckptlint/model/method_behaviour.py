@@ -136,6 +136,7 @@ def state_mutations(
     attribute (set once its check passes) is not one."""
     found: list[str] = []
     declared: set[str] = set()
+    read_from = _first_reads(body)
     for statement in in_training(body, never_true):
         if isinstance(statement, (ast.Global, ast.Nonlocal)):
             declared.update(statement.names)
@@ -148,7 +149,7 @@ def state_mutations(
                 for target in targets:
                     if _sets_checked(inner, target, checked):
                         continue  # `self.max_seq_len_cached = seq_len` once `seq_len > self.max_seq_len_cached`
-                    if converts_itself(target, inner.value) or overwrites(inner, target):
+                    if converts_itself(target, inner.value) or overwrites(inner, target, read_from):
                         continue  # the recomputation writes the value the forward wrote (`self.mask = self.mask.to(x.dtype)`)
                     if self_attribute(target) is not None:
                         found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
@@ -195,14 +196,28 @@ def converts_itself(target: ast.AST, value: ast.AST | None) -> bool:
     return conversions > 0 and ast.unparse(value) == ast.unparse(target)
 
 
-def overwrites(assignment: ast.AST, target: ast.AST) -> bool:
+def _first_reads(body: Sequence[ast.stmt]) -> dict[str, int]:
+    """The first line each `self.<attr>` is read on in a method."""
+    found: dict[str, int] = {}
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                if isinstance(node.value, ast.Name) and node.value.id == "self":
+                    found[node.attr] = min(found.get(node.attr, node.lineno), node.lineno)
+    return found
+
+
+def overwrites(assignment: ast.AST, target: ast.AST, read_from: dict[str, int]) -> bool:
     """`self.modulator = self.h(ctx)`: a plain `self` attribute set to a value that does not
-    read it. The recomputation computes the same value from the same inputs and sets it
-    again, so nothing moves twice (a counter `self.n = self.n + 1` reads itself and does;
+    read it, and not read earlier in the method. The recomputation computes the same value
+    from the same inputs and sets it again, so nothing moves twice (a counter `self.n =
+    self.n + 1`, or `n = self.n` then `self.n = n + 1`, reads itself first and does;
     `self.cache[k] = v` and `self.stats.n = ...` write into objects and are kept)."""
     if not (isinstance(assignment, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Attribute)):
         return False
     if not (isinstance(target.value, ast.Name) and target.value.id == "self") or assignment.value is None:
+        return False
+    if read_from.get(target.attr, assignment.lineno) < assignment.lineno:
         return False
     return not any(
         isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" and n.attr == target.attr
