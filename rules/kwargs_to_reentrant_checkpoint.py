@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import libcst as cst
 
@@ -12,10 +12,10 @@ from ckptlint.analysis.checkpoint_sites import (
     Reentrancy,
     SiteKind,
 )
+from ckptlint.analysis.callees import Callee, calls_in, code_of, contains, is_literal
 from ckptlint.analysis.forwarding_helpers import ForwardingHelper, forwarding_helper, helper_called
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.model.summary import FunctionSummary, Parameter
 from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -241,24 +241,24 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         mask. The region then computes something else than the plain forward, silently."""
         if site.function is None:
             return False
-        function_code = _code(site.function)
-        plain = [call for call in self._other_branch_calls(site) if _code(call.func) == function_code]
+        function_code = code_of(site.function)
+        plain = [call for call in self._other_branch_calls(site) if code_of(call.func) == function_code]
         if len(plain) != 1:
             return False
-        passed = {_code(arg.value) for arg in site.node.args}
+        passed = {code_of(arg.value) for arg in site.node.args}
         splats = [arg for arg in site.node.args if arg.star == "**"]
         dropped = []
         for arg in plain[0].args:
-            if arg.star == "**" and _code(arg.value) not in passed and self._built_up(arg.value, site.node):
-                dropped.append(f"`**{_code(arg.value)}`")
+            if arg.star == "**" and code_of(arg.value) not in passed and self._built_up(arg.value, site.node):
+                dropped.append(f"`**{code_of(arg.value)}`")
             elif (
                 arg.keyword is not None
                 and arg.keyword.value.endswith("mask")
                 and not splats
-                and not _is_literal(arg.value)
-                and _code(arg.value) not in passed
+                and not is_literal(arg.value)
+                and code_of(arg.value) not in passed
             ):
-                dropped.append(f"`{arg.keyword.value}={_code(arg.value)}`")
+                dropped.append(f"`{arg.keyword.value}={code_of(arg.value)}`")
         if not dropped:
             return False
         self.report(
@@ -283,12 +283,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             def visit_Call(self, node: cst.Call) -> None:
                 nonlocal found
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in ("update", "setdefault") and _code(func.value) == name:
+                if isinstance(func, cst.Attribute) and func.attr.value in ("update", "setdefault") and code_of(func.value) == name:
                     found = True
 
             def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
                 nonlocal found
-                if isinstance(node.target, cst.Subscript) and _code(node.target.value) == name:
+                if isinstance(node.target, cst.Subscript) and code_of(node.target.value) == name:
                     found = True
 
         function.visit(Finder())
@@ -301,8 +301,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         if len(callees) != 1 or site.function is None:
             return False
         callee = callees[0]
-        function_code = _code(site.function)
-        plain = [call for call in self._other_branch_calls(site) if _code(call.func) == function_code]
+        function_code = code_of(site.function)
+        plain = [call for call in self._other_branch_calls(site) if code_of(call.func) == function_code]
         if len(plain) != 1:
             return False
         slots = [p.name for p in callee.parameters if p.kind == "positional"]
@@ -310,9 +310,9 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         keywords: dict[str, list[str]] = {}
         for arg in plain[0].args:
             if arg.keyword is not None:
-                keywords.setdefault(_code(arg.value), []).append(arg.keyword.value)
+                keywords.setdefault(code_of(arg.value), []).append(arg.keyword.value)
         for position, arg in enumerate(site.positional):
-            names = keywords.get(_code(arg.value))
+            names = keywords.get(code_of(arg.value))
             if arg.star or names is None or position >= len(slots):
                 continue
             slot = slots[position]
@@ -320,7 +320,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             if slot not in names:
                 self.report(
                     site.node,
-                    f"`{_code(arg.value)}` is passed positionally into parameter `{slot}` of "
+                    f"`{code_of(arg.value)}` is passed positionally into parameter `{slot}` of "
                     f"`{callee.name}`, while the non-checkpointed branch passes it as `{expected}=`: with "
                     f"checkpointing on, the value lands in the wrong parameter; pass the inputs in `{callee.name}`'s "
                     "parameter order",
@@ -333,11 +333,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             branches = [node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None]
             for index, branch in enumerate(branches):
                 other = branches[1 - index]
-                if branch is not None and other is not None and _contains(branch, site.node):
-                    return _calls_in(other)
+                if branch is not None and other is not None and contains(branch, site.node):
+                    return calls_in(other)
         return []
 
-    def _report_rejected(self, site: CheckpointSite, callee: _Callee, rejected: list[str]) -> None:
+    def _report_rejected(self, site: CheckpointSite, callee: Callee, rejected: list[str]) -> None:
         names = ", ".join(f"`{name}`" for name in rejected)
         self.report(
             site.node,
@@ -347,7 +347,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             "with the reentrant implementation); pass them positionally or give the function the parameters",
         )
 
-    def _callees(self, site: CheckpointSite) -> list[_Callee]:
+    def _callees(self, site: CheckpointSite) -> list[Callee]:
         """The functions checkpoint will call with the site's inputs, through the project
         model (any file): a function, `self.<method>`, the function a factory returns
         (`create_custom_forward(module)`), or a module's `forward` (`self.block`, a loop
@@ -356,16 +356,16 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             return []
         _, values = self.values_at(site.node, site.function)
         denotation = self.context.project.denotation
-        found: list[_Callee] = []
+        found: list[Callee] = []
         for value in denotation.runs(values):
             callee = None
             if isinstance(value, FunctionRef):
                 summary = denotation.summary(value.name)
                 bound = value.frame is not None and value.frame.self_instance is not None and value.frame.function == value.name
-                callee = _Callee.of(summary, skip_self=bound) if summary is not None else None
+                callee = Callee.of(summary, skip_self=bound) if summary is not None else None
             elif isinstance(value, Instance) and self.context.project.class_named(value.cls) is not None:
                 forward = denotation.method(value.cls, "forward")
-                callee = _Callee.of(forward, skip_self=True) if forward is not None else None
+                callee = Callee.of(forward, skip_self=True) if forward is not None else None
             if callee is None:
                 return []
             path = self.context.project.path_of(value.name if isinstance(value, FunctionRef) else value.cls)
@@ -755,82 +755,3 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             """,
         ),
     ]
-
-
-@dataclass(frozen=True)
-class _Callee:
-    """A function checkpoint calls, as the project model summarised it."""
-
-    name: str
-    parameters: tuple[Parameter, ...]  # without `self`
-    where: str = ""  # ` (pkg/layers.py)` when defined in another file
-
-    @classmethod
-    def of(cls, summary: FunctionSummary, *, skip_self: bool) -> _Callee:
-        parameters = summary.parameters
-        if skip_self and parameters and parameters[0].kind == "positional":
-            parameters = parameters[1:]
-        return cls(summary.name.rsplit(".", 1)[-1], parameters)
-
-    def accepts(self, keyword: str) -> bool:
-        return any(p.kind == "**" for p in self.parameters) or any(
-            p.name == keyword and p.kind in ("positional", "keyword") for p in self.parameters
-        )
-
-    def signature(self) -> str:
-        shown: list[str] = []
-        starred = any(p.kind == "*" for p in self.parameters)
-        for parameter in self.parameters:
-            if parameter.kind == "keyword" and not starred:
-                shown.append("*")
-                starred = True
-            prefix = {"*": "*", "**": "**"}.get(parameter.kind, "")
-            default = f"={_shown(parameter.default)}" if parameter.default is not None else ""
-            shown.append(f"{prefix}{parameter.name}{default}")
-        return ", ".join(shown)
-
-
-def _shown(expr: tuple) -> str:
-    """A default value as written, where the summary keeps it simply."""
-    if expr[0] == "const":
-        return repr(expr[1])
-    if expr[0] == "name":
-        return expr[1]
-    if expr[0] == "attr":
-        return f"{_shown(expr[1])}.{expr[2]}"
-    return "..."
-
-
-def _is_literal(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float)) or (
-        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
-    )
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    found = False
-
-    class Finder(cst.CSTVisitor):
-        def on_visit(self, current: cst.CSTNode) -> bool:
-            nonlocal found
-            if current is node:
-                found = True
-            return not found
-
-    tree.visit(Finder())
-    return found
-
-
-def _calls_in(tree: cst.CSTNode) -> list[cst.Call]:
-    calls: list[cst.Call] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            calls.append(call)
-
-    tree.visit(Collector())
-    return calls

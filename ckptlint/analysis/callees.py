@@ -1,0 +1,90 @@
+"""What the checkpointed callee of a site accepts, and small libcst helpers CKPT032 compares
+branches with: a function's parameters as the project model summarised them (`Callee`), a
+node's code, whether one node holds another, the calls under a node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ckptlint.model.summary import FunctionSummary, Parameter
+
+
+@dataclass(frozen=True)
+class Callee:
+    """A function checkpoint calls, as the project model summarised it."""
+
+    name: str
+    parameters: tuple[Parameter, ...]  # without `self`
+    where: str = ""  # ` (pkg/layers.py)` when defined in another file
+
+    @classmethod
+    def of(cls, summary: FunctionSummary, *, skip_self: bool) -> Callee:
+        parameters = summary.parameters
+        if skip_self and parameters and parameters[0].kind == "positional":
+            parameters = parameters[1:]
+        return cls(summary.name.rsplit(".", 1)[-1], parameters)
+
+    def accepts(self, keyword: str) -> bool:
+        return any(p.kind == "**" for p in self.parameters) or any(
+            p.name == keyword and p.kind in ("positional", "keyword") for p in self.parameters
+        )
+
+    def signature(self) -> str:
+        shown: list[str] = []
+        starred = any(p.kind == "*" for p in self.parameters)
+        for parameter in self.parameters:
+            if parameter.kind == "keyword" and not starred:
+                shown.append("*")
+                starred = True
+            prefix = {"*": "*", "**": "**"}.get(parameter.kind, "")
+            default = f"={shown_default(parameter.default)}" if parameter.default is not None else ""
+            shown.append(f"{prefix}{parameter.name}{default}")
+        return ", ".join(shown)
+
+
+def shown_default(expr: tuple) -> str:
+    """A default value as written, where the summary keeps it simply."""
+    if expr[0] == "const":
+        return repr(expr[1])
+    if expr[0] == "name":
+        return expr[1]
+    if expr[0] == "attr":
+        return f"{shown_default(expr[1])}.{expr[2]}"
+    return "..."
+
+
+def is_literal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
+    )
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, current: cst.CSTNode) -> bool:
+            nonlocal found
+            if current is node:
+                found = True
+            return not found
+
+    tree.visit(Finder())
+    return found
+
+
+def calls_in(tree: cst.CSTNode) -> list[cst.Call]:
+    calls: list[cst.Call] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            calls.append(call)
+
+    tree.visit(Collector())
+    return calls
