@@ -9,9 +9,10 @@ ordering quirks (an access sees a binding of its own scope only when an assignme
 statement finished between them; comprehension targets are counted before the element
 that precedes them in the source). Constructs whose libcst treatment depends on visiting
 order in ways this single source-order pass does not reproduce (assignment expressions in
-a comprehension's element or a function's header, PEP 695 type parameters, `TypeVar`/`NewType` calls whose first argument is not a
-string, `nonlocal` at module level) make `unsupported` say why: the caller then falls back
-to libcst's provider for that file. A differential test holds both to the same answers."""
+a comprehension's element or a function's header, PEP 695 type parameters, `TypeVar` and
+`NewType` calls whose first argument is not a string, `nonlocal` at module level) make
+`unsupported` say why: the caller then falls back to libcst's provider for that file.
+tests/test_name_resolution.py holds both to the same answers."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, ScopeProvider
+from libcst.metadata import MetadataWrapper
 
 from ckptlint import traversal
 from ckptlint.name_resolution import NameResolution, ScopeBuilder
