@@ -3,10 +3,16 @@
 
     python benchmarks/bench.py                 # torch + transformers
     python benchmarks/bench.py --packages transformers --repeat 3
+    python benchmarks/bench.py --subset-only --repeat 3   # the checkpoint-heavy subset alone
 
 The sources are copied into a scratch directory first (so ckptlint's cache and the
 one-file edit never touch site-packages), then, in one run on the same files:
 
+- the checkpoint-heavy subset (when torch and transformers are both benchmarked): the 49
+  files where checkpointing is implemented and used (torch's `distributed/fsdp`,
+  `distributed/algorithms/_checkpoint` and `utils/checkpoint.py`; transformers'
+  `models/llama`, `models/bert`, `models/vit`, `modeling_utils.py`, `trainer.py`), ckptlint
+  cold and TorchFix: the code where ckptlint does the most work per line
 - ckptlint cold: a fresh cache directory (everything parsed, the cache written)
 - ckptlint warm: the same cache, nothing changed
 - ckptlint warm, one file touched: one file edited (a transformers model, so the edit is
@@ -57,12 +63,21 @@ def package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def copy_sources(packages: list[str], destination: Path) -> tuple[int, int]:
-    """Copy every .py file of the packages; returns (files, lines)."""
+# The checkpoint-heavy subset: package -> the directories and files it takes from it.
+CHECKPOINT_HEAVY = {
+    "torch": ("distributed/fsdp", "distributed/algorithms/_checkpoint", "utils/checkpoint.py"),
+    "transformers": ("models/llama", "models/bert", "models/vit", "modeling_utils.py", "trainer.py"),
+}
+
+
+def copy_sources(packages: list[str], destination: Path, only: dict[str, tuple[str, ...]] | None = None) -> tuple[int, int]:
+    """Copy every .py file of the packages (or, with `only`, of the named parts of each);
+    returns (files, lines)."""
     files = lines = 0
     for name in packages:
         source = package_dir(name)
-        for path in sorted(source.rglob("*.py")):
+        parts = [source / part for part in only[name]] if only is not None else [source]
+        for path in sorted(p for part in parts for p in ([part] if part.is_file() else part.rglob("*.py"))):
             if not path.is_file():
                 continue
             target = destination / name / path.relative_to(source)
@@ -119,10 +134,19 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=None, help="ckptlint --jobs (default: the cores)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (it takes minutes per 1,000 files)")
+    parser.add_argument("--subset-only", action="store_true", help="only the checkpoint-heavy subset (cold, TorchFix)")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="ckptlint-bench-"))
     try:
+        subset = None
+        if set(CHECKPOINT_HEAVY) <= set(args.packages):
+            subset = bench_subset(scratch / "subset", args)
+            if args.subset_only:
+                report_subset(subset)
+                return 1 if subset.failed else 0
+        elif args.subset_only:
+            raise SystemExit("the subset takes files from both torch and transformers")
         tree = scratch / "tree"
         files, lines = copy_sources(args.packages, tree)
         # A project root of its own, so nothing above the scratch directory is indexed.
@@ -175,14 +199,18 @@ def main() -> int:
         errors = [e for t in results if t.name.startswith("ckptlint") for e in internal_errors(t)]
         bad_exit = [t.name for t in results if t.name.startswith("ckptlint") and t.returncode != 0]
         findings = len(json.loads(results[0].stdout or "[]"))
+        if subset is not None:
+            report_subset(subset)
+            print()
         report(results, files, lines, findings)
         if args.json:
             args.json.write_text(json.dumps(
                 {"machine": machine(), "files": files, "lines": lines, "findings": findings,
-                 "results": [{"name": t.name, "seconds": t.seconds, "peak_rss_mb": t.peak_rss_mb} for t in results]},
+                 "results": [{"name": t.name, "seconds": t.seconds, "peak_rss_mb": t.peak_rss_mb} for t in results],
+                 **({"subset": subset.as_json()} if subset is not None else {})},
                 indent=2,
             ))
-        if errors or bad_exit:
+        if (subset is not None and subset.failed) or errors or bad_exit:
             print(f"\nFAILED: {len(errors)} internal errors, non-zero exits: {bad_exit}", file=sys.stderr)
             for line in errors[:20]:
                 print("  " + line, file=sys.stderr)
@@ -190,6 +218,63 @@ def main() -> int:
         return 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class SubsetResults:
+    files: int
+    lines: int
+    findings: int
+    timings: tuple[Timing, ...]
+
+    @property
+    def failed(self) -> bool:
+        mine = [t for t in self.timings if t.name.startswith("ckptlint")]
+        return any(t.returncode != 0 or internal_errors(t) for t in mine)
+
+    def as_json(self) -> dict:
+        return {"files": self.files, "lines": self.lines, "findings": self.findings,
+                "results": [{"name": t.name, "seconds": t.seconds, "peak_rss_mb": t.peak_rss_mb} for t in self.timings]}
+
+
+def median_run(name: str, command: list[str], cwd: Path, repeat: int, before=None) -> Timing:
+    """The median of `repeat` runs (`before` runs ahead of each, e.g. to empty the cache)."""
+    runs = []
+    for _ in range(max(repeat, 1)):
+        if before is not None:
+            before()
+        runs.append(run(name, command, cwd))
+    middle = sorted(runs, key=lambda t: t.seconds)[len(runs) // 2]
+    return Timing(name, middle.seconds, max(t.peak_rss_mb for t in runs), middle.returncode, middle.stdout, middle.stderr)
+
+
+def bench_subset(tree: Path, args: argparse.Namespace) -> SubsetResults:
+    """ckptlint cold (a fresh cache each run) and TorchFix on the checkpoint-heavy subset;
+    the median of `--repeat` runs of each (a few seconds each, so one run is noise)."""
+    files, lines = copy_sources(list(CHECKPOINT_HEAVY), tree, CHECKPOINT_HEAVY)
+    (tree / "pyproject.toml").write_text("[project]\nname = 'bench-subset'\n")
+    time.sleep(2.1)  # as for the whole tree: a tree just copied is re-read until then
+    cache = tree.parent / "subset-cache"
+    command = [sys.executable, "-m", "ckptlint", "check", "--exit-zero", "--output-format", "json", "--cache-dir", str(cache)]
+    if args.jobs:
+        command += ["--jobs", str(args.jobs)]
+    command += list(CHECKPOINT_HEAVY)
+    cold = median_run("ckptlint cold, subset", command, tree, args.repeat, lambda: shutil.rmtree(cache, ignore_errors=True))
+    timings = [cold]
+    if not args.no_torchfix and importlib.util.find_spec("torchfix") is not None:
+        torchfix = [sys.executable, "-m", "torchfix", "--select", "TOR003", *CHECKPOINT_HEAVY]
+        timings.append(median_run("torchfix --select TOR003, subset", torchfix, tree, args.repeat))
+    return SubsetResults(files, lines, len(json.loads(cold.stdout or "[]")), tuple(timings))
+
+
+def report_subset(subset: SubsetResults) -> None:
+    print(f"checkpoint-heavy subset: {subset.files} Python files, {subset.lines:,} lines; "
+          f"ckptlint findings: {subset.findings} (medians)")
+    print(f"{'tool':38} {'wall s':>8} {'files/s':>9} {'peak MB':>8}")
+    for t in subset.timings:
+        print(f"{t.name:38} {t.seconds:8.2f} {subset.files / t.seconds:9.0f} {t.peak_rss_mb:8.0f}")
+    if len(subset.timings) == 2:
+        print(f"TorchFix / ckptlint cold, subset:   {subset.timings[1].seconds / subset.timings[0].seconds:6.1f}x")
 
 
 def one_file_to_touch(tree: Path, targets: list[str]) -> Path:

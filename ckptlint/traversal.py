@@ -13,22 +13,60 @@ from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
+from ckptlint.name_resolution import NameResolution, ScopeBuilder
 from ckptlint.registry import rule_by_code
 from ckptlint.rule import FileContext, Rule
 from ckptlint.suppression import NOQA, noqa_codes
 from ckptlint.types import Diagnostic
 
 
+# Tests set this to answer name questions with libcst's ScopeProvider, the reference that
+# `ckptlint.name_resolution` reproduces (and falls back to for constructs it does not model).
+LIBCST_SCOPES = False
+
+
+class LibcstScopes:
+    """Name questions answered by libcst's ScopeProvider (a second traversal of the file)."""
+
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self._scopes = wrapper.resolve(ScopeProvider)
+
+    def qualified_names(self, expr: cst.BaseExpression) -> set[QualifiedName]:
+        scope = self._scopes.get(expr)
+        if scope is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
+            return set()
+        return scope.get_qualified_names_for(expr)
+
+    def binding_nodes(self, name: cst.Name) -> list[cst.CSTNode | None] | None:
+        scope = self._scopes.get(name)
+        if scope is None:
+            return None
+        return [getattr(assignment, "node", None) for assignment in scope[name.value]]
+
+
+class OwnScopes:
+    """Name questions answered by the scopes built in the shared traversal."""
+
+    def __init__(self, builder: ScopeBuilder) -> None:
+        self._resolution = NameResolution(builder)
+        self.qualified_names = self._resolution.qualified_names
+
+    def binding_nodes(self, name: cst.Name) -> list[cst.CSTNode | None] | None:
+        bindings = self._resolution.bindings(name)
+        return None if bindings is None else [binding.node for binding in bindings]
+
+
 class FileAnalyzer(cst.BatchableCSTVisitor):
     """Collects, in the shared traversal, what the engine derives facts from: calls with
     the class their `self` refers to, plain assignments, `self.<attr>` assignments, and
-    `# noqa` comments. Only scopes are computed for the whole file; qualified names are
-    computed on demand for the few expressions that need them."""
-
-    METADATA_DEPENDENCIES = (ScopeProvider,)
+    `# noqa` comments. Scopes are built alongside (`scope_builder`, visited in the same
+    traversal); qualified names are computed on demand for the few expressions that need
+    them, once `resolve_names` has run."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.scope_builder = ScopeBuilder()
+        self._scopes: LibcstScopes | OwnScopes | None = None
         self.calls: list[tuple[cst.Call, cst.ClassDef | None]] = []
         self.self_attribute_values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
         self.noqa_comments: set[str] = set()
@@ -82,21 +120,25 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
 
     # --- derived facts ---------------------------------------------------------------
 
+    def resolve_names(self, wrapper: MetadataWrapper) -> None:
+        """After the traversal: our scopes, or libcst's where ours give up (or tests ask)."""
+        if LIBCST_SCOPES or self.scope_builder.unsupported is not None:
+            self._scopes = LibcstScopes(wrapper)
+        else:
+            self._scopes = OwnScopes(self.scope_builder)
+
     def qualified_names(self, expr: cst.BaseExpression) -> set[QualifiedName]:
-        scope = self.get_metadata(ScopeProvider, expr, None)
-        if scope is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
-            return set()
-        return scope.get_qualified_names_for(expr)
+        return self._scopes.qualified_names(expr)
 
     def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
         """Values of the assignments that may bind `name` where it is read; empty when any
         binding is not a plain assignment (import, def, loop target, parameter...)."""
-        scope = self.get_metadata(ScopeProvider, name, None)
-        if scope is None:
+        nodes = self._scopes.binding_nodes(name)
+        if nodes is None:
             return []
         values = []
-        for assignment in scope[name.value]:
-            value = self._assigned_value.get(getattr(assignment, "node", None))
+        for node in nodes:
+            value = self._assigned_value.get(node)
             if value is None:
                 return []
             values.append(value)
@@ -141,7 +183,8 @@ def run_rules(
     )
     analyzer = FileAnalyzer()
     rules = [rule_class(context) for rule_class in rule_classes]
-    wrapper.visit_batched([analyzer, *rules])
+    wrapper.visit_batched([analyzer, analyzer.scope_builder, *rules])
+    analyzer.resolve_names(wrapper)
     # libcst hands metadata to visitors only during the traversal; the hooks that follow it
     # need it too (already computed and cached on the wrapper, so this costs nothing).
     for visitor in (analyzer, *rules):
