@@ -92,6 +92,15 @@ SAME_MODEL_METHODS = frozenset(
      "unwrap_model", "module"}
 )
 
+# Tensor methods whose result, converted again the same way, is unchanged (`a.to(d).to(d)`
+# equals `a.to(d)`): an attribute set to such a conversion of itself holds the same value
+# after the recomputation as after the forward.
+IDEMPOTENT_CONVERSIONS = frozenset(
+    {"to", "type", "float", "half", "bfloat16", "double", "cuda", "cpu", "contiguous", "type_as"}
+)
+# Measured on torch 2.13: `to`, `float` and `contiguous` return the tensor itself when nothing
+# changes.
+
 # --- torch.nn: what modules hold -------------------------------------------------------------
 
 # Containers whose members run in order (`nn.Sequential`) or are iterated by their owner.

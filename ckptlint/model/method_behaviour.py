@@ -12,7 +12,9 @@ import ast
 from collections.abc import Callable, Iterator, Sequence
 
 from ckptlint.model.facts import CheckpointCall, MethodFacts
-from ckptlint.model.library import CONTAINER_MUTATORS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, TORCH_CHECKPOINT_FUNCTIONS
+from ckptlint.model.library import (
+    CONTAINER_MUTATORS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, TORCH_CHECKPOINT_FUNCTIONS,
+)
 
 
 _REGION_WORDS = (
@@ -170,14 +172,6 @@ def _sets_checked(assignment: ast.AST, target: ast.AST, checked: frozenset[str])
     return attribute in checked and not any(
         isinstance(n, ast.Attribute) and self_attribute(n) == attribute for n in ast.walk(assignment.value)
     )
-
-
-# Tensor methods whose result, converted again the same way, is unchanged (`a.to(d).to(d)`
-# equals `a.to(d)`): an attribute set to such a conversion of itself holds the same value
-# after the recomputation as after the forward.
-IDEMPOTENT_CONVERSIONS = frozenset(
-    {"to", "type", "float", "half", "bfloat16", "double", "cuda", "cpu", "contiguous", "type_as"}
-)
 
 
 def converts_itself(target: ast.AST, value: ast.AST | None) -> bool:
