@@ -185,7 +185,13 @@ def check(
     elif output_format in MACHINE_REPORTERS:
         import importlib
 
-        out(importlib.import_module(f"ckptlint.reporters.{MACHINE_REPORTERS[output_format]}").render(diagnostics))
+        # Findings the target versions hide: in the SARIF log and as a GitHub notice, and
+        # on stderr for every machine format (a JSON list has no place for them).
+        not_shown = text.not_shown_sentence(*text.hidden_by_versions(result.hidden)) if result.hidden else ""
+        reporter = importlib.import_module(f"ckptlint.reporters.{MACHINE_REPORTERS[output_format]}")
+        out(reporter.render(diagnostics, not_shown=not_shown))
+        if not_shown and not quiet:
+            click.echo(click.style("note: ", fg="cyan", bold=True) + not_shown, err=True)
     else:
         out(text.render_diagnostics(diagnostics, unsafe_fixes=unsafe_fixes))
 

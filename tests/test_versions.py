@@ -387,12 +387,12 @@ def test_a_range_reaching_below_the_flag_reports_without_the_fix(cli, make_proje
     reentrant default): CKPT001 is reported, with no fix the oldest torch would reject; an
     exact 1.10 pin runs nothing newer and is not."""
     root = make_project({"model.py": MODEL, "requirements.txt": "torch>=1.8\n"})
-    items = json.loads(lint(cli, root).output)
+    items = json.loads(lint(cli, root).stdout)
     first = next(item for item in items if item["code"] == "CKPT001")
     assert (first["location"]["row"], first["fix"]) == (3, None)
     assert first["message"].endswith("pass it only when `torch.__version__` is 1.11 or later)")
     (root / "requirements.txt").write_text("torch==1.10.0\n")
-    assert [item["code"] for item in json.loads(lint(cli, root).output)] == ["CKPT032"]
+    assert [item["code"] for item in json.loads(lint(cli, root).stdout)] == ["CKPT032"]
 
 
 def test_the_summary_says_how_many_findings_the_declared_versions_hide(cli, make_project, installed):
@@ -405,7 +405,32 @@ def test_the_summary_says_how_many_findings_the_declared_versions_hide(cli, make
         result = cli(["."], cwd=root)
         assert result.output.endswith("Found 1 error.\n" + note)
     assert "not shown" not in cli(["--target-version", "torch=2.4", "."], cwd=root).output
-    assert [item["code"] for item in json.loads(lint(cli, root).output)] == ["CKPT032"]
+    assert [item["code"] for item in json.loads(lint(cli, root).stdout)] == ["CKPT032"]
+
+
+def test_machine_formats_say_what_the_declared_versions_hide(cli, make_project, installed):
+    """JSON (a list with no place for it) and JUnit say it on stderr; SARIF as a note among the
+    run's notifications, GitHub as a notice of the run; `-q` keeps stderr quiet."""
+    root = make_project({"model.py": MODEL, "requirements.txt": "torch==1.10.0\n"})
+    sentence = (
+        "1 finding not shown: CKPT001 applies to torch>=1.11, the target is torch 1.10 (declared dependency: "
+        "requirements.txt: torch==1.10.0); `--target-version` to see them."
+    )
+    for output_format in ("json", "junit", "sarif", "github"):
+        result = cli(["--output-format", output_format, "--no-cache", "."], cwd=root)
+        assert result.stderr == f"note: {sentence}\n", output_format
+    run = json.loads(cli(["--output-format", "sarif", "--no-cache", "."], cwd=root).stdout)["runs"][0]
+    assert run["invocations"] == [
+        {
+            "executionSuccessful": True,
+            "toolExecutionNotifications": [{"level": "note", "descriptor": {"id": "not-shown"}, "message": {"text": sentence}}],
+        }
+    ]
+    annotations = cli(["--output-format", "github", "--no-cache", "."], cwd=root).stdout.splitlines()
+    assert annotations[-1] == f"::notice title=ckptlint::{sentence}"
+    assert cli(["--output-format", "json", "--no-cache", "-q", "."], cwd=root).stderr == ""
+    shown = cli(["--output-format", "sarif", "--no-cache", "--target-version", "torch=2.4", "."], cwd=root)
+    assert (shown.stderr, "invocations" in json.loads(shown.stdout)["runs"][0]) == ("", False)
 
 
 def test_hidden_findings_cite_the_versions_of_their_own_project(cli, make_project, installed):

@@ -15,7 +15,8 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(diagnostics: Sequence[Diagnostic]) -> str:
+def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "") -> str:
+    """`not_shown` (findings the target versions hide) becomes a `::notice` of the run."""
     lines = []
     for d in diagnostics:
         if d.cell is not None:
@@ -38,4 +39,6 @@ def render(diagnostics: Sequence[Diagnostic]) -> str:
             ]
         )
         lines.append(f"::error {properties}::{_escape_data(f'{d.code} {d.message}')}")
+    if not_shown:
+        lines.append(f"::notice title={_escape_property('ckptlint')}::{_escape_data(not_shown)}")
     return "".join(line + "\n" for line in lines)

@@ -46,5 +46,6 @@ def diagnostic_to_json(diagnostic: Diagnostic) -> dict:
     }
 
 
-def render(diagnostics: Sequence[Diagnostic]) -> str:
+def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "") -> str:
+    """Ruff's list of diagnostics; it has no place for `not_shown` (the CLI says it on stderr)."""
     return json.dumps([diagnostic_to_json(d) for d in diagnostics], indent=2, ensure_ascii=False) + "\n"

@@ -58,7 +58,9 @@ def _replacement(edit: Edit) -> dict:
     }
 
 
-def render(diagnostics: Sequence[Diagnostic]) -> str:
+def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "") -> str:
+    """The log of one run; `not_shown` (findings the target versions hide) is a note among
+    the run's tool execution notifications."""
     rules = _rule_descriptors()
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = []
@@ -116,4 +118,13 @@ def render(diagnostics: Sequence[Diagnostic]) -> str:
             }
         ],
     }
+    if not_shown:
+        log["runs"][0]["invocations"] = [
+            {
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [
+                    {"level": "note", "descriptor": {"id": "not-shown"}, "message": {"text": not_shown}}
+                ],
+            }
+        ]
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -57,17 +57,20 @@ class Summary:
             noun = "fix" if self.hidden_unsafe == 1 else "fixes"
             lines.append(f"({self.hidden_unsafe} hidden {noun} can be enabled with the `--unsafe-fixes` option.)")
         if self.not_shown and not self.diff_mode:
-            noun = "finding" if self.not_shown == 1 else "findings"
-            lines.append(
-                f"({self.not_shown} {noun} not shown: {self.not_shown_because}; "
-                "`--target-version` to see them.)"
-            )
+            lines.append(f"({not_shown_sentence(self.not_shown, self.not_shown_because)})")
         return "".join(line + "\n" for line in lines)
 
 
 def hidden_by_versions(reasons: Sequence[str]) -> tuple[int, str]:
     """How many findings the target versions hide, and why (each reason once)."""
     return len(reasons), "; ".join(sorted(set(reasons)))
+
+
+def not_shown_sentence(count: int, because: str) -> str:
+    """What the summary (and the machine formats: SARIF's notifications, a GitHub notice,
+    stderr beside JSON and JUnit) say about findings the target versions hide."""
+    noun = "finding" if count == 1 else "findings"
+    return f"{count} {noun} not shown: {because}; `--target-version` to see them."
 
 
 def _errors(count: int) -> str:
