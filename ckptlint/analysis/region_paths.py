@@ -143,7 +143,7 @@ class _RegionPaths:
         short = instance.short_name
         methods = self._reachable_methods(instance.cls, ["forward"])
         if self.kind == "randomness":
-            yield from (f"{short}.{m.name}: {r}" for m in methods for r in m.random)
+            yield from (f"{short}.{m.name}: {r}" for m in methods for r in self._random(m, instance))
         elif self.kind == "mutations":
             yield from (f"{short}.{m.name}: {w}" for m in methods for w in m.mutations)
         elif self.kind == "checkpoints":
@@ -200,6 +200,19 @@ class _RegionPaths:
                 pending.extend(method.methods)
         return found
 
+    def _random(self, method, owner: Instance | None) -> Iterator[str]:
+        """A method's random operations, less those whose probability is an attribute the
+        instance holds only zero in (`F.dropout(x, p=self.drop)` with `drop` a config's
+        default 0.0): dropout with p=0 draws no random numbers (measured on torch 2.13)."""
+        zero_attributes = dict(method.random_attributes)
+        for description in method.random:
+            attribute = zero_attributes.get(description)
+            if attribute is not None and owner is not None:
+                values = self.denotation.attribute(owner, attribute)
+                if values and all(isinstance(v, Constant) and v.value == 0 and v.value is not False for v in values):
+                    continue
+            yield description
+
     # --- functions -------------------------------------------------------------------------------
 
     def function(self, function: FunctionRef, depth: int) -> Iterator[str]:
@@ -214,7 +227,7 @@ class _RegionPaths:
             facts = self.project.class_method(owner.cls, local)
         if facts is not None:
             if self.kind == "randomness":
-                yield from (f"{prefix}: {r}" for r in facts.random)
+                yield from (f"{prefix}: {r}" for r in self._random(facts, owner))
             elif self.kind == "mutations":
                 yield from (f"{prefix}: {w}" for w in facts.mutations)
             elif self.kind == "checkpoints":

@@ -28,29 +28,101 @@ class CallSites:
     def __init__(self, index: ProjectIndex) -> None:
         self.index = index
         self._namers: dict[str, list[str]] | None = None
+        self._aliases: dict[str, list[str]] | None = None
 
     def of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
         """(path, calling function, call, line) for every call whose callee's last name is
         `function`'s, in the files that can name it."""
         owner, _, short = function.rpartition(".")
-        if short == "__init__":  # a constructor is called by its class's name
+        constructor = short == "__init__"
+        if constructor:  # a constructor is called by its class's name
             short = owner.rsplit(".", 1)[-1]
-        for path in self.candidates(function, module):
+        paths = self.candidates(function, module)
+        if constructor:
+            paths = sorted({*paths, *self._builders_handed(short, paths)})
+        for path in paths:
             facts = self.index.files.get(path)
             for caller in facts.summaries if facts is not None else ():
+                parameters = {p.name for p in caller.parameters} if constructor else set()
                 for call, line in caller.passes:
-                    if _last_name(call[1]) == short:
+                    callee = call[1]
+                    # Also a class handed to a builder and called there by its parameter's
+                    # name (`block(...)` in `make_res_layer(block, ...)`).
+                    if _last_name(callee) == short or (callee[0] == "name" and callee[1] in parameters):
                         yield path, caller, call, line
+
+    def _builders_handed(self, class_name: str, paths: list[str]) -> set[str]:
+        """The files of the project functions that `paths` hand the class to by name
+        (`make_layer(GroupBlock, ...)` with `make_layer` imported from `blocks`): a builder
+        there may call it through its parameter."""
+        found: set[str] = set()
+        for path in paths:
+            facts = self.index.files.get(path)
+            if facts is None:
+                continue
+            names = dict(facts.names)
+            for caller in facts.summaries:
+                for call, _ in caller.passes:
+                    if call[1][0] != "name" or not any(_last_name(a) == class_name for a in call[2]):
+                        continue
+                    where = self._defined_in(names.get(call[1][1], ""))
+                    if where is not None:
+                        found.add(where)
+        return found
+
+    def _defined_in(self, absolute: str) -> str | None:
+        """The file a project function is defined in, through the packages re-exporting it
+        (`backbone.layers.make_layer` imported in `backbone/layers/__init__.py` from `.blocks`)."""
+        for _ in range(4):
+            path = self.index.path_of(absolute) if absolute else None
+            facts = self.index.files.get(path) if path is not None else None
+            if facts is None:
+                return None
+            local = absolute[len(facts.module) + 1:] if absolute.startswith(f"{facts.module}.") else ""
+            imported = dict(facts.names).get(local.split(".", 1)[0]) if local else None
+            if imported is None or imported == absolute or "." in local:
+                return path
+            absolute = imported
+        return None
 
     def candidates(self, function: str, module: str) -> list[str]:
         own = self.index.module_paths.get(module)
         found = {own} if own is not None else set()
-        parts = function.split(".")
         namers = self._names_table()
-        for end in range(len(module.split(".")), len(parts) + 1):
-            for start in range(end):
-                found.update(namers.get(".".join(parts[start:end]), ()))
+        for name in self._spellings(function, module):
+            parts = name.split(".")
+            for end in range(len(module.split(".")), len(parts) + 1):
+                for start in range(end):
+                    found.update(namers.get(".".join(parts[start:end]), ()))
         return sorted(found)
+
+    def _spellings(self, function: str, module: str) -> list[str]:
+        """`function` and the names packages re-export it (or its class) under:
+        `backbone.layers.make_layer` for `backbone.layers.blocks.make_layer`."""
+        spellings = [function]
+        aliases = self._aliases_table()
+        parts = function.split(".")
+        for end in range(len(module.split(".")) + 1, len(parts) + 1):
+            head, rest = ".".join(parts[:end]), parts[end:]
+            spellings.extend(".".join([alias, *rest]) for alias in aliases.get(head, ()))
+        return spellings
+
+    def _aliases_table(self) -> dict[str, list[str]]:
+        """An absolute name -> the names package `__init__` files re-export it under (two
+        levels of re-export followed)."""
+        if self._aliases is None:
+            table: dict[str, list[str]] = {}
+            for path, facts in self.index.files.items():
+                if path.endswith("__init__.py"):
+                    for local, absolute in facts.names:
+                        alias = f"{facts.module}.{local}"
+                        if absolute != alias:
+                            table.setdefault(absolute, []).append(alias)
+            for absolute, aliases in list(table.items()):
+                for alias in list(aliases):
+                    aliases.extend(a for a in table.get(alias, ()) if a not in aliases)
+            self._aliases = table
+        return self._aliases
 
     def _names_table(self) -> dict[str, list[str]]:
         """Every absolute name some file's imports or definitions refer to -> those files."""
@@ -124,6 +196,10 @@ class CallSiteResolution:
     def _argument_at(self, summary: FunctionSummary, parameter: str, call: Expr, frame: Frame) -> set:
         """What `call`, in `frame`, passes for `parameter` when it calls `summary`'s function."""
         func = call[1]
+        if func[0] == "name" and frame.entry:
+            through = self._through_parameter(summary, parameter, call, frame)
+            if through is not None:
+                return through
         matched: list[Arguments] = []
         if func[0] == "attr" and self._global_dotted(func, frame) is None:
             receivers = [r for r in self._eval(func[1], frame) if isinstance(r, Instance)]
@@ -144,6 +220,51 @@ class CallSiteResolution:
                         skip_self=bound or summary.self_name is not None,
                     ))
         return {v for arguments in matched for name, values in arguments if name == parameter for v in values}
+
+    def _through_parameter(self, summary: FunctionSummary, parameter: str, call: Expr, frame: Frame) -> set | None:
+        """`block(channels, norm=norm)` in a builder `make_layer(block, channels, norm)`: the
+        class and the arguments come from the same call of the builder, so each call of it is
+        looked at on its own (`make_layer(GroupBlock, norm="gn")` builds no GroupBlock with
+        the `norm="bn"` of another call). None when `call` calls no parameter of the
+        builder, or the project never calls the builder."""
+        builder = self.summary(frame.function) if frame.function is not None else None
+        module = self._module_of(frame.function) if builder is not None else None
+        if module is None or not any(p.name == call[1][1] for p in builder.parameters):
+            return None
+        key = ("through", builder.name, summary.name, parameter)
+        if key in self._active:
+            return set()
+        # Cheap first: whether the project hands the builder this class at all.
+        handed = self._passed_by_callers(builder, call[1][1])
+        if not handed:
+            return None
+        if not any(isinstance(v, ClassRef) and f"{v.name}.__init__" == summary.name for v in handed):
+            return set()
+        self._active.add(key)
+        values: set = set()
+        try:
+            for bound in self._builder_calls(builder, module):
+                values |= self._argument_at(summary, parameter, call, replace(frame, arguments=bound, entry=False))
+        finally:
+            self._active.discard(key)
+        return values
+
+    def _builder_calls(self, builder: FunctionSummary, module: str) -> list[Arguments]:
+        """What each of the project's calls of a builder binds its parameters to (once per builder)."""
+        found = self._builder_bindings.get(builder.name)
+        if found is None:
+            parameters = [p.name for p in builder.parameters if p.kind not in ("*", "**")]
+            found = []
+            for _, outer, outer_call, line in self._call_sites.of(builder.name, module):
+                outer_frame = replace(self._entry_frame(outer.name), before=line + 1)
+                bound = tuple(
+                    (name, frozenset(passed)) for name in parameters
+                    if (passed := self._argument_at(builder, name, outer_call, outer_frame))
+                )
+                if bound:
+                    found.append(bound)
+            self._builder_bindings[builder.name] = found
+        return found
 
     def _entry_frame(self, function: str) -> Frame:
         """The frame of a function looked at on its own, with its class's instance as `self`."""

@@ -135,7 +135,10 @@ def summarize(
     top_level = isinstance(node, (ast.Module, ast.ClassDef))
     if not top_level:
         parameters = _parameters(node.args, resolve)
-    summary = _Summarizer(self_name, resolve, keeps_constants=isinstance(node, ast.ClassDef))
+    summary = _Summarizer(
+        self_name, resolve, keeps_constants=isinstance(node, ast.ClassDef),
+        parameter_names=frozenset(p.name for p in parameters if p.kind not in ("*", "**")),
+    )
     summary.block(node.body, ())
     # A module's top-level names are other functions' globals, a class body's are its
     # instances' attributes: every binding may be asked about.
@@ -227,10 +230,18 @@ class _Summarizer:
     (an `if` whose body returns guards what follows it with the opposite condition)."""
 
     def __init__(
-        self, self_name: str | None, resolve: Callable[[ast.AST], str | None], *, keeps_constants: bool = False
+        self,
+        self_name: str | None,
+        resolve: Callable[[ast.AST], str | None],
+        *,
+        keeps_constants: bool = False,
+        parameter_names: frozenset[str] = frozenset(),
     ) -> None:
         self.self_name = self_name
         self.resolve = resolve
+        # A call of a parameter (`block(inplanes, planes, norm_cfg=norm_cfg)` in a builder
+        # handed the block class) constructs whatever the callers pass: a call site too.
+        self.parameter_names = parameter_names
         # A class body's literal attributes are what its instances read (`norm: str = "ln"`
         # of a config dataclass); a function's literal locals are not kept.
         self.keeps_constants = keeps_constants
@@ -291,7 +302,8 @@ class _Summarizer:
         attribute or a call's result, or a flag by keyword (`Backbone(norm_eval=False)`);
         not one passing only other constants."""
         own_method = callee[0] == "attr" and callee[1] == ("name", self.self_name) and self.self_name is not None
-        if not own_method and self.resolve(call.func) is None:
+        through_parameter = callee[0] == "name" and callee[1] in self.parameter_names
+        if not own_method and not through_parameter and self.resolve(call.func) is None:
             return False
         passed = [*call.args, *(k.value for k in call.keywords)]
         return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed) or any(
@@ -429,6 +441,15 @@ def _binding_call(call: ast.Call, self_name: str | None, conditions: Conditions 
         and isinstance(func.value, ast.Name)
         and func.value.id == self_name
     )
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("add_module", "register_module")
+        and not registering
+        and len(call.args) >= 2
+    ):
+        # `self.layers = nn.Sequential()` then `self.layers.add_module(str(i), Block())`: a
+        # member added to that container, as `append` adds one to a `ModuleList`.
+        return Binding(pattern(func.value), ADD, expression(call.args[1]), line, 0, conditions)
     if registering and call.args:
         if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
             # `self.add_module(*stage)` with `stage = (name, module)`.

@@ -88,6 +88,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._passed: dict[tuple[str, str], frozenset] = {}
         self._passed_at: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
         self._site_values: dict[tuple[str, str, str, int], frozenset] = {}  # what each of those passed
+        self._builder_bindings: dict[str, list] = {}  # what each call of a builder binds (`_builder_calls`)
         self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
@@ -297,9 +298,10 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 found |= bound if bound else self._annotated(parameter)
             elif parameter.kind not in ("*", "**"):
                 found |= self._default(parameter, frame, annotated=not frame.entry)
-                if frame.entry and not any(not falsy(v) for v in found):
-                    # What the project passes, before what the annotation names (`cfg: Config`
-                    # built as `Encoder(Config(norm="bn"))`).
+                if frame.entry:
+                    # What the project passes (`Block(norm="bn")` where the default is
+                    # "none"), before what the annotation names (`cfg: Config` built as
+                    # `Encoder(Config(norm="bn"))`).
                     found |= self._passed_by_callers(summary, name)
                     if not any(not falsy(v) for v in found):
                         found |= self._annotated(parameter)
@@ -388,7 +390,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             frame = frame.parent
         return False
 
-    def _absolute(self, name: str) -> Iterable[Value]:
+    def _absolute(self, name: str, hops: int = 0) -> Iterable[Value]:
         """A name as imported: a class or function of the project (in any file), a
         module-level variable of the project, or a library name."""
         found = self.index.class_named(name)
@@ -401,6 +403,11 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             summary = self._module_summaries(module).get(f"{module}.<module>")
             if summary is not None and variable in self._bindings_of(summary):
                 return self._name(variable, Frame(summary.name, module))
+            # A package's `__init__` re-exporting a helper of a submodule
+            # (`from .blocks import make_stage`): where it imports it from.
+            imported = self._names(module).get(variable)
+            if imported is not None and imported != name and hops < 4:
+                return self._absolute(imported, hops + 1)
             return ()
         owner = self.index.class_named(module)
         if owner is not None:  # `Config.norm`: a class attribute of a project class

@@ -102,6 +102,9 @@ class MethodFacts:
     mutations: tuple[str, ...] = ()
     # The `torch.utils.checkpoint` calls in its own body (not in functions nested in it).
     checkpoints: tuple[CheckpointCall, ...] = ()
+    # Random operations whose probability is a `self` attribute (`F.dropout(x, p=self.drop)`):
+    # (description as in `random`, attribute). Random unless the instance holds only zero.
+    random_attributes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ class FileFacts:
             "classes": [
                 [c.name, c.line, list(c.bases),
                  [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations),
-                   [[c.line, c.reentrant, list(c.flags)] for c in m.checkpoints]]
+                   [[c.line, c.reentrant, list(c.flags)] for c in m.checkpoints],
+                   [list(pair) for pair in m.random_attributes]]
                   for m in c.methods], c.configures_checkpointing,
                  list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None]
                 for c in self.classes
@@ -227,7 +231,8 @@ class FileFacts:
                     tuple(bases),
                     tuple(
                         MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]),
-                                    tuple(CheckpointCall(line, reentrant, tuple(flags)) for line, reentrant, flags in m[6]))
+                                    tuple(CheckpointCall(line, reentrant, tuple(flags)) for line, reentrant, flags in m[6]),
+                                    tuple(tuple(pair) for pair in m[7]))
                         for m in methods
                     ),
                     configures,

@@ -341,6 +341,7 @@ def methods_of(
             if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
         )
         random: list[str] = []
+        random_attributes: list[tuple[str, str]] = []
         attributes: set[str] = set()
         called: set[str] = set()
         evaluated: set[str] = set()
@@ -359,6 +360,9 @@ def methods_of(
                 description = random_call(inner, resolve)
                 if description:
                     random.append(f"{description} (line {inner.lineno})")
+                    attribute = probability_attribute(inner, resolve)
+                    if attribute is not None:
+                        random_attributes.append((random[-1], attribute))
         # The methods it calls where training can reach them.
         for statement in in_training(method.body, never_true):
             for inner in ast.walk(statement):
@@ -374,6 +378,7 @@ def methods_of(
                 name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
                 tuple(state_mutations(method.body, never_true, checked_here)),
                 tuple(checkpoint_calls(method.body, resolve)),
+                tuple(random_attributes),
             )
         )
     return tuple(methods)
@@ -426,6 +431,17 @@ def guard_flags(test: ast.AST, other: str | None = None, ignored: frozenset[str]
     if other is None or (isinstance(test, ast.Name) and test.id in ignored):
         return ()
     return (other,)
+
+
+def probability_attribute(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
+    """The `self` attribute a dropout call takes its probability from (`p=self.drop`), else None."""
+    name = resolve(call.func) or ""
+    if name not in RANDOM_FUNCTIONS:
+        return None
+    probability = keyword_argument(call, "p") or (call.args[1] if len(call.args) > 1 else None)
+    if isinstance(probability, ast.Attribute) and isinstance(probability.value, ast.Name) and probability.value.id == "self":
+        return probability.attr
+    return None
 
 
 def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:

@@ -271,7 +271,8 @@ class ModuleSemantics:
                     found.add(Sequence(None, frozenset(
                         Sequence((frozenset({Constant(k)}), v), frozenset({Constant(k)}) | v) for k, v in receiver.entries
                     )))
-                elif method == "get" and positional and not isinstance(positional[0], Splat):
+                elif method in ("get", "pop") and positional and not isinstance(positional[0], Splat):
+                    # `cfg.get("type")`, `cfg_.pop("type")` (mmcv's `build_norm_layer`)
                     keys = {c.value for c in positional[0] if isinstance(c, Constant)}
                     hits = [v for k, v in receiver.entries if not keys or k in keys]
                     if hits:
