@@ -195,6 +195,10 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the rule reads the project index (`self.context.project`): a run builds the
     # index only when a selected rule does.
     uses_project: ClassVar[bool] = False
+    # Whether the project index brings to the rule a file without its trigger words: one
+    # that calls a project function whose keywords reach torch's checkpoint, defined in
+    # another module (`ProjectIndex.mentions_forwarding`); `may_apply_to_project` decides.
+    reached_through_forwarding: ClassVar[bool] = False
 
     @classmethod
     def applies_to_versions(cls, versions: TargetVersions) -> bool:
