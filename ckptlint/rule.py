@@ -64,6 +64,10 @@ class FileContext:
     line_index: LineIndex = field(init=False)
     # Every checkpoint site of the file, known before the first `visit_checkpoint_site`.
     sites: list[CheckpointSite] = field(default_factory=list)
+    # Calls that are torch's checkpoint on some of their name's bindings only (DeepSpeed's
+    # on another): for the rules that compare a checkpointed branch with the plain one, and
+    # CKPT001, which reports them without a fix.
+    possible_sites: list[CheckpointSite] = field(default_factory=list)
     # Qualified names of a name, attribute or call (through imports, scopes); available from
     # the hooks that run after the traversal.
     qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()

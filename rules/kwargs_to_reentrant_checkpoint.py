@@ -108,6 +108,15 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     keyword itself (`def wrapper(self, x, mask=None, **kwargs)`), a decorator that calls no
     torch checkpoint, or calls passing the inputs by position.
 
+    A tuple literal that packs a value the plain call passes by keyword
+    (`checkpoint(blk, x, (rel_pos_bias,))` against `blk(x, rel_pos_bias=rel_pos_bias)`) is
+    handed on as one argument: the parameter receives the tuple (`AttributeError: 'tuple'
+    object has no attribute 'type_as'` in the block, measured on torch 2.13 with either
+    implementation). Reported, without a fix. These branch comparisons also apply when the
+    name `checkpoint` is bound to torch's by one import and to DeepSpeed's by another
+    (`if os.getenv("ENV_TYPE") == "deepspeed": ... else: from torch.utils.checkpoint import
+    checkpoint`): where torch's is the one imported, the branches differ.
+
     Reported instead of CKPT001 at the same call. Not reported when `use_reentrant` is
     passed through a variable or an expression, or when `**kwargs` are splatted (they may
     carry `use_reentrant=False`). `checkpoint_sequential` rejects extra keywords in both
@@ -215,6 +224,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
 
         self._check_forwarding_helpers()
+        # A name torch's checkpoint on some bindings only (DeepSpeed's on another): what the
+        # checkpointed branch passes still differs from the plain one where it is torch's.
+        for site in self.context.possible_sites:
+            if site.api is CheckpointApi.CHECKPOINT:
+                self._check_positional_slots(site) or self._check_dropped_keywords(site)
 
     def _check_forwarding_helpers(self) -> None:
         """A helper of the file that hands its `**kwargs` to `checkpoint` without
@@ -405,8 +419,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             if arg.keyword is not None:
                 keywords.setdefault(code_of(arg.value), []).append(arg.keyword.value)
         for position, arg in enumerate(site.positional):
+            if arg.star or position >= len(slots):
+                continue
+            if self._check_packed(site, arg.value, slots[position], keywords, callee):
+                return True
             names = keywords.get(code_of(arg.value))
-            if arg.star or names is None or position >= len(slots):
+            if names is None:
                 continue
             slot = slots[position]
             expected = " or ".join(f"{name}" for name in names)
@@ -420,6 +438,29 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
                 return True
         return False
+
+    def _check_packed(
+        self, site: CheckpointSite, value: cst.BaseExpression, slot: str, keywords: dict[str, list[str]], callee: Callee
+    ) -> bool:
+        """A tuple literal packing values the plain call passes by keyword
+        (`checkpoint(blk, x, (rel_pos_bias,))` against `blk(x, rel_pos_bias=rel_pos_bias)`):
+        checkpoint hands the tuple on as one argument, so the parameter receives a tuple."""
+        if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return False
+        packed = [code_of(element.value) for element in value.elements]
+        named = [(code, keywords[code]) for code in packed if code in keywords]
+        if not named:
+            return False
+        code, names = named[0]
+        expected = " or ".join(names)
+        self.report(
+            site.node,
+            f"`{code_of(value)}` is passed positionally into parameter `{slot}` of `{callee.name}`: one tuple, while "
+            f"the non-checkpointed branch passes `{code}` itself as `{expected}=`: checkpoint hands the tuple on as it "
+            f"is, so with checkpointing on `{slot}` receives a tuple instead of the value; pass "
+            f"{', '.join(f'`{p}`' for p in packed)} without the tuple, in `{callee.name}`'s parameter order",
+        )
+        return True
 
     def _other_branch_calls(self, site: CheckpointSite) -> list[cst.Call]:
         for node in self._ifs:
@@ -591,6 +632,22 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                     return y + self.attend(q, mask=mask)
             """
         ),
+        # A tuple the plain branch passes as it is: the parameter takes a tuple.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def scaled(x, scales=None):
+                return x
+
+            def run(x, gain, training):
+                if training:
+                    y = checkpoint(scaled, x, (gain, 2.0), use_reentrant=False)
+                else:
+                    y = scaled(x, scales=(gain, 2.0))
+                return y
+            """
+        ),
         # The same inputs positionally; `**kwargs` from the caller (may be empty); a literal flag dropped.
         Valid(
             """
@@ -730,6 +787,43 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # `checkpoint` chosen at import time (DeepSpeed's or torch's): where it is torch's, the
+        # packed tuple lands in `rel_pos_bias` as a tuple.
+        Invalid(
+            """
+            import os
+            import torch.nn as nn
+
+            if os.getenv("ENV_TYPE") == "deepspeed":
+                from deepspeed.runtime.activation_checkpointing.checkpointing import checkpoint
+            else:
+                from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def forward(self, x, rel_pos_bias=None):
+                    return x
+
+            class Encoder(nn.Module):
+                def __init__(self, depth, plain_layers=0):
+                    super().__init__()
+                    self.plain_layers = plain_layers
+                    self.blocks = nn.ModuleList()
+                    for _ in range(depth):
+                        self.blocks.append(Block())
+
+                def forward(self, x, rel_pos_bias=None):
+                    checkpointed = self.grad_checkpointing and self.training
+                    for index, blk in enumerate(self.blocks):
+                        if index < self.plain_layers or not checkpointed:
+                            x = blk(x, rel_pos_bias=rel_pos_bias)
+                        else:
+                            x = checkpoint(blk, x, (rel_pos_bias,))
+                    return x
+            """,
+            line=27,
+            column=21,
+            message_contains="`(rel_pos_bias,)` is passed positionally into parameter `rel_pos_bias` of `forward`: one tuple",
+        ),
         # A decorator whose wrapper hands its **kwargs to checkpoint: the decorated kernel's
         # keyword reaches the reentrant default.
         Invalid(
