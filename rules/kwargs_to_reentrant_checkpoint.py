@@ -274,8 +274,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         facts = project.files.get(self.context.relative_path)
         names = dict(facts.names) if facts is not None else {}
         reported: set[cst.Call] = set()
+        words = project.forwarding_words
         for call in self._calls:
-            if not any(arg.keyword is not None for arg in call.args):
+            called = call.func.value if isinstance(call.func, cst.Name) else (
+                call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            )
+            if called not in words or not any(arg.keyword is not None for arg in call.args):
                 continue
             target = self._indexed_target(call, names)
             if target is None:

@@ -131,7 +131,7 @@ def _library_function(callee: tuple, names: dict[str, str]) -> bool:
 
 WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
 REGISTRY_KIND = "registries"
-FORWARDING_KIND = "forwarding"
+FORWARDING_KIND, DECORATED_KIND = "forwarding", "decorated"
 NORM_FREEZING_KIND = "norm_freezing"
 
 
@@ -159,8 +159,10 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         kinds.append(REGISTRY_KIND)
     if any(c.batchnorm_frozen_under is not None for c in facts.classes):
         kinds.append(NORM_FREEZING_KIND)
-    if facts.forwarding:
+    if any(f.kind is not ForwardingKind.DECORATED for f in facts.forwarding):
         kinds.append(FORWARDING_KIND)
+    if any(f.kind is ForwardingKind.DECORATED for f in facts.forwarding):
+        kinds.append(DECORATED_KIND)
     return kinds
 
 
@@ -319,7 +321,19 @@ class ProjectIndex:
 
     @cached_property
     def forwarding(self) -> dict[str, ForwardingFact]:
-        return {f.name: f for _, facts in self._files_of_kind(FORWARDING_KIND) for f in facts.forwarding}
+        """Helpers and decorators by name, and the functions decorated by a project decorator
+        when one of the decorators is such (timm's thousand `@register_model` functions are
+        not loaded when none is)."""
+        found = {
+            f.name: f for _, facts in self._files_of_kind(FORWARDING_KIND) for f in facts.forwarding
+            if f.kind is not ForwardingKind.DECORATED
+        }
+        if any(f.kind is ForwardingKind.DECORATOR for f in found.values()):
+            found.update(
+                (f.name, f) for _, facts in self._files_of_kind(DECORATED_KIND) for f in facts.forwarding
+                if f.kind is ForwardingKind.DECORATED
+            )
+        return found
 
     def forwarding_target(self, name: str) -> tuple[ForwardingFact, ForwardingFact | None] | None:
         """Calling project function `name` hands its `**kwargs` to torch's checkpoint without
