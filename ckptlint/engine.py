@@ -152,10 +152,16 @@ def _lint_text(
 ) -> LintOutcome:
     if SKIP_FILE.search(text):
         return LintOutcome(())
-    if rules is None and not any(word in text for word in RULE_TRIGGERS):
+    # A file calling a helper of another module that hands keywords to checkpoint need not
+    # name checkpoint: the index says which names to look for.
+    forwarding = project is not None and project.mentions_forwarding(text)
+    if rules is None and not forwarding and not any(word in text for word in RULE_TRIGGERS):
         rules = []  # no rule can apply: the rules (and libcst) are not even imported
     versions = settings.target_versions
-    candidates = [rule for rule in (selected_rules(settings) if rules is None else rules) if rule.may_apply_to(text)]
+    candidates = [
+        rule for rule in (selected_rules(settings) if rules is None else rules)
+        if rule.may_apply_to(text) or (forwarding and rule.reached_through_forwarding)
+    ]
     rules = [rule for rule in candidates if rule.applies_to_versions(versions)]
     # Rules a declared or chosen version rules out still run, to say how many findings the
     # versions hide (not for an installed version: that is no choice of the project's).

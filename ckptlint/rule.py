@@ -64,6 +64,10 @@ class FileContext:
     line_index: LineIndex = field(init=False)
     # Every checkpoint site of the file, known before the first `visit_checkpoint_site`.
     sites: list[CheckpointSite] = field(default_factory=list)
+    # Calls that are torch's checkpoint on some of their name's bindings only (DeepSpeed's
+    # on another): for the rules that compare a checkpointed branch with the plain one, and
+    # CKPT001, which reports them without a fix.
+    possible_sites: list[CheckpointSite] = field(default_factory=list)
     # Qualified names of a name, attribute or call (through imports, scopes); available from
     # the hooks that run after the traversal.
     qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()
@@ -195,6 +199,10 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the rule reads the project index (`self.context.project`): a run builds the
     # index only when a selected rule does.
     uses_project: ClassVar[bool] = False
+    # Whether the project index brings to the rule a file without its trigger words: one
+    # that calls a project function whose keywords reach torch's checkpoint, defined in
+    # another module (`ProjectIndex.mentions_forwarding`); `may_apply_to_project` decides.
+    reached_through_forwarding: ClassVar[bool] = False
 
     @classmethod
     def applies_to_versions(cls, versions: TargetVersions) -> bool:

@@ -144,14 +144,21 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
             values.append(value)
         return values
 
-    def checkpoint_sites(self) -> list[CheckpointSite]:
+    def checkpoint_sites(self) -> tuple[list[CheckpointSite], list[CheckpointSite]]:
+        """The file's checkpoint sites, and its possible ones: calls of a name bound to
+        torch's checkpoint by one import and to something else by another
+        (`CallableResolver.possible_site_for_call`)."""
         resolver = CallableResolver(self.qualified_names, self.assigned_values, self.self_attribute_values)
-        sites = []
+        sites, possible = [], []
         for call, self_class in self.calls:
             site = resolver.site_for_call(call, self_class)
             if site is not None:
                 sites.append(site)
-        return sites
+                continue
+            site = resolver.possible_site_for_call(call, self_class)
+            if site is not None:
+                possible.append(site)
+        return sites, possible
 
     def suppressed_codes(self, line: str) -> frozenset[str] | None:
         """Codes a `# noqa` comment ending `line` suppresses; None means all of them."""
@@ -190,7 +197,8 @@ def run_rules(
     for visitor in (analyzer, *rules):
         visitor.metadata = wrapper.resolve_many(visitor.get_inherited_dependencies())
 
-    context.sites = sites = analyzer.checkpoint_sites()
+    sites, context.possible_sites = analyzer.checkpoint_sites()
+    context.sites = sites
     context.qualified_names = analyzer.qualified_names
     for rule in rules:
         for site in sites:

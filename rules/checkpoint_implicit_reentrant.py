@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.reentrancy import reports_implicit_reentrant
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
@@ -59,6 +60,14 @@ class CheckpointImplicitReentrant(Rule):
     reported once, where it is built, unless every call through it in the file passes the
     argument.
 
+    A name that one import binds to torch's `checkpoint` and another to DeepSpeed's
+    (`try: from deepspeed...checkpointing import checkpoint` / `except: from
+    torch.utils.checkpoint import checkpoint`, or the same under `if
+    os.getenv("ENV_TYPE") == "deepspeed"`) is reported too, without a fix: wherever torch's
+    is the one imported, it runs the reentrant default. The flag cannot go at the call, since
+    DeepSpeed's `checkpoint` takes none; the message says to bind it where torch's is
+    imported (`checkpoint = functools.partial(torch_checkpoint, use_reentrant=False)`).
+
     ## Evidence
     torch 2.13: `checkpoint(function, *args, use_reentrant=None, ...)`; `None` warns
     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly..."
@@ -68,6 +77,12 @@ class CheckpointImplicitReentrant(Rule):
     `checkpoint_sequential` warns separately and also defaults to reentrant. The flag exists
     since torch 1.11 (pytorch/pytorch#65537); the warning since 2.1 (pytorch/pytorch#100551).
     A test in `tests/test_torch_semantics.py` re-checks this against the installed torch.
+    DeepSpeed, `deepspeed/runtime/activation_checkpointing/checkpointing.py`: releases up to
+    2024 define `def checkpoint(function, *args)` (any keyword, `use_reentrant` included, is a
+    `TypeError`); current ones `def checkpoint(function, *args, **kwargs)`, which pack the
+    keywords and pass them on to `function` (`function_with_kwargs`): `use_reentrant=False`
+    would reach the checkpointed layer's `forward`. Neither has the flag, so no fix may add
+    it at a call that may be DeepSpeed's.
     """
 
     code = "CKPT001"
@@ -87,6 +102,29 @@ class CheckpointImplicitReentrant(Rule):
         # A project that still supports torch < 1.11 but also runs newer ones meets the
         # implicit default there: reported, without the fix its oldest torch would reject.
         return all(versions.could_be(version_range) for version_range in cls.targets)
+
+    def finish(self) -> None:
+        """A name bound to torch's checkpoint by one import and to another library's by
+        another (DeepSpeed's, chosen by a `try` or an environment variable): where torch's
+        runs, its default is reentrant; no fix, as the other one takes no `use_reentrant`."""
+        if self.context.versions.applies(self.targets) is Applies.NO:
+            return
+        for site in self.context.possible_sites:
+            if site.reentrancy is not Reentrancy.IMPLICIT:
+                continue
+            others = ", ".join(f"`{name}`" for name in site.alternatives)
+            deepspeed = any(name.startswith("deepspeed.") for name in site.alternatives)
+            rejects = (
+                "DeepSpeed's takes no `use_reentrant` (older releases raise `TypeError`, newer ones hand it "
+                "to the checkpointed function)" if deepspeed else "the other binding may not accept it"
+            )
+            self.report(
+                site.node,
+                f"`{site.api.short_name}` without `use_reentrant`, where the name is torch's (it may also be "
+                f"{others}): torch falls back to the reentrant implementation; {rejects}, so pass the flag only where "
+                f"torch's is imported (`{site.api.short_name} = functools.partial({site.api.short_name}, "
+                "use_reentrant=False)` right after that import), not at this call" + self.version_note(),
+            )
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if not reports_implicit_reentrant(site, self.context.sites):
@@ -185,13 +223,16 @@ class CheckpointImplicitReentrant(Rule):
             save_checkpoint(model, "x.pt")
             """
         ),
-        # Bound to DeepSpeed's on one branch and torch's on the other: not known to be torch's.
+        # Bound to DeepSpeed's on one branch and torch's on the other, with the flag bound
+        # where torch's is imported (the `partial` makes the call a site of its own).
         Valid(
             """
+            import functools
             try:
                 from deepspeed.checkpointing import checkpoint
             except ImportError:
-                from torch.utils.checkpoint import checkpoint
+                from torch.utils.checkpoint import checkpoint as torch_checkpoint
+                checkpoint = functools.partial(torch_checkpoint, use_reentrant=False)
 
             y = checkpoint(block, x)
             """
@@ -206,6 +247,20 @@ class CheckpointImplicitReentrant(Rule):
         ),
     ]
     invalid = [
+        # Bound to DeepSpeed's on one branch and torch's on the other: reported, without a fix.
+        Invalid(
+            """
+            try:
+                from deepspeed.checkpointing import checkpoint
+            except ImportError:
+                from torch.utils.checkpoint import checkpoint
+
+            y = checkpoint(block, x)
+            """,
+            line=6,
+            column=5,
+            message_contains="where the name is torch's (it may also be `deepspeed.checkpointing.checkpoint`)",
+        ),
         Invalid(
             """
             from torch.utils.checkpoint import checkpoint as ck

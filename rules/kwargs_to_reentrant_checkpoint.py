@@ -13,7 +13,7 @@ from ckptlint.analysis.checkpoint_sites import (
     SiteKind,
 )
 from ckptlint.analysis.callees import Callee, calls_in, code_of, contains, is_literal
-from ckptlint.analysis.forwarding_helpers import ForwardingHelper, forwarding_helper, helper_called
+from ckptlint.analysis.forwarding_helpers import ForwardingHelper, forwarded_keywords, forwarding_helper, helper_called
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.values import FunctionRef, Instance
@@ -91,7 +91,31 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     (`self._checkpoint_forward(self.attn, x, attention_mask=mask)`): they reach the reentrant
     implementation, `ValueError` whenever checkpointing is on. Reported at that call, without
     a fix (the flag belongs in the helper's call); not for calls that pass `use_reentrant`
-    themselves or splat `**`, nor for keywords the helper binds to its own parameters.
+    themselves or splat `**`, nor for keywords the helper binds to its own parameters. The
+    helper may live in another module of the project (`utils/ckpt.py: def ckpt_forward(fn,
+    *args, **kwargs)` imported by `model.py`, or a base class's `_checkpoint_forward` called
+    as `self._checkpoint_forward(...)` in a subclass of another file): the project index
+    records such helpers, and a file that calls one is checked even when it never names
+    checkpoint. A helper that names `use_reentrant` anywhere
+    (`kwargs.setdefault("use_reentrant", False)`) chooses for its callers and is none.
+
+    Also, the decorator form: a project decorator whose wrapper hands its `**kwargs` to
+    `checkpoint` without `use_reentrant` (`def checkpoint(fn): @functools.wraps(fn) def
+    wrapper(*args, **kwargs): return torch.utils.checkpoint.checkpoint(fn, *args,
+    **kwargs)`), on a function then called with keywords (`chunk_fwd(q, k, v, scale=s)`, in
+    any module): `ValueError: Unexpected keyword arguments: scale` on every call. Reported at
+    that call, without a fix. Not for a wrapper that sets the flag, one that binds the
+    keyword itself (`def wrapper(self, x, mask=None, **kwargs)`), a decorator that calls no
+    torch checkpoint, or calls passing the inputs by position.
+
+    A tuple literal that packs a value the plain call passes by keyword
+    (`checkpoint(blk, x, (rel_pos_bias,))` against `blk(x, rel_pos_bias=rel_pos_bias)`) is
+    handed on as one argument: the parameter receives the tuple (`AttributeError: 'tuple'
+    object has no attribute 'type_as'` in the block, measured on torch 2.13 with either
+    implementation). Reported, without a fix. These branch comparisons also apply when the
+    name `checkpoint` is bound to torch's by one import and to DeepSpeed's by another
+    (`if os.getenv("ENV_TYPE") == "deepspeed": ... else: from torch.utils.checkpoint import
+    checkpoint`): where torch's is the one imported, the branches differ.
 
     Reported instead of CKPT001 at the same call. Not reported when `use_reentrant` is
     passed through a variable or an expression, or when `**kwargs` are splatted (they may
@@ -112,6 +136,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     ValueError("Unexpected keyword arguments: ...")` and runs the reentrant
     `CheckpointFunction`: the same crash, so the rule applies to every torch; a project
     targeting torch < 1.11 gets the finding without the fix (the flag does not exist there).
+    The decorator form, measured on torch 2.13 (CPU): `@checkpoint def chunk_fwd(q, k, v,
+    scale=None)` with the wrapper above, `chunk_fwd(q, q, q, scale=2.0)` emits the
+    `use_reentrant` warning and raises `ValueError: Unexpected keyword arguments: scale`;
+    `chunk_fwd(q, q, q, 2.0)` runs (`grad_fn` is `CheckpointFunctionBackward`, the reentrant
+    implementation).
     """
 
     code = "CKPT032"
@@ -128,6 +157,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     supersedes = ("CKPT001",)
 
     uses_project = True  # the callee may be defined in another file
+    reached_through_forwarding = True  # a file calling another module's helper need not name checkpoint
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        return cls.may_apply_to(text) or project.calls_forwarding(relative_path)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -190,6 +224,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
 
         self._check_forwarding_helpers()
+        # A name torch's checkpoint on some bindings only (DeepSpeed's on another): what the
+        # checkpointed branch passes still differs from the plain one where it is torch's.
+        for site in self.context.possible_sites:
+            if site.api is CheckpointApi.CHECKPOINT:
+                self._check_positional_slots(site) or self._check_dropped_keywords(site)
 
     def _check_forwarding_helpers(self) -> None:
         """A helper of the file that hands its `**kwargs` to `checkpoint` without
@@ -204,9 +243,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             helper = forwarding_helper(site, function, owner)
             if helper is not None:
                 helpers[(owner, helper.name)] = helper
-        if not helpers or self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:
+        if self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:
             return
-        for call in self._calls:
+        reported = self._check_indexed_helpers()
+        for call in self._calls if helpers else ():
+            if call in reported:
+                continue
             helper = helper_called(call, helpers, self._owner(self._call_scopes.get(call, ())))
             forwarded = helper.forwarded(call) if helper is not None and call is not helper.site.node else None
             if not forwarded:
@@ -220,6 +262,75 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 "torch defaults to reentrant: torch raises `ValueError: Unexpected keyword arguments: "
                 f"{','.join(forwarded)}` whenever checkpointing is on; pass `use_reentrant=False` in that call",
             )
+
+    def _check_indexed_helpers(self) -> set[cst.Call]:
+        """Calls of a helper of another module that hands its `**kwargs` to `checkpoint`
+        without `use_reentrant`, or of a function (of any module) decorated by a decorator
+        whose wrapper does, with keywords meant for the checkpointed function (the project
+        index: `ckptlint.model.forwarding`)."""
+        project = self.context.project
+        if not project.forwarding:
+            return set()
+        facts = project.files.get(self.context.relative_path)
+        names = dict(facts.names) if facts is not None else {}
+        reported: set[cst.Call] = set()
+        words = project.forwarding_words
+        for call in self._calls:
+            called = call.func.value if isinstance(call.func, cst.Name) else (
+                call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            )
+            if called not in words or not any(arg.keyword is not None for arg in call.args):
+                continue
+            target = self._indexed_target(call, names)
+            if target is None:
+                continue
+            helper, decorated = target
+            path = project.path_of(helper.name)
+            if decorated is None and path == self.context.relative_path:
+                continue  # a helper of this file: `_check_forwarding_helpers` reports it
+            forwarded = forwarded_keywords(call, helper.accepted)
+            if not forwarded:
+                continue
+            where = f"{path}, " if path is not None and path != self.context.relative_path else ""
+            helper_name = helper.name.rsplit(".", 1)[-1]
+            if decorated is None:
+                through = f"`{helper_name}` ({where}line {helper.line}), which hands its `**kwargs`"
+            else:
+                decorated_path = project.path_of(decorated.name)
+                decorated_where = (
+                    f"{decorated_path}, " if decorated_path is not None and decorated_path != self.context.relative_path else ""
+                )
+                through = (
+                    f"`{decorated.name.rsplit('.', 1)[-1]}` ({decorated_where}line {decorated.line}), decorated by "
+                    f"`@{helper_name}` ({where}line {helper.line}), whose wrapper hands its `**kwargs`"
+                )
+            names_shown = ", ".join(f"`{k}`" for k in forwarded)
+            self.report(
+                call,
+                f"keyword argument{'s' if len(forwarded) > 1 else ''} {names_shown} passed through {through} to "
+                f"`checkpoint` (line {helper.checkpoint_line}{' of that file' if where else ''}) without `use_reentrant`, "
+                "so torch defaults to reentrant: "
+                f"torch raises `ValueError: Unexpected keyword arguments: {','.join(forwarded)}` whenever checkpointing "
+                "is on; pass `use_reentrant=False` in that call",
+            )
+            reported.add(call)
+        return reported
+
+    def _indexed_target(self, call: cst.Call, names: dict[str, str]):
+        """What the index says a call calls: an imported (or the file's own) function by
+        name, or `self.<method>` of the class holding the call or of a project base."""
+        project = self.context.project
+        func = call.func
+        if isinstance(func, cst.Name):
+            absolute = names.get(func.value)
+            return project.forwarding_target(absolute) if absolute is not None else None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            owner = self._owner(self._call_scopes.get(call, ()))
+            for ancestor in project.ancestors(owner) if owner is not None else ():
+                found = project.forwarding_target(f"{ancestor}.{func.attr.value}")
+                if found is not None:
+                    return found
+        return None
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
@@ -312,8 +423,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             if arg.keyword is not None:
                 keywords.setdefault(code_of(arg.value), []).append(arg.keyword.value)
         for position, arg in enumerate(site.positional):
+            if arg.star or position >= len(slots):
+                continue
+            if self._check_packed(site, arg.value, slots[position], keywords, callee):
+                return True
             names = keywords.get(code_of(arg.value))
-            if arg.star or names is None or position >= len(slots):
+            if names is None:
                 continue
             slot = slots[position]
             expected = " or ".join(f"{name}" for name in names)
@@ -327,6 +442,29 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
                 return True
         return False
+
+    def _check_packed(
+        self, site: CheckpointSite, value: cst.BaseExpression, slot: str, keywords: dict[str, list[str]], callee: Callee
+    ) -> bool:
+        """A tuple literal packing values the plain call passes by keyword
+        (`checkpoint(blk, x, (rel_pos_bias,))` against `blk(x, rel_pos_bias=rel_pos_bias)`):
+        checkpoint hands the tuple on as one argument, so the parameter receives a tuple."""
+        if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return False
+        packed = [code_of(element.value) for element in value.elements]
+        named = [(code, keywords[code]) for code in packed if code in keywords]
+        if not named:
+            return False
+        code, names = named[0]
+        expected = " or ".join(names)
+        self.report(
+            site.node,
+            f"`{code_of(value)}` is passed positionally into parameter `{slot}` of `{callee.name}`: one tuple, while "
+            f"the non-checkpointed branch passes `{code}` itself as `{expected}=`: checkpoint hands the tuple on as it "
+            f"is, so with checkpointing on `{slot}` receives a tuple instead of the value; pass "
+            f"{', '.join(f'`{p}`' for p in packed)} without the tuple, in `{callee.name}`'s parameter order",
+        )
+        return True
 
     def _other_branch_calls(self, site: CheckpointSite) -> list[cst.Call]:
         for node in self._ifs:
@@ -431,6 +569,87 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                     x = run(self.attn, self.training, x, mask)
                     x = run(self.attn, enable=self.training, *(x, mask))
                     return run_flat(self.attn, x, attention_mask=mask)
+            """
+        ),
+        # Decorators that choose the flag (written, or `setdefault`), one that is no torch
+        # checkpoint, a wrapper binding the keyword itself, positional inputs, the flag at the call.
+        Valid(
+            """
+            import functools
+            import torch
+            import torch.utils.checkpoint as cp
+
+            def checkpoint(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    return cp.checkpoint(fn, *args, use_reentrant=False, **kwargs)
+                return wrapper
+
+            def recompute(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    kwargs.setdefault("use_reentrant", False)
+                    return cp.checkpoint(fn, *args, **kwargs)
+                return wrapper
+
+            def saved(fn):
+                def wrapper(*args, **kwargs):
+                    out = fn(*args, **kwargs)
+                    torch.save(out, "out.pt")
+                    return out
+                return wrapper
+
+            def recompute_method(method):
+                def wrapper(self, x, mask=None, **kwargs):
+                    return cp.checkpoint(method, self, x, mask, **kwargs)
+                return wrapper
+
+            def plain(fn):
+                def wrapper(*args, **kwargs):
+                    return cp.checkpoint(fn, *args, **kwargs)
+                return wrapper
+
+            @checkpoint
+            def chunk_fwd(q, k, scale=None):
+                return q * k
+
+            @recompute
+            def chunk_bwd(q, k, scale=None):
+                return q * k
+
+            @saved
+            def decay(g, scale=1.0):
+                return g * scale
+
+            @plain
+            def fused(q, k, scale=None):
+                return q * k
+
+            class Attention:
+                @recompute_method
+                def attend(self, x, mask=None):
+                    return x
+
+                def forward(self, q, k, s, mask):
+                    y = chunk_fwd(q, k, scale=s) + chunk_bwd(q, k, scale=s) + decay(q, scale=s)
+                    y = y + fused(q, k, s) + fused(q, k, scale=s, use_reentrant=False)
+                    return y + self.attend(q, mask=mask)
+            """
+        ),
+        # A tuple the plain branch passes as it is: the parameter takes a tuple.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def scaled(x, scales=None):
+                return x
+
+            def run(x, gain, training):
+                if training:
+                    y = checkpoint(scaled, x, (gain, 2.0), use_reentrant=False)
+                else:
+                    y = scaled(x, scales=(gain, 2.0))
+                return y
             """
         ),
         # The same inputs positionally; `**kwargs` from the caller (may be empty); a literal flag dropped.
@@ -572,6 +791,67 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # `checkpoint` chosen at import time (DeepSpeed's or torch's): where it is torch's, the
+        # packed tuple lands in `rel_pos_bias` as a tuple.
+        Invalid(
+            """
+            import os
+            import torch.nn as nn
+
+            if os.getenv("ENV_TYPE") == "deepspeed":
+                from deepspeed.runtime.activation_checkpointing.checkpointing import checkpoint
+            else:
+                from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def forward(self, x, rel_pos_bias=None):
+                    return x
+
+            class Encoder(nn.Module):
+                def __init__(self, depth, plain_layers=0):
+                    super().__init__()
+                    self.plain_layers = plain_layers
+                    self.blocks = nn.ModuleList()
+                    for _ in range(depth):
+                        self.blocks.append(Block())
+
+                def forward(self, x, rel_pos_bias=None):
+                    checkpointed = self.grad_checkpointing and self.training
+                    for index, blk in enumerate(self.blocks):
+                        if index < self.plain_layers or not checkpointed:
+                            x = blk(x, rel_pos_bias=rel_pos_bias)
+                        else:
+                            x = checkpoint(blk, x, (rel_pos_bias,))
+                    return x
+            """,
+            line=27,
+            column=21,
+            message_contains="`(rel_pos_bias,)` is passed positionally into parameter `rel_pos_bias` of `forward`: one tuple",
+        ),
+        # A decorator whose wrapper hands its **kwargs to checkpoint: the decorated kernel's
+        # keyword reaches the reentrant default.
+        Invalid(
+            """
+            import functools
+            import torch.utils.checkpoint
+
+            def checkpoint(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    return torch.utils.checkpoint.checkpoint(fn, *args, **kwargs)
+                return wrapper
+
+            @checkpoint
+            def chunk_fwd(q, k, v, scale=None):
+                return q * k * v * scale
+
+            def attention(q, k, v, s):
+                return chunk_fwd(q, k, v, scale=s)
+            """,
+            line=15,
+            column=12,
+            message_contains="keyword argument `scale` passed through `chunk_fwd` (line 11), decorated by `@checkpoint` (line 4)",
+        ),
         # A helper that hands its **kwargs to checkpoint, called with a keyword for the layer.
         Invalid(
             """

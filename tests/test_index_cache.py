@@ -14,7 +14,7 @@ from ckptlint.indexing import build_index
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 # Answered from the files that hold such facts only (`ProjectIndex.files_with`).
-QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers")
+QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", "forwarding_words")
 
 
 PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4")
@@ -45,7 +45,7 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         root = FIXTURES / project
         settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
         seen.update(build_index(root, settings).files_with)
-    assert seen == {"wraps", "fsdp", "checkpointing", "options"}
+    assert seen == {"wraps", "fsdp", "checkpointing", "options", "forwarding"}
 
 
 def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -41,6 +41,7 @@ class CheckpointApi(str, enum.Enum):
 
 
 API_BY_QUALIFIED_NAME = {api.value: api for api in CheckpointApi}
+_API_SHORT_NAMES = frozenset(api.short_name for api in CheckpointApi)
 
 # Every way to reach torch.utils.checkpoint in a file spells one of these (`import
 # torch.utils.checkpoint`, `from torch.utils import checkpoint`, `torch.utils.checkpoint.x`,
@@ -90,6 +91,9 @@ class CheckpointSite:
     # those of them that splat `**kwargs` (which may override keywords bound earlier).
     call_chain: tuple[cst.Call, ...] = ()
     star_kwargs_calls: frozenset[cst.Call] = frozenset()
+    # What else the called name may be bound to (`checkpoint` imported from DeepSpeed on one
+    # branch, from torch on another): only for the sites of `FileContext.possible_sites`.
+    alternatives: tuple[str, ...] = ()
 
     @property
     def reentrancy(self) -> Reentrancy:
@@ -230,6 +234,24 @@ class CallableResolver:
             return None
         keywords, positional, has_splat = _split_arguments(call, call.args, self._splatted_dict(enclosing_class))
         return _site(call, SiteKind.CALL, resolved, keywords, positional, has_splat)
+
+    def possible_site_for_call(self, call: cst.Call, enclosing_class: cst.ClassDef | None) -> CheckpointSite | None:
+        """A call of a name that one import binds to torch's `checkpoint` and another to
+        something else (DeepSpeed's, in a `try` / `if` on the environment): the site it is
+        where torch's is the one bound, with the other bindings as its `alternatives`."""
+        func = call.func
+        written = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        if written not in _API_SHORT_NAMES:  # the common case, decided without a name lookup
+            return None
+        names = {q.name for q in self._qualified_names(func)}
+        apis = {API_BY_QUALIFIED_NAME.get(name) for name in names}
+        torch_apis = apis - {None}
+        if len(torch_apis) != 1 or None not in apis:
+            return None
+        keywords, positional, has_splat = _split_arguments(call, call.args, self._splatted_dict(enclosing_class))
+        resolved = ResolvedCallable(torch_apis.pop(), {}, (), (), frozenset())
+        site = _site(call, SiteKind.CALL, resolved, keywords, positional, has_splat)
+        return replace(site, alternatives=tuple(sorted(name for name in names if name not in API_BY_QUALIFIED_NAME)))
 
     def _splatted_dict(self, enclosing_class: cst.ClassDef | None) -> Callable[[cst.BaseExpression], cst.Dict | None]:
         """The dict literal a `**` argument splats, when it is one: written there, or a name

@@ -10,10 +10,16 @@ passes `use_reentrant=False` makes it non-reentrant, one that passes keywords fo
 (`self._checkpoint_forward(self.attn, x, attention_mask=mask)`) and no `use_reentrant`
 hands them to the reentrant implementation, which raises `ValueError: Unexpected keyword
 arguments: attention_mask`. CKPT032 reports those calls (`rules/kwargs_to_reentrant_checkpoint.py`).
+
+Helpers of the file are found here, with libcst; those of other modules, and functions
+decorated by a decorator whose wrapper is such a helper, by the project index
+(`ckptlint.model.forwarding`), which also brings to the rule a file that calls one without
+naming checkpoint.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import libcst as cst
@@ -37,14 +43,19 @@ class ForwardingHelper:
         return frozenset(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
 
     def forwarded(self, call: cst.Call) -> list[str] | None:
-        """The keywords `call` hands on to the reentrant checkpoint; None when the call may
-        choose the implementation itself (it passes `use_reentrant`, or splats `**`)."""
-        if any(arg.star == "**" for arg in call.args):
-            return None
-        keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
-        if "use_reentrant" in keywords and "use_reentrant" not in self.accepted():
-            return None
-        return [k for k in keywords if k not in self.accepted() and k not in CHECKPOINT_OWN_KEYWORDS]
+        return forwarded_keywords(call, self.accepted())
+
+
+def forwarded_keywords(call: cst.Call, accepted: Collection[str]) -> list[str] | None:
+    """The keywords `call` hands on to the reentrant checkpoint through a helper binding
+    `accepted` itself; None when the call may choose the implementation itself (it passes
+    `use_reentrant`, or splats `**`)."""
+    if any(arg.star == "**" for arg in call.args):
+        return None
+    keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+    if "use_reentrant" in keywords and "use_reentrant" not in accepted:
+        return None
+    return [k for k in keywords if k not in accepted and k not in CHECKPOINT_OWN_KEYWORDS]
 
 
 def forwarding_helper(site: CheckpointSite, function: cst.FunctionDef | None, owner: str | None) -> ForwardingHelper | None:

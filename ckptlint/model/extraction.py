@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from ckptlint.model.code import summarize
+from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
@@ -134,6 +135,8 @@ class _Extractor:
         self.registrations: list[tuple[str, str, str]] = []
         self.module_assigned: frozenset[str] = frozenset()
         self.text_for_registries = text if "register" in text else ""
+        # Helpers splat `**kwargs`; decorated functions are written with `@`.
+        self.may_forward = "**" in text or "@" in text
         self._checked_attributes: frozenset[str] | None = None
 
     def run(self, tree: ast.Module) -> FileFacts:
@@ -186,6 +189,7 @@ class _Extractor:
             options=tuple(self.options),
             registrars=tuple(registrars(tree, self.resolve, self.module)) if "[" in self.text_for_registries else (),
             registrations=tuple(self.registrations),
+            forwarding=forwarding_facts(tree, self.module, self.resolve) if self.may_forward else (),
         )
 
     def _summaries(self, tree: ast.Module) -> list[FunctionSummary]:

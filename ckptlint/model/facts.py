@@ -154,6 +154,25 @@ class OptionDefault:
     how: str  # `TrainArgs.use_reentrant`, `--use-reentrant`
 
 
+class ForwardingKind(str, enum.Enum):
+    HELPER = "helper"  # hands its own `**kwargs` to torch's checkpoint without `use_reentrant`
+    DECORATOR = "decorator"  # returns such a helper around the function it is given
+    DECORATED = "decorated"  # decorated by a project decorator (`via`), maybe one of those
+
+
+@dataclass(frozen=True)
+class ForwardingFact:
+    """A function whose keyword arguments may reach torch's checkpoint
+    (`ckptlint.model.forwarding`)."""
+
+    name: str  # absolute
+    kind: ForwardingKind
+    line: int  # of the `def`
+    accepted: tuple[str, ...] = ()  # keywords the helper (the decorator's wrapper) binds itself
+    checkpoint_line: int = 0  # of the checkpoint call
+    via: str = ""  # DECORATED: the decorator, absolute
+
+
 @dataclass(frozen=True)
 class FileFacts:
     module: str
@@ -172,6 +191,7 @@ class FileFacts:
     # in a dict (function, registry), and the file's class decorators (decorator, key, class).
     registrars: tuple[tuple[str, str], ...] = ()
     registrations: tuple[tuple[str, str, str], ...] = ()
+    forwarding: tuple[ForwardingFact, ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -216,6 +236,7 @@ class FileFacts:
             "options": [[o.name, o.value, o.line, o.how] for o in self.options],
             "registrars": [list(r) for r in self.registrars],
             "registrations": [list(r) for r in self.registrations],
+            "forwarding": [[f.name, f.kind.value, f.line, list(f.accepted), f.checkpoint_line, f.via] for f in self.forwarding],
             "summaries": self.summaries_json,
         }
 
@@ -252,6 +273,10 @@ class FileFacts:
             options=tuple(OptionDefault(*option) for option in data.get("options", ())),
             registrars=tuple((function, registry) for function, registry in data.get("registrars", ())),
             registrations=tuple((decorator, key, cls) for decorator, key, cls in data.get("registrations", ())),
+            forwarding=tuple(
+                ForwardingFact(name, ForwardingKind(kind), line, tuple(accepted), checkpoint_line, via)
+                for name, kind, line, accepted, checkpoint_line, via in data.get("forwarding", ())
+            ),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

@@ -16,6 +16,8 @@ from ckptlint.model.summary import UNKNOWN, FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
     EventKind,
+    ForwardingFact,
+    ForwardingKind,
     FileFacts,
     FsdpKind,
     FsdpUse,
@@ -78,6 +80,7 @@ def exported_digest(facts: FileFacts) -> str:
         facts.options,
         facts.registrars,
         facts.registrations,
+        tuple(replace(f, line=0, checkpoint_line=0) for f in facts.forwarding),
         tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
@@ -128,6 +131,7 @@ def _library_function(callee: tuple, names: dict[str, str]) -> bool:
 
 WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
 REGISTRY_KIND = "registries"
+FORWARDING_KIND, DECORATED_KIND = "forwarding", "decorated"
 NORM_FREEZING_KIND = "norm_freezing"
 
 
@@ -155,6 +159,10 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         kinds.append(REGISTRY_KIND)
     if any(c.batchnorm_frozen_under is not None for c in facts.classes):
         kinds.append(NORM_FREEZING_KIND)
+    if any(f.kind is not ForwardingKind.DECORATED for f in facts.forwarding):
+        kinds.append(FORWARDING_KIND)
+    if any(f.kind is ForwardingKind.DECORATED for f in facts.forwarding):
+        kinds.append(DECORATED_KIND)
     return kinds
 
 
@@ -308,6 +316,65 @@ class ProjectIndex:
 
     def class_named(self, name: str) -> ClassFacts | None:
         return self._definition(name, "classes")
+
+    # functions whose keywords reach torch's checkpoint (`ckptlint.model.forwarding`) -----
+
+    @cached_property
+    def forwarding(self) -> dict[str, ForwardingFact]:
+        """Helpers and decorators by name, and the functions decorated by a project decorator
+        when one of the decorators is such (timm's thousand `@register_model` functions are
+        not loaded when none is)."""
+        found = {
+            f.name: f for _, facts in self._files_of_kind(FORWARDING_KIND) for f in facts.forwarding
+            if f.kind is not ForwardingKind.DECORATED
+        }
+        if any(f.kind is ForwardingKind.DECORATOR for f in found.values()):
+            found.update(
+                (f.name, f) for _, facts in self._files_of_kind(DECORATED_KIND) for f in facts.forwarding
+                if f.kind is ForwardingKind.DECORATED
+            )
+        return found
+
+    def forwarding_target(self, name: str) -> tuple[ForwardingFact, ForwardingFact | None] | None:
+        """Calling project function `name` hands its `**kwargs` to torch's checkpoint without
+        `use_reentrant`: the helper (or the decorator whose wrapper does), and the decorated
+        function when `name` is one."""
+        if not self.forwarding:
+            return None
+        fact = self._definition(name, "forwarding")
+        if fact is not None and fact.kind is ForwardingKind.HELPER:
+            return fact, None
+        if fact is not None and fact.kind is ForwardingKind.DECORATED:
+            decorator = self._definition(fact.via, "forwarding")
+            if decorator is not None and decorator.kind is ForwardingKind.DECORATOR:
+                return decorator, fact
+        return None
+
+    @cached_property
+    def forwarding_words(self) -> frozenset[str]:
+        """The names (last component) under which the project's code calls a function whose
+        keywords reach torch's checkpoint: a file naming none of them calls none."""
+        return frozenset(
+            name.rsplit(".", 1)[-1] for name in self.forwarding if self.forwarding_target(name) is not None
+        )
+
+    def mentions_forwarding(self, text: str) -> bool:
+        """Whether `text` may call one of them (a cheap test on the text, before any parse)."""
+        return any(f"{word}(" in text for word in self.forwarding_words)
+
+    def calls_forwarding(self, relative_path: str) -> bool:
+        """Whether the file (its facts in the index) names, by import or definition, a
+        function whose keywords reach torch's checkpoint, or defines a class inheriting one
+        as a method."""
+        facts = self.files.get(relative_path)
+        if facts is None or not self.forwarding:
+            return False
+        if any(self.forwarding_target(absolute) is not None for _, absolute in facts.names):
+            return True
+        return any(
+            self.forwarding_target(f"{ancestor}.{word}") is not None
+            for cls in facts.classes for ancestor in self.ancestors(cls.name) for word in self.forwarding_words
+        )
 
     def _definition(self, name: str, kind: str, _hops: int = 0):
         """The function or class (`kind`) a name refers to: found in its module's file, or

@@ -1,0 +1,159 @@
+"""Project functions whose keyword arguments reach torch's `checkpoint` (read with `ast`, as
+part of a file's facts, so that a file calling one is found without naming checkpoint):
+
+    def ckpt_forward(fn, *args, **kwargs):              a helper: hands its `**kwargs` to
+        return checkpoint(fn, *args, **kwargs)           checkpoint without `use_reentrant`
+
+    def checkpoint(fn):                                 a decorator: returns such a helper
+        @functools.wraps(fn)                             around the function it decorates
+        def wrapper(*args, **kwargs):
+            return torch.utils.checkpoint.checkpoint(fn, *args, **kwargs)
+        return wrapper
+
+    @checkpoint                                         decorated: calling it calls the
+    def chunk_fwd(q, k, v, scale=None): ...              decorator's wrapper
+
+Whether a call hands keywords to the reentrant implementation is decided at the call
+(`ckptlint.analysis.forwarding_helpers`); here only what the definitions say. A helper that
+names `use_reentrant` anywhere (`kwargs.setdefault("use_reentrant", False)`) chooses the
+implementation itself and is none of these.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from ckptlint.model.facts import ForwardingFact, ForwardingKind
+from ckptlint.model.library import LIBRARY_PREFIXES
+from ckptlint.model.method_behaviour import definitions, statements
+
+TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
+
+Resolve = Callable[[ast.AST], "str | None"]
+
+
+def forwarding_facts(tree: ast.Module, module: str, resolve: Resolve) -> tuple[ForwardingFact, ...]:
+    """The file's helpers, decorators and decorated functions."""
+    found: list[ForwardingFact] = []
+    # Names the file binds by several imports (`checkpoint` from DeepSpeed or from torch)
+    # are not known to be torch's; looked for once a helper is.
+    found_ambiguous: list[frozenset[str]] = []
+
+    def ambiguous() -> frozenset[str]:
+        if not found_ambiguous:
+            found_ambiguous.append(ambiguous_imports(tree))
+        return found_ambiguous[0]
+
+    # Only what other code can name: module-level functions and methods (a nested helper is
+    # the enclosing function's business, and a decorator's wrapper is the decorator's).
+    def visit(body, prefix: str, in_class: bool) -> None:
+        for node in definitions(body):
+            name = f"{prefix}.{node.name}"
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, name, True)
+                continue
+            helper = _checkpoint_call(node, resolve, ambiguous)
+            if helper is not None:
+                found.append(ForwardingFact(name, ForwardingKind.HELPER, node.lineno, _accepted(node, in_class), helper.lineno))
+            decorator = _decorator_of(node, resolve, ambiguous)
+            if decorator is not None:
+                wrapper, call = decorator
+                found.append(ForwardingFact(name, ForwardingKind.DECORATOR, node.lineno, _accepted(wrapper, False), call.lineno))
+            for via in _project_decorators(node, resolve):
+                found.append(ForwardingFact(name, ForwardingKind.DECORATED, node.lineno, via=via))
+
+    visit(tree.body, module, False)
+    return tuple(found)
+
+
+def _checkpoint_call(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve, ambiguous: Callable[[], frozenset[str]]
+) -> ast.Call | None:
+    """The `checkpoint(fn, *args, **kwargs)` call that splats the function's own `**kwargs`
+    (and no other dict), without `use_reentrant` named anywhere in the function."""
+    kwarg = function.args.kwarg
+    if kwarg is None:
+        return None
+    found = None
+    for node in _own_nodes(function.body):
+        if isinstance(node, ast.Constant) and node.value == "use_reentrant":
+            return None
+        if not isinstance(node, ast.Call):
+            continue
+        if any(k.arg == "use_reentrant" for k in node.keywords):
+            return None
+        if resolve(node.func) != TORCH_CHECKPOINT or _head(node.func) in ambiguous():
+            continue
+        splats = [k.value for k in node.keywords if k.arg is None]
+        if len(splats) == 1 and isinstance(splats[0], ast.Name) and splats[0].id == kwarg.arg:
+            found = node
+    return found
+
+
+def _decorator_of(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve, ambiguous: Callable[[], frozenset[str]]
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call] | None:
+    """`def checkpoint(fn)` returning a nested helper that checkpoints `fn`: the helper and
+    its checkpoint call."""
+    parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args)}
+    returned = {s.value.id for s in statements(function.body) if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)}
+    for inner in definitions(function.body):
+        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) or inner.name not in returned:
+            continue
+        call = _checkpoint_call(inner, resolve, ambiguous)
+        if call is not None and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in parameters:
+            return inner, call
+    return None
+
+
+def _project_decorators(function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> Iterator[str]:
+    """The decorators written as a name (not a call) that resolve to no library's."""
+    for decorator in function.decorator_list:
+        if isinstance(decorator, (ast.Name, ast.Attribute)):
+            resolved = resolve(decorator)
+            if resolved is not None and not resolved.startswith(LIBRARY_PREFIXES):
+                yield resolved
+
+
+def _accepted(function: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> tuple[str, ...]:
+    """The keywords the function binds to its own parameters (they never reach checkpoint)."""
+    names = [a.arg for a in (*function.args.args, *function.args.kwonlyargs)]
+    if is_method and names and function.args.args and not any(
+        isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list
+    ):
+        names = names[1:]
+    return tuple(names)
+
+
+def _own_nodes(body) -> Iterator[ast.AST]:
+    """Every node of a body, not of the functions and classes it defines."""
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _head(expr: ast.AST) -> str | None:
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def ambiguous_imports(tree: ast.Module) -> frozenset[str]:
+    """Names the module binds by several imports of different things (`checkpoint` from
+    DeepSpeed in one branch, from torch in another)."""
+    bound: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                bound.setdefault(alias.asname or alias.name, set()).add(f"{'.' * node.level}{node.module or ''}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                # `import torch` and `import torch.utils.checkpoint` both bind `torch` itself.
+                bound.setdefault(alias.asname or alias.name.split(".")[0], set()).add(
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+    return frozenset(name for name, targets in bound.items() if len(targets) > 1)
