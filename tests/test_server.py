@@ -360,6 +360,15 @@ def test_no_noqa_where_a_comment_cannot_go():
     assert with_noqa("use_reentrant: true  # why\n", 1, "CKPT002", python=False) == "use_reentrant: true  # why  # noqa: CKPT002\n"
 
 
+def test_an_edit_never_ends_inside_a_crlf_pair():
+    """Found by the property below: `\r\n` -> `\n` shares the `\n`, but the position
+    between `\r` and `\n` is no LSP position; the edit replaces the whole pair."""
+    (change,) = edits_between("a\r\n", "a\n")
+    assert apply_edits("a\r\n", [{"range": {"start": {"line": change.start.line, "character": change.start.character},
+                                            "end": {"line": change.end.line, "character": change.end.character}},
+                                  "newText": change.new_text}]) == "a\n"
+
+
 _TEXTS = st.text(alphabet="ab #\r\n🔥é", max_size=40)
 
 

@@ -89,7 +89,7 @@ def edits_between(old: str, new: str, encoding: PositionEncoding = PositionEncod
         replacement = new[new_starts[j1] : new_starts[j2]]
         replaced = old[start:end]
         prefix = _common_prefix(replaced, replacement)
-        suffix = _common_prefix(replaced[prefix:][::-1], replacement[prefix:][::-1])
+        suffix = _common_prefix(replaced[prefix:][::-1], replacement[prefix:][::-1], reversed_text=True)
         changes.append(
             TextChange(
                 positions.position_at(start + prefix),
@@ -100,14 +100,17 @@ def edits_between(old: str, new: str, encoding: PositionEncoding = PositionEncod
     return tuple(changes)
 
 
-def _common_prefix(a: str, b: str) -> int:
+def _common_prefix(a: str, b: str, *, reversed_text: bool = False) -> int:
+    """How many leading characters `a` and `b` share, never ending inside one of `a`'s \r\n
+    pairs (read backwards when the texts are reversed, to find a common suffix): a position
+    between \r and \n is no LSP position, and an edit there would change the wrong text."""
     length = 0
     for x, y in zip(a, b):
         if x != y:
             break
         length += 1
-    # Never split a \r\n pair: an edit would leave a lone \r behind.
-    if 0 < length < len(a) and a[length - 1] == "\r" and a[length] == "\n":
+    first, second = ("\n", "\r") if reversed_text else ("\r", "\n")
+    if 0 < length < len(a) and a[length - 1] == first and a[length] == second:
         length -= 1
     return length
 
