@@ -72,6 +72,13 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     The fix sets `use_reentrant=False`. It is **safe**: the call cannot run as written, and
     the non-reentrant implementation forwards keyword arguments to the function.
 
+    A flag the project configures counts when it is True unless the run overrides it:
+    `use_reentrant=self.use_reentrant` where the constructor defaults it to True and no call
+    of the project passes another value (the project model evaluates it at the call), or an
+    option every declaration of which defaults to True (a dataclass field, an argparse
+    default, as CKPT002 reads them). Reported without a fix: defaulting the option to False
+    is the project's change, not a rewrite of the call.
+
     Also: a local wrapper that checkpoints and takes only `*args` (`def layer_(*args): return
     checkpoint(layer, *args, use_reentrant=False)`), called with keyword arguments in the
     function that defines it (`layer_(h, attn_mask=mask)`): Python raises `TypeError: ...
@@ -513,8 +520,13 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         return list(dict.fromkeys(found))
 
     def _check_reentrant(self, site: CheckpointSite, extra: list[str]) -> None:
+        configured = None
         if not site.reentrancy.is_reentrant:
-            return  # non-reentrant, or unknown (a variable, or a **kwargs splat that may set it)
+            # Non-reentrant, or unknown: a **kwargs splat that may set it, or an expression
+            # (`use_reentrant=self.use_reentrant`) the project only ever sets to True.
+            configured = self.configured_reentrant(site) if extra else None
+            if configured is None:
+                return
         non_reentrant_only = site.non_reentrant_only_keywords()
         if extra:
             what = "keyword argument" + ("s " if len(extra) > 1 else " ") + ", ".join(f"`{k}`" for k in extra)
@@ -525,7 +537,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         else:
             return
         reentrancy = (
-            "`use_reentrant=True`" if site.reentrancy is Reentrancy.EXPLICIT_TRUE
+            configured if configured is not None
+            else "`use_reentrant=True`" if site.reentrancy is Reentrancy.EXPLICIT_TRUE
             else "`use_reentrant` omitted, so torch defaults to reentrant"
         )
         if self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:
@@ -536,10 +549,13 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 "or target torch >= 1.11 and pass `use_reentrant=False`",
             )
             return
+        # A configured flag is the project's to default to False: no fix overwrites the option.
         self.report(
             site.node,
             self.message.format(what=what, reentrancy=reentrancy, error=error),
-            replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
+            replacements=[] if configured else [
+                Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))
+            ],
             fix_message="Set `use_reentrant=False`",
         )
 
@@ -789,8 +805,51 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             y = checkpoint(block, x, mask=mask)
             """
         ),
+        # The option defaults to True, but the project builds the encoder non-reentrant.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Encoder(nn.Module):
+                def __init__(self, layers, use_reentrant=True):
+                    super().__init__()
+                    self.layers = nn.ModuleList(layers)
+                    self.use_reentrant = use_reentrant
+
+                def forward(self, x, pad_mask=None):
+                    for layer in self.layers:
+                        x = checkpoint(layer, x, pad_mask=pad_mask, use_reentrant=self.use_reentrant)
+                    return x
+
+            def build(layers):
+                return Encoder(layers, use_reentrant=False)
+            """
+        ),
     ]
     invalid = [
+        # `use_reentrant` from a constructor option that defaults to True (nothing in the
+        # project passes another value): the keywords crash every checkpointed step.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Encoder(nn.Module):
+                def __init__(self, layers, use_reentrant=True):
+                    super().__init__()
+                    self.layers = nn.ModuleList(layers)
+                    self.use_reentrant = use_reentrant
+
+                def forward(self, x, pad_mask=None):
+                    for layer in self.layers:
+                        x = checkpoint(layer, x, pad_mask=pad_mask, use_reentrant=self.use_reentrant)
+                    return x
+            """,
+            line=12,
+            column=17,
+            message_contains="(`use_reentrant=self.use_reentrant`, True by default and wherever the project sets it)",
+        ),
         # `checkpoint` chosen at import time (DeepSpeed's or torch's): where it is torch's, the
         # packed tuple lands in `rel_pos_bias` as a tuple.
         Invalid(

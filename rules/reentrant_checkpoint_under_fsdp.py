@@ -201,22 +201,15 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         return fsdp_reaching_class(self.context, owner) or self.fsdp
 
     def _check_configured(self, site: CheckpointSite) -> None:
-        """`use_reentrant=args.use_reentrant` where every declaration of that option in the
-        project defaults to True: reentrant unless the run overrides it."""
-        keyword = site.keywords.get("use_reentrant")
-        if keyword is None or site.reentrancy is not Reentrancy.UNKNOWN:
+        """`use_reentrant=args.use_reentrant` that is True unless the run overrides it (every
+        declaration of the option defaults to True, or the project model finds only True)."""
+        configured = self.configured_reentrant(site)
+        if configured is None:
             return
-        value = keyword.value
-        name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
-        declared = self.context.project.option_defaults(name) if name else ()
-        if not declared or not all(option.value for _, option in declared):
-            return
-        path, option = declared[0]
         self.report(
             site.node,
-            f"`{site.api.short_name}` runs reentrant by default here (`use_reentrant={cst.Module([]).code_for_node(value)}`, whose default "
-            f"is True: {option.how} at {path}:{option.line}) in a project that uses FSDP ({self._fsdp_reaching(site)}): {WHY}; "
-            "default the option to False (or pass `use_reentrant=False`)",
+            f"`{site.api.short_name}` runs reentrant by default here ({configured}) in a project that uses FSDP "
+            f"({self._fsdp_reaching(site)}): {WHY}; default the option to False (or pass `use_reentrant=False`)",
         )
 
     # --- wrappers and Hugging Face --------------------------------------------------------

@@ -24,10 +24,11 @@ from dataclasses import replace
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
+from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
-from ckptlint.model.values import Arguments, ClassRef, Instance, Sequence
+from ckptlint.model.values import Arguments, ClassRef, Constant, Instance, Sequence
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT
 from ckptlint.model.names import module_name
@@ -126,6 +127,30 @@ class SiteScopes(Rule):
         owner = self._owner(scopes)
         frame = replace(self._frame(scopes, owner, assume), before=self.context.position(call).start.line + 1)
         return owner, self.context.project.denotation.evaluate(expression(expr), frame)
+
+    def configured_reentrant(self, site: CheckpointSite) -> str | None:
+        """Where `use_reentrant=<expression>` at a site is True unless the run overrides it,
+        said for a message: the project model's values for the expression at the call (a
+        constructor parameter's default with every value the project's calls pass, an
+        attribute set from it) are all True, or every declaration of the option it is read
+        from (a dataclass field, an argparse default, an environment default) defaults to
+        True. None otherwise (False somewhere, or nothing known)."""
+        keyword = site.keywords.get("use_reentrant")
+        if keyword is None or site.reentrancy is not Reentrancy.UNKNOWN:
+            return None
+        value = keyword.value
+        code = cst.Module([]).code_for_node(value)
+        name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
+        declared = self.context.project.option_defaults(name) if name else ()
+        if declared:
+            if not all(option.value for _, option in declared):
+                return None
+            path, option = declared[0]
+            return f"`use_reentrant={code}`, whose default is True: {option.how} at {path}:{option.line}"
+        _, values = self.values_at(site.node, value)
+        if values and all(isinstance(v, Constant) and v.value is True for v in values):
+            return f"`use_reentrant={code}`, True by default and wherever the project sets it"
+        return None
 
     def _own_method(self, call: cst.Call) -> set[str]:
         """`self.method(...)` in a method: the method of its class (or of a project base)."""

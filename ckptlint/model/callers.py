@@ -179,6 +179,7 @@ class CallSiteResolution:
             return NOTHING
         self._active.add(key)
         values: set = set()
+        falsy_values: set = set()
         sites: list[tuple[str, int, str]] = []
         try:
             for path, caller, call, line in self._call_sites.of(summary.name, module):
@@ -187,11 +188,20 @@ class CallSiteResolution:
                     values |= passed
                     sites.append((path, line, caller.name))
                     self._site_values[(summary.name, parameter, path, line)] = frozenset(passed)
+                else:
+                    falsy_values |= passed
         finally:
             self._active.discard(key)
+        self._passed_falsy[key] = frozenset(falsy_values)
         found = self._passed[key] = frozenset(values)
         self._passed_at[key] = sites
         return found
+
+    def passed_falsy(self, summary: FunctionSummary, parameter: str) -> frozenset:
+        """The False / None / 0 the project's calls pass for a parameter (after
+        `_passed_by_callers`, which computes them): a value beside a truthy default
+        (`Encoder(use_reentrant=False)` where the default is True)."""
+        return self._passed_falsy.get((summary.name, parameter), NOTHING)
 
     def _argument_at(self, summary: FunctionSummary, parameter: str, call: Expr, frame: Frame) -> set:
         """What `call`, in `frame`, passes for `parameter` when it calls `summary`'s function."""

@@ -89,6 +89,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._passed_at: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
         self._site_values: dict[tuple[str, str, str, int], frozenset] = {}  # what each of those passed
         self._builder_bindings: dict[str, list] = {}  # what each call of a builder binds (`_builder_calls`)
+        self._passed_falsy: dict[tuple[str, str], frozenset] = {}  # False / None the calls pass (`passed_falsy`)
         self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
@@ -301,8 +302,12 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 if frame.entry:
                     # What the project passes (`Block(norm="bn")` where the default is
                     # "none"), before what the annotation names (`cfg: Config` built as
-                    # `Encoder(Config(norm="bn"))`).
+                    # `Encoder(Config(norm="bn"))`); beside a truthy default, a False the
+                    # project passes too (`Encoder(use_reentrant=False)`).
+                    truthy_default = any(not falsy(v) for v in found)
                     found |= self._passed_by_callers(summary, name)
+                    if truthy_default:
+                        found |= self.passed_falsy(summary, name)
                     if not any(not falsy(v) for v in found):
                         found |= self._annotated(parameter)
         bindings = self._bindings_of(summary).get(name)
