@@ -299,15 +299,17 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                 found |= bound if bound else self._annotated(parameter)
             elif parameter.kind not in ("*", "**"):
                 found |= self._default(parameter, frame, annotated=not frame.entry)
-                if frame.entry:
-                    # What the project passes (`Block(norm="bn")` where the default is
-                    # "none"), before what the annotation names (`cfg: Config` built as
-                    # `Encoder(Config(norm="bn"))`); beside a truthy default, a False the
-                    # project passes too (`Encoder(use_reentrant=False)`).
-                    truthy_default = any(not falsy(v) for v in found)
+                if frame.entry and any(not falsy(v) for v in found):
+                    # Beside a truthy default, a False the project passes (`Encoder(
+                    # use_reentrant=False)`). What else it passes is not added: a class
+                    # picked by a key the model cannot tell is every class of the table,
+                    # next to a default that names one (timm's `norm_layer=LayerNorm`).
+                    self._passed_by_callers(summary, name)
+                    found |= self.passed_falsy(summary, name)
+                elif frame.entry:
+                    # What the project passes, before what the annotation names (`cfg:
+                    # Config` built as `Encoder(Config(norm="bn"))`).
                     found |= self._passed_by_callers(summary, name)
-                    if truthy_default:
-                        found |= self.passed_falsy(summary, name)
                     if not any(not falsy(v) for v in found):
                         found |= self._annotated(parameter)
         bindings = self._bindings_of(summary).get(name)

@@ -8,6 +8,8 @@ classmethod factory); the classes below a BatchNorm-freezing module. A mixin of
 
 from __future__ import annotations
 
+import itertools
+
 from collections import Counter
 from dataclasses import replace
 
@@ -279,6 +281,21 @@ class ModuleSemantics:
                         found |= frozenset().union(*hits)
                     elif len(positional) > 1 and not isinstance(positional[1], Splat):
                         found |= positional[1]
+            elif isinstance(receiver, Constant) and isinstance(receiver.value, str) and method in _STRING_METHODS:
+                # `norm_layer.replace("_", "").lower()` before a table lookup (timm's
+                # `get_norm_layer("LayerNorm")`): the key itself, not every entry.
+                arguments = [p for p in positional if not isinstance(p, Splat)]
+                if named or opaque or len(arguments) != len(positional):
+                    continue
+                for values in itertools.product(*(sorted(a, key=repr) for a in arguments)):
+                    if not all(isinstance(v, Constant) and isinstance(v.value, str) for v in values):
+                        continue
+                    result = getattr(receiver.value, method)(*(v.value for v in values))
+                    if isinstance(result, list):  # `split`: the parts, in order
+                        items = tuple(frozenset({Constant(part)}) for part in result)
+                        found.add(Sequence(items, frozenset().union(*items)))
+                    else:
+                        found.add(Constant(result))
             elif isinstance(receiver, (Sequence, Mapping)) and method == "copy":
                 found.add(receiver)
             elif isinstance(receiver, ClassRef) and self.index.class_named(receiver.name) is not None:
@@ -286,6 +303,12 @@ class ModuleSemantics:
                 if summary is not None:  # a classmethod / staticmethod factory
                     found |= self._returns(summary, FunctionRef(summary.name), positional, named, opaque)
         return found
+
+
+# String methods evaluated on a known string (their arguments known strings too).
+_STRING_METHODS = frozenset({
+    "lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "casefold", "split",
+})
 
 
 def _field_argument(instance: Instance, name: str) -> frozenset | None:
