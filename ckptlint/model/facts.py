@@ -80,6 +80,9 @@ class Event:
     source: str = ""  # ALIAS: the name it is bound from
     callee: str = ""  # CALL: absolute name of the project function
     parameter: str | int = 0  # CALL: the callee's parameter (name, or position) receiving the target
+    # CHECKPOINT: the function's parameter that is the wrapper (`checkpoint_wrapper_fn=wrapper`):
+    # the implementation is what each call passes for it (`impl` is then UNKNOWN).
+    wrapper_parameter: str = ""
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,10 @@ class FileFacts:
         )
 
 
-_EVENT_FIELDS = ("kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter")
+_EVENT_FIELDS = (
+    "kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter",
+    "wrapper_parameter",
+)
 
 
 def _event_json(event: Event) -> list:
@@ -281,3 +287,6 @@ class ParameterEffect:
     path: str
     line: int
     function: str
+    # CHECKPOINT: how the implementation was decided when a parameter of a project function
+    # chose the wrapper (`the `wrapper` passed at train.py:15`), for a message.
+    impl_from: str = ""
