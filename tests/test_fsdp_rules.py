@@ -401,8 +401,10 @@ def test_index_follows_parameters_through_project_functions():
 # --- torch evidence ------------------------------------------------------------------------
 
 
-def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
-    """CKPT005's evidence: calls of a block's inner function per training step."""
+def test_nested_checkpointing_recomputes_once_only_non_reentrant_and_last():
+    """CKPT005's evidence: calls of a block's inner function per training step. Non-reentrant
+    in non-reentrant recomputes once only when the block returns the inner checkpoint's
+    value; with work after it, the inner function runs a third time."""
     torch = pytest.importorskip("torch")
     import functools
     import warnings
@@ -418,10 +420,12 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
     calls = 0
 
     class Block(nn.Module):
-        def __init__(self, inner):
+        def __init__(self, inner, last):
             super().__init__()
             self.lin = nn.Linear(8, 8)
+            self.after = nn.Linear(8, 8)
             self.inner_reentrant = inner
+            self.last = last
 
         def body(self, x):
             nonlocal calls
@@ -431,11 +435,12 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
         def forward(self, x):
             if self.inner_reentrant is None:
                 return self.body(x)
-            return checkpoint(self.body, x, use_reentrant=self.inner_reentrant)
+            h = checkpoint(self.body, x, use_reentrant=self.inner_reentrant)
+            return h if self.last else torch.tanh(self.after(h))
 
-    def calls_per_step(inner, outer):
+    def calls_per_step(inner, outer, last=True):
         nonlocal calls
-        model = nn.Sequential(nn.Linear(8, 8), Block(inner), Block(inner))
+        model = nn.Sequential(nn.Linear(8, 8), Block(inner, last), Block(inner, last))
         if outer is not None:
             wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=outer)
             apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper, check_fn=lambda m: isinstance(m, Block))
@@ -450,6 +455,11 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
     assert calls_per_step(False, CheckpointImpl.NO_REENTRANT) == 4
     assert calls_per_step(False, CheckpointImpl.REENTRANT) == 6
     assert calls_per_step(True, CheckpointImpl.NO_REENTRANT) == 6
+    # Work after the inner checkpoint: a third run whatever the implementations.
+    assert calls_per_step(False, None, last=False) == 4
+    assert calls_per_step(False, CheckpointImpl.NO_REENTRANT, last=False) == 6
+    assert calls_per_step(False, CheckpointImpl.REENTRANT, last=False) == 6
+    assert calls_per_step(True, CheckpointImpl.NO_REENTRANT, last=False) == 6
 
 
 @pytest.mark.parametrize(

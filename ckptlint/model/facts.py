@@ -114,6 +114,9 @@ class CheckpointCall:
     line: int
     reentrant: bool | None  # `use_reentrant` left out counts as True; None: not known here
     flags: tuple[str, ...] = ()  # the `self.<flag>` attributes its enclosing `if` tests need
+    # Its value is what the method returns (`return checkpoint(...)`): nothing of the method
+    # runs after it (what decides whether a region around it recomputes it once).
+    returned: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,7 @@ class FileFacts:
             "classes": [
                 [c.name, c.line, list(c.bases),
                  [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations),
-                   [[c.line, c.reentrant, list(c.flags)] for c in m.checkpoints]]
+                   [[c.line, c.reentrant, list(c.flags), c.returned] for c in m.checkpoints]]
                   for m in c.methods], c.configures_checkpointing,
                  list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None]
                 for c in self.classes
@@ -230,7 +233,7 @@ class FileFacts:
                     tuple(bases),
                     tuple(
                         MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]),
-                                    tuple(CheckpointCall(line, reentrant, tuple(flags)) for line, reentrant, flags in m[6]))
+                                    tuple(CheckpointCall(c[0], c[1], tuple(c[2]), c[3]) for c in m[6]))
                         for m in methods
                     ),
                     configures,
