@@ -492,6 +492,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             """,
             line=7,
             column=11,
+            message_contains="(applied by `apply_activation_checkpointing` at example.py:8)",
             expected_fix="""
             from functools import partial
             from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
