@@ -24,7 +24,10 @@ class CheckpointBeforeFsdpWrap(Rule):
     Finds `apply_activation_checkpointing(model, ...)`, or `checkpoint_wrapper` applied to
     `model`'s layers, followed by `FullyShardedDataParallel(model, auto_wrap_policy=...)` on
     the same model: in the same function, or through functions of the project that the
-    model is passed to (`apply_ac(model)` in one module, `shard(model)` in another).
+    model is passed to (`apply_ac(model)` in one module, `shard(model)` in another). Where
+    the helper takes the wrapper as a parameter (`def apply_ac(model,
+    wrapper=reentrant_wrapper)`), the implementation is the one each call passes, or the
+    default it leaves in place; the message says which.
 
     ## Why is this bad?
     The auto-wrap policy then looks inside the checkpoint wrappers and puts the FSDP units
@@ -116,8 +119,10 @@ class CheckpointBeforeFsdpWrap(Rule):
             "twice in backward",
         }[checkpointing.impl]
         wrapped_at = wrap.where(path)
+        effect = checkpointing.effect
+        chosen = f"; {checkpointing.impl.value}: {effect.impl_from}" if effect is not None and effect.impl_from else ""
         message = (
-            f"activation checkpointing on `{checkpointing.name}` (at {checkpointing.where(path)}) before "
+            f"activation checkpointing on `{checkpointing.name}` (at {checkpointing.where(path)}{chosen}) before "
             f"`FullyShardedDataParallel(..., auto_wrap_policy=...)` wraps it (at {wrapped_at}): the FSDP units end "
             f"up inside the checkpoint wrappers, `CheckpointWrapper(FSDP(Block))`, and {impl}; apply "
             "checkpointing to the wrapped model after the wrap"

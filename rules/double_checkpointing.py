@@ -13,7 +13,7 @@ from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.names import module_name
-from ckptlint.model.values import Constant, arguments_of, falsy
+from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, falsy
 from ckptlint.versions import Applies, VersionRange
 from ckptlint.rule import Invalid, Valid
 
@@ -50,14 +50,25 @@ class DoubleCheckpointing(RegionRule):
       passes it on); an inner module built with its flag off (`with_cp=False`) is not
       reported.
 
+    - a module wrapped by `checkpoint_wrapper` / `apply_activation_checkpointing` whose
+      children checkpoint again in their forward (a layer's attention calling `checkpoint`
+      on its kernel, as a `--inner-ckpt` option turns on), reported at the wrapper; an inner
+      guard known to be off (a child built with `with_cp=False`) is not.
+
     Both sites are named in the message.
 
     Reported when the nesting really recomputes twice: one of the two is reentrant (HF
     gradient checkpointing on transformers < 5.0 without kwargs, a kwargs dict without
-    `use_reentrant`, `CheckpointImpl.REENTRANT`, `use_reentrant=True` or omitted), or the
-    targeted torch is older than 2.1 (or unknown). Non-reentrant nested in non-reentrant on
-    torch >= 2.1 is not reported: torch's non-reentrant implementation supports nesting and
-    recomputes each layer once.
+    `use_reentrant`, `CheckpointImpl.REENTRANT`, `use_reentrant=True` or omitted), the
+    targeted torch is older than 2.1 (or unknown), or the inner checkpoint is not the last
+    thing the outer region computes. Non-reentrant nested in non-reentrant on torch >= 2.1
+    recomputes once only when the inner checkpoint's value is what the outer region returns
+    (`return checkpoint(self.body, x, use_reentrant=False)` in the wrapped forward, or Hugging
+    Face's checkpoint of a whole decoder layer inside torch's wrapper of that layer): torch
+    stops the outer recomputation as soon as it has the inner checkpoint's inputs (early
+    stop). That case is not reported. When the outer region computes anything after the
+    inner checkpoint, the outer recomputation runs the inner layers again, and the inner
+    checkpoint's own backward runs them a third time.
 
     ## Why is this bad?
     With a reentrant implementation on either side, each layer's forward runs three times
@@ -97,8 +108,28 @@ class DoubleCheckpointing(RegionRule):
     torch 2.13 (CPU), two blocks whose forward may call `checkpoint` on their inner function,
     wrapped or not by `apply_activation_checkpointing`; calls of the inner function per step:
     no checkpointing 2; either one alone 4; inner non-reentrant in a `NO_REENTRANT` wrapper
-    4; inner non-reentrant in a `REENTRANT` wrapper 6; inner reentrant in either wrapper 6.
-    Gradients match in every case. `tests/test_fsdp_rules.py` re-measures this.
+    4 when the block returns the inner checkpoint's value, 6 when the block computes more
+    after it; inner non-reentrant in a `REENTRANT` wrapper 6; inner reentrant in either
+    wrapper 6. Gradients match in every case. `tests/test_fsdp_rules.py` re-measures this.
+
+    One block (`Inner` checkpointed inside `Block.forward`, a layer after it), `Inner.forward`
+    runs per step: no checkpointing 1; outer wrapper only 2; inner checkpoint only 2; both
+    non-reentrant 3; reentrant outer and non-reentrant inner 3; non-reentrant outer and
+    reentrant inner 3; both reentrant 3; the same with `torch.utils.checkpoint` as the outer
+    region instead of `checkpoint_wrapper` 3. With the inner checkpoint as the block's last
+    computation: both non-reentrant 2, any reentrant side 3, both non-reentrant under
+    `set_checkpoint_early_stop(False)` 3. A 2-layer `LlamaForCausalLM` (transformers 5.17),
+    `LlamaMLP.forward` runs per step: none 2; `gradient_checkpointing_enable()` 4;
+    `apply_activation_checkpointing` on the decoder layers 4; both non-reentrant 4; HF
+    reentrant inside the `NO_REENTRANT` wrapper 6; HF non-reentrant inside the `REENTRANT`
+    wrapper 6. torch's `torch/utils/checkpoint.py` ("NOTE [ Nestable Checkpoint ]", rules 3
+    and 5): checkpoints met during a recomputation are still respected, and a non-reentrant
+    recomputation stops once it has recomputed the tensors it needs.
+
+    An earlier version of this page said non-reentrant nested in non-reentrant always
+    recomputes once on torch >= 2.1; that holds only for the inner checkpoint as the outer
+    region's last computation (a held-out FSDP2 project whose attention checkpointed its
+    kernel inside a wrapped block measured 3 runs per step against 2).
     """
 
     code = "CKPT005"
@@ -140,7 +171,10 @@ class DoubleCheckpointing(RegionRule):
         if wrapping is None:
             return
         path, wrapped = wrapping
-        if not self._recomputes_twice(site.reentrancy.is_reentrant, wrapped.impl is Impl.REENTRANT):
+        line = self.context.position(site.node).start.line
+        forward = self.context.project.class_method(absolute, "forward")
+        last = forward is not None and any(c.line == line and c.returned for c in forward.checkpoints)
+        if self._recomputes_once(wrapped.impl is Impl.REENTRANT, site.reentrancy.is_reentrant, last):
             return
         self.report(
             site.node,
@@ -176,15 +210,17 @@ class DoubleCheckpointing(RegionRule):
         if region is None:
             return
         outer_reentrant = site.reentrancy.is_reentrant
+        modules = {v for v in region.runs if isinstance(v, Instance)}
+        functions = {v.name for v in region.runs if isinstance(v, FunctionRef)}
 
-        def counts(call, instance) -> bool:
-            if not self._recomputes_twice(outer_reentrant, call.reentrant is True):
-                return False
-            for flag in call.flags:  # an inner guard known to be off: no nesting
-                values = denotation.attribute(instance, flag) if instance is not None else frozenset()
-                if values and all(falsy(v) for v in values):
-                    return False
-            return True
+        def counts(call, instance, method) -> bool:
+            # The region's own forward (or function) returning the inner checkpoint's value.
+            last = call.returned and instance is not None and (
+                (instance in modules and method == "forward") or f"{instance.cls}.{method}" in functions
+            )
+            return not self._recomputes_once(outer_reentrant, call.reentrant is True, last) and not _guard_off(
+                denotation, call, instance
+            )
 
         paths = region_checkpoints(region, self.context.project, counts)
         if not paths:
@@ -196,7 +232,25 @@ class DoubleCheckpointing(RegionRule):
         )
 
     def check_wrapped(self, node, region, what, api) -> None:
-        """Wrapped classes that checkpoint their own forward are reported at the site (above)."""
+        """Modules wrapped for checkpointing whose children checkpoint again (a layer's
+        attention calling `checkpoint`), reported at the wrapper: the inner checkpoint is not
+        the last thing the wrapped forward computes, so it runs a third time whatever the
+        implementations. The wrapped class's own `checkpoint` calls are reported at the call
+        (above)."""
+        denotation = self.context.project.denotation
+        wrapped = {v for v in region.runs if isinstance(v, Instance)}
+
+        def counts(call, instance, method) -> bool:
+            return instance not in wrapped and not _guard_off(denotation, call, instance)
+
+        paths = region_checkpoints(region, self.context.project, counts)
+        if paths:
+            self.report(
+                node,
+                f"`{api}` wraps `{what}` for activation checkpointing, and its forward checkpoints again inside "
+                f"({shown(paths)}): in backward the inner layers run a third time for no extra memory saving; "
+                "checkpoint at one level only",
+            )
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
@@ -210,6 +264,7 @@ class DoubleCheckpointing(RegionRule):
         )
 
     def finish(self) -> None:
+        super().finish()
         path = self.context.relative_path
         for step, other in _same_model_twice(self.context.project, path):
             node = call_at(self.context, self._calls, step.event.line, step.event.column)
@@ -239,7 +294,21 @@ class DoubleCheckpointing(RegionRule):
         return gc_enable_kwargs(node).reentrancy(self.context.versions)[0].is_reentrant
 
     def _recomputes_twice(self, *reentrant: bool) -> bool:
-        return any(reentrant) or self.context.versions.applies((NESTING_SUPPORTED,)) is not Applies.NO
+        """Hugging Face's checkpointing and torch's wrapper on the same layers: HF's checkpoint
+        is the whole layer, the last thing the wrapper's region computes."""
+        return not self._recomputes_once(reentrant[0], any(reentrant[1:]), True)
+
+    def _recomputes_once(self, outer_reentrant: bool, inner_reentrant: bool, inner_is_last: bool) -> bool:
+        """Whether a checkpoint nested in another's region still recomputes its layers only
+        once: both non-reentrant, on torch >= 2.1, and the inner checkpoint the last thing
+        the outer region computes (its recomputation stops early at the inner checkpoint's
+        inputs). Otherwise the inner layers run a third time (Evidence)."""
+        return (
+            not outer_reentrant
+            and not inner_reentrant
+            and inner_is_last
+            and self.context.versions.applies((NESTING_SUPPORTED,)) is Applies.NO
+        )
 
     valid = [
         # The two on branches that never both run: FSDP's wrapper or Hugging Face's own.
@@ -306,8 +375,24 @@ class DoubleCheckpointing(RegionRule):
             apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
             """
         ),
+        # Non-reentrant in non-reentrant, the inner checkpoint the wrapped forward's last
+        # computation: torch's early stop recomputes the layers once.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            class Block(nn.Module):
+                def forward(self, x):
+                    return checkpoint(self.inner, self.norm(x), use_reentrant=False)
+
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+            """,
+            target_versions={"torch": "2.13"},
+        ),
         # Nested regions that recompute once: the inner block built with its flag off, and
-        # non-reentrant inside non-reentrant on torch >= 2.1.
+        # non-reentrant inside non-reentrant on torch >= 2.1, returned by the inner forward.
         Valid(
             """
             import torch.utils.checkpoint as cp
@@ -349,6 +434,57 @@ class DoubleCheckpointing(RegionRule):
         ),
     ]
     invalid = [
+        # Non-reentrant in non-reentrant, with work after the inner checkpoint: its layers
+        # run in the outer recomputation and again in its own backward.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            class Block(nn.Module):
+                def forward(self, x):
+                    h = checkpoint(self.attention, self.norm(x), use_reentrant=False)
+                    return x + self.proj(h)
+
+            apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+            """,
+            target_versions={"torch": "2.13"},
+            line=7,
+            column=13,
+        ),
+        # The wrapped block's child checkpoints its own kernel: reported at the wrapper.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Attention(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.qkv = nn.Linear(dim, 3 * dim)
+                    self.out = nn.Linear(dim, dim)
+
+                def forward(self, x):
+                    y = checkpoint(self.kernel, *self.qkv(x).chunk(3, -1), use_reentrant=False)
+                    return self.out(y)
+
+            class Block(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.attention = Attention(dim)
+
+                def forward(self, x):
+                    return x + self.attention(x)
+
+            layer = checkpoint_wrapper(Block(64))
+            """,
+            target_versions={"torch": "2.13"},
+            line=23,
+            column=9,
+            message_contains="Block.attention -> Attention.forward: `checkpoint` at example.py:12, non-reentrant",
+        ),
         Invalid(
             """
             from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -436,6 +572,16 @@ def _same_model_twice(project: ProjectIndex, relative_path: str) -> list[tuple[W
             else:
                 seen.setdefault(step.kind, step)
     return found
+
+
+def _guard_off(denotation, call, instance) -> bool:
+    """An `if self.<flag>:` guard of the inner checkpoint known to be off in `instance` (a
+    block built with `with_cp=False`): it does not checkpoint."""
+    for flag in call.flags:
+        values = denotation.attribute(instance, flag) if instance is not None else frozenset()
+        if values and all(falsy(v) for v in values):
+            return True
+    return False
 
 
 def _describe(step: WrapStep) -> str:

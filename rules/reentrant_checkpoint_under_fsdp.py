@@ -9,7 +9,9 @@ from ckptlint.analysis.fsdp import (
     checkpoint_wrapper_impl,
     fsdp_reaching_class,
     is_checkpoint_wrapper,
+    is_partial,
     project_fsdp,
+    wrapper_applications,
 )
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import (
@@ -54,7 +56,10 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       "1") == "1"`, true when the variable is unset) defaults to True: the finding names the
       declaration, and has no fix (the default lives there);
     - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly or
-      through a `functools.partial` handed to `apply_activation_checkpointing`;
+      through a `functools.partial` handed to `apply_activation_checkpointing`; a partial is
+      reported where it is written (the fix goes there), and the message names the
+      `apply_activation_checkpointing` calls that apply it (directly, or as the default of a
+      helper's parameter, with the project's calls that leave the parameter out);
     - Hugging Face gradient checkpointing whose effective kwargs are reentrant:
       `gradient_checkpointing_enable()` without kwargs when the targeted transformers is
       older than 5.0 (it defaults to `{"use_reentrant": True}` there), a
@@ -153,6 +158,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         self.fsdp = project_fsdp(context)
         self._wrapping_calls: list[cst.Call] = []
         self._assignments: list[cst.Assign] = []
+        self._bound_calls: dict[cst.Call, cst.Name] = {}  # `wrapper = partial(checkpoint_wrapper, ...)`
 
     # --- collection --------------------------------------------------------------------
 
@@ -169,6 +175,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
+        if isinstance(node.value, cst.Call) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._bound_calls[node.value] = node.targets[0].target
         if self.fsdp is not None and any(
             isinstance(t.target, cst.Attribute) and t.target.attr.value == GC_KWARGS for t in node.targets
         ):
@@ -274,9 +282,13 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         replacement = (
             value.with_changes(attr=cst.Name("NO_REENTRANT")) if isinstance(value, cst.Attribute) else None
         )
+        bound = self._bound_calls.get(call) if is_partial(self.context, call) else None
+        applied = wrapper_applications(self.context, self._calls, bound) if bound is not None else []
+        # Reported where the fix goes (the partial), naming where it takes effect.
+        where = f" (applied by {'; '.join(applied)})" if applied else ""
         self.report(
             call,
-            f"`checkpoint_wrapper` with `CheckpointImpl.REENTRANT` in a project that uses FSDP ({self.fsdp}): "
+            f"`checkpoint_wrapper` with `CheckpointImpl.REENTRANT`{where} in a project that uses FSDP ({self.fsdp}): "
             f"{WHY}; use `CheckpointImpl.NO_REENTRANT` (the default)",
             replacements=[Replacement(value, replacement)] if replacement is not None else [],
             fix_message="Use `CheckpointImpl.NO_REENTRANT`",
@@ -473,6 +485,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             """,
             line=7,
             column=11,
+            message_contains="(applied by `apply_activation_checkpointing` at example.py:8)",
             expected_fix="""
             from functools import partial
             from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (

@@ -223,6 +223,90 @@ def test_ckpt003_when_both_steps_are_project_functions(cli, make_project):
     assert run(cli, root, ".") == [("train.py", 5, 5, "CKPT003")]
 
 
+WRAPPER_HELPERS = """
+from functools import partial
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
+)
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)
+non_reentrant = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+
+
+def enable_ac(model, wrapper={default}):
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
+
+
+def wrap_fsdp(model, policy):
+    return FSDP(model, auto_wrap_policy=policy)
+"""
+
+
+@pytest.mark.parametrize(
+    ("default", "call", "expected"),
+    [
+        # The helper's default wrapper decides, at the call that leaves it out.
+        ("reentrant", "enable_ac(model)", "reentrant: the default of `enable_ac`'s `wrapper`"),
+        ("non_reentrant", "enable_ac(model)", None),
+        # What the call passes decides, by keyword or by position.
+        ("non_reentrant", "enable_ac(model, wrapper=reentrant)", "reentrant: the `wrapper` passed at train.py:5"),
+        ("non_reentrant", "enable_ac(model, reentrant)", "reentrant: the `wrapper` passed at train.py:5"),
+        ("reentrant", "enable_ac(model, wrapper=non_reentrant)", None),
+        ("reentrant", "enable_ac(model, wrapper=checkpoint_wrapper)", None),
+    ],
+)
+def test_ckpt003_when_a_parameter_of_the_helper_chooses_the_wrapper(cli, make_project, default, call, expected):
+    """torch >= 2.1 handles non-reentrant wrappers around FSDP1 units: the implementation the
+    call chooses decides (the helper alone does not say). The caller names the sharding
+    (`wrap_fsdp`): files without FSDP words are not analysed for CKPT003."""
+    root = make_project(
+        {
+            "helpers.py": WRAPPER_HELPERS.replace("{default}", default),
+            "train.py": f"""
+                from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+                from helpers import enable_ac, non_reentrant, reentrant, wrap_fsdp
+
+                def main(model, policy):
+                    {call}
+                    model = wrap_fsdp(model, policy)
+                    return model
+            """,
+        },
+        pyproject=PYPROJECT,
+    )
+    found = [f for f in json_findings(cli(["--output-format", "json", "--no-cache", "."], root), root, with_message=True) if f[3] == "CKPT003"]
+    if expected is None:
+        assert found == []
+    else:
+        assert [f[:4] for f in found] == [("train.py", 5, 5, "CKPT003")]
+        assert expected in found[0][4] and "through `enable_ac` at train.py:5" in found[0][4]
+
+
+def test_ckpt002_names_where_a_reentrant_partial_is_applied(cli, make_project):
+    root = make_project(
+        {
+            "helpers.py": WRAPPER_HELPERS.replace("{default}", "reentrant"),
+            "train.py": """
+                from helpers import enable_ac, non_reentrant, wrap_fsdp
+
+                def main(model, policy):
+                    model = wrap_fsdp(model, policy)
+                    enable_ac(model)
+                    enable_ac(model, wrapper=non_reentrant)
+                    return model
+            """,
+        },
+        pyproject=PYPROJECT,
+    )
+    found = json_findings(cli(["--output-format", "json", "--no-cache", "."], root), root, with_message=True)
+    assert [f[:4] for f in found] == [("helpers.py", 7, 13, "CKPT002")]
+    assert (
+        "(applied by `apply_activation_checkpointing` at helpers.py:12 as the default of `enable_ac`'s `wrapper`, "
+        "called at train.py:5)" in found[0][4]
+    )
+
+
 def test_unsafe_fixes_leave_a_clean_project(cli, make_project):
     root = make_project(
         {
@@ -317,8 +401,10 @@ def test_index_follows_parameters_through_project_functions():
 # --- torch evidence ------------------------------------------------------------------------
 
 
-def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
-    """CKPT005's evidence: calls of a block's inner function per training step."""
+def test_nested_checkpointing_recomputes_once_only_non_reentrant_and_last():
+    """CKPT005's evidence: calls of a block's inner function per training step. Non-reentrant
+    in non-reentrant recomputes once only when the block returns the inner checkpoint's
+    value; with work after it, the inner function runs a third time."""
     torch = pytest.importorskip("torch")
     import functools
     import warnings
@@ -334,10 +420,12 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
     calls = 0
 
     class Block(nn.Module):
-        def __init__(self, inner):
+        def __init__(self, inner, last):
             super().__init__()
             self.lin = nn.Linear(8, 8)
+            self.after = nn.Linear(8, 8)
             self.inner_reentrant = inner
+            self.last = last
 
         def body(self, x):
             nonlocal calls
@@ -347,11 +435,12 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
         def forward(self, x):
             if self.inner_reentrant is None:
                 return self.body(x)
-            return checkpoint(self.body, x, use_reentrant=self.inner_reentrant)
+            h = checkpoint(self.body, x, use_reentrant=self.inner_reentrant)
+            return h if self.last else torch.tanh(self.after(h))
 
-    def calls_per_step(inner, outer):
+    def calls_per_step(inner, outer, last=True):
         nonlocal calls
-        model = nn.Sequential(nn.Linear(8, 8), Block(inner), Block(inner))
+        model = nn.Sequential(nn.Linear(8, 8), Block(inner, last), Block(inner, last))
         if outer is not None:
             wrapper = functools.partial(checkpoint_wrapper, checkpoint_impl=outer)
             apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper, check_fn=lambda m: isinstance(m, Block))
@@ -366,6 +455,11 @@ def test_nested_checkpointing_recomputes_twice_only_with_a_reentrant_side():
     assert calls_per_step(False, CheckpointImpl.NO_REENTRANT) == 4
     assert calls_per_step(False, CheckpointImpl.REENTRANT) == 6
     assert calls_per_step(True, CheckpointImpl.NO_REENTRANT) == 6
+    # Work after the inner checkpoint: a third run whatever the implementations.
+    assert calls_per_step(False, None, last=False) == 4
+    assert calls_per_step(False, CheckpointImpl.NO_REENTRANT, last=False) == 6
+    assert calls_per_step(False, CheckpointImpl.REENTRANT, last=False) == 6
+    assert calls_per_step(True, CheckpointImpl.NO_REENTRANT, last=False) == 6
 
 
 @pytest.mark.parametrize(

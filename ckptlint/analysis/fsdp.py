@@ -17,6 +17,7 @@ from libcst.metadata import QualifiedNameSource
 from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import (
+    APPLY_ACTIVATION_CHECKPOINTING,
     CHECKPOINT_IMPL_NO_REENTRANT,
     CHECKPOINT_IMPL_REENTRANT,
     CHECKPOINT_WRAPPER,
@@ -184,6 +185,47 @@ def is_checkpoint_wrapper(context: FileContext, call: cst.Call) -> bool:
     )
 
 
+def wrapper_applications(context: FileContext, calls: list[cst.Call], bound: cst.Name) -> list[str]:
+    """Where the checkpoint wrapper bound to `bound` (`reentrant = partial(checkpoint_wrapper,
+    ...)`) is applied, for a message: the file's `apply_activation_checkpointing` calls given
+    it as `checkpoint_wrapper_fn`, and those given a parameter whose default it is, with the
+    project's calls that leave that parameter out."""
+    path = context.relative_path
+    names = absolute_names(context, bound)
+    if not names:
+        return []
+    found = []
+    for call in calls:
+        wrapper_fn = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "checkpoint_wrapper_fn"), None)
+        if (
+            isinstance(wrapper_fn, cst.Name)
+            and absolute_names(context, wrapper_fn) == names
+            and absolute_names(context, call.func) & APPLY_ACTIVATION_CHECKPOINTING
+        ):
+            found.append(f"`apply_activation_checkpointing` at {path}:{context.position(call).start.line}")
+    project = context.project
+    facts = project.files.get(path)
+    for function in facts.functions if facts is not None else ():
+        summary = project.denotation.summary(function.name)
+        for event in function.events if summary is not None else ():
+            if event.kind is not EventKind.CHECKPOINT or not event.wrapper_parameter:
+                continue
+            declared = next((p for p in summary.parameters if p.name == event.wrapper_parameter), None)
+            if declared is None or declared.default != ("name", bound.value):
+                continue
+            short = function.name.rsplit(".", 1)[-1]
+            callers = sorted(
+                {f"{caller_path}:{line}" for caller_path, caller, _, line in project.call_sites.of(function.name, facts.module)
+                 if not project.denotation.passed_at_call(function.name, declared.name, caller.name, line)[1]}
+            )
+            called = f", called at {', '.join(callers)}" if callers else ""
+            found.append(
+                f"`apply_activation_checkpointing` at {path}:{event.line} as the default of `{short}`'s "
+                f"`{declared.name}`{called}"
+            )
+    return found
+
+
 @dataclass(frozen=True)
 class WrapStep:
     """A wrap done to a model object in one function (FSDP, a checkpoint wrapper, gradient
@@ -221,7 +263,7 @@ def wrap_steps(function: FunctionFacts, project: ProjectIndex) -> list[WrapStep]
         if event.kind is EventKind.ALIAS:
             models[event.target] = model_of(event.source)
         elif event.kind is EventKind.CALL:
-            for effect in project.parameter_effects(event.callee, event.parameter):
+            for effect in project.parameter_effects(event.callee, event.parameter, (function.name, event.line)):
                 steps.append(
                     WrapStep(effect.kind, model_of(event.target), event.target, event, effect, effect.impl, effect.auto_wrap)
                 )

@@ -59,11 +59,11 @@ def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
 
 
 def region_checkpoints(
-    region: Region, project: ProjectIndex, counts: Callable[[CheckpointCall, Instance | None], bool]
+    region: Region, project: ProjectIndex, counts: Callable[[CheckpointCall, Instance | None, str], bool]
 ) -> list[str]:
     """Paths to the `checkpoint` calls the region runs itself (a module that checkpoints its
     own forward when run inside it): the calls `counts` accepts, given the module instance
-    they run in (None in a function)."""
+    they run in (None in a function) and the name of the method holding them."""
     return _RegionPaths(project, "checkpoints", frozenset(), counts).of(region)
 
 
@@ -164,7 +164,7 @@ class _RegionPaths:
         owner = instance.cls if instance is not None else (function or "").rsplit(".", 1)[0]
         path = self.project.path_of(owner) or "?"
         for call in method.checkpoints:
-            if self.counts(call, instance):
+            if self.counts(call, instance, method.name):
                 how = {True: "reentrant", False: "non-reentrant", None: "its implementation not known"}[call.reentrant]
                 yield f"`checkpoint` at {path}:{call.line}, {how}"
 

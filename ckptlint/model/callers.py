@@ -166,6 +166,27 @@ class CallSiteResolution:
             pass
         return frozenset(values)
 
+    def _passed_at_call(self, function: str, parameter: str, caller: str, line: int) -> tuple[frozenset, bool]:
+        summary, calling = self.summary(function), self.summary(caller)
+        if summary is None or calling is None:
+            return NOTHING, False
+        short = function.rsplit(".", 1)[-1]
+        for call, at in calling.passes:
+            if at != line or _last_name(call[1]) != short:
+                continue
+            frame = replace(self._entry_frame(caller), before=line + 1)
+            positional, named, opaque = self._arguments(call, frame)
+            matched = self._match(summary, positional, named, opaque, skip_self=summary.self_name is not None)
+            passed = next((values for name, values in matched if name == parameter), None)
+            if passed is not None:
+                return passed, True
+            break
+        declared = next((p for p in summary.parameters if p.name == parameter), None)
+        if declared is None:
+            return NOTHING, False
+        module = self._module_of(function) or ""
+        return frozenset(self._default(declared, Frame(function, module), annotated=False)), False
+
     def _passed_by_callers(self, summary: FunctionSummary, parameter: str) -> frozenset:
         """What the project's call sites of a module-level function or a method pass for one
         of its parameters, each call evaluated in its own function (looked at on its own:

@@ -102,6 +102,16 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         except OutOfBudget:
             return NOTHING
 
+    def passed_at_call(self, function: str, parameter: str, caller: str, line: int) -> tuple[frozenset, bool]:
+        """What the call of project function `function` on `line` of `caller` (looked at on
+        its own) passes for `parameter`, and whether it passes it; when it does not (or the
+        call is not one the summaries keep), the parameter's default."""
+        self._budget = _BUDGET
+        try:
+            return self._passed_at_call(function, parameter, caller, line)
+        except OutOfBudget:
+            return NOTHING, False
+
     def frame_of(self, function: str, module: str, self_instance: Instance | None = None) -> Frame:
         """The frame of a project function looked at on its own (nested functions inside
         their parents' frames): parameters nothing else binds are what its call sites pass."""

@@ -373,10 +373,18 @@ class _Extractor:
             if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str) and strategy.value.startswith("fsdp"):
                 self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
         elif callee in APPLY_ACTIVATION_CHECKPOINTING:
-            impl = self._wrapper_impl(keyword_argument(call, "checkpoint_wrapper_fn"), enclosing_class)
+            wrapper_fn = keyword_argument(call, "checkpoint_wrapper_fn")
+            # `def apply_ac(model, wrapper=reentrant_wrapper)`: each call decides (the index).
+            wrapper_parameter = (
+                wrapper_fn.id if isinstance(wrapper_fn, ast.Name) and wrapper_fn.id in self._parameters[-1] else ""
+            )
+            impl = Impl.UNKNOWN if wrapper_parameter else self._wrapper_impl(wrapper_fn, enclosing_class)
             target = dotted(first) if first is not None else None
             if target is not None:
-                events.append(Event(EventKind.CHECKPOINT, target, line, column, api=dotted(call.func) or "", impl=impl))
+                events.append(
+                    Event(EventKind.CHECKPOINT, target, line, column, api=dotted(call.func) or "", impl=impl,
+                          wrapper_parameter=wrapper_parameter)
+                )
             for cls in self._check_fn_classes(call, enclosing_class):
                 self.wrapped.append(WrappedClass(cls, line, "apply_activation_checkpointing", impl))
         elif callee in CHECKPOINT_WRAPPER or callee in COMPOSABLE_CHECKPOINT:

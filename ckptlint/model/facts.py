@@ -80,6 +80,9 @@ class Event:
     source: str = ""  # ALIAS: the name it is bound from
     callee: str = ""  # CALL: absolute name of the project function
     parameter: str | int = 0  # CALL: the callee's parameter (name, or position) receiving the target
+    # CHECKPOINT: the function's parameter that is the wrapper (`checkpoint_wrapper_fn=wrapper`):
+    # the implementation is what each call passes for it (`impl` is then UNKNOWN).
+    wrapper_parameter: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,9 @@ class CheckpointCall:
     line: int
     reentrant: bool | None  # `use_reentrant` left out counts as True; None: not known here
     flags: tuple[str, ...] = ()  # the `self.<flag>` attributes its enclosing `if` tests need
+    # Its value is what the method returns (`return checkpoint(...)`): nothing of the method
+    # runs after it (what decides whether a region around it recomputes it once).
+    returned: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,7 +227,7 @@ class FileFacts:
             "classes": [
                 [c.name, c.line, list(c.bases),
                  [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations),
-                   [[c.line, c.reentrant, list(c.flags)] for c in m.checkpoints],
+                   [[c.line, c.reentrant, list(c.flags), c.returned] for c in m.checkpoints],
                    [list(pair) for pair in m.random_attributes]]
                   for m in c.methods], c.configures_checkpointing,
                  list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None]
@@ -252,7 +258,7 @@ class FileFacts:
                     tuple(bases),
                     tuple(
                         MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]),
-                                    tuple(CheckpointCall(line, reentrant, tuple(flags)) for line, reentrant, flags in m[6]),
+                                    tuple(CheckpointCall(c[0], c[1], tuple(c[2]), c[3]) for c in m[6]),
                                     tuple(tuple(pair) for pair in m[7]))
                         for m in methods
                     ),
@@ -281,7 +287,10 @@ class FileFacts:
         )
 
 
-_EVENT_FIELDS = ("kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter")
+_EVENT_FIELDS = (
+    "kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter",
+    "wrapper_parameter",
+)
 
 
 def _event_json(event: Event) -> list:
@@ -311,3 +320,6 @@ class ParameterEffect:
     path: str
     line: int
     function: str
+    # CHECKPOINT: how the implementation was decided when a parameter of a project function
+    # chose the wrapper (`the `wrapper` passed at train.py:15`), for a message.
+    impl_from: str = ""

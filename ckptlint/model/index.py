@@ -23,6 +23,7 @@ from ckptlint.model.facts import (
     FsdpUse,
     HF_KINDS,
     FunctionFacts,
+    Impl,
     MethodFacts,
     OptionDefault,
     ParameterEffect,
@@ -30,7 +31,15 @@ from ckptlint.model.facts import (
     text_digest,
 )
 from ckptlint.model.names import is_test_path, module_name
-from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.values import ClassRef, FunctionRef
+from ckptlint.model.library import (
+    CHECKPOINT_IMPL_NO_REENTRANT,
+    CHECKPOINT_IMPL_REENTRANT,
+    CHECKPOINT_WRAPPER,
+    INTERPRETED_FUNCTIONS,
+    LIBRARY_PREFIXES,
+    TRAINING_ARGUMENTS_CLASSES,
+)
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.denotation import Denotation
@@ -498,9 +507,13 @@ class ProjectIndex:
                 return facts.parameters.index(event.target)
         return None
 
-    def parameter_effects(self, name: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> list[ParameterEffect]:
+    def parameter_effects(
+        self, name: str, parameter: str | int, site: tuple[str, int] | None = None, _seen: frozenset[str] = frozenset()
+    ) -> list[ParameterEffect]:
         """What calling project function `name` does to the object passed as `parameter`
-        (a position or a keyword), following calls to other project functions."""
+        (a position or a keyword), following calls to other project functions. `site`, the
+        calling function and the line of the call, decides what depends on the call's other
+        arguments (the checkpoint wrapper a `wrapper` parameter is given)."""
         facts = self.function(name)
         if facts is None or facts.name in _seen or len(_seen) > 16:
             return []
@@ -523,10 +536,28 @@ class ProjectIndex:
             if event.target not in names:
                 continue
             if event.kind is EventKind.CALL:
-                effects.extend(self.parameter_effects(event.callee, event.parameter, _seen | {facts.name}))
+                effects.extend(
+                    self.parameter_effects(event.callee, event.parameter, (facts.name, event.line), _seen | {facts.name})
+                )
             elif event.kind in (EventKind.CHECKPOINT, EventKind.FSDP1, EventKind.FSDP2, EventKind.HF_GC):
-                effects.append(ParameterEffect(event.kind, event.impl, event.auto_wrap, path, event.line, facts.name))
+                impl, impl_from = event.impl, ""
+                if event.wrapper_parameter:
+                    impl, impl_from = self._wrapper_at(facts.name, event.wrapper_parameter, site)
+                effects.append(ParameterEffect(event.kind, impl, event.auto_wrap, path, event.line, facts.name, impl_from))
         return effects
+
+    def _wrapper_at(self, function: str, parameter: str, site: tuple[str, int] | None) -> tuple[Impl, str]:
+        """The implementation of the checkpoint wrapper that `function`'s `parameter` is
+        given at the call `site` (its default where the call passes none), and how that was
+        decided, for a message."""
+        if site is None:
+            return Impl.UNKNOWN, ""
+        caller, line = site
+        values, passed = self.denotation.passed_at_call(function, parameter, caller, line)
+        impl = _wrapper_impl(values)
+        if passed:
+            return impl, f"the `{parameter}` passed at {self.path_of(caller)}:{line}"
+        return impl, f"the default of `{function.rsplit('.', 1)[-1]}`'s `{parameter}`"
 
     def model_fate(self, function: str, name: str, after: int) -> ModelFate:
         """Where the Hugging Face model `name` of project function `function` goes from line
@@ -614,3 +645,24 @@ class _Overlay(Mapping):
 
     def __reduce__(self):
         return (dict, (dict(self.items()),))
+
+
+def _wrapper_impl(values: Iterable) -> Impl:
+    """The implementation the wrapper functions `values` select: `checkpoint_wrapper`
+    (non-reentrant by default) or a `partial` of it binding `checkpoint_impl`; UNKNOWN
+    unless every value is one of those and they agree."""
+    impls = set()
+    for value in values:
+        if not isinstance(value, FunctionRef) or value.name not in CHECKPOINT_WRAPPER or value.positional:
+            return Impl.UNKNOWN
+        chosen = dict(value.bound).get("checkpoint_impl")
+        if chosen is None:
+            impls.add(Impl.NON_REENTRANT)
+            continue
+        names = {v.name if isinstance(v, ClassRef) else None for v in chosen}
+        impls.add(
+            Impl.REENTRANT if names == {CHECKPOINT_IMPL_REENTRANT}
+            else Impl.NON_REENTRANT if names == {CHECKPOINT_IMPL_NO_REENTRANT}
+            else Impl.UNKNOWN
+        )
+    return impls.pop() if len(impls) == 1 else Impl.UNKNOWN

@@ -387,7 +387,7 @@ def methods_of(
 def checkpoint_calls(body: Sequence[ast.stmt], resolve: Callable[[ast.AST], str | None], flags: tuple[str, ...] = ()) -> Iterator[CheckpointCall]:
     """The `torch.utils.checkpoint` calls of a body (not of functions nested in it), each
     with the `self` flags of the `if` tests it sits under (`if self.with_cp and
-    x.requires_grad:` -> `with_cp`)."""
+    x.requires_grad:` -> `with_cp`) and whether a `return` returns its value."""
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
@@ -400,7 +400,8 @@ def checkpoint_calls(body: Sequence[ast.stmt], resolve: Callable[[ast.AST], str 
         blocks += [handler.body for handler in getattr(statement, "handlers", ())]
         blocks = [block for block in blocks if isinstance(block, list)]
         if not blocks:
-            yield from _checkpoints_in(statement, resolve, flags)
+            returned = statement.value if isinstance(statement, ast.Return) else None
+            yield from _checkpoints_in(statement, resolve, flags, returned)
             continue
         for header in ("test", "iter", "items"):
             part = getattr(statement, header, None)
@@ -410,7 +411,7 @@ def checkpoint_calls(body: Sequence[ast.stmt], resolve: Callable[[ast.AST], str 
             yield from checkpoint_calls(block, resolve, flags)
 
 
-def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...]) -> Iterator[CheckpointCall]:
+def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...], returned: ast.AST | None = None) -> Iterator[CheckpointCall]:
     for inner in ast.walk(node):
         if isinstance(inner, ast.Call) and resolve(inner.func) in TORCH_CHECKPOINT_FUNCTIONS:
             given = keyword_argument(inner, "use_reentrant")
@@ -418,7 +419,7 @@ def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...]) -> Iterator[
                 reentrant = given.value
             else:  # left out: torch's reentrant default; a variable or `**kwargs`: not known
                 reentrant = None if given is not None or any(k.arg is None for k in inner.keywords) else True
-            yield CheckpointCall(inner.lineno, reentrant, flags)
+            yield CheckpointCall(inner.lineno, reentrant, flags, returned=inner is returned)
 
 
 def guard_flags(test: ast.AST, other: str | None = None, ignored: frozenset[str] = frozenset()) -> tuple[str, ...]:
