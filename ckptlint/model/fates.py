@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import Event, EventKind, FunctionFacts
+from ckptlint.model.hf_events import RETURNED_VALUE
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -44,10 +45,30 @@ class ModelFate:
     cache_off: tuple[Site, ...] = ()
     input_grads: tuple[Site, ...] = ()
     unknown: tuple[Site, ...] = ()  # handed to code not visible to the index
+    peft: tuple[Site, ...] = ()  # wrapped by `get_peft_model`
+    checkpointing: tuple[Site, ...] = ()  # `gradient_checkpointing_enable()` called on it
 
     @property
     def trained_by_hand(self) -> bool:
         return bool(self.trained) and not self.trainers
+
+
+@dataclass(frozen=True)
+class HandedModel:
+    """What a project function does to a model passed to it, across the functions it
+    reaches: where it trains it, turns its cache off, wraps it (`fate`), whether it keeps it
+    (`self.<attr>`) and whether it returns it as its value."""
+
+    fate: ModelFate
+    returned: bool = False
+    kept: bool = False
+
+    @property
+    def leaves(self) -> bool:
+        """Whether the model's story goes on out of the caller's sight: trained or
+        checkpointed there, kept, or handed to code the index cannot see."""
+        fate = self.fate
+        return bool(fate.trained or fate.trainers or fate.unknown or fate.checkpointing or self.kept)
 
 
 @dataclass(frozen=True)
@@ -73,10 +94,13 @@ class _Walk:
     cache_off: list = field(default_factory=list)
     input_grads: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
+    peft: list = field(default_factory=list)
+    checkpointing: list = field(default_factory=list)
 
     def fate(self) -> ModelFate:
         return ModelFate(*(tuple(sorted(set(items))) for items in
-                           (self.trained, self.trainers, self.cache_off, self.input_grads, self.unknown)))
+                           (self.trained, self.trainers, self.cache_off, self.input_grads, self.unknown, self.peft,
+                            self.checkpointing)))
 
     def follow(
         self, function: FunctionFacts, names: set[str], after: int, *, callers: bool = True, training: bool = True
@@ -103,12 +127,16 @@ class _Walk:
                 self.cache_off.append(here)
             elif event.kind in (EventKind.INPUT_GRADS, EventKind.KBIT):
                 self.input_grads.append(here)
+            elif event.kind is EventKind.PEFT:
+                self.peft.append(here)
             if event.line < after:
                 if event.kind is EventKind.CALL:
                     self._call(event, here, training=False)
                 continue
             if event.kind is EventKind.FORWARD:
                 runs = True
+            elif event.kind is EventKind.HF_GC:
+                self.checkpointing.append(here)
             elif event.kind is EventKind.TRAINER and training:
                 self.trainers.append((here, event.api))
             elif event.kind is EventKind.CALL:
@@ -131,8 +159,9 @@ class _Walk:
         index cannot see it)."""
         callee = self.index.function(event.callee) or self._constructor(event)
         if callee is None:
-            self.unknown.append(here)
-            return False
+            if not self.index.defines_function(event.callee):
+                self.unknown.append(here)
+            return False  # a project function with no facts does nothing to a model
         parameter = _parameter(callee, event.parameter)
         return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training)
 
@@ -170,6 +199,48 @@ def model_fate(index: ProjectIndex, function: str, name: str, after: int) -> Mod
         return ModelFate(unknown=(Site(index.path_of(function) or "?", after, function),))
     walk.follow(facts, {name}, after)
     return walk.fate()
+
+
+def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> HandedModel:
+    """What project function `function` does to a Hugging Face model passed to it as
+    `parameter` (a position or a keyword), from its events and those of the functions it
+    passes the model to. A function of the project with no facts does nothing to it; one
+    the index cannot see (a library's, not indexed) or a parameter it cannot name
+    (`**kwargs`) is `unknown`."""
+    facts = index.function(function)
+    here = Site(index.path_of(function) or "?", 0, function)
+    if facts is None:
+        return HandedModel(ModelFate() if index.defines_function(function) else ModelFate(unknown=(here,)))
+    name = _parameter(facts, parameter)
+    if name is None or facts.name in _seen:
+        return HandedModel(ModelFate(unknown=(here,)))
+    walk = _Walk(index)
+    walk.follow(facts, {name}, 0, callers=False)
+    names = _aliases(facts, {name})
+    passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
+    returned = False
+    for event in facts.events:
+        if event.kind is EventKind.RESULT and (event.target in names or event.target == RETURNED_VALUE):
+            # `model = helper(model)` / `return helper(model)`: still the model only where
+            # the helper hands it back.
+            position = passed.get((event.line, event.callee))
+            back = (
+                position is not None
+                and event.parameter == -1
+                and handed_model(index, event.callee, position, _seen | {facts.name}).returned
+            )
+            if event.target == RETURNED_VALUE:
+                returned |= back
+            elif not back:
+                return HandedModel(walk.fate(), returned=False, kept=_kept(names))
+        elif event.kind is EventKind.RETURNED and event.parameter == -1 and event.target in names:
+            returned = True
+    return HandedModel(walk.fate(), returned=returned, kept=_kept(names))
+
+
+def _kept(names: set[str]) -> bool:
+    """The model stored on an object (`self.model = model`): used later, out of the caller's sight."""
+    return any(name.startswith("self.") for name in names)
 
 
 def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen: frozenset[str] = frozenset()) -> ReturnedModel | None:

@@ -33,7 +33,7 @@ from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, TRAI
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.denotation import Denotation
     from ckptlint.model.callers import CallSites
-    from ckptlint.model.fates import ModelFate, ReturnedModel
+    from ckptlint.model.fates import HandedModel, ModelFate, ReturnedModel
 
 def _parameter_events(function: FunctionFacts) -> tuple:
     """The events of a function that concern its parameters (and names bound from them)."""
@@ -309,6 +309,32 @@ class ProjectIndex:
     def class_named(self, name: str) -> ClassFacts | None:
         return self._definition(name, "classes")
 
+    def defines_function(self, name: str) -> bool:
+        """Whether `name` is a function (or method) of the project, whatever it does: one
+        with no facts (`def count_parameters(model): ...`) does nothing the facts record to
+        what it is given. Found in its module's summaries, through a package `__init__`'s
+        re-export, or without leading package parts (a `src.` its imports write)."""
+        if self.function(name) is not None:
+            return True
+        parts = name.split(".")
+        for start in range(len(parts) - 1):
+            if self._summary_named(".".join(parts[start:])):
+                return True
+        return False
+
+    def _summary_named(self, name: str, _hops: int = 0) -> bool:
+        facts = self.facts_of(name)
+        if facts is None:
+            return False
+        if any(summary.name == name for summary in facts.summaries):
+            return True
+        rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
+        head = rest.split(".", 1)[0]
+        imported = dict(facts.names).get(head) if head else None
+        if imported is None or imported == f"{facts.module}.{head}" or _hops >= 4:
+            return False
+        return self._summary_named(imported + rest[len(head) :], _hops + 1)
+
     def _definition(self, name: str, kind: str, _hops: int = 0):
         """The function or class (`kind`) a name refers to: found in its module's file, or
         where that module imports it from (a package's `__init__` re-exporting it), else, for
@@ -473,6 +499,13 @@ class ProjectIndex:
         from ckptlint.model.fates import returned_model
 
         return returned_model(self, function, position)
+
+    def handed_model(self, function: str, parameter: str | int) -> HandedModel:
+        """What project function `function` does to a Hugging Face model passed to it as
+        `parameter` (`ckptlint.model.fates`)."""
+        from ckptlint.model.fates import handed_model
+
+        return handed_model(self, function, parameter)
 
     def passed_models(self, function: str, parameter: str) -> list:
         """The Hugging Face models the project passes to `function` for `parameter`, with
