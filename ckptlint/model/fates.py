@@ -254,6 +254,7 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         return None
     names = _aliases(facts, {returned[0].target})
     path = index.path_of(function) or "?"
+    passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
     found: ReturnedModel | None = None
     for event in facts.events:
         if event.target not in names or event.line > returned[0].line:
@@ -261,6 +262,12 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         if event.kind is EventKind.LOADED:
             found = _loaded(event, path, function)
         elif event.kind is EventKind.RESULT:
+            position = passed.get((event.line, event.callee))
+            if found is not None and position is not None and event.parameter == -1:
+                # `model = add_lora(model)`: the same model where the helper hands it back
+                # (what it does to it counts at its `CALL`).
+                if handed_model(index, event.callee, position, _seen | {function}).returned:
+                    continue
             callee = index.function(event.callee)
             found = returned_model(index, callee.name, event.parameter, _seen | {function}) if callee else None
         elif found is None:
@@ -274,7 +281,12 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         elif event.kind is EventKind.HF_GC:
             found = replace(found, checkpointing=True)
         elif event.kind is EventKind.CALL:
-            return None  # handed to another function before it is returned: not followed
+            handed = handed_model(index, event.callee, event.parameter, _seen | {function})
+            if handed.leaves:
+                return None  # trained, kept or out of sight before it is returned
+            fate = handed.fate
+            found = replace(found, cache_off=found.cache_off or bool(fate.cache_off),
+                            input_grads=found.input_grads or bool(fate.input_grads), peft=found.peft or bool(fate.peft))
     return found
 
 
