@@ -20,6 +20,7 @@ from ckptlint.model.hf_events import RETURNED_VALUE
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
+    from ckptlint.model.summary import FunctionSummary
 
 _MAX_FUNCTIONS = 64  # functions visited by one query
 
@@ -159,7 +160,8 @@ class _Walk:
         index cannot see it)."""
         callee = self.index.function(event.callee) or self._constructor(event)
         if callee is None:
-            if not self.index.defines_function(event.callee):
+            summary = self.index.function_summary(event.callee)
+            if summary is None or not _takes(summary, event.parameter):
                 self.unknown.append(here)
             return False  # a project function with no facts does nothing to a model
         parameter = _parameter(callee, event.parameter)
@@ -210,7 +212,8 @@ def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen
     facts = index.function(function)
     here = Site(index.path_of(function) or "?", 0, function)
     if facts is None:
-        return HandedModel(ModelFate() if index.defines_function(function) else ModelFate(unknown=(here,)))
+        summary = index.function_summary(function)
+        return HandedModel(ModelFate() if summary is not None and _takes(summary, parameter) else ModelFate(unknown=(here,)))
     name = _parameter(facts, parameter)
     if name is None or facts.name in _seen:
         return HandedModel(ModelFate(unknown=(here,)))
@@ -236,6 +239,16 @@ def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen
         elif event.kind is EventKind.RETURNED and event.parameter == -1 and event.target in names:
             returned = True
     return HandedModel(walk.fate(), returned=returned, kept=_kept(names))
+
+
+def _takes(summary: FunctionSummary, parameter: str | int) -> bool:
+    """Whether a function with no facts gets the argument as a parameter of its own (not
+    in `*args` / `**kwargs`, which it may hand on without an event saying so)."""
+    if any(p.kind in ("*", "**") for p in summary.parameters):
+        return False
+    names = [p.name for p in summary.parameters if p.name != summary.self_name]
+    positional = [p.name for p in summary.parameters if p.kind == "positional" and p.name != summary.self_name]
+    return parameter < len(positional) if isinstance(parameter, int) else parameter in names
 
 
 def _kept(names: set[str]) -> bool:

@@ -309,30 +309,30 @@ class ProjectIndex:
     def class_named(self, name: str) -> ClassFacts | None:
         return self._definition(name, "classes")
 
-    def defines_function(self, name: str) -> bool:
-        """Whether `name` is a function (or method) of the project, whatever it does: one
-        with no facts (`def count_parameters(model): ...`) does nothing the facts record to
-        what it is given. Found in its module's summaries, through a package `__init__`'s
-        re-export, or without leading package parts (a `src.` its imports write)."""
-        if self.function(name) is not None:
-            return True
+    def function_summary(self, name: str) -> FunctionSummary | None:
+        """The summary of project function `name`, also of one with no facts (`def
+        count_parameters(model): ...` does nothing the facts record to what it is given):
+        found in its module's file, through a package `__init__`'s re-export, or without
+        leading package parts (a `src.` its imports write)."""
         parts = name.split(".")
         for start in range(len(parts) - 1):
-            if self._summary_named(".".join(parts[start:])):
-                return True
-        return False
+            found = self._summary_named(".".join(parts[start:]))
+            if found is not None:
+                return found
+        return None
 
-    def _summary_named(self, name: str, _hops: int = 0) -> bool:
+    def _summary_named(self, name: str, _hops: int = 0) -> FunctionSummary | None:
         facts = self.facts_of(name)
         if facts is None:
-            return False
-        if any(summary.name == name for summary in facts.summaries):
-            return True
+            return None
+        found = next((summary for summary in facts.summaries if summary.name == name), None)
+        if found is not None:
+            return found
         rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
         head = rest.split(".", 1)[0]
         imported = dict(facts.names).get(head) if head else None
         if imported is None or imported == f"{facts.module}.{head}" or _hops >= 4:
-            return False
+            return None
         return self._summary_named(imported + rest[len(head) :], _hops + 1)
 
     def _definition(self, name: str, kind: str, _hops: int = 0):
