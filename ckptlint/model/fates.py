@@ -7,7 +7,9 @@ module) these queries follow it through the `hf_events` of the functions it reac
 callees it is passed to, callers it is returned to, and the other methods of a class that
 keeps it in `self.<attr>`. Whatever the model reaches that the index cannot see into (a
 function of a library it does not know, a function not indexed) makes the fate `unknown`,
-and the rules stay silent about it.
+and the rules stay silent about it; a project function with no facts at all does nothing to
+it. `handed_model` says what one project function does to a model passed to it, for the
+interpreter to go on with the model in the caller.
 """
 
 from __future__ import annotations

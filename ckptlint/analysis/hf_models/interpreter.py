@@ -79,6 +79,7 @@ class Interpreter(Calls):
         self._names: dict[cst.CSTNode, set[str]] = {}
         self.module_name = module_name(context.relative_path)
         self.project_names: dict[cst.FunctionDef, str] = {}  # as the project model names functions
+        self.imported_names: set[str] = set()  # bound by `from module import name`
         self._imported_dicts: dict[str, DictValue | None] = {}
         self._collect_definitions()
 
@@ -100,6 +101,13 @@ class Interpreter(Calls):
 
             def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
                 interpreter._note_insertable(node.body)
+
+            def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+                if not isinstance(node.names, cst.ImportStar):
+                    for alias in node.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(bound, cst.Name):
+                            interpreter.imported_names.add(bound.value)
 
             def visit_ClassDef(self, node: cst.ClassDef) -> None:
                 name = ".".join([*self.scope, node.name.value])
@@ -432,7 +440,7 @@ class Interpreter(Calls):
     def _eval(self, expr: cst.BaseExpression, frame: Scope) -> ScriptValue:
         if isinstance(expr, cst.Name):
             found = frame.lookup(expr.value)
-            if found is None and expr.value not in frame.locals:
+            if found is None and expr.value in self.imported_names and expr.value not in frame.locals:
                 found = self._imported_dict(expr)
             return found
         if isinstance(expr, cst.Attribute):
