@@ -221,6 +221,8 @@ def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen
         return HandedModel(ModelFate(unknown=(here,)))
     walk = _Walk(index)
     walk.follow(facts, {name}, 0, callers=False)
+    if len(walk.seen) >= _MAX_FUNCTIONS:
+        return HandedModel(ModelFate(unknown=(here,)))  # not followed to the end
     names = _aliases(facts, {name})
     passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
     returned = False

@@ -367,7 +367,7 @@ class Calls:
             for part in parts_of(value):
                 parameter = arg.keyword.value if arg.keyword is not None else position
                 handed = None
-                if part.path == () and not arg.star and len(names) == 1 and value is part:
+                if part.path == () and not any(a.star for a in call.args) and len(names) == 1 and value is part:
                     handed = self.context.project.handed_model(next(iter(names)), parameter)
                 if handed is None or handed.leaves:
                     self._step(part, StepKind.ESCAPED, call, frame)
