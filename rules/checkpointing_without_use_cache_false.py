@@ -33,7 +33,11 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     (`load_model()` in `models.py`, the loop in `train.py`), a model handed to a training
     loop of another module (`train_loop(model, loader)`), kept by a Lightning module in
     `self.model`, or loaded by a helper and enabled by the script. The message then names
-    the function that trains it.
+    the function that trains it. A model handed on its way to a project function of another
+    module that neither trains it, nor checkpoints it, nor keeps it, nor passes it to code
+    the project model cannot see (a parameter counter, a logging helper, an evaluation
+    helper that switches to `model.eval()` and back) goes on in the caller; what that
+    function does to it (turning its cache off) counts at the call.
 
     ## Why is this bad?
     A training forward has no use for the KV cache, and under checkpointing it is worse than
@@ -116,6 +120,13 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     - transformers 5.0.0 (source) and 5.17.0 (measured): `GradientCheckpointingLayer.__call__`
       turns `use_cache` off (and drops `past_key_values`) for every checkpointed layer in
       training, and `GPTBigCodeForCausalLM` returned no cache: the rule does not apply.
+
+    - A project function handed the model runs no transformers code unless its body does:
+      one whose body the project model reads and finds nothing in (no forward, backward,
+      trainer, cache, checkpointing call on it, nothing storing it or passing it on out of
+      sight: `sum(p.numel() for p in model.parameters())`, `model.eval()` under
+      `torch.no_grad()`) leaves `config.use_cache` as it was, and the caller's loop trains
+      that same object.
 
     A test in `tests/test_hf_rules.py` re-checks on the installed transformers that a
     checkpointed decoder in training returns no cache once `config.use_cache = False`.

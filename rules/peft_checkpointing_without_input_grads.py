@@ -79,7 +79,15 @@ class PeftCheckpointingWithoutInputGrads(Rule):
       SigLIP vision towers, Whisper, Wav2Vec2 stay exposed).
 
     The model must be trained in the same script: a manual loop (`loss.backward()`) or
-    transformers' `Trainer`.
+    transformers' `Trainer`. Helpers of other modules of the project are read through the
+    project model: a model handed to one (`model = build_lora(model)`,
+    `count_parameters(model)`) goes on in the script, with what the helper does to it
+    counted at the call (`get_peft_model`, `enable_input_require_grads`,
+    `prepare_model_for_kbit_training`) and, where the helper returns the model it was
+    given (wrapped or not), the returned value the same model; so does a model a helper
+    loads and wraps (`model = load_lora(name)`). `gradient_checkpointing_kwargs` given as a
+    dict constant of another module (`from config import GC_KWARGS`) is read too, when it
+    names `use_reentrant`.
 
     ## Why is this bad?
     The reentrant implementation only records a gradient path through a checkpointed
@@ -120,8 +128,11 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     input grads itself, kwargs only known at runtime (a variable, `**kwargs`, `TrainingArguments`
     parsed from the command line), models handed to TRL's trainers (depending on the TRL
     version they enable input grads for PEFT models themselves) or to other trainers, models
-    passed to a function imported from another module of the project before training (it
-    may prepare them), architectures not known when transformers >= 5.0 is targeted. When
+    passed before training to a function the project model cannot see into (a library's, a
+    module that is not part of the project: it may prepare them) or to a project function
+    that trains, checkpoints or keeps them (the model's story goes on there), an imported
+    kwargs constant without `use_reentrant` (entries such as `**other` may not be visible),
+    architectures not known when transformers >= 5.0 is targeted. When
     the transformers version is unknown, the hazard of transformers < 5.0 is reported and
     the message says so.
 
@@ -165,8 +176,17 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     models. The transformers 4.46.3 `Trainer` calls `gradient_checkpointing_enable` with
     `args.gradient_checkpointing_kwargs` in `train()` and nothing else. TRL 0.12.2's
     `SFTTrainer` enables input grads when it wraps the model itself (`peft_config=`); TRL
-    1.16 also for a `PeftModel` passed in. A test in `tests/test_hf_rules.py` re-checks the
-    reentrant case on the installed transformers.
+    1.16 also for a `PeftModel` passed in. Where `get_peft_model` is written does not
+    matter, only when it runs: peft 0.13.2 `PeftModel.__init__` (peft_model.py:179) calls
+    `_prepare_model_for_gradient_checkpointing` (enabling input grads) only if the model's
+    `is_gradient_checkpointing` is already true, and transformers 4.46.0
+    `gradient_checkpointing_enable` (modeling_utils.py:2596-2619) fills in `{"use_reentrant":
+    True}` for `None` and calls `enable_input_require_grads()` only when
+    `_hf_peft_config_loaded`, which `get_peft_model` does not set; 5.17.0 (modeling_utils.py:
+    3131-3166) fills in `{"use_reentrant": False}` and enables input grads when
+    `main_input_name == "input_ids"`. A helper in another module that wraps and returns
+    the model is the same code run from another file. A test in `tests/test_hf_rules.py`
+    re-checks the reentrant case on the installed transformers.
     """
 
     code = "CKPT021"

@@ -160,6 +160,135 @@ def test_what_a_helper_returns_loaded_wrapped_and_returned_at_once():
     assert index.returned_model("models.lora") is None  # the whole tuple is not a model
 
 
+HELPERS = """
+import torch
+from peft import LoraConfig, get_peft_model
+from fancy import fit
+
+
+def count_parameters(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def log_model(model, logger):
+    logger.info("%d", count_parameters(model))
+
+
+@torch.no_grad()
+def evaluate(model, loader):
+    model.eval()
+    losses = [model(**batch).loss for batch in loader]
+    model.train()
+    return losses
+
+
+def add_lora(model, rank=8):
+    peft_model = get_peft_model(model, LoraConfig(r=rank))
+    return peft_model
+
+
+def add_lora_through(model):
+    model = add_lora(model)
+    return model
+
+
+def prepare(model):
+    model.config.use_cache = False
+    model.enable_input_require_grads()
+
+
+def train_loop(model, loader):
+    for batch in loader:
+        model(**batch).loss.backward()
+
+
+def hand_on(model):
+    fit(model)
+
+
+class Keeper:
+    def __init__(self, model):
+        self.model = model
+"""
+
+
+def test_what_a_helper_does_to_a_model_it_is_given():
+    index = _index({"helpers.py": HELPERS})
+
+    def handed(function, parameter=0):
+        found = index.handed_model(f"helpers.{function}", parameter)
+        fate = found.fate
+        return (found.leaves, found.returned, bool(fate.peft), bool(fate.cache_off), bool(fate.input_grads))
+
+    # Read-only helpers (one with no facts at all, one passing it to another): nothing.
+    assert handed("count_parameters") == (False, False, False, False, False)
+    assert handed("log_model") == (False, False, False, False, False)
+    assert handed("evaluate") == (False, False, False, False, False)  # runs it, no backward
+    # Wrapped and handed back, also through a second helper; prepared.
+    assert handed("add_lora") == (False, True, True, False, False)
+    assert handed("add_lora_through") == (False, True, True, False, False)
+    assert handed("prepare") == (False, False, False, True, True)
+    # Trained, handed to code the index cannot see, kept: the model leaves the caller's sight.
+    assert handed("train_loop")[0] and handed("hand_on")[0] and handed("Keeper")[0]
+    assert index.handed_model("helpers.missing", 0).leaves
+    assert index.handed_model("helpers.count_parameters", "other").leaves  # no such parameter
+
+
+def test_a_read_only_helper_does_not_end_the_fate_and_a_src_package_import_finds_it(cli, make_project):
+    models = """
+    from transformers import AutoModelForCausalLM
+
+
+    def load_model(name):
+        model = AutoModelForCausalLM.from_pretrained(name)
+        model.gradient_checkpointing_enable()
+        return model
+
+
+    def count_parameters(model):
+        return sum(p.numel() for p in model.parameters())
+    """
+    train = """
+    from src.models import count_parameters, load_model
+
+
+    def main(args, loader):
+        model = load_model(args.model)
+        print(count_parameters(model))
+        for batch in loader:
+            model(**batch).loss.backward()
+    """
+    root = make_project({"src/__init__.py": "", "src/models.py": models, "train.py": train}, PYPROJECT)
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == [("src/models.py", 6, 5, "CKPT020")]
+
+
+def test_an_imported_dict_constant_gives_the_checkpointing_kwargs(cli, make_project):
+    script = """
+    from peft import get_peft_model
+    from transformers import AutoModelForImageClassification
+
+    from settings import {name}
+
+
+    def main(loader, lora_config):
+        model = get_peft_model(AutoModelForImageClassification.from_pretrained("vit"), lora_config)
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={name})
+        for pixel_values, labels in loader:
+            model(pixel_values=pixel_values, labels=labels).loss.backward()
+    """
+    settings = """
+    REENTRANT = {"use_reentrant": True}
+    NON_REENTRANT = {"use_reentrant": False}
+    WITHOUT_FLAG = {"preserve_rng_state": False, **EXTRA}
+    """
+    pyproject = "[project]\nname = 'demo'\ndependencies = ['transformers>=5.0', 'peft>=0.17']\n"
+    found = {}
+    for name in ("REENTRANT", "NON_REENTRANT", "WITHOUT_FLAG"):
+        root = make_project({"settings.py": settings, "train.py": script.format(name=name)}, pyproject)
+        found[name] = json_findings(cli(["--output-format", "json", "."], root), root)
+    assert found == {"REENTRANT": [("train.py", 9, 5, "CKPT021")], "NON_REENTRANT": [], "WITHOUT_FLAG": []}
+
+
 def test_tests_do_not_inherit_fsdp_from_the_package_nor_the_package_from_tests():
     from ckptlint.model.names import is_test_path
 

@@ -7,7 +7,9 @@ module) these queries follow it through the `hf_events` of the functions it reac
 callees it is passed to, callers it is returned to, and the other methods of a class that
 keeps it in `self.<attr>`. Whatever the model reaches that the index cannot see into (a
 function of a library it does not know, a function not indexed) makes the fate `unknown`,
-and the rules stay silent about it.
+and the rules stay silent about it; a project function with no facts at all does nothing to
+it. `handed_model` says what one project function does to a model passed to it, for the
+interpreter to go on with the model in the caller.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import Event, EventKind, FunctionFacts
+from ckptlint.model.hf_events import RETURNED_VALUE
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
+    from ckptlint.model.summary import FunctionSummary
 
 _MAX_FUNCTIONS = 64  # functions visited by one query
 
@@ -44,10 +48,30 @@ class ModelFate:
     cache_off: tuple[Site, ...] = ()
     input_grads: tuple[Site, ...] = ()
     unknown: tuple[Site, ...] = ()  # handed to code not visible to the index
+    peft: tuple[Site, ...] = ()  # wrapped by `get_peft_model`
+    checkpointing: tuple[Site, ...] = ()  # `gradient_checkpointing_enable()` called on it
 
     @property
     def trained_by_hand(self) -> bool:
         return bool(self.trained) and not self.trainers
+
+
+@dataclass(frozen=True)
+class HandedModel:
+    """What a project function does to a model passed to it, across the functions it
+    reaches: where it trains it, turns its cache off, wraps it (`fate`), whether it keeps it
+    (`self.<attr>`) and whether it returns it as its value."""
+
+    fate: ModelFate
+    returned: bool = False
+    kept: bool = False
+
+    @property
+    def leaves(self) -> bool:
+        """Whether the model's story goes on out of the caller's sight: trained or
+        checkpointed there, kept, or handed to code the index cannot see."""
+        fate = self.fate
+        return bool(fate.trained or fate.trainers or fate.unknown or fate.checkpointing or self.kept)
 
 
 @dataclass(frozen=True)
@@ -73,10 +97,13 @@ class _Walk:
     cache_off: list = field(default_factory=list)
     input_grads: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
+    peft: list = field(default_factory=list)
+    checkpointing: list = field(default_factory=list)
 
     def fate(self) -> ModelFate:
         return ModelFate(*(tuple(sorted(set(items))) for items in
-                           (self.trained, self.trainers, self.cache_off, self.input_grads, self.unknown)))
+                           (self.trained, self.trainers, self.cache_off, self.input_grads, self.unknown, self.peft,
+                            self.checkpointing)))
 
     def follow(
         self, function: FunctionFacts, names: set[str], after: int, *, callers: bool = True, training: bool = True
@@ -103,12 +130,16 @@ class _Walk:
                 self.cache_off.append(here)
             elif event.kind in (EventKind.INPUT_GRADS, EventKind.KBIT):
                 self.input_grads.append(here)
+            elif event.kind is EventKind.PEFT:
+                self.peft.append(here)
             if event.line < after:
                 if event.kind is EventKind.CALL:
                     self._call(event, here, training=False)
                 continue
             if event.kind is EventKind.FORWARD:
                 runs = True
+            elif event.kind is EventKind.HF_GC:
+                self.checkpointing.append(here)
             elif event.kind is EventKind.TRAINER and training:
                 self.trainers.append((here, event.api))
             elif event.kind is EventKind.CALL:
@@ -131,8 +162,10 @@ class _Walk:
         index cannot see it)."""
         callee = self.index.function(event.callee) or self._constructor(event)
         if callee is None:
-            self.unknown.append(here)
-            return False
+            summary = self.index.function_summary(event.callee)
+            if summary is None or not _takes(summary, event.parameter):
+                self.unknown.append(here)
+            return False  # a project function with no facts does nothing to a model
         parameter = _parameter(callee, event.parameter)
         return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training)
 
@@ -172,6 +205,61 @@ def model_fate(index: ProjectIndex, function: str, name: str, after: int) -> Mod
     return walk.fate()
 
 
+def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> HandedModel:
+    """What project function `function` does to a Hugging Face model passed to it as
+    `parameter` (a position or a keyword), from its events and those of the functions it
+    passes the model to. A function of the project with no facts does nothing to it; one
+    the index cannot see (a library's, not indexed) or a parameter it cannot name
+    (`**kwargs`) is `unknown`."""
+    facts = index.function(function)
+    here = Site(index.path_of(function) or "?", 0, function)
+    if facts is None:
+        summary = index.function_summary(function)
+        return HandedModel(ModelFate() if summary is not None and _takes(summary, parameter) else ModelFate(unknown=(here,)))
+    name = _parameter(facts, parameter)
+    if name is None or facts.name in _seen:
+        return HandedModel(ModelFate(unknown=(here,)))
+    walk = _Walk(index)
+    walk.follow(facts, {name}, 0, callers=False)
+    if len(walk.seen) >= _MAX_FUNCTIONS:
+        return HandedModel(ModelFate(unknown=(here,)))  # not followed to the end
+    names = _aliases(facts, {name})
+    passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
+    returned = False
+    for event in facts.events:
+        if event.kind is EventKind.RESULT and (event.target in names or event.target == RETURNED_VALUE):
+            # `model = helper(model)` / `return helper(model)`: still the model only where
+            # the helper hands it back.
+            position = passed.get((event.line, event.callee))
+            back = (
+                position is not None
+                and event.parameter == -1
+                and handed_model(index, event.callee, position, _seen | {facts.name}).returned
+            )
+            if event.target == RETURNED_VALUE:
+                returned |= back
+            elif not back:
+                return HandedModel(walk.fate(), returned=False, kept=_kept(names))
+        elif event.kind is EventKind.RETURNED and event.parameter == -1 and event.target in names:
+            returned = True
+    return HandedModel(walk.fate(), returned=returned, kept=_kept(names))
+
+
+def _takes(summary: FunctionSummary, parameter: str | int) -> bool:
+    """Whether a function with no facts gets the argument as a parameter of its own (not
+    in `*args` / `**kwargs`, which it may hand on without an event saying so)."""
+    if any(p.kind in ("*", "**") for p in summary.parameters):
+        return False
+    names = [p.name for p in summary.parameters if p.name != summary.self_name]
+    positional = [p.name for p in summary.parameters if p.kind == "positional" and p.name != summary.self_name]
+    return parameter < len(positional) if isinstance(parameter, int) else parameter in names
+
+
+def _kept(names: set[str]) -> bool:
+    """The model stored on an object (`self.model = model`): used later, out of the caller's sight."""
+    return any(name.startswith("self.") for name in names)
+
+
 def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen: frozenset[str] = frozenset()) -> ReturnedModel | None:
     """The Hugging Face model project function `function` returns (at tuple `position`, -1
     for the whole value), when its code loads it or gets it from another such function."""
@@ -183,6 +271,7 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         return None
     names = _aliases(facts, {returned[0].target})
     path = index.path_of(function) or "?"
+    passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
     found: ReturnedModel | None = None
     for event in facts.events:
         if event.target not in names or event.line > returned[0].line:
@@ -190,6 +279,12 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         if event.kind is EventKind.LOADED:
             found = _loaded(event, path, function)
         elif event.kind is EventKind.RESULT:
+            position = passed.get((event.line, event.callee))
+            if found is not None and position is not None and event.parameter == -1:
+                # `model = add_lora(model)`: the same model where the helper hands it back
+                # (what it does to it counts at its `CALL`).
+                if handed_model(index, event.callee, position, _seen | {function}).returned:
+                    continue
             callee = index.function(event.callee)
             found = returned_model(index, callee.name, event.parameter, _seen | {function}) if callee else None
         elif found is None:
@@ -203,7 +298,12 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         elif event.kind is EventKind.HF_GC:
             found = replace(found, checkpointing=True)
         elif event.kind is EventKind.CALL:
-            return None  # handed to another function before it is returned: not followed
+            handed = handed_model(index, event.callee, event.parameter, _seen | {function})
+            if handed.leaves:
+                return None  # trained, kept or out of sight before it is returned
+            fate = handed.fate
+            found = replace(found, cache_off=found.cache_off or bool(fate.cache_off),
+                            input_grads=found.input_grads or bool(fate.input_grads), peft=found.peft or bool(fate.peft))
     return found
 
 

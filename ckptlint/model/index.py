@@ -44,7 +44,7 @@ from ckptlint.model.library import (
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.denotation import Denotation
     from ckptlint.model.callers import CallSites
-    from ckptlint.model.fates import ModelFate, ReturnedModel
+    from ckptlint.model.fates import HandedModel, ModelFate, ReturnedModel
 
 def _parameter_events(function: FunctionFacts) -> tuple:
     """The events of a function that concern its parameters (and names bound from them)."""
@@ -385,6 +385,32 @@ class ProjectIndex:
             for cls in facts.classes for ancestor in self.ancestors(cls.name) for word in self.forwarding_words
         )
 
+    def function_summary(self, name: str) -> FunctionSummary | None:
+        """The summary of project function `name`, also of one with no facts (`def
+        count_parameters(model): ...` does nothing the facts record to what it is given):
+        found in its module's file, through a package `__init__`'s re-export, or without
+        leading package parts (a `src.` its imports write)."""
+        parts = name.split(".")
+        for start in range(len(parts) - 1):
+            found = self._summary_named(".".join(parts[start:]))
+            if found is not None:
+                return found
+        return None
+
+    def _summary_named(self, name: str, _hops: int = 0) -> FunctionSummary | None:
+        facts = self.facts_of(name)
+        if facts is None:
+            return None
+        found = next((summary for summary in facts.summaries if summary.name == name), None)
+        if found is not None:
+            return found
+        rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
+        head = rest.split(".", 1)[0]
+        imported = dict(facts.names).get(head) if head else None
+        if imported is None or imported == f"{facts.module}.{head}" or _hops >= 4:
+            return None
+        return self._summary_named(imported + rest[len(head) :], _hops + 1)
+
     def _definition(self, name: str, kind: str, _hops: int = 0):
         """The function or class (`kind`) a name refers to: found in its module's file, or
         where that module imports it from (a package's `__init__` re-exporting it), else, for
@@ -571,6 +597,13 @@ class ProjectIndex:
         from ckptlint.model.fates import returned_model
 
         return returned_model(self, function, position)
+
+    def handed_model(self, function: str, parameter: str | int) -> HandedModel:
+        """What project function `function` does to a Hugging Face model passed to it as
+        `parameter` (`ckptlint.model.fates`)."""
+        from ckptlint.model.fates import handed_model
+
+        return handed_model(self, function, parameter)
 
     def passed_models(self, function: str, parameter: str) -> list:
         """The Hugging Face models the project passes to `function` for `parameter`, with

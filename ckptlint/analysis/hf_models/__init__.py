@@ -18,8 +18,13 @@ and methods defined in the same file (also methods of objects of its classes) ar
 interpreted in place, with their parameters bound to the caller's objects, so a helper that
 enables checkpointing or sets `use_cache` counts where it is called; functions that can
 touch nothing followed here are skipped. A model handed to a function of another module of
-the project is marked *escaped*; where it goes from there (and from a helper that returns it
-to other modules) the rules ask the project model (`ckptlint.model.fates`). A model that a
+the project goes on here with what the project model says that function does to it
+(`ProjectIndex.handed_model`: its cache turned off, input grads, `get_peft_model`; the model
+it hands back); one that the function trains, checkpoints, keeps, or hands to code the
+project model cannot see is marked *escaped*, and where it goes from there (and from a helper
+that returns it to other modules) the rules ask the project model (`ckptlint.model.fates`).
+A dict constant imported from another module (`from config import GC_KWARGS`) is what the
+project model's evaluator says it holds. A model that a
 project function of another module returns, or passes to a function of this file that
 nothing here calls, gets its class and what was done to it from the project model too.
 Names are resolved through libcst's qualified names.

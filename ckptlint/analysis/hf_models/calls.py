@@ -90,10 +90,8 @@ class Calls:
             # `text_encoder_cls.from_pretrained(...)`: a class chosen at runtime.
             return self._new_model(None, call, frame)
         if self._is_project_call(func):
-            for value in args:
-                for part in parts_of(value):
-                    self._step(part, StepKind.ESCAPED, call, frame)
-            return self._returned_model(call, names, frame)
+            handed_back = self._hand_to_project(call, names, args, frame)
+            return handed_back if handed_back is not None else self._returned_model(call, names, frame)
         local_classes = [self._local_name(name) for name in names]
         if len(local_classes) == 1 and local_classes[0] in self.classes:
             return self._instantiate(call, local_classes[0], args, frame)
@@ -357,6 +355,31 @@ class Calls:
                 if keys is None or ("use_cache" in keys and not is_true(keys["use_cache"])):
                     self._step(part, StepKind.USE_CACHE_OFF, call, frame)
         return part
+
+    def _hand_to_project(self, call: cst.Call, names: set[str], args: list[ScriptValue], frame: Scope) -> ModelPart | None:
+        """Models passed to a project function of another module: what the project model says
+        that function does to each (`ProjectIndex.handed_model`) happens at the call, and the
+        model goes on here, unless the function trains it, checkpoints it, keeps it or hands
+        it to code the index cannot see: then it has *escaped*, and the rules follow it with
+        `model_fate`. Returns the model the function hands back as its value, if any."""
+        handed_back = None
+        for position, (arg, value) in enumerate(zip(call.args, args)):
+            for part in parts_of(value):
+                parameter = arg.keyword.value if arg.keyword is not None else position
+                handed = None
+                if part.path == () and not any(a.star for a in call.args) and len(names) == 1 and value is part:
+                    handed = self.context.project.handed_model(next(iter(names)), parameter)
+                if handed is None or handed.leaves:
+                    self._step(part, StepKind.ESCAPED, call, frame)
+                    continue
+                fate = handed.fate
+                for done, kind in ((fate.cache_off, StepKind.USE_CACHE_OFF), (fate.input_grads, StepKind.INPUT_GRADS),
+                                   (fate.peft, StepKind.PEFT_WRAPPED)):
+                    if done:
+                        self._step(part, kind, call, frame)
+                if handed.returned:
+                    handed_back = part
+        return handed_back
 
     def _returned_model(self, call: cst.Call, names: set[str], frame: Scope) -> ScriptValue:
         """The model a project function of another module returns, as the project model

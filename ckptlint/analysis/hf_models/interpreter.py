@@ -20,6 +20,7 @@ from ckptlint.analysis.hf_models.syntax import (
     body_of, code_of, dict_keys, dotted_text, is_false, is_true, literal_value, subscript_key,
 )
 from ckptlint.model.library import classify_model_class
+from ckptlint.model.values import Constant, Frame, Mapping
 from ckptlint.model.names import module_name
 from ckptlint.rule import FileContext
 
@@ -78,6 +79,8 @@ class Interpreter(Calls):
         self._names: dict[cst.CSTNode, set[str]] = {}
         self.module_name = module_name(context.relative_path)
         self.project_names: dict[cst.FunctionDef, str] = {}  # as the project model names functions
+        self.imported_names: set[str] = set()  # bound by `from module import name`
+        self._imported_dicts: dict[str, DictValue | None] = {}
         self._collect_definitions()
 
     # --- definitions -------------------------------------------------------------------
@@ -98,6 +101,13 @@ class Interpreter(Calls):
 
             def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
                 interpreter._note_insertable(node.body)
+
+            def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+                if not isinstance(node.names, cst.ImportStar):
+                    for alias in node.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(bound, cst.Name):
+                            interpreter.imported_names.add(bound.value)
 
             def visit_ClassDef(self, node: cst.ClassDef) -> None:
                 name = ".".join([*self.scope, node.name.value])
@@ -429,7 +439,10 @@ class Interpreter(Calls):
 
     def _eval(self, expr: cst.BaseExpression, frame: Scope) -> ScriptValue:
         if isinstance(expr, cst.Name):
-            return frame.lookup(expr.value)
+            found = frame.lookup(expr.value)
+            if found is None and expr.value in self.imported_names and expr.value not in frame.locals:
+                found = self._imported_dict(expr)
+            return found
         if isinstance(expr, cst.Attribute):
             name = dotted_text(expr)
             if name is not None:
@@ -464,6 +477,27 @@ class Interpreter(Calls):
         self._eval_children(expr, frame)
         return None
 
+    def _imported_dict(self, name: cst.Name) -> DictValue | None:
+        """A dict constant imported from another module of the project (`from config import
+        GC_KWARGS`), as the project model evaluates it, when it names `use_reentrant` (a
+        dict without it may have entries the model does not see: `**other`, computed keys).
+        Bound among the module's names, as the import binds it."""
+        qualified = self.context.qualified_names(name)
+        if len(qualified) != 1:
+            return None
+        (only,) = qualified
+        if only.source is not QualifiedNameSource.IMPORT or not self._is_project_name(only.name):
+            return None
+        if name.value not in self._imported_dicts:
+            frame = Frame(None, self.module_name)
+            self._imported_dicts[name.value] = imported_kwargs_dict(
+                self.context.project.denotation.evaluate(("name", name.value), frame)
+            )
+        value = self._imported_dicts[name.value]
+        if value is not None:
+            self.module_names[name.value] = value
+        return value
+
     def _eval_children(self, node: cst.CSTNode, frame: Scope) -> None:
         for child in node.children:
             if isinstance(child, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
@@ -474,3 +508,27 @@ class Interpreter(Calls):
                 self._eval_children(child, frame)
 
     # --- calls -------------------------------------------------------------------------
+
+
+def imported_kwargs_dict(values: frozenset) -> DictValue | None:
+    """The dict a project constant denotes, rebuilt as a literal, when it is one dict with
+    string keys among them `use_reentrant`; entries whose value is not one literal are
+    written as a name (not known)."""
+    if len(values) != 1:
+        return None
+    (mapping,) = values
+    if not isinstance(mapping, Mapping) or not all(isinstance(key, str) for key, _ in mapping.entries):
+        return None
+    if "use_reentrant" not in {key for key, _ in mapping.entries}:
+        return None
+    elements = []
+    for key, entry in mapping.entries:
+        (literal,) = entry if len(entry) == 1 else (None,)
+        value = (
+            cst.parse_expression(repr(literal.value))
+            if isinstance(literal, Constant) and isinstance(literal.value, (bool, int, float, str, type(None)))
+            else cst.Name("not_known_here")
+        )
+        elements.append(cst.DictElement(cst.SimpleString(repr(key)), value))
+    expression = cst.Dict(elements)
+    return DictValue(expression, dict_keys(expression))
