@@ -51,7 +51,10 @@ class CheckpointedBatchnorm(RegionRule):
     True and no constructor call of the project (its tests aside) sets it to False; the
     blocks below it are followed through class attributes (`arch_settings = {50:
     (Bottleneck, ...)}`), `nn.Sequential` subclasses filled by `super().__init__(*layers)`
-    and `self.__setattr__(name, layer)`.
+    and `self.__setattr__(name, layer)`. Likewise a module the project hands to a helper
+    that puts every BatchNorm below its argument in eval mode (`def freeze_bn(m): for x in
+    m.modules(): if isinstance(x, nn.BatchNorm2d): x.eval()`, called as `freeze_bn(head)`),
+    and the modules below it; a helper that only reads them (counts them) freezes nothing.
 
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and

@@ -20,7 +20,7 @@ from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
-from ckptlint.model.norm_freezing import batchnorm_frozen_under
+from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
@@ -310,6 +310,9 @@ class _Extractor:
         self._local_defs.pop()
         if hf is not None:
             events.extend(hf.finish(events, method=enclosing_class is not None and not in_class_body))
+        frozen = frozen_parameter(body, parameters, lambda expr: self.resolve(expr, enclosing_class)) if parameters else None
+        if frozen is not None:
+            events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
         events.sort(key=lambda e: (e.line, e.column))
         if events:
             self.functions.append(FunctionFacts(name, parameters, tuple(events)))

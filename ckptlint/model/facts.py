@@ -40,6 +40,9 @@ class EventKind(str, enum.Enum):
     INPUT_GRADS = "input grads enabled"
     PEFT = "wrapped by get_peft_model"
     KBIT = "prepare_model_for_kbit_training"
+    # `def freeze_bn(model): for m in model.modules(): if isinstance(m, BN): m.eval()`: the
+    # target parameter's BatchNorms are put in eval mode (`ckptlint.model.norm_freezing`).
+    FREEZES_BATCHNORM = "BatchNorm put in eval mode"
 
 
 # The kinds that say what happens to a Hugging Face model (see `hf_events`).

@@ -166,7 +166,9 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         kinds.append(OPTIONS_KIND)
     if facts.registrars or facts.registrations:
         kinds.append(REGISTRY_KIND)
-    if any(c.batchnorm_frozen_under is not None for c in facts.classes):
+    if any(c.batchnorm_frozen_under is not None for c in facts.classes) or any(
+        e.kind is EventKind.FREEZES_BATCHNORM for f in facts.functions for e in f.events
+    ):
         kinds.append(NORM_FREEZING_KIND)
     if any(f.kind is not ForwardingKind.DECORATED for f in facts.forwarding):
         kinds.append(FORWARDING_KIND)
@@ -274,6 +276,15 @@ class ProjectIndex:
         return tuple(
             c for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for c in facts.classes
             if c.batchnorm_frozen_under is not None
+        )
+
+    @cached_property
+    def batchnorm_freezing_functions(self) -> tuple[tuple[str, str], ...]:
+        """(function, parameter): functions that put every BatchNorm below their parameter in
+        eval mode (`freeze_bn(model)`; `ckptlint.model.norm_freezing.frozen_parameter`)."""
+        return tuple(
+            (f.name, e.target) for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
+            for e in f.events if e.kind is EventKind.FREEZES_BATCHNORM
         )
 
     def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:

@@ -24,6 +24,7 @@ from ckptlint.model.values import (
     FunctionRef,
     Instance,
     Mapping,
+    OutOfBudget,
     Sequence,
     Splat,
     Value,
@@ -94,21 +95,41 @@ class ModuleSemantics:
             ]
             if any(any(falsy(v) for v in values) for values in flags):
                 continue  # a flag the project may leave off
-            pending, seen, expanded = [instance], set(), Counter()
-            while pending and len(seen) < _MAX_BELOW:
-                current = pending.pop()
-                # Instances of one class differ by their arguments (widths, strides): a few
-                # of each say what the class holds.
-                if current in seen or expanded[current.cls] >= _INSTANCES_PER_CLASS:
-                    continue
-                seen.add(current)
-                expanded[current.cls] += 1
-                if self.index.class_named(current.cls) is not None:
-                    found.add(current.cls)
-                pending.extend(child for children in self.children(current).values() for child in children)
+            found |= self._classes_below(instance)
+        # What the project hands to a `freeze_bn(model)` helper (detectron / mmdet style).
+        for function, parameter in self.index.batchnorm_freezing_functions:
+            summary = self.summary(function)
+            module = self._module_of(function)
+            if summary is None or module is None:
+                continue
+            try:
+                for _, caller, call, line in self._call_sites.of(function, module):
+                    frame = replace(self._entry_frame(caller.name), before=line + 1)
+                    for value in self._argument_at(summary, parameter, call, frame):
+                        if isinstance(value, Instance) and self.index.class_named(value.cls) is not None:
+                            found |= self._classes_below(value)
+            except OutOfBudget:
+                pass
         result = frozenset(found)
         self._memo[key] = result
         return result
+
+    def _classes_below(self, instance: Instance) -> set[str]:
+        """The project classes of `instance` and of the modules below it."""
+        found: set[str] = set()
+        pending, seen, expanded = [instance], set(), Counter()
+        while pending and len(seen) < _MAX_BELOW:
+            current = pending.pop()
+            # Instances of one class differ by their arguments (widths, strides): a few of
+            # each say what the class holds.
+            if current in seen or expanded[current.cls] >= _INSTANCES_PER_CLASS:
+                continue
+            seen.add(current)
+            expanded[current.cls] += 1
+            if self.index.class_named(current.cls) is not None:
+                found.add(current.cls)
+            pending.extend(child for children in self.children(current).values() for child in children)
+        return found
 
     def _attribute_of(self, value: Value, name: str | None) -> set:
         if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:

@@ -56,14 +56,35 @@ def _frozen_in(body: Sequence[ast.stmt], resolve, flags: tuple[str, ...]) -> tup
     return None
 
 
-def _walks_own_modules(iterable: ast.AST) -> bool:
-    """`self.modules()`, `self.named_modules()`."""
+def frozen_parameter(body: Sequence[ast.stmt], parameters: Sequence[str], resolve) -> str | None:
+    """The parameter whose BatchNorms a function puts in eval mode, detectron / mmdet's
+    `freeze_bn(model)` helper:
+
+        def freeze_bn(model):
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+
+    (at the top of its body); None when it does not."""
+    for statement in body:
+        if isinstance(statement, ast.For):
+            target = statement.target
+            if isinstance(target, ast.Tuple) and target.elts:
+                target = target.elts[-1]
+            walked = next((p for p in parameters if _walks_own_modules(statement.iter, p)), None)
+            if walked is not None and isinstance(target, ast.Name) and _evaluates_batchnorm(statement.body, target.id, resolve):
+                return walked
+    return None
+
+
+def _walks_own_modules(iterable: ast.AST, receiver: str = "self") -> bool:
+    """`self.modules()`, `self.named_modules()` (or of `receiver`)."""
     return (
         isinstance(iterable, ast.Call)
         and isinstance(iterable.func, ast.Attribute)
         and iterable.func.attr in _MODULE_WALKS
         and isinstance(iterable.func.value, ast.Name)
-        and iterable.func.value.id == "self"
+        and iterable.func.value.id == receiver
     )
 
 
