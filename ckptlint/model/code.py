@@ -321,6 +321,14 @@ class _Summarizer:
                 if is_known(value) or _stores_on_self(pattern(t), self.self_name)
                 or (self.keeps_constants and value[0] == "const")
             )
+            # `layers["down"] = conv_bn(...)` into an `OrderedDict()` later made a Sequential,
+            # `self.stages[name] = Stage(...)` into a `ModuleDict()`: a member added to the
+            # container, as `append` adds one (a constant stored by key is no module).
+            self.bindings.extend(
+                Binding(pattern(t.value), ADD, value, line, 0, conditions) for t in node.targets
+                if isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute))
+                and value[0] in ("call", "name", "attr")
+            )
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             value = self.value(node.value)
             if is_known(value) or (self.keeps_constants and value[0] == "const"):

@@ -36,6 +36,17 @@ from ckptlint.model.values import (
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 
 
+def _pair(item: frozenset):
+    """(key, values) of a `(literal name, value)` tuple among a list's items, else None."""
+    pairs = [v for v in item if isinstance(v, Sequence) and v.items is not None and len(v.items) == 2]
+    if len(pairs) != 1 or len(item) != 1:
+        return None
+    keys = [k for k in pairs[0].items[0] if isinstance(k, Constant)]
+    if len(keys) != 1 or len(pairs[0].items[0]) != 1:
+        return None
+    return keys[0].value, pairs[0].items[1]
+
+
 class ContainerSemantics:
     def _library_function(self, callee: FunctionRef, positional: list, named: dict) -> set:
         name = callee.name
@@ -74,6 +85,11 @@ class ContainerSemantics:
                 for mapping in (known[0] if known else ()):
                     if isinstance(mapping, Mapping):
                         entries = [*mapping.entries, *entries]
+                    elif isinstance(mapping, Sequence) and mapping.items is not None:
+                        # `dict([("conv", conv), ("bn", bn)])`, `OrderedDict([...])`: the pairs
+                        pairs = [_pair(item) for item in mapping.items]
+                        if all(pair is not None for pair in pairs):
+                            entries = [*(pair for pair in pairs if pair is not None), *entries]
                 return {Mapping(tuple(entries))}
             if short in ("list", "tuple") and known and self._sequence_items(known[0]):
                 return {next(iter(known[0]))}  # `list(model.children())`: the items, in order

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 _BUILTINS = frozenset(
     {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain"}
 )
+_ORDERED_DICTS = frozenset({"collections.OrderedDict", "typing.OrderedDict"})
 _MAX_DEPTH = 24
 _BUDGET = 20_000
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
@@ -479,6 +480,9 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         return positional, named, opaque
 
     def _invoke(self, callee: Value, positional: list, named: dict, opaque: bool) -> set:
+        if isinstance(callee, ClassRef) and callee.name in _ORDERED_DICTS:
+            # `OrderedDict([(name, module), ...])`, `OrderedDict()`: a mapping, as `dict(...)`
+            return self._library_function(FunctionRef("builtins.dict"), positional, named)
         if isinstance(callee, ClassRef):
             return {self._construct(callee, positional, named, opaque)}
         if isinstance(callee, FunctionRef):

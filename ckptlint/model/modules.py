@@ -317,6 +317,12 @@ class ModuleSemantics:
                         found.add(Sequence(items, frozenset().union(*items)))
                     else:
                         found.add(Constant(result))
+            elif isinstance(receiver, Sequence) and method in ("values", "children", "modules"):
+                # members added to a `ModuleDict()` / `Sequential()` by key or `add_module`
+                found.add(Sequence(None, frozenset(self._elements((receiver,)))))
+            elif isinstance(receiver, Sequence) and method in ("items", "named_children"):
+                elements = frozenset(self._elements((receiver,)))
+                found.add(Sequence(None, frozenset({Sequence((NOTHING, elements), elements)})))
             elif isinstance(receiver, (Sequence, Mapping)) and method == "copy":
                 found.add(receiver)
             elif isinstance(receiver, ClassRef) and self.index.class_named(receiver.name) is not None:
