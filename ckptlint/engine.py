@@ -155,12 +155,15 @@ def _lint_text(
     # A file calling a helper of another module that hands keywords to checkpoint need not
     # name checkpoint: the index says which names to look for.
     forwarding = project is not None and project.mentions_forwarding(text)
-    if rules is None and not forwarding and not any(word in text for word in RULE_TRIGGERS):
+    # Likewise torch's checkpoint under another module's name (`from .utils import checkpoint`).
+    aliased = project is not None and project.imports_checkpoint_alias(_relative(path, project.root))
+    if rules is None and not forwarding and not aliased and not any(word in text for word in RULE_TRIGGERS):
         rules = []  # no rule can apply: the rules (and libcst) are not even imported
     versions = settings.target_versions
     candidates = [
         rule for rule in (selected_rules(settings) if rules is None else rules)
         if rule.may_apply_to(text) or (forwarding and rule.reached_through_forwarding)
+        or (aliased and rule.reached_through_aliases)
     ]
     rules = [rule for rule in candidates if rule.applies_to_versions(versions)]
     # Rules a declared or chosen version rules out still run, to say how many findings the

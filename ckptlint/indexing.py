@@ -289,7 +289,7 @@ def build_index(
         if result is None:
             continue
         built[relative], digests[relative], exported[relative] = result
-        kinds[relative] = cross_file_kinds(built[relative])
+        kinds[relative] = cross_file_kinds(built[relative], relative)
         if cache is not None:
             is_empty = built[relative] == FileFacts(built[relative].module)
             cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty, kinds[relative], stopped)

@@ -203,6 +203,10 @@ class Rule(cst.BatchableCSTVisitor):
     # that calls a project function whose keywords reach torch's checkpoint, defined in
     # another module (`ProjectIndex.mentions_forwarding`); `may_apply_to_project` decides.
     reached_through_forwarding: ClassVar[bool] = False
+    # Likewise a file calling torch's checkpoint under a name another module of the project
+    # gives it (`from .utils import checkpoint`; `ProjectIndex.mentions_checkpoint_alias`):
+    # the rules about checkpoint sites.
+    reached_through_aliases: ClassVar[bool] = False
 
     @classmethod
     def applies_to_versions(cls, versions: TargetVersions) -> bool:

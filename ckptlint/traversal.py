@@ -13,6 +13,7 @@ from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
+from ckptlint.model.names import absolute_import, module_name
 from ckptlint.name_resolution import NameResolution, ScopeBuilder
 from ckptlint.registry import rule_by_code
 from ckptlint.rule import FileContext, Rule
@@ -144,11 +145,12 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
             values.append(value)
         return values
 
-    def checkpoint_sites(self) -> tuple[list[CheckpointSite], list[CheckpointSite]]:
+    def checkpoint_sites(self, project_alias=lambda name: None) -> tuple[list[CheckpointSite], list[CheckpointSite]]:
         """The file's checkpoint sites, and its possible ones: calls of a name bound to
         torch's checkpoint by one import and to something else by another
-        (`CallableResolver.possible_site_for_call`)."""
-        resolver = CallableResolver(self.qualified_names, self.assigned_values, self.self_attribute_values)
+        (`CallableResolver.possible_site_for_call`). `project_alias`: the torch function a
+        qualified name of another project module stands for."""
+        resolver = CallableResolver(self.qualified_names, self.assigned_values, self.self_attribute_values, project_alias)
         sites, possible = [], []
         for call, self_class in self.calls:
             site = resolver.site_for_call(call, self_class)
@@ -197,7 +199,7 @@ def run_rules(
     for visitor in (analyzer, *rules):
         visitor.metadata = wrapper.resolve_many(visitor.get_inherited_dependencies())
 
-    sites, context.possible_sites = analyzer.checkpoint_sites()
+    sites, context.possible_sites = analyzer.checkpoint_sites(_project_alias(project, relative_path))
     context.sites = sites
     context.qualified_names = analyzer.qualified_names
     for rule in rules:
@@ -233,3 +235,21 @@ def drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
             continue
         kept.append(d)
     return kept
+
+
+def _project_alias(project: ProjectIndex, relative_path: str):
+    """Qualified name -> the torch checkpoint function it is under another module's name
+    (`ProjectIndex.checkpoint_aliases`); relative imports resolved against this file."""
+    aliases = project.checkpoint_aliases
+    if not aliases:
+        return lambda name: None
+    module = module_name(relative_path)
+    is_package = relative_path.endswith("__init__.py")
+
+    def alias(qualified) -> str | None:
+        name = qualified.name
+        if name.startswith("."):
+            name = absolute_import(module, is_package, name)
+        return aliases.get(name)
+
+    return alias

@@ -95,6 +95,7 @@ class CheckpointImplicitReentrant(Rule):
     # `use_reentrant` exists from torch 1.11; before it, passing it raises.
     targets = (VersionRange.of("torch", min="1.11"),)
     triggers = SITE_TRIGGERS
+    reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = SITE_REQUIRES
 
     @classmethod

@@ -160,6 +160,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     # Every torch: before the flag existed (< 1.11) every checkpoint was reentrant and any
     # extra keyword raised the same error; there the fix (the flag itself) cannot help.
     triggers = SITE_TRIGGERS
+    reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = SITE_REQUIRES
     supersedes = ("CKPT001",)
 

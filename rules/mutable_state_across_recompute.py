@@ -79,6 +79,7 @@ class MutableStateAcrossRecompute(Rule):
     name = "mutable-state-across-recompute"
     message = "a value the checkpointed region reads is changed after the checkpoint call"
     triggers = SITE_TRIGGERS
+    reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = SITE_REQUIRES
 
     def __init__(self, context) -> None:

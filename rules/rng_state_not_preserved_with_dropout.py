@@ -81,6 +81,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE
     triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable")
+    reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
 
     @classmethod

@@ -14,10 +14,10 @@ from ckptlint.indexing import build_index
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 # Answered from the files that hold such facts only (`ProjectIndex.files_with`).
-QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", "forwarding_words")
+QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", "forwarding_words", "checkpoint_aliases")
 
 
-PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4")
+PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4", "projects/reexported_checkpoint")
 
 
 @pytest.mark.parametrize("project", PROJECTS)
@@ -45,7 +45,7 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         root = FIXTURES / project
         settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
         seen.update(build_index(root, settings).files_with)
-    assert seen == {"wraps", "fsdp", "checkpointing", "options", "forwarding"}
+    assert seen == {"wraps", "fsdp", "checkpointing", "options", "forwarding", "checkpoint_imports", "reexports"}
 
 
 def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path):

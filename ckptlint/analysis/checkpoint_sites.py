@@ -18,11 +18,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.model import values as model_values
+
+if TYPE_CHECKING:
+    from libcst.metadata import QualifiedName
 
 PARTIAL = "functools.partial"
 
@@ -162,10 +166,14 @@ class CallableResolver:
         qualified_names: QualifiedNameLookup,
         assigned_values: AssignedValueLookup,
         self_attribute_values: Mapping[tuple[cst.ClassDef, str], Sequence[cst.BaseExpression]],
+        project_alias: Callable[[QualifiedName], str | None] = lambda name: None,
     ) -> None:
         self._qualified_names = qualified_names
         self._assigned_values = assigned_values
         self._self_attribute_values = self_attribute_values
+        # The torch function a name of another project module stands for
+        # (`ProjectIndex.checkpoint_aliases`), else None.
+        self._project_alias = project_alias
 
     def resolve(
         self, expr: cst.BaseExpression, enclosing_class: cst.ClassDef | None, depth: int = 0
@@ -176,7 +184,7 @@ class CallableResolver:
         if names:
             # Every binding must be torch's: `checkpoint` imported from DeepSpeed on one branch
             # and from torch on another is not known to be torch's.
-            apis = {API_BY_QUALIFIED_NAME.get(q.name) for q in names}
+            apis = {API_BY_QUALIFIED_NAME.get(q.name) or API_BY_QUALIFIED_NAME.get(self._project_alias(q) or "") for q in names}
             if len(apis) == 1 and None not in apis:
                 return ResolvedCallable(apis.pop(), {}, (), (), frozenset())
         if isinstance(expr, cst.Call):

@@ -47,7 +47,9 @@ def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, 
     if facts is not None and facts.wrapped_classes:
         return True
     names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
-    return any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names)
+    if any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names):
+        return True
+    return project.imports_checkpoint_alias(relative_path)  # `from .utils import checkpoint`
 
 
 class CheckpointingGate:
@@ -57,6 +59,7 @@ class CheckpointingGate:
     triggers = (*SITE_TRIGGERS, b"checkpoint", b"ckpt")
     requires = ()
     uses_project = True
+    reached_through_aliases = True
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:

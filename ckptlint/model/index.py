@@ -38,6 +38,7 @@ from ckptlint.model.library import (
     CHECKPOINT_WRAPPER,
     INTERPRETED_FUNCTIONS,
     LIBRARY_PREFIXES,
+    TORCH_CHECKPOINT_FUNCTIONS,
     TRAINING_ARGUMENTS_CLASSES,
 )
 
@@ -142,6 +143,20 @@ WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "chec
 REGISTRY_KIND = "registries"
 FORWARDING_KIND, DECORATED_KIND = "forwarding", "decorated"
 NORM_FREEZING_KIND = "norm_freezing"
+CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
+REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
+
+
+def _dotted_absolute(expr, names: dict[str, str]) -> str | None:
+    """`torch.utils.checkpoint.checkpoint`, `cp.checkpoint`, `checkpoint` (a summary
+    expression) as the absolute name its imports give it."""
+    parts: list[str] = []
+    while expr[0] == "attr":
+        parts.append(expr[2])
+        expr = expr[1]
+    if expr[0] != "name" or expr[1] not in names:
+        return None
+    return ".".join([names[expr[1]], *reversed(parts)])
 
 
 def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
@@ -153,7 +168,7 @@ def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
     ]
 
 
-def cross_file_kinds(facts: FileFacts) -> list[str]:
+def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
     """The kinds of facts that project-wide queries collect from every file holding them."""
     kinds = []
     if facts.wrapped_classes:
@@ -170,6 +185,12 @@ def cross_file_kinds(facts: FileFacts) -> list[str]:
         e.kind is EventKind.FREEZES_BATCHNORM for f in facts.functions for e in f.events
     ):
         kinds.append(NORM_FREEZING_KIND)
+    if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names):
+        kinds.append(CHECKPOINT_IMPORT_KIND)
+    if relative_path.endswith("__init__.py") and any(
+        absolute != f"{facts.module}.{local}" for local, absolute in facts.names
+    ):
+        kinds.append(REEXPORT_KIND)
     if any(f.kind is not ForwardingKind.DECORATED for f in facts.forwarding):
         kinds.append(FORWARDING_KIND)
     if any(f.kind is ForwardingKind.DECORATED for f in facts.forwarding):
@@ -277,6 +298,50 @@ class ProjectIndex:
             c for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for c in facts.classes
             if c.batchnorm_frozen_under is not None
         )
+
+    @cached_property
+    def checkpoint_aliases(self) -> dict[str, str]:
+        """Project names that are torch's `checkpoint` / `checkpoint_sequential` under another
+        module's name -> the torch function: a module importing it for the package
+        (`utils/ckpt.py: from torch.utils.checkpoint import checkpoint`, then `from
+        .utils.ckpt import checkpoint`), re-exports of those, and module-level aliases
+        (`checkpoint_fn = torch.utils.checkpoint.checkpoint`). A name the module also
+        defines or assigns otherwise is none."""
+        from ckptlint.model.extraction import MODULE_LEVEL
+
+        found: dict[str, str] = {}
+        importing = list(self._files_of_kind(CHECKPOINT_IMPORT_KIND))
+        for _, facts in importing:
+            names = dict(facts.names)
+            top = next((s for s in facts.summaries if s.name == f"{facts.module}.{MODULE_LEVEL}"), None)
+            assigned: dict[str, list] = {}
+            for binding in top.bindings if top is not None else ():
+                if binding.pattern[0] == "name":
+                    assigned.setdefault(binding.pattern[1], []).append(binding.value)
+            defined = set(top.nested) if top is not None else set()
+            for local, absolute in facts.names:
+                if absolute in TORCH_CHECKPOINT_FUNCTIONS and local not in defined and local not in assigned:
+                    found[f"{facts.module}.{local}"] = absolute
+            for local, values in assigned.items():
+                targets = {_dotted_absolute(value, names) for value in values}
+                if len(targets) == 1 and (target := targets.pop()) in TORCH_CHECKPOINT_FUNCTIONS and local not in defined:
+                    found[f"{facts.module}.{local}"] = target
+        # Re-exports (`from .ckpt import checkpoint_fn` in a package `__init__`), two levels.
+        for _ in range(2):
+            for _, facts in self._files_of_kind(REEXPORT_KIND) if found else ():
+                for local, absolute in facts.names:
+                    if absolute in found:
+                        found.setdefault(f"{facts.module}.{local}", found[absolute])
+        return found
+
+    def imports_checkpoint_alias(self, relative_path: str) -> bool:
+        """Whether the file imports torch's checkpoint under a name another module of the
+        project gives it (`from .utils import checkpoint`), by its facts in the index."""
+        facts = self.files.get(relative_path)
+        if facts is None:
+            return False
+        imported = [a for local, a in facts.names if a != f"{facts.module}.{local}" and not a.startswith("torch.")]
+        return bool(imported) and any(a in self.checkpoint_aliases for a in imported)
 
     @cached_property
     def batchnorm_freezing_functions(self) -> tuple[tuple[str, str], ...]:
@@ -662,7 +727,7 @@ class ProjectIndex:
         files_with = None
         if self.files_with is not None:
             files_with = dict(self.files_with)
-            for kind in cross_file_kinds(facts):
+            for kind in cross_file_kinds(facts, relative_path):
                 files_with[kind] = files_with.get(kind, frozenset()) | {relative_path}
         return ProjectIndex(self.root, _Overlay(self.files, relative_path, facts), self.digests, files_with=files_with)
 
