@@ -11,7 +11,13 @@ from dataclasses import dataclass, replace
 from ckptlint.model.denotation import Denotation
 from ckptlint.model.facts import CheckpointCall
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES, TRANSFORMERS_RANDOM_LAYERS, torchvision_holds
+from ckptlint.model.library import (
+    NORMS_WITH_RUNNING_STATS,
+    RANDOM_MODULES,
+    RANDOM_TENSOR_METHODS,
+    TRANSFORMERS_RANDOM_LAYERS,
+    torchvision_holds,
+)
 from ckptlint.model.names import is_test_path
 from ckptlint.model.openmmlab import conv_module_norms
 from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
@@ -236,6 +242,12 @@ class _RegionPaths:
         summary = self.denotation.summary(function.name)
         if summary is None:
             return
+        if facts is None and self.kind == "randomness":
+            # A module-level function (a hand-written `drop_path`): its in-place random draws.
+            yield from (
+                f"{prefix}: `{callee[2]}` (line {line})" for callee, line in summary.calls
+                if callee[0] == "attr" and callee[2] in RANDOM_TENSOR_METHODS
+            )
         frame = self.denotation.frame_for(function, summary)
         for callee, line in summary.calls:
             if callee[0] == "attr" and callee[1] == ("name", summary.self_name) and callee[2] in evaluated:

@@ -84,7 +84,7 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
         values = tuple(expression(v, down) for v in node.values)
         return ("or", values) if isinstance(node.op, ast.Or) else values[-1]
     if isinstance(node, ast.IfExp):
-        return ("if", expression(node.test, down), expression(node.body, down), expression(node.orelse, down))
+        return ("if", condition(node.test, down), expression(node.body, down), expression(node.orelse, down))
     if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float, str))):
         return ("const", node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
@@ -425,7 +425,10 @@ def condition(node: ast.AST, depth: int = 0) -> Expr:
     return expression(node, depth + 1)
 
 
-_COMPARISONS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_COMPARISONS = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+}
 
 
 def _runs_code(callee: Expr) -> bool:

@@ -5,8 +5,12 @@ the tested values come from its `_eval`.
 
 from __future__ import annotations
 
+import operator
+
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import Constant, Frame, Sequence, single, truthiness
+
+_ORDERINGS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 class ConditionSemantics:
@@ -50,6 +54,11 @@ class ConditionSemantics:
         if operator in ("is", "is not") and right == {Constant(None)}:
             is_none = single(v == Constant(None) for v in left)
             return is_none if is_none is None or operator == "is" else not is_none
+        if operator in _ORDERINGS:
+            # `drop_path_rate > 0.0`: numbers only (True/False and strings are not ordered here)
+            if not all(isinstance(v, Constant) and type(v.value) in (int, float) for v in left | right):
+                return None
+            return single(_ORDERINGS[operator](a.value, b.value) for a in left for b in right)
         if all(isinstance(v, Constant) for v in left | right):
             equal = single(a.value == b.value for a in left for b in right)
             return equal if equal is None or operator in ("==", "is") else not equal

@@ -280,9 +280,10 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                     break  # `a or b` with `a` always set: never `b`
             return found
         if tag == "if":
-            test = self._eval(expr[1], frame)
-            if len(test) == 1 and isinstance(next(iter(test)), Constant):
-                return self._eval(expr[2] if next(iter(test)).value else expr[3], frame)
+            # `DropPath(rate) if rate > 0.0 else nn.Identity()`: the branch the test picks
+            truth = self._truth(expr[1], frame)
+            if truth is not None:
+                return self._eval(expr[2] if truth else expr[3], frame)
             return self._eval(expr[2], frame) | self._eval(expr[3], frame)
         if tag == "const":
             return {Constant(expr[1])}

@@ -119,6 +119,8 @@ class _Extractor:
         # Predicates (`def is_block(m): return isinstance(m, Block)`) and assigned lambdas,
         # by name, for `check_fn=`.
         self.predicates: dict[str, ast.AST] = {}
+        # The file's module-level functions, by name: what a class's methods call there.
+        self._module_functions: dict[str, ast.FunctionDef] = {}
         self._parameters: list[tuple[str, ...]] = []
         self._local_defs: list[frozenset[str]] = []  # functions defined in each enclosing body
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
@@ -169,6 +171,8 @@ class _Extractor:
                         table.setdefault(target.id, node.value)
         assigned: set[str] = set()
         for statement in tree.body:
+            if isinstance(statement, ast.FunctionDef):
+                self._module_functions[statement.name] = statement
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.top_level.add(statement.name)
             elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
@@ -291,7 +295,7 @@ class _Extractor:
                 text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
                 configures = any(word in text for word in CHECKPOINTING_SETTINGS)
                 self.classes.append(ClassFacts(
-                    qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked), configures,
+                    qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked, self._module_functions), configures,
                     batchnorm_frozen_under(node, self.resolve),
                 ))
                 if any(_is_module_class(base) for base in bases):

@@ -164,6 +164,10 @@ RANDOM_FUNCTIONS = frozenset(
     | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
        "timm.layers.drop.drop_path"}
 )
+# Tensor methods that draw random numbers in place (a hand-written `drop_path`:
+# `x.new_empty(shape).bernoulli_(keep_prob)`, copied from timm into Swin, DeiT, ConvNeXt...).
+RANDOM_TENSOR_METHODS = frozenset({"bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_",
+                                   "cauchy_", "log_normal_"})
 # Modules that update running statistics in training (torch 2.13 `_BatchNorm` /
 # `_InstanceNorm`): BatchNorm tracks them by default, InstanceNorm only with
 # `track_running_stats=True`. Measured: `num_batches_tracked == 2` after one checkpointed
@@ -178,7 +182,8 @@ NORMS_WITH_RUNNING_STATS = frozenset(
 ) | MMCV_NORMS_WITH_RUNNING_STATS
 # Tensor methods that write in place, and container methods that mutate.
 IN_PLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_add_",
-                              "scatter_", "masked_fill_", "lerp_"})
+                              "scatter_", "masked_fill_", "lerp_", "index_copy_", "index_fill_", "masked_scatter_",
+                              "scatter_add_"})
 CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "clear"})
 # `nn.Module` methods that yield its child modules (every attribute holding a module).
 CHILDREN_METHODS = frozenset({"children", "named_children", "modules", "named_modules"})

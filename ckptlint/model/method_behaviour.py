@@ -9,17 +9,18 @@ writes behind `use_cache`). Read with `ast` by `ckptlint.model.extraction`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.library import (
-    CONTAINER_MUTATORS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, TORCH_CHECKPOINT_FUNCTIONS,
+    CONTAINER_MUTATORS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, RANDOM_TENSOR_METHODS,
+    TORCH_CHECKPOINT_FUNCTIONS,
 )
 
 
 _REGION_WORDS = (
     "checkpoint", "dropout", "Dropout", "drop_path", "DropPath", "rand", "bernoulli", "dropout_p", ".eval(",
-    "self.", "global ", "nonlocal ",
+    "uniform_", "normal_", "self.", "global ", "nonlocal ",
 )
 
 
@@ -315,10 +316,13 @@ def methods_of(
     lines: Sequence[str],
     resolve: Callable[[ast.AST], str | None],
     checked: Callable[[], frozenset[str]] = frozenset,
+    module_functions: Mapping[str, ast.FunctionDef] | None = None,
 ) -> tuple[MethodFacts, ...]:
     """What each method of a class (and each function nested in one) does when it runs in
-    training: the random operations it runs, the `self` attributes it uses, calls, puts in
-    eval mode and writes (not the `checked` attributes: `checked_attributes`)."""
+    training: the random operations it runs (also in the module-level functions of the file
+    it calls, `module_functions`: DropPath's `drop_path(x, self.p, self.training)`), the
+    `self` attributes it uses, calls, puts in eval mode and writes (not the `checked`
+    attributes: `checked_attributes`)."""
     # Only classes whose text can matter to a region are summarised method by method.
     text = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
     if not any(word in text for word in _REGION_WORDS):
@@ -363,6 +367,12 @@ def methods_of(
                     attribute = probability_attribute(inner, resolve)
                     if attribute is not None:
                         random_attributes.append((random[-1], attribute))
+                elif isinstance(inner.func, ast.Name) and inner.func.id in (module_functions or {}):
+                    helper = (module_functions or {})[inner.func.id]
+                    random.extend(
+                        f"`{helper.name}`: {found} (line {call.lineno})" for call in ast.walk(helper)
+                        if isinstance(call, ast.Call) and (found := random_call(call, resolve))
+                    )
         # The methods it calls where training can reach them.
         for statement in in_training(method.body, never_true):
             for inner in ast.walk(statement):
@@ -455,6 +465,8 @@ def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str
         if is_zero(probability) or is_false(keyword_argument(call, "training")):
             return None
         return f"`{short}`"
+    if isinstance(call.func, ast.Attribute) and call.func.attr in RANDOM_TENSOR_METHODS and name == "":
+        return f"`{call.func.attr}`"  # `x.new_empty(shape).bernoulli_(keep)`
     if short == "scaled_dot_product_attention" and name.startswith("torch."):
         probability = keyword_argument(call, "dropout_p") or (call.args[4] if len(call.args) > 4 else None)
         if probability is None or is_zero(probability):
