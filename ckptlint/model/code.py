@@ -308,6 +308,8 @@ class _Summarizer:
         passed = [*call.args, *(k.value for k in call.keywords)]
         return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed) or any(
             isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool) for k in call.keywords
+        ) or any(  # a choice by name: `Net("bn")`, `build(norm="syncbn")`
+            isinstance(value, ast.Constant) and isinstance(value.value, str) for value in passed
         )
 
     def statement(self, node: ast.stmt, conditions: Conditions) -> None:
@@ -387,9 +389,12 @@ class _Summarizer:
                 callee = expression(node.func)
                 if _looks_like_checkpointing(node.func):
                     self.checkpointed.extend(expression(arg) for arg in node.args)
-                if _runs_code(callee) and (callee, node.lineno) not in self._seen and not self._library_function(node.func):
-                    self._seen.add((callee, node.lineno))
-                    self.calls.append((callee, node.lineno))
+                if _runs_code(callee) and not self._library_function(node.func):
+                    if (callee, node.lineno) not in self._seen:
+                        self._seen.add((callee, node.lineno))
+                        self.calls.append((callee, node.lineno))
+                    # Every call passing something, two on one line too (`Head(norm="bn")
+                    # if seg else Head()`).
                     if self._passes_to_project(node, callee):
                         self.passes.append(expression(node))
                         self.pass_lines.append(node.lineno)

@@ -312,11 +312,12 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             elif parameter.kind not in ("*", "**"):
                 found |= self._default(parameter, frame, annotated=not frame.entry)
                 if frame.entry and any(not falsy(v) for v in found):
-                    # Beside a truthy default, a False the project passes (`Encoder(
-                    # use_reentrant=False)`). What else it passes is not added: a class
-                    # picked by a key the model cannot tell is every class of the table,
-                    # next to a default that names one (timm's `norm_layer=LayerNorm`).
-                    self._passed_by_callers(summary, name)
+                    # Beside a truthy default, the literals the project passes (`Net("bn")`
+                    # where the default is "gn", `Encoder(use_reentrant=False)`). Not what
+                    # else it passes: a class picked by a key the model cannot tell is every
+                    # class of the table, next to a default that names one (timm's
+                    # `norm_layer=LayerNorm`).
+                    found |= {v for v in self._passed_by_callers(summary, name) if isinstance(v, Constant)}
                     found |= self.passed_falsy(summary, name)
                 elif frame.entry:
                     # What the project passes, before what the annotation names (`cfg:
