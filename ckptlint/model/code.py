@@ -303,7 +303,7 @@ class _Summarizer:
         not one passing only other constants."""
         own_method = callee[0] == "attr" and callee[1] == ("name", self.self_name) and self.self_name is not None
         through_parameter = callee[0] == "name" and callee[1] in self.parameter_names
-        if not own_method and not through_parameter and self.resolve(call.func) is None:
+        if not own_method and not through_parameter and not _is_super_init(callee) and self.resolve(call.func) is None:
             return False
         passed = [*call.args, *(k.value for k in call.keywords)]
         return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed) or any(
@@ -389,7 +389,11 @@ class _Summarizer:
                 callee = expression(node.func)
                 if _looks_like_checkpointing(node.func):
                     self.checkpointed.extend(expression(arg) for arg in node.args)
-                if _runs_code(callee) and not self._library_function(node.func):
+                if _is_super_init(callee) and self._passes_to_project(node, callee):
+                    # not a call the model runs, but what the base's constructor is given
+                    self.passes.append(expression(node))
+                    self.pass_lines.append(node.lineno)
+                elif _runs_code(callee) and not self._library_function(node.func):
                     if (callee, node.lineno) not in self._seen:
                         self._seen.add((callee, node.lineno))
                         self.calls.append((callee, node.lineno))
@@ -399,6 +403,11 @@ class _Summarizer:
                         self.passes.append(expression(node))
                         self.pass_lines.append(node.lineno)
             pending.extend(ast.iter_child_nodes(node))
+
+
+def _is_super_init(callee: Expr) -> bool:
+    """`super().__init__`: what a subclass's constructor passes its base's."""
+    return callee[0] == "attr" and callee[2] == "__init__" and callee[1][:2] == ("call", ("name", "super"))
 
 
 def _bare(node: ast.AST) -> ast.AST:

@@ -103,7 +103,7 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
     nothing) left out, so that adding `use_reentrant=False` to a `checkpoint(...)` call
     changes nothing other files see."""
     lines = sorted({b.line for b in summary.bindings} | {b.end for b in summary.bindings if b.end}
-                   | {line for _, line in summary.calls})
+                   | {line for _, line in summary.calls} | {line for _, line in summary.passes})
     rank = {line: position for position, line in enumerate(lines)}
 
     def observable(expr):

@@ -167,10 +167,13 @@ class ModuleSemantics:
             registered = False
             for summary in self._class_methods(instance.cls):
                 constructor = summary.name.endswith(".__init__")
-                # Only the class's own constructor is resolved at its constructor calls: a
-                # base's runs with what `super().__init__(...)` passes, not modelled.
+                arguments = instance.arguments if constructor else ()
+                if constructor and summary.name != f"{instance.cls}.__init__":
+                    # A base's constructor runs with what the subclass's passes it
+                    # (`super().__init__(depths, norm_eval=True)`), when that is known.
+                    arguments = self._super_arguments(instance, summary) or ()
                 frame = Frame(
-                    summary.name, self._module_of(summary.name) or "", instance.arguments if constructor else (), instance,
+                    summary.name, self._module_of(summary.name) or "", arguments, instance,
                     entry=instance.generic and summary.name == f"{instance.cls}.__init__",
                 )
                 own = ("attr", ("name", summary.self_name), name)
@@ -208,6 +211,25 @@ class ModuleSemantics:
         result = frozenset(found)
         self._memo[key] = result
         return result
+
+    def _super_arguments(self, instance: Instance, base_init: FunctionSummary):
+        """The arguments `super().__init__(...)` in the instance's own constructor passes to
+        `base_init` (its direct base's constructor), evaluated with the instance's own
+        arguments; None when the constructor passes none or calls another base."""
+        own_init = self._method(instance.cls, "__init__")
+        if own_init is None or own_init.name == base_init.name or own_init.name != f"{instance.cls}.__init__":
+            return None
+        facts = self.index.class_named(instance.cls)
+        base = self.index.class_named(facts.bases[0]) if facts is not None and len(facts.bases) == 1 else None
+        if base is None or base_init.name != f"{base.name}.__init__":
+            return None  # several bases, or the constructor is a farther ancestor's
+        for call, line in own_init.passes:
+            if call[1][0] == "attr" and call[1][2] == "__init__" and call[1][1][:2] == ("call", ("name", "super")):
+                frame = Frame(own_init.name, self._module_of(own_init.name) or "", instance.arguments, instance,
+                              before=line + 1, entry=instance.generic)
+                positional, named, opaque = self._arguments(call, frame)
+                return self._match(base_init, positional, named, opaque, skip_self=True)
+        return None
 
     def _binding_values(self, binding: Binding, frame: Frame) -> set:
         frame = replace(frame, before=binding.line)
