@@ -262,13 +262,17 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             if not forwarded:
                 continue
             names = ", ".join(f"`{k}`" for k in forwarded)
+            how = (
+                "with `use_reentrant=True`" if helper.site.reentrancy is Reentrancy.EXPLICIT_TRUE
+                else "without `use_reentrant`, so torch defaults to reentrant"
+            )
             self.report(
                 call,
                 f"keyword argument{'s' if len(forwarded) > 1 else ''} {names} passed through `{helper.name}` "
                 f"(line {self.context.position(helper.function).start.line}), which hands its `**kwargs` to "
-                f"`checkpoint` (line {self.context.position(helper.site.node).start.line}) without `use_reentrant`, so "
-                "torch defaults to reentrant: torch raises `ValueError: Unexpected keyword arguments: "
-                f"{','.join(forwarded)}` whenever checkpointing is on; pass `use_reentrant=False` in that call",
+                f"`checkpoint` (line {self.context.position(helper.site.node).start.line}) {how}: torch raises "
+                f"`ValueError: Unexpected keyword arguments: {','.join(forwarded)}` whenever checkpointing is on; "
+                "pass `use_reentrant=False` in that call",
             )
 
     def _check_indexed_helpers(self) -> set[cst.Call]:
@@ -829,6 +833,22 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # A helper that forces the reentrant implementation and hands its **kwargs on: the
+        # caller's keyword reaches it (a caller cannot pass `use_reentrant` a second time).
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def ckpt_reentrant(fn, *args, **kwargs):
+                return checkpoint(fn, *args, use_reentrant=True, **kwargs)
+
+            def attend(layer, x, mask):
+                return ckpt_reentrant(layer, x, attention_mask=mask)
+            """,
+            line=7,
+            column=12,
+            message_contains="hands its `**kwargs` to `checkpoint` (line 4) with `use_reentrant=True`",
+        ),
         # `use_reentrant` from a constructor option that defaults to True (nothing in the
         # project passes another value): the keywords crash every checkpointed step.
         Invalid(

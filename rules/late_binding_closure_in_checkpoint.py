@@ -6,7 +6,8 @@ import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.regions import CheckpointingGate
+from ckptlint.analysis.regions import CheckpointingGate, mentions_checkpointing
+from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 
@@ -30,8 +31,11 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     given to `torch.utils.checkpoint.checkpoint` (or in the function list of
     `checkpoint_sequential`, or to one of the project's own checkpoint wrappers: a function,
     in any file of the project, that hands one of its parameters to torch's checkpoint; or
-    to a function listed in `checkpoint-functions`), whose body reads a variable the loop
-    binds without binding it itself (as a parameter, a default, or an assignment).
+    to a function listed in `checkpoint-functions`; or a lambda given to Hugging Face's
+    `self._gradient_checkpointing_func`, the `partial(checkpoint, ...)` that
+    `gradient_checkpointing_enable()` sets on a model's modules in transformers >= 4.35),
+    whose body reads a variable the loop binds without binding it itself (as a parameter, a
+    default, or an assignment).
 
     ## Why is this bad?
     Python closures capture variables, not values. The forward pass calls the closure during
@@ -78,6 +82,11 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     message = "late-binding closure given to checkpoint"
     fix = Applicability.SAFE
     # Gated like the region rules: the project's own checkpoint wrappers count (CheckpointingGate).
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        # Also a lambda handed to Hugging Face's checkpoint (`self._gradient_checkpointing_func`).
+        return mentions_checkpointing(project, relative_path, settings, text) or f"{HF_CHECKPOINTING_ATTRIBUTE}(lambda" in text
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -164,6 +173,12 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         parameters to torch's checkpoint) and of configured `checkpoint-functions`."""
         configured = set(self.context.settings.checkpoint_functions)
         for call in self._wrapper_calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == HF_CHECKPOINTING_ATTRIBUTE and call.args:
+                # Hugging Face's checkpoint, set by `gradient_checkpointing_enable()`
+                if call.args[0].keyword is None and not call.args[0].star:
+                    self._check(call, [call.args[0].value], HF_CHECKPOINTING_ATTRIBUTE)
+                continue
             names = absolute_names(self.context, call.func)
             if not names:
                 continue
@@ -224,6 +239,18 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         return []
 
     valid = [
+        # Transformers' own form: the layer's bound `__call__`, no closure.
+        Valid(
+            """
+            import torch.nn as nn
+
+            class Decoder(nn.Module):
+                def forward(self, hidden, mask):
+                    for layer in self.layers:
+                        hidden = self._gradient_checkpointing_func(layer.__call__, hidden, mask)
+                    return hidden
+            """
+        ),
         # Bound as a default; passed as an argument; a partial; a factory.
         Valid(
             """
@@ -272,6 +299,36 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         ),
     ]
     invalid = [
+        # Hugging Face's checkpoint (set by `gradient_checkpointing_enable()`) given a lambda
+        # over the loop's layer, in a model's own code.
+        Invalid(
+            """
+            import torch.nn as nn
+
+            class Decoder(nn.Module):
+                def forward(self, hidden, mask):
+                    for layer in self.layers:
+                        if self.gradient_checkpointing and self.training:
+                            hidden = self._gradient_checkpointing_func(lambda h: layer(h, mask), hidden)
+                        else:
+                            hidden = layer(hidden, mask)
+                    return hidden
+            """,
+            line=7,
+            column=26,
+            expected_fix="""
+            import torch.nn as nn
+
+            class Decoder(nn.Module):
+                def forward(self, hidden, mask):
+                    for layer in self.layers:
+                        if self.gradient_checkpointing and self.training:
+                            hidden = self._gradient_checkpointing_func(lambda h, layer=layer: layer(h, mask), hidden)
+                        else:
+                            hidden = layer(hidden, mask)
+                    return hidden
+            """,
+        ),
         # Through the project's own wrapper (in any file; here the same one).
         Invalid(
             """

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CHECKPOINT_OWN_KEYWORDS, CheckpointApi, CheckpointSite, SiteKind
+from ckptlint.analysis.kinds import Reentrancy
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,10 @@ def forwarding_helper(site: CheckpointSite, function: cst.FunctionDef | None, ow
     if function is None or site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
         return None
     star_kwarg = function.params.star_kwarg
-    if not isinstance(star_kwarg, cst.Param) or "use_reentrant" in site.keywords or site.via_partial is not None:
+    # `use_reentrant=True` written in the call: no caller can change it (a second
+    # `use_reentrant` would be a TypeError); any other value chooses for the callers.
+    chosen = "use_reentrant" in site.keywords and site.reentrancy is not Reentrancy.EXPLICIT_TRUE
+    if not isinstance(star_kwarg, cst.Param) or chosen or site.via_partial is not None:
         return None
     splats = [arg.value for arg in site.node.args if arg.star == "**"]
     if len(splats) != 1 or not (isinstance(splats[0], cst.Name) and splats[0].value == star_kwarg.name.value):

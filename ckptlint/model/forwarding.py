@@ -71,7 +71,9 @@ def _checkpoint_call(
     function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve, ambiguous: Callable[[], frozenset[str]]
 ) -> ast.Call | None:
     """The `checkpoint(fn, *args, **kwargs)` call that splats the function's own `**kwargs`
-    (and no other dict), without `use_reentrant` named anywhere in the function."""
+    (and no other dict), without `use_reentrant` named anywhere in the function, or with
+    `use_reentrant=True` written in that very call (the caller's keywords cannot change it:
+    a second `use_reentrant` would be a TypeError)."""
     kwarg = function.args.kwarg
     if kwarg is None:
         return None
@@ -81,7 +83,10 @@ def _checkpoint_call(
             return None
         if not isinstance(node, ast.Call):
             continue
-        if any(k.arg == "use_reentrant" for k in node.keywords):
+        flag = next((k.value for k in node.keywords if k.arg == "use_reentrant"), None)
+        if flag is not None and not (
+            resolve(node.func) == TORCH_CHECKPOINT and isinstance(flag, ast.Constant) and flag.value is True
+        ):
             return None
         if resolve(node.func) != TORCH_CHECKPOINT or _head(node.func) in ambiguous():
             continue

@@ -18,6 +18,12 @@ from ckptlint.model.openmmlab import MMCV_NORMS_WITH_RUNNING_STATS
 TORCH_CHECKPOINT_FUNCTIONS = frozenset(
     {"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"}
 )
+# transformers >= 4.35 `modeling_utils.py`: `gradient_checkpointing_enable()` sets, on every
+# module with a `gradient_checkpointing` attribute, `_gradient_checkpointing_func =
+# functools.partial(checkpoint, **gradient_checkpointing_kwargs)`; the layers' code calls
+# `self._gradient_checkpointing_func(layer.__call__, hidden_states, ...)`: its first argument
+# is what torch's checkpoint runs, now and again in backward.
+HF_CHECKPOINTING_ATTRIBUTE = "_gradient_checkpointing_func"
 _CHECKPOINT_WRAPPER_MODULE = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
 # torch 2.13 `checkpoint_wrapper.py`: `apply_activation_checkpointing(model,
 # checkpoint_wrapper_fn=checkpoint_wrapper, check_fn=..., auto_wrap_policy=...)`.
