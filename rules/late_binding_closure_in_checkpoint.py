@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -10,6 +11,10 @@ from ckptlint.analysis.regions import CheckpointingGate, mentions_checkpointing
 from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
+
+# A lambda handed to Hugging Face's checkpoint: the one call of it a file must hold for the
+# rule to read it without torch's checkpoint named.
+_HANDS_HF_A_LAMBDA = re.compile(rf"{HF_CHECKPOINTING_ATTRIBUTE}\(\s*lambda\b")
 
 Callable = cst.Lambda | cst.FunctionDef
 
@@ -86,7 +91,7 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         # Also a lambda handed to Hugging Face's checkpoint (`self._gradient_checkpointing_func`).
-        return mentions_checkpointing(project, relative_path, settings, text) or f"{HF_CHECKPOINTING_ATTRIBUTE}(lambda" in text
+        return mentions_checkpointing(project, relative_path, settings, text) or _HANDS_HF_A_LAMBDA.search(text) is not None
 
     def __init__(self, context) -> None:
         super().__init__(context)
