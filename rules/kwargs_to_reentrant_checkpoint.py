@@ -13,7 +13,13 @@ from ckptlint.analysis.checkpoint_sites import (
     SiteKind,
 )
 from ckptlint.analysis.callees import Callee, calls_in, code_of, contains, is_literal
-from ckptlint.analysis.forwarding_helpers import ForwardingHelper, forwarded_keywords, forwarding_helper, helper_called
+from ckptlint.analysis.forwarding_helpers import (
+    ForwardingHelper,
+    forwarded_keywords,
+    forwarding_helper,
+    helper_called,
+    passes_reentrant,
+)
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.values import FunctionRef, Instance
@@ -263,7 +269,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 continue
             names = ", ".join(f"`{k}`" for k in forwarded)
             how = (
-                "with `use_reentrant=True`" if helper.site.reentrancy is Reentrancy.EXPLICIT_TRUE
+                "with the `use_reentrant=True` this call passes" if passes_reentrant(call)
+                else "with `use_reentrant=True`" if helper.site.reentrancy is Reentrancy.EXPLICIT_TRUE
                 else "without `use_reentrant`, so torch defaults to reentrant"
             )
             self.report(
@@ -320,8 +327,10 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             self.report(
                 call,
                 f"keyword argument{'s' if len(forwarded) > 1 else ''} {names_shown} passed through {through} to "
-                f"`checkpoint` (line {helper.checkpoint_line}{' of that file' if where else ''}) without `use_reentrant`, "
-                "so torch defaults to reentrant: "
+                f"`checkpoint` (line {helper.checkpoint_line}{' of that file' if where else ''}) "
+                + ("with the `use_reentrant=True` this call passes" if passes_reentrant(call)
+                   else "reentrant (`use_reentrant` is not set to False there)")
+                + ": "
                 f"torch raises `ValueError: Unexpected keyword arguments: {','.join(forwarded)}` whenever checkpointing "
                 "is on; pass `use_reentrant=False` in that call",
             )
@@ -848,6 +857,21 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             line=7,
             column=12,
             message_contains="hands its `**kwargs` to `checkpoint` (line 4) with `use_reentrant=True`",
+        ),
+        # A pass-through helper whose caller chooses the reentrant implementation itself.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def ckpt(fn, *args, **kwargs):
+                return checkpoint(fn, *args, **kwargs)
+
+            def attend(layer, x, mask):
+                return ckpt(layer, x, attn_mask=mask, use_reentrant=True)
+            """,
+            line=7,
+            column=12,
+            message_contains="with the `use_reentrant=True` this call passes",
         ),
         # `use_reentrant` from a constructor option that defaults to True (nothing in the
         # project passes another value): the keywords crash every checkpointed step.

@@ -49,14 +49,23 @@ class ForwardingHelper:
 
 def forwarded_keywords(call: cst.Call, accepted: Collection[str]) -> list[str] | None:
     """The keywords `call` hands on to the reentrant checkpoint through a helper binding
-    `accepted` itself; None when the call may choose the implementation itself (it passes
-    `use_reentrant`, or splats `**`)."""
+    `accepted` itself; None when the call may choose the non-reentrant implementation (it
+    passes `use_reentrant` other than a literal True, or splats `**`)."""
     if any(arg.star == "**" for arg in call.args):
         return None
     keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
-    if "use_reentrant" in keywords and "use_reentrant" not in accepted:
+    if "use_reentrant" in keywords and "use_reentrant" not in accepted and not passes_reentrant(call):
         return None
     return [k for k in keywords if k not in accepted and k not in CHECKPOINT_OWN_KEYWORDS]
+
+
+def passes_reentrant(call: cst.Call) -> bool:
+    """`helper(..., use_reentrant=True)`: the call chooses the reentrant implementation."""
+    return any(
+        arg.keyword is not None and arg.keyword.value == "use_reentrant"
+        and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+        for arg in call.args
+    )
 
 
 def forwarding_helper(site: CheckpointSite, function: cst.FunctionDef | None, owner: str | None) -> ForwardingHelper | None:
