@@ -45,8 +45,10 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     `TrainingArguments(fsdp=...)`, accelerate's `FullyShardedDataParallelPlugin`, Lightning's
     `FSDPStrategy`, in any file under the project root but its tests; a test file counts
     only its own: a test does not inherit FSDP from the package it tests or from another
-    test, nor the package from a test that shards), finds checkpointing that runs the
-    *reentrant* implementation:
+    test, nor the package from a test that shards; a top-level training script that shards,
+    and that no other top-level file imports, counts for itself, what it imports and the
+    project's modules, not for the project's other top-level training scripts, which run on
+    their own), finds checkpointing that runs the *reentrant* implementation:
 
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
       the argument (torch's default is reentrant), or with `use_reentrant=args.<option>`

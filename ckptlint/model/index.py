@@ -147,6 +147,19 @@ CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpo
 REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
 
 
+class _EverythingBut:
+    """Every file but some (what a script's FSDP use reaches: not the other scripts)."""
+
+    def __init__(self, excluded: frozenset[str] = frozenset()) -> None:
+        self.excluded = excluded
+
+    def __contains__(self, item) -> bool:
+        return item not in self.excluded
+
+
+_EVERY_FILE = _EverythingBut()
+
+
 def _dotted_absolute(expr, names: dict[str, str]) -> str | None:
     """`torch.utils.checkpoint.checkpoint`, `cp.checkpoint`, `checkpoint` (a summary
     expression) as the absolute name its imports give it."""
@@ -359,7 +372,62 @@ class ProjectIndex:
         package trains sharded)."""
         if is_test_path(relative_path):
             return tuple(use for use in self.fsdp_uses if use.path == relative_path)
-        return tuple(use for use in self.fsdp_uses if not is_test_path(use.path))
+        return tuple(
+            use for use in self.fsdp_uses
+            if not is_test_path(use.path) and relative_path in self._reached_by_script(use.path)
+        )
+
+    def _reached_by_script(self, path: str):
+        """The files a training script's FSDP use can apply to: a top-level script no other
+        top-level file imports (`train_fsdp.py` beside `sft.py`) applies to itself, what it
+        imports and the modules (whose models it may be handed), not to the project's other
+        top-level training scripts (they train with `backward()` or a trainer), which run on
+        their own; any other file's use applies everywhere (a package's sharding helper is
+        called from anywhere)."""
+        cached = self._reach_cache.get(path)
+        if cached is not None:
+            return cached
+        facts = self.files.get(path)
+        module = facts.module if facts is not None else ""
+        if facts is None or "." in module or path.endswith("__init__.py") or self._imported_by_a_script(module):
+            self._reach_cache[path] = _EVERY_FILE
+            return _EVERY_FILE
+        reached, pending = {path}, [path]
+        while pending:
+            current = self.files.get(pending.pop())
+            for _, absolute in current.names if current is not None else ():
+                target = self.path_of(f"{absolute}.x") or self.path_of(absolute)
+                if target is not None and target not in reached:
+                    reached.add(target)
+                    pending.append(target)
+        other_scripts = {
+            other for name, other in self.module_paths.items()
+            if "." not in name and other not in reached and not other.endswith("__init__.py")
+            and self._trains(other) and not self._imported_by_a_script(name)
+        }
+        self._reach_cache[path] = _EverythingBut(frozenset(other_scripts))
+        return self._reach_cache[path]
+
+    @cached_property
+    def _reach_cache(self) -> dict:
+        return {}
+
+    def _trains(self, path: str) -> bool:
+        """A training script: a function of it runs `backward()` or hands a model to a trainer."""
+        facts = self.files.get(path)
+        return facts is not None and any(
+            e.kind in (EventKind.BACKWARD, EventKind.TRAINER) for f in facts.functions for e in f.events
+        )
+
+    def _imported_by_a_script(self, module: str) -> bool:
+        """Whether another top-level file of the project imports `module`."""
+        for name, path in self.module_paths.items():
+            if "." in name or name == module:
+                continue
+            facts = self.files.get(path)
+            if facts is not None and any(a == module or a.startswith(f"{module}.") for _, a in facts.names):
+                return True
+        return False
 
     @cached_property
     def classes(self) -> dict[str, ClassFacts]:
