@@ -228,7 +228,10 @@ class ModuleSemantics:
                 frame = Frame(own_init.name, self._module_of(own_init.name) or "", instance.arguments, instance,
                               before=line + 1, entry=instance.generic)
                 positional, named, opaque = self._arguments(call, frame)
-                return self._match(base_init, positional, named, opaque, skip_self=True)
+                # What it passes and the model knows; the rest (`**kwargs` handed on, a
+                # value not known) keeps the base's defaults.
+                matched = self._match(base_init, positional, named, opaque, skip_self=True)
+                return tuple((name, values) for name, values in matched if values)
         return None
 
     def _binding_values(self, binding: Binding, frame: Frame) -> set:
