@@ -128,13 +128,9 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
 
 def _library_function(callee: tuple, names: dict[str, str]) -> bool:
     """A call of a library function the model does not interpret (its result is nothing to it)."""
-    parts: list[str] = []
-    while callee[0] == "attr":
-        parts.append(callee[2])
-        callee = callee[1]
-    if callee[0] != "name" or callee[1] not in names:
+    absolute = _dotted_absolute(callee, names)
+    if absolute is None:
         return False
-    absolute = ".".join([names[callee[1]], *reversed(parts)])
     short = absolute.rsplit(".", 1)[-1]
     return absolute.startswith(LIBRARY_PREFIXES) and not short[:1].isupper() and absolute not in INTERPRETED_FUNCTIONS
 
