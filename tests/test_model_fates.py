@@ -55,6 +55,36 @@ def test_a_helper_is_reported_where_its_model_is_trained_and_a_warm_run_sees_the
     assert json_findings(cli(["--output-format", "json", "."], root), root) == []
 
 
+def test_a_model_passed_to_an_enabling_helper_and_bound_from_its_result_keeps_its_origin(cli, make_project):
+    """`model = enable(model)`: the call passes the loaded model before the assignment binds
+    the helper's result, so the helper sees the loaded `AutoModelForCausalLM`."""
+    helpers = """
+    from transformers import AutoModelForCausalLM
+
+
+    def load(name):
+        return AutoModelForCausalLM.from_pretrained(name)
+
+
+    def enable(model):
+        model.gradient_checkpointing_enable()
+        return model
+    """
+    train = """
+    from helpers import enable, load
+
+
+    def main(loader):
+        model = load("gpt2")
+        model = enable(model)
+        for batch in loader:
+            model(**batch).loss.backward()
+    """
+    root = make_project({"helpers.py": helpers, "train.py": train}, PYPROJECT)
+    found = json_findings(cli(["--output-format", "json", "."], root), root)
+    assert [f[:4] for f in found] == [("helpers.py", 9, 5, "CKPT020")]
+
+
 def test_a_helper_whose_model_is_only_evaluated_is_quiet(cli, make_project):
     evaluate = """
     import torch

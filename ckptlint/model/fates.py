@@ -347,6 +347,8 @@ def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) 
     for event in function.events:
         if event.line > line or event.target not in names:
             continue
+        if event.line == line and event.kind is EventKind.RESULT:
+            continue  # `model = enable(model)`: bound from the call after it is passed
         if event.kind is EventKind.LOADED:
             found = _loaded(event, index.path_of(function.name) or "?", function.name)
         elif event.kind is EventKind.RESULT:
