@@ -26,7 +26,8 @@ from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
 from ckptlint.worker_pool import TaskFailure, WorkerPool
 from ckptlint.model.facts import FileFacts
-from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds, exported_digest, fingerprint_of
+from ckptlint.model.fingerprints import exported_digest, fingerprint_of
+from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds
 from ckptlint.model.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 

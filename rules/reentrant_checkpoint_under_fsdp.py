@@ -3,7 +3,6 @@ from __future__ import annotations
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
-from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.fsdp import (
     absolute_names,
     checkpoint_wrapper_impl,

@@ -36,7 +36,7 @@ from ckptlint.model.modules import ModuleSemantics
 from ckptlint.model.openmmlab import conv_module_config_keys, is_mmcv
 from ckptlint.model.registries import RegistrySemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
-from ckptlint.model.library import CONTAINER_MODULES
+from ckptlint.model.library import CONTAINER_MODULES, ORDERED_DICTS
 from ckptlint.model.values import (
     ANY_KEY,
     OTHER_KEY,
@@ -65,7 +65,6 @@ if TYPE_CHECKING:
 _BUILTINS = frozenset(
     {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain"}
 )
-_ORDERED_DICTS = frozenset({"collections.OrderedDict", "typing.OrderedDict"})
 _MAX_DEPTH = 24
 _BUDGET = 20_000
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
@@ -482,7 +481,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         return positional, named, opaque
 
     def _invoke(self, callee: Value, positional: list, named: dict, opaque: bool) -> set:
-        if isinstance(callee, ClassRef) and callee.name in _ORDERED_DICTS:
+        if isinstance(callee, ClassRef) and callee.name in ORDERED_DICTS:
             # `OrderedDict([(name, module), ...])`, `OrderedDict()`: a mapping, as `dict(...)`
             return self._library_function(FunctionRef("builtins.dict"), positional, named)
         if isinstance(callee, ClassRef):

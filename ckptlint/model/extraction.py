@@ -21,7 +21,7 @@ from ckptlint.model.hf_events import HF_WORDS, HfEvents
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
-from ckptlint.model.summary import FunctionSummary
+from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
     Event,
@@ -81,7 +81,6 @@ def worth_indexing(text: str, relative_path: str) -> bool:
     return any(word in text for word in PASSING_WORDS) and ("torch" not in text or len(text) < _SMALL_FILE)
 
 
-MODULE_LEVEL = "<module>"
 CLASS_BODY = "<class>"  # the summary of a class body (`ckptlint.model.modules`)
 # Words of a class that sets how checkpointing runs (`ClassFacts.configures_checkpointing`).
 CHECKPOINTING_SETTINGS = ("gradient_checkpointing_kwargs", "use_reentrant", "enable_input_require_grads")

@@ -7,21 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
 from typing import TYPE_CHECKING
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.registries import registered_classes
-from ckptlint.model.summary import UNKNOWN, FunctionSummary
+from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
     EventKind,
-    ForwardingFact,
     ForwardingKind,
     FileFacts,
     FsdpKind,
     FsdpUse,
-    HF_KINDS,
     FunctionFacts,
     Impl,
     MethodFacts,
@@ -36,8 +35,6 @@ from ckptlint.model.library import (
     CHECKPOINT_IMPL_NO_REENTRANT,
     CHECKPOINT_IMPL_REENTRANT,
     CHECKPOINT_WRAPPER,
-    INTERPRETED_FUNCTIONS,
-    LIBRARY_PREFIXES,
     TORCH_CHECKPOINT_FUNCTIONS,
     TRAINING_ARGUMENTS_CLASSES,
 )
@@ -47,125 +44,11 @@ if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a
     from ckptlint.model.callers import CallSites
     from ckptlint.model.fates import HandedModel, ModelFate, ReturnedModel
 
-def _parameter_events(function: FunctionFacts) -> tuple:
-    """The events of a function that concern its parameters (and names bound from them)."""
-    names = set(function.parameters)
-    events = []
-    for event in function.events:
-        if event.kind is EventKind.ALIAS and event.source in names:
-            names.add(event.target)
-        if event.target in names and event.kind not in HF_KINDS:
-            events.append(event)
-    return (function.name, function.parameters, tuple(events))
-
-
-def _model_events(function: FunctionFacts) -> tuple:
-    """What a function does to Hugging Face models, as `model_fate` and `returned_model`
-    observe it from other files: the events in order, without their lines (a finding names
-    the function, so code added around them changes nothing other files see)."""
-    if not any(event.kind in HF_KINDS for event in function.events):
-        return ()
-    return (
-        function.name,
-        function.parameters,
-        tuple(
-            (e.kind, e.target, e.api, e.source, e.callee, e.parameter)
-            for e in function.events
-            if e.kind in HF_KINDS or e.kind in (EventKind.ALIAS, EventKind.CALL)
-        ),
-    )
-
-def exported_digest(facts: FileFacts) -> str:
-    """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
-    import hashlib
-
-    exported = (
-        facts.fsdp,
-        facts.wrapped_classes,
-        facts.fsdp_argument_calls,
-        tuple(replace(c, line=0) for c in facts.classes),
-        tuple(_parameter_events(f) for f in facts.functions if f.parameters),
-        tuple(_model_events(f) for f in facts.functions),
-        facts.names,
-        facts.options,
-        facts.registrars,
-        facts.registrations,
-        tuple(replace(f, line=0, checkpoint_line=0) for f in facts.forwarding),
-        tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
-    )
-    return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
-
-
-def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tuple:
-    """A summary as other files can observe it through the model: lines replaced by their
-    order (only the order of bindings and calls means anything to the model, so code added
-    in between leaves it equal), and what a library function returns (a tensor, to the model
-    nothing) left out, so that adding `use_reentrant=False` to a `checkpoint(...)` call
-    changes nothing other files see."""
-    lines = sorted({b.line for b in summary.bindings} | {b.end for b in summary.bindings if b.end}
-                   | {line for _, line in summary.calls} | {line for _, line in summary.passes})
-    rank = {line: position for position, line in enumerate(lines)}
-
-    def observable(expr):
-        if not isinstance(expr, tuple) or not expr:
-            return expr
-        if expr[0] == "call" and _library_function(expr[1], names):
-            return UNKNOWN
-        return tuple(observable(part) if isinstance(part, tuple) else part for part in expr)
-
-    return (
-        summary.name,
-        summary.parameters,
-        tuple((b.pattern, b.how, observable(b.value), rank[b.line], rank.get(b.end, 0), b.conditions)
-              for b in summary.bindings if observable(b.value) != UNKNOWN),
-        tuple((observable(value), conditions) for value, conditions in summary.returns if observable(value) != UNKNOWN),
-        tuple((callee, rank[line]) for callee, line in summary.calls),
-        summary.self_name,
-        summary.nested,
-        tuple((observable(call), rank[line]) for call, line in summary.passes),
-    )
-
-
-def _library_function(callee: tuple, names: dict[str, str]) -> bool:
-    """A call of a library function the model does not interpret (its result is nothing to it)."""
-    absolute = _dotted_absolute(callee, names)
-    if absolute is None:
-        return False
-    short = absolute.rsplit(".", 1)[-1]
-    return absolute.startswith(LIBRARY_PREFIXES) and not short[:1].isupper() and absolute not in INTERPRETED_FUNCTIONS
-
-
 WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
 REGISTRY_KIND = "registries"
-FORWARDING_KIND, DECORATED_KIND = "forwarding", "decorated"
 NORM_FREEZING_KIND = "norm_freezing"
 CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
 REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
-
-
-class _EverythingBut:
-    """Every file but some (what a script's FSDP use reaches: not the other scripts)."""
-
-    def __init__(self, excluded: frozenset[str] = frozenset()) -> None:
-        self.excluded = excluded
-
-    def __contains__(self, item) -> bool:
-        return item not in self.excluded
-
-
-_EVERY_FILE = _EverythingBut()
-
-
-def _dotted_absolute(expr, names: dict[str, str]) -> str | None:
-    """`torch.utils.checkpoint.checkpoint`, `cp.checkpoint`, `checkpoint` (a summary
-    expression) as the absolute name its imports give it."""
-    parts: list[str] = []
-    while expr[0] == "attr":
-        parts.append(expr[2])
-        expr = expr[1]
-    if expr[0] != "name" or expr[1] not in names:
-        return None
-    return ".".join([names[expr[1]], *reversed(parts)])
 
 
 def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
@@ -207,16 +90,6 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
     return kinds
 
 
-def fingerprint_of(exported: Iterable[tuple[str, str]]) -> str:
-    """The project's fingerprint from each file's `exported_digest`."""
-    import hashlib
-
-    digest = hashlib.blake2b(digest_size=12)
-    for path, piece in sorted(exported):
-        digest.update(f"{path}\0{piece}\0".encode())
-    return digest.hexdigest()
-
-
 class LazyFacts(Mapping):
     """Facts by relative path, each built on first use by `load` (from the cache, or
     extracted again): a run whose files are all unchanged never builds them."""
@@ -250,7 +123,7 @@ class LazyFacts(Mapping):
 
 
 @dataclass
-class ProjectIndex:
+class ProjectIndex(ForwardingQueries):
     root: Path
     files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
     # relative path -> content digest of the text the facts were extracted from
@@ -262,6 +135,10 @@ class ProjectIndex:
     files_with: Mapping[str, frozenset[str]] | None = None
     # Files whose extraction raised (a bug of ours): they have no facts; the run says so.
     extraction_errors: tuple[str, ...] = ()
+
+    def _paths_of_kind(self, kind: str) -> frozenset[str]:
+        """The files holding facts of a kind (every file when the kinds are not recorded)."""
+        return frozenset(self.files) if self.files_with is None else self.files_with.get(kind, frozenset())
 
     def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
         if self.files_with is None:
@@ -310,46 +187,26 @@ class ProjectIndex:
 
     @cached_property
     def checkpoint_aliases(self) -> dict[str, str]:
-        """Project names that are torch's `checkpoint` / `checkpoint_sequential` under another
-        module's name -> the torch function: a module importing it for the package
-        (`utils/ckpt.py: from torch.utils.checkpoint import checkpoint`, then `from
-        .utils.ckpt import checkpoint`), re-exports of those, and module-level aliases
-        (`checkpoint_fn = torch.utils.checkpoint.checkpoint`). A name the module also
-        defines or assigns otherwise is none."""
-        from ckptlint.model.extraction import MODULE_LEVEL
+        """Project names that are torch's checkpoint functions under another module's name
+        (`ckptlint.model.checkpoint_aliases`)."""
+        from ckptlint.model.checkpoint_aliases import checkpoint_aliases
 
-        found: dict[str, str] = {}
-        importing = list(self._files_of_kind(CHECKPOINT_IMPORT_KIND))
-        for _, facts in importing:
-            names = dict(facts.names)
-            top = next((s for s in facts.summaries if s.name == f"{facts.module}.{MODULE_LEVEL}"), None)
-            assigned: dict[str, list] = {}
-            for binding in top.bindings if top is not None else ():
-                if binding.pattern[0] == "name":
-                    assigned.setdefault(binding.pattern[1], []).append(binding.value)
-            defined = set(top.nested) if top is not None else set()
-            for local, absolute in facts.names:
-                if absolute in TORCH_CHECKPOINT_FUNCTIONS and local not in defined and local not in assigned:
-                    found[f"{facts.module}.{local}"] = absolute
-            for local, values in assigned.items():
-                targets = {_dotted_absolute(value, names) for value in values}
-                if len(targets) == 1 and (target := targets.pop()) in TORCH_CHECKPOINT_FUNCTIONS and local not in defined:
-                    found[f"{facts.module}.{local}"] = target
-        # Re-exports (`from .ckpt import checkpoint_fn` in a package `__init__`), two levels.
-        for _ in range(2):
-            for _, facts in self._files_of_kind(REEXPORT_KIND) if found else ():
-                for local, absolute in facts.names:
-                    if absolute in found:
-                        found.setdefault(f"{facts.module}.{local}", found[absolute])
-        return found
+        return checkpoint_aliases(
+            list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
+        )
 
     def imports_checkpoint_alias(self, relative_path: str) -> bool:
         """Whether the file imports torch's checkpoint under a name another module of the
-        project gives it (`from .utils import checkpoint`), by its facts in the index."""
+        project gives it (`from .utils import checkpoint`), by its facts in the index; the
+        aliases are looked for only when it imports from a file that may define one."""
         facts = self.files.get(relative_path)
         if facts is None:
             return False
-        imported = [a for local, a in facts.names if a != f"{facts.module}.{local}" and not a.startswith("torch.")]
+        defining = self._paths_of_kind(CHECKPOINT_IMPORT_KIND) | self._paths_of_kind(REEXPORT_KIND)
+        imported = [
+            a for local, a in facts.names
+            if a != f"{facts.module}.{local}" and not a.startswith("torch.") and self.path_of(a) in defining
+        ]
         return bool(imported) and any(a in self.checkpoint_aliases for a in imported)
 
     @cached_property
@@ -374,56 +231,17 @@ class ProjectIndex:
         )
 
     def _reached_by_script(self, path: str):
-        """The files a training script's FSDP use can apply to: a top-level script no other
-        top-level file imports (`train_fsdp.py` beside `sft.py`) applies to itself, what it
-        imports and the modules (whose models it may be handed), not to the project's other
-        top-level training scripts (they train with `backward()` or a trainer), which run on
-        their own; any other file's use applies everywhere (a package's sharding helper is
-        called from anywhere)."""
+        """The files an FSDP use in `path` can apply to (`ckptlint.model.scripts`)."""
         cached = self._reach_cache.get(path)
-        if cached is not None:
-            return cached
-        facts = self.files.get(path)
-        module = facts.module if facts is not None else ""
-        if facts is None or "." in module or path.endswith("__init__.py") or self._imported_by_a_script(module):
-            self._reach_cache[path] = _EVERY_FILE
-            return _EVERY_FILE
-        reached, pending = {path}, [path]
-        while pending:
-            current = self.files.get(pending.pop())
-            for _, absolute in current.names if current is not None else ():
-                target = self.path_of(f"{absolute}.x") or self.path_of(absolute)
-                if target is not None and target not in reached:
-                    reached.add(target)
-                    pending.append(target)
-        other_scripts = {
-            other for name, other in self.module_paths.items()
-            if "." not in name and other not in reached and not other.endswith("__init__.py")
-            and self._trains(other) and not self._imported_by_a_script(name)
-        }
-        self._reach_cache[path] = _EverythingBut(frozenset(other_scripts))
-        return self._reach_cache[path]
+        if cached is None:
+            from ckptlint.model.scripts import reached_by
+
+            cached = self._reach_cache[path] = reached_by(self, path)
+        return cached
 
     @cached_property
     def _reach_cache(self) -> dict:
         return {}
-
-    def _trains(self, path: str) -> bool:
-        """A training script: a function of it runs `backward()` or hands a model to a trainer."""
-        facts = self.files.get(path)
-        return facts is not None and any(
-            e.kind in (EventKind.BACKWARD, EventKind.TRAINER) for f in facts.functions for e in f.events
-        )
-
-    def _imported_by_a_script(self, module: str) -> bool:
-        """Whether another top-level file of the project imports `module`."""
-        for name, path in self.module_paths.items():
-            if "." in name or name == module:
-                continue
-            facts = self.files.get(path)
-            if facts is not None and any(a == module or a.startswith(f"{module}.") for _, a in facts.names):
-                return True
-        return False
 
     @cached_property
     def classes(self) -> dict[str, ClassFacts]:
@@ -465,65 +283,6 @@ class ProjectIndex:
 
     def class_named(self, name: str) -> ClassFacts | None:
         return self._definition(name, "classes")
-
-    # functions whose keywords reach torch's checkpoint (`ckptlint.model.forwarding`) -----
-
-    @cached_property
-    def forwarding(self) -> dict[str, ForwardingFact]:
-        """Helpers and decorators by name, and the functions decorated by a project decorator
-        when one of the decorators is such (timm's thousand `@register_model` functions are
-        not loaded when none is)."""
-        found = {
-            f.name: f for _, facts in self._files_of_kind(FORWARDING_KIND) for f in facts.forwarding
-            if f.kind is not ForwardingKind.DECORATED
-        }
-        if any(f.kind is ForwardingKind.DECORATOR for f in found.values()):
-            found.update(
-                (f.name, f) for _, facts in self._files_of_kind(DECORATED_KIND) for f in facts.forwarding
-                if f.kind is ForwardingKind.DECORATED
-            )
-        return found
-
-    def forwarding_target(self, name: str) -> tuple[ForwardingFact, ForwardingFact | None] | None:
-        """Calling project function `name` hands its `**kwargs` to torch's checkpoint without
-        `use_reentrant`: the helper (or the decorator whose wrapper does), and the decorated
-        function when `name` is one."""
-        if not self.forwarding:
-            return None
-        fact = self._definition(name, "forwarding")
-        if fact is not None and fact.kind is ForwardingKind.HELPER:
-            return fact, None
-        if fact is not None and fact.kind is ForwardingKind.DECORATED:
-            decorator = self._definition(fact.via, "forwarding")
-            if decorator is not None and decorator.kind is ForwardingKind.DECORATOR:
-                return decorator, fact
-        return None
-
-    @cached_property
-    def forwarding_words(self) -> frozenset[str]:
-        """The names (last component) under which the project's code calls a function whose
-        keywords reach torch's checkpoint: a file naming none of them calls none."""
-        return frozenset(
-            name.rsplit(".", 1)[-1] for name in self.forwarding if self.forwarding_target(name) is not None
-        )
-
-    def mentions_forwarding(self, text: str) -> bool:
-        """Whether `text` may call one of them (a cheap test on the text, before any parse)."""
-        return any(f"{word}(" in text for word in self.forwarding_words)
-
-    def calls_forwarding(self, relative_path: str) -> bool:
-        """Whether the file (its facts in the index) names, by import or definition, a
-        function whose keywords reach torch's checkpoint, or defines a class inheriting one
-        as a method."""
-        facts = self.files.get(relative_path)
-        if facts is None or not self.forwarding:
-            return False
-        if any(self.forwarding_target(absolute) is not None for _, absolute in facts.names):
-            return True
-        return any(
-            self.forwarding_target(f"{ancestor}.{word}") is not None
-            for cls in facts.classes for ancestor in self.ancestors(cls.name) for word in self.forwarding_words
-        )
 
     def function_summary(self, name: str) -> FunctionSummary | None:
         """The summary of project function `name`, also of one with no facts (`def
@@ -776,6 +535,8 @@ class ProjectIndex:
         and their bases (not their lines), and what functions do to their parameters. A
         result cached for one file stays valid while this is unchanged, so editing an
         ordinary model file does not invalidate every other file's result."""
+        from ckptlint.model.fingerprints import exported_digest, fingerprint_of
+
         return fingerprint_of((path, exported_digest(self.files[path])) for path in self.files)
 
     def with_file(self, relative_path: str, text: str) -> ProjectIndex:

@@ -174,6 +174,13 @@ RANDOM_FUNCTIONS = frozenset(
 # `x.new_empty(shape).bernoulli_(keep_prob)`, copied from timm into Swin, DeiT, ConvNeXt...).
 RANDOM_TENSOR_METHODS = frozenset({"bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_",
                                    "cauchy_", "log_normal_"})
+# Python's own: `OrderedDict([(name, module), ...])` is a mapping as `dict(...)` is, and the
+# string methods the model evaluates on a known string before a table lookup
+# (`norm.replace("_", "").lower()`, timm's `get_norm_layer`).
+ORDERED_DICTS = frozenset({"collections.OrderedDict", "typing.OrderedDict"})
+STRING_METHODS = frozenset({
+    "lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "casefold", "split",
+})
 # Modules that update running statistics in training (torch 2.13 `_BatchNorm` /
 # `_InstanceNorm`): BatchNorm tracks them by default, InstanceNorm only with
 # `track_running_stats=True`. Measured: `num_batches_tracked == 2` after one checkpointed

@@ -13,7 +13,7 @@ import itertools
 from collections import Counter
 from dataclasses import replace
 
-from ckptlint.model.library import CHILDREN_METHODS, torchvision_model
+from ckptlint.model.library import CHILDREN_METHODS, STRING_METHODS, torchvision_model
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
@@ -327,7 +327,7 @@ class ModuleSemantics:
                         found |= frozenset().union(*hits)
                     elif len(positional) > 1 and not isinstance(positional[1], Splat):
                         found |= positional[1]
-            elif isinstance(receiver, Constant) and isinstance(receiver.value, str) and method in _STRING_METHODS:
+            elif isinstance(receiver, Constant) and isinstance(receiver.value, str) and method in STRING_METHODS:
                 # `norm_layer.replace("_", "").lower()` before a table lookup (timm's
                 # `get_norm_layer("LayerNorm")`): the key itself, not every entry.
                 arguments = [p for p in positional if not isinstance(p, Splat)]
@@ -357,10 +357,6 @@ class ModuleSemantics:
         return found
 
 
-# String methods evaluated on a known string (their arguments known strings too).
-_STRING_METHODS = frozenset({
-    "lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix", "casefold", "split",
-})
 
 
 def _field_argument(instance: Instance, name: str) -> frozenset | None:

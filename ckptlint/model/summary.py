@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 Expr = tuple
 UNKNOWN: Expr = ("?",)
+MODULE_LEVEL = "<module>"  # the name of a module's top-level code's summary: `pkg.mod.<module>`
 MAX_DEPTH = 40
 
 # How a binding binds: `=` assigns the value; `for` binds each element of it; `append`
@@ -123,3 +124,15 @@ def frozen(value):
 
 
 # --- from `ast` ------------------------------------------------------------------------------
+
+
+def dotted_absolute(expr, names: dict[str, str]) -> str | None:
+    """`torch.utils.checkpoint.checkpoint`, `cp.checkpoint`, `checkpoint` (a summary
+    expression) as the absolute name its imports give it."""
+    parts: list[str] = []
+    while expr[0] == "attr":
+        parts.append(expr[2])
+        expr = expr[1]
+    if expr[0] != "name" or expr[1] not in names:
+        return None
+    return ".".join([names[expr[1]], *reversed(parts)])
