@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ from ckptlint.versions import Applies
 
 PEFT_WORDS = ("get_peft_model", "PeftModel", "add_adapter", "load_adapter")
 TRAINING_WORDS = ("backward", "training_step", "Trainer")
+# `TrainingArguments(gradient_checkpointing=True)`, or the same in a dict of arguments.
+TRAINER_ENABLING = re.compile(r"""gradient_checkpointing["']?\s*[=:]\s*True""")
 
 
 @dataclass(frozen=True)
@@ -206,9 +209,12 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         # A call that turns checkpointing on (the model may be trained in another module),
         # or a PEFT model and a trainer in one file (`TrainingArguments(gradient_checkpointing=
         # True)`); transformers' own modeling files, which only name the attribute, are skipped.
+        # A `Trainer` handed arguments that turn checkpointing on counts too: the model may
+        # come from a helper of another module that wrapped it in adapters.
         return super().may_apply_to(text) and (
             "gradient_checkpointing_enable" in text
             or (any(word in text for word in PEFT_WORDS) and any(word in text for word in TRAINING_WORDS))
+            or ("Trainer" in text and TRAINER_ENABLING.search(text) is not None)
         )
 
     def finish(self) -> None:
