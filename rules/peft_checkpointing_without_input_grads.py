@@ -4,6 +4,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import libcst as cst
+
 from ckptlint.analysis.hf_models import (
     MainInput,
     ModelHistory,
@@ -281,6 +283,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         wraps = [w for w in history.of_kind(StepKind.PEFT_WRAPPED) if w.order <= step.order and not w.exclusive_with(step)]
         if wraps:
             wrap = wraps[-1]
+            if isinstance(wrap.node, cst.FunctionDef):  # wrapped before the project hands it over
+                return f"with adapters added before `{wrap.node.name.value}` gets it (every call passes a PEFT model)"
             return f"after `{_callee(wrap.node)}` (line {line_of(self.context, wrap.node)})"
         adapters = [
             a for a in history.of_kind(StepKind.ADAPTER_ADDED) if a.order > step.order and not a.exclusive_with(step)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
-from ckptlint.model.hf_events import HF_WORDS, HfEvents
+from ckptlint.model.hf_events import HF_WORDS, HfEvents, passed_result
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
@@ -432,12 +432,13 @@ class _Extractor:
                     self.fsdp_argument_calls.append((callee, line))
         # A project function receiving a model: what it does to it is resolved later.
         if callee is not None and not callee.startswith(LIBRARY_PREFIXES):
+            resolve = lambda expr: self.resolve(expr, enclosing_class)  # noqa: E731
             for position, arg in enumerate(call.args):
-                target = dotted(arg) if not isinstance(arg, ast.Starred) else None
+                target = (dotted(arg) or passed_result(arg, resolve)) if not isinstance(arg, ast.Starred) else None
                 if target is not None:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=position))
             for keyword in call.keywords:
-                target = dotted(keyword.value) if keyword.arg else None
+                target = (dotted(keyword.value) or passed_result(keyword.value, resolve)) if keyword.arg else None
                 if target is not None:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg))
 

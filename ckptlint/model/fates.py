@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import Event, EventKind, FunctionFacts
-from ckptlint.model.hf_events import RETURNED_VALUE
+from ckptlint.model.hf_events import PASSED_RESULT, RETURNED_VALUE
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -343,11 +343,12 @@ def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) 
     """Where the model `name` holds at `line` of `function` comes from: loaded there, or
     returned by a project function."""
     names = _aliases(function, {name})
+    passed_result = name.startswith(PASSED_RESULT)  # bound by the inner call itself, on any line
     found = None
     for event in function.events:
-        if event.line > line or event.target not in names:
+        if event.target not in names or (event.line > line and not passed_result):
             continue
-        if event.line == line and event.kind is EventKind.RESULT:
+        if event.line == line and event.kind is EventKind.RESULT and not passed_result:
             continue  # `model = enable(model)`: bound from the call after it is passed
         if event.kind is EventKind.LOADED:
             found = _loaded(event, index.path_of(function.name) or "?", function.name)

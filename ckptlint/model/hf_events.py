@@ -42,6 +42,24 @@ HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training
             "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
+PASSED_RESULT = "<passed@"  # `enable(load(name))`: the inner call's value, named by its place
+
+
+def passed_result(argument: ast.AST, resolve: Callable[[ast.AST], str | None]) -> str | None:
+    """The name of the model a call hands straight to a project function
+    (`enable_gc(load_model(name))`, `enable_gc(AutoModelForCausalLM.from_pretrained(name))`):
+    one of its own, unique to the inner call."""
+    if not isinstance(argument, ast.Call):
+        return None
+    callee = resolve(argument.func)
+    if callee is None or not (loaded_class(callee) or _project_function(callee)):
+        return None
+    return f"{PASSED_RESULT}{argument.lineno}:{argument.col_offset}>"
+
+
+def _project_function(callee: str) -> bool:
+    """A function the project may define (not a library's, not a class)."""
+    return not callee.startswith(LIBRARY_PREFIXES) and not callee.rsplit(".", 1)[-1][:1].isupper()
 _LOADERS = (".from_pretrained", ".from_config", "._from_config")
 _NOT_CALLED = frozenset({"print", "len", "range", "enumerate", "zip", "isinstance", "getattr", "setattr", "hasattr",
                          "super", "list", "dict", "tuple", "set", "int", "float", "str", "bool", "sorted", "iter",
@@ -120,9 +138,7 @@ class HfEvents:
         """The function a call runs when it may be the project's own (not a library's, not a
         class)."""
         callee = self.resolve(call.func)
-        if callee is None or callee.startswith(LIBRARY_PREFIXES) or callee.rsplit(".", 1)[-1][:1].isupper():
-            return None
-        return callee
+        return callee if callee is not None and _project_function(callee) else None
 
     def _loaded(self, call: ast.Call, bound: list[tuple[int, str]], node: ast.AST) -> None:
         quantized = any(
@@ -141,6 +157,8 @@ class HfEvents:
     def _call(self, call: ast.Call) -> None:
         func = call.func
         callee = self.resolve(func)
+        if callee is not None and _project_function(callee):
+            self._passed_results(call)
         if isinstance(func, ast.Attribute):
             owner = dotted(func.value)
             if func.attr == "backward":
@@ -185,6 +203,18 @@ class HfEvents:
             if use_cache is not None and not _is_true(use_cache):
                 self._add(EventKind.USE_CACHE_OFF, called, call)
             self.called.append((called, call.lineno, call.col_offset))
+
+    def _passed_results(self, call: ast.Call) -> None:
+        """A model loaded or built by the inner call of `enable(load(name))`, under the name
+        `passed_result` gives it (the call event the extraction records uses the same)."""
+        for argument in (*call.args, *(k.value for k in call.keywords if k.arg)):
+            name = passed_result(argument, self.resolve)
+            if name is None:
+                continue
+            if loaded_class(self.resolve(argument.func)):
+                self._loaded(argument, [(-1, name)], argument)
+            else:
+                self._add(EventKind.RESULT, name, argument, callee=self._project_callee(argument), parameter=-1)
 
     def finish(self, other_events: list[Event], *, method: bool) -> list[Event]:
         """The events that can concern a model, with a `FORWARD` for each name called as a

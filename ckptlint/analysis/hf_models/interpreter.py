@@ -247,7 +247,9 @@ class Interpreter(Calls):
     def _passed_models(self, function: cst.FunctionDef, frame: Scope) -> dict[str, ScriptValue]:
         """For a function nothing in this file calls that turns checkpointing on
         (`def enable_gc(model): model.gradient_checkpointing_enable()`): the models the
-        project's other modules pass it, by parameter, where they all are of one class."""
+        project's other modules pass it, by parameter, where they all are of one class; what
+        was done to every one of them on its way (cache off, input grads, adapters) is done
+        to the parameter's model when the function starts."""
         found: dict[str, ScriptValue] = {}
         for param in [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]:
             passed = self.context.project.passed_models(self.project_names[function], param.name.value)
@@ -258,7 +260,11 @@ class Interpreter(Calls):
             obj = ModelObject(classify_model_class(origin.model_class), origin.quantized, frame.context)
             obj.origin = origin
             self.objects.append(obj)
-            found[param.name.value] = ModelPart(obj)
+            found[param.name.value] = part = ModelPart(obj)
+            for kind, done in ((StepKind.USE_CACHE_OFF, "cache_off"), (StepKind.INPUT_GRADS, "input_grads"),
+                               (StepKind.PEFT_WRAPPED, "peft")):
+                if all(getattr(passed_origin, done) for passed_origin, _ in passed):
+                    self._step(part, kind, function, frame)
         return found
 
     def _run_function(self, function: cst.FunctionDef, frame: Scope, args: list[ScriptValue], kwargs: dict[str, ScriptValue]) -> None:
