@@ -1,9 +1,13 @@
-"""Which files an FSDP use can apply to, by the project's entry scripts: a top-level training
-script that no other top-level file imports (`pretrain_fsdp.py` beside `sft.py`) applies to
-itself, what it imports and the project's modules (whose models it may be handed), not to
-the project's other top-level training scripts (they train with `backward()` or a trainer),
-which run on their own. Any other file's use (a package's sharding helper, called from
-anywhere) applies everywhere.
+"""Which files an FSDP use can apply to, by the project's entry scripts.
+
+A script is a file of a directory that is not a package (no `__init__.py`): the project's top
+level (`pretrain_fsdp.py` beside `sft.py`), or a folder of examples or scripts
+(`examples/sharded/train.py`, run from its own directory and importing its siblings by their
+bare names). A training script that no other script imports applies its FSDP use to itself,
+to what it imports and to the project's package modules (whose models it may be handed), not
+to the project's other training scripts (they train with `backward()` or a trainer), which
+run on their own. Any other file's use (a package's sharding helper, called from anywhere)
+applies everywhere.
 """
 
 from __future__ import annotations
@@ -31,23 +35,50 @@ EVERY_FILE = EverythingBut()
 
 def reached_by(index: ProjectIndex, path: str) -> EverythingBut:
     """The files an FSDP use in `path` can apply to."""
-    facts = index.files.get(path)
-    module = facts.module if facts is not None else ""
-    if facts is None or "." in module or path.endswith("__init__.py") or _imported_by_a_script(index, module):
+    scripts = [other for other in index.files if _is_script(index, other)]
+    imported = {target for script in scripts for target in _imports(index, script) if target != script}
+    if path not in index.files or path not in scripts or path in imported:
         return EVERY_FILE
     reached, pending = {path}, [path]
     while pending:
-        current = index.files.get(pending.pop())
-        for _, absolute in current.names if current is not None else ():
-            target = index.path_of(f"{absolute}.x") or index.path_of(absolute)
-            if target is not None and target not in reached:
+        current = pending.pop()
+        for target in _imports(index, current):
+            if target not in reached:
                 reached.add(target)
                 pending.append(target)
     return EverythingBut(frozenset(
-        other for name, other in index.module_paths.items()
-        if "." not in name and other not in reached and not other.endswith("__init__.py")
-        and _trains(index, other) and not _imported_by_a_script(index, name)
+        other for other in scripts if other not in reached and other not in imported and _trains(index, other)
     ))
+
+
+def _directory(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def _is_script(index: ProjectIndex, path: str) -> bool:
+    """A file of a directory that is not a package (the top level included)."""
+    if path.endswith("__init__.py"):
+        return False
+    directory = _directory(path)
+    return f"{directory}/__init__.py" not in index.files if directory else True
+
+
+def _imports(index: ProjectIndex, path: str) -> set[str]:
+    """The project files `path` imports: by absolute name, or, for a script, a sibling by its
+    bare name (`from model import Net` in `examples/sharded/train.py`)."""
+    facts = index.files.get(path)
+    if facts is None:
+        return set()
+    directory = _directory(path)
+    prefix = f"{directory.replace('/', '.')}." if directory and _is_script(index, path) else ""
+    found = set()
+    for _, absolute in facts.names:
+        for name in (absolute, f"{prefix}{absolute}") if prefix else (absolute,):
+            target = index.path_of(f"{name}.x") or index.path_of(name)
+            if target is not None:
+                found.add(target)
+                break
+    return found
 
 
 def _trains(index: ProjectIndex, path: str) -> bool:
@@ -55,13 +86,3 @@ def _trains(index: ProjectIndex, path: str) -> bool:
     facts = index.files.get(path)
     return facts is not None and any(e.kind in (EventKind.BACKWARD, EventKind.TRAINER) for f in facts.functions for e in f.events)
 
-
-def _imported_by_a_script(index: ProjectIndex, module: str) -> bool:
-    """Whether another top-level file of the project imports `module`."""
-    for name, path in index.module_paths.items():
-        if "." in name or name == module:
-            continue
-        facts = index.files.get(path)
-        if facts is not None and any(a == module or a.startswith(f"{module}.") for _, a in facts.names):
-            return True
-    return False
