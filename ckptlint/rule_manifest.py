@@ -15,7 +15,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT020", "checkpointing-without-use-cache-false", True, Applicability.SAFE),
     RuleSummary("CKPT021", "peft-checkpointing-without-input-grads", True, Applicability.SAFE),
     RuleSummary("CKPT030", "late-binding-closure-in-checkpoint", True, Applicability.SAFE),
-    RuleSummary("CKPT031", "mutable-state-across-recompute", False, None),
+    RuleSummary("CKPT031", "mutable-state-across-recompute", True, None),
     RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", True, Applicability.SAFE),
     RuleSummary("CKPT033", "rng-state-not-preserved-with-dropout", True, Applicability.SAFE),
 )
@@ -23,6 +23,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
 # Every rule needs one of its trigger words in a file's text: a file with none of these
 # needs no rule at all.
 RULE_TRIGGERS: tuple[str, ...] = (
+    ".backward(",
     "FSDP",
     "FullyShardedDataParallel",
     "apply_activation_checkpointing",
@@ -36,7 +37,9 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "gradient_checkpointing_enable",
     "gradient_checkpointing_kwargs",
     "import torch.utils as",
+    "manual_backward",
     "prepare_model_for_kbit_training",
     "torch.utils import",
+    "training_step",
     "utils.checkpoint",
 )

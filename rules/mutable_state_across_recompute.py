@@ -1,27 +1,36 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
-from ckptlint.rule import Invalid, Rule, Valid
+from ckptlint.analysis.regions import SiteScopes
+from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
+from ckptlint.model.values import Instance, Mapping, Sequence
+from ckptlint.rule import Invalid, Valid
 
 # Methods only containers have (tensors have none of them): a call of one mutates the object.
 MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "add", "discard", "remove"}
 )
 CONTAINER_CONSTRUCTORS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque"})
+# A function that trains: backward runs in it, or (Lightning) after it returns.
+TRAINING_WORDS = (".backward(", "manual_backward", "training_step")
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+_SITE_REQUIRES, _SITE_TRIGGERS = (tuple(w.decode() for w in words) for words in (SITE_REQUIRES, SITE_TRIGGERS))
 
 
 @dataclass(frozen=True)
 class _Mutation:
-    target: str  # `state`, or `self.flag`
+    target: str  # `state`, or `self.flag`; `net.layers[*].flag` for `layer.flag` in `for layer in net.layers`
     node: cst.CSTNode
     how: str
+    written: str = ""  # for the message, where the target is not what the code says (`layer.flag`)
 
 
-class MutableStateAcrossRecompute(Rule):
+class MutableStateAcrossRecompute(SiteScopes):
     """A non-tensor value the checkpointed region reads is changed before backward.
 
     ## What it does
@@ -33,6 +42,14 @@ class MutableStateAcrossRecompute(Rule):
       `cfg.update(...)`);
     - a `self.<attribute>` that the checkpointed callable reads (a lambda, a nested function,
       or `self.<method>`), reassigned later in the same function.
+
+    Across functions and files, through the project model: a training function (one that
+    runs `backward()`, or a Lightning `training_step`) that calls a module, then changes
+    what the regions its `forward` checkpoints read before backward runs: a dict or list it
+    passed for a `forward` parameter the region gets (`net(x, opts)`, then `opts["t"] =
+    0.5`), or an attribute the checkpointed code reads (`net.blk.use_gelu = False`, where
+    `forward` checkpoints `self.blk`). That finding is at the change, and names the
+    checkpoint call.
 
     The message names the mutation.
 
@@ -78,9 +95,26 @@ class MutableStateAcrossRecompute(Rule):
     code = "CKPT031"
     name = "mutable-state-across-recompute"
     message = "a value the checkpointed region reads is changed after the checkpoint call"
-    triggers = SITE_TRIGGERS
+    triggers = (*SITE_TRIGGERS, *(word.encode() for word in TRAINING_WORDS))
     reached_through_aliases = True  # torch's checkpoint under another module's name
-    requires = SITE_REQUIRES
+    uses_project = True  # the modules a training function calls, and what their regions read
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        return _names_checkpoint(text) or any(word in text for word in TRAINING_WORDS)
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        if _names_checkpoint(text) or project.imports_checkpoint_alias(relative_path):
+            return True
+        # A training function: the file defines or imports a module whose regions read
+        # something its caller can change.
+        recomputing = project.recomputing_paths
+        facts = project.files.get(relative_path)
+        return relative_path in recomputing or (facts is not None and any(
+            project.path_of(f"{absolute}.x") in recomputing or project.path_of(absolute) in recomputing
+            for _, absolute in facts.names
+        ))
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -90,18 +124,24 @@ class MutableStateAcrossRecompute(Rule):
         self._site_class: dict[cst.Call, cst.ClassDef] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
         self._classes.append(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._classes.pop()
+        super().leave_ClassDef(original_node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
         self._functions.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._changes_after_module_calls(original_node)
         self._functions.pop()
+        super().leave_FunctionDef(original_node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
         if self._functions:
             self._site_function[node] = self._functions[-1]
         if self._classes:
@@ -126,6 +166,73 @@ class MutableStateAcrossRecompute(Rule):
                     "silently differ from the forward pass; pass a copy, or change it only after backward",
                 )
                 return
+
+    # --- across functions: a module called, then what its regions read changed ---------------
+
+    def _changes_after_module_calls(self, function: cst.FunctionDef) -> None:
+        """In a training function: a module called (`net(x, opts)`, `self.model(batch)`),
+        then, before backward, a change to what the regions its `forward` checkpoints read."""
+        nodes = list(_walk_statements(function))
+        calls = [node for node in nodes if isinstance(node, cst.Call)]
+        backwards = sorted(self._start(c) for c in calls if _is_backward(c))
+        after_return = function.name.value == "training_step"  # Lightning runs backward after it
+        if not backwards and not after_return:
+            return
+        containers = _containers(function)
+        changes = _mutations(function, containers) + _attribute_changes(nodes)
+        if not changes:
+            return
+        reported: set[cst.CSTNode] = set()
+        for call in calls:
+            if _is_backward(call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+                continue
+            end = self.context.position(call).end
+            later = [b for b in backwards if b > (end.line, end.column)]
+            if not later and not after_return:
+                continue
+            limit = later[0] if later else None
+            for reads in self._reads_of_module(call):
+                watched = _watched(call, reads, lambda arg: self._is_container(call, arg, containers))
+                for change in changes:
+                    start = self._start(change.node)
+                    if change.target not in watched or change.node in reported or start <= (end.line, end.column):
+                        continue
+                    if limit is not None and start > limit:
+                        continue
+                    reported.add(change.node)
+                    self._report_change(change, call, reads, watched[change.target], limit)
+
+    def _is_container(self, call: cst.Call, arg: cst.BaseExpression, containers: set[str]) -> bool:
+        """A dict, list or set: a name the function binds to one, or an attribute the
+        project model says holds one (`self.opts = {"temperature": 1.0}`)."""
+        if isinstance(arg, cst.Name):
+            return arg.value in containers
+        if not isinstance(arg, cst.Attribute):
+            return False
+        _, values = self.values_at(call, arg)
+        return bool(values) and all(isinstance(value, (Mapping, Sequence)) for value in values)
+
+    def _reads_of_module(self, call: cst.Call) -> list[RecomputeReads]:
+        _, values = self.values_at(call, call.func)
+        classes = sorted({value.cls for value in values if isinstance(value, Instance)})
+        found = [recompute_reads(self.context.project, cls) for cls in classes]
+        return [reads for reads in found if reads is not None]
+
+    def _report_change(self, change: _Mutation, call: cst.Call, reads: RecomputeReads, what: str, limit) -> None:
+        called = cst.Module([]).code_for_node(call.func)
+        owner = reads.forward.rsplit(".", 2)[-2]
+        backward = f"backward (line {limit[0]})" if limit is not None else "backward (Lightning runs it after `training_step` returns)"
+        self.report(
+            change.node,
+            f"{change.written or f'`{change.target}`'} is {change.how} after `{called}(...)` (line {self._start(call)[0]}) and before "
+            f"{backward}, but {what} is read by the region `{owner}.forward` checkpoints ({reads.path}:{reads.line}): "
+            "the recomputation in backward sees the changed value, so gradients silently differ from the forward "
+            "pass; change it only after backward",
+        )
+
+    def _start(self, node: cst.CSTNode) -> tuple[int, int]:
+        start = self.context.position(node).start
+        return start.line, start.column
 
     def _region(self, site: CheckpointSite) -> cst.CSTNode | None:
         """The code the callable runs, when it is written here: a lambda, a nested function
@@ -163,6 +270,35 @@ class MutableStateAcrossRecompute(Rule):
         return names
 
     valid = [
+        # Across functions: the change comes after backward, or touches nothing the region reads.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.scale = 1.0
+
+                def _scaled(self, x, opts):
+                    return self.fc(x) * opts["t"] * self.scale
+
+                def forward(self, x, opts, log):
+                    return checkpoint(self._scaled, x, opts, use_reentrant=False)
+
+            def train(loader):
+                net, opts, log = Net(), {"t": 1.0}, {}
+                for x in loader:
+                    loss = net(x, opts, log).sum()
+                    log["loss"] = loss.item()
+                    net.name = "warm"
+                    loss.backward()
+                    opts["t"] *= 0.99
+                    net.scale = 0.5
+            """
+        ),
         # A fresh dict per call, never changed after it; a copy; a change before the call.
         Valid(
             """
@@ -194,6 +330,42 @@ class MutableStateAcrossRecompute(Rule):
         ),
     ]
     invalid = [
+        # Across functions: the training loop changes a flag of the checkpointed block
+        # between the forward and backward (reported at the change).
+        Invalid(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.use_gelu = True
+
+                def forward(self, x):
+                    return F.gelu(self.fc(x)) if self.use_gelu else F.relu(self.fc(x))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.block = Block()
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False)
+
+            def train(loader):
+                net = Net()
+                for step, x in enumerate(loader):
+                    loss = net(x).sum()
+                    net.block.use_gelu = step < 100
+                    loss.backward()
+            """,
+            line=26,
+            column=9,
+            message_contains="`net.block.use_gelu` is reassigned after `net(...)` (line 25) and before backward (line 27)",
+        ),
         Invalid(
             """
             from torch.utils.checkpoint import checkpoint
@@ -253,6 +425,88 @@ def _walk_statements(node: cst.CSTNode):
         if isinstance(current, (cst.ClassDef, cst.Lambda)) or (isinstance(current, cst.FunctionDef) and current is not node):
             continue
         stack.extend(current.children)
+
+
+def _names_checkpoint(text: str) -> bool:
+    return all(word in text for word in _SITE_REQUIRES) and any(word in text for word in _SITE_TRIGGERS)
+
+
+def _is_backward(call: cst.Call) -> bool:
+    """`loss.backward()`, `self.manual_backward(loss)`, `accelerator.backward(loss)`."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in BACKWARD_METHODS
+
+
+def _watched(call: cst.Call, reads: RecomputeReads, is_container: Callable[[cst.BaseExpression], bool]) -> dict[str, str]:
+    """What a caller must leave alone until backward, by the name it changes: the containers
+    it passes for the parameters the regions read, the attributes of the module it calls
+    that they read (`net.blk.use_gelu`, `net.layers[*].use_gelu` for each layer); each with
+    how the message names it."""
+    watched: dict[str, str] = {}
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for position, name in reads.parameters:
+        keyword = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
+        arg = keyword if keyword is not None else positional[position] if 0 <= position < len(positional) else None
+        passed = _dotted(arg.value) if arg is not None else None
+        if passed is not None and is_container(arg.value):
+            watched[passed] = f"it is passed as `{name}`, which"
+    owner = _dotted(call.func)
+    if owner is not None:
+        for attribute in reads.attributes:
+            container, _, member = attribute.partition("[*].")
+            watched[f"{owner}.{attribute}"] = f"`{member}` of each of `{container}`" if member else f"`{attribute}`"
+    return watched
+
+
+def _attribute_changes(nodes: list[cst.CSTNode]) -> list[_Mutation]:
+    """Changes made through attributes: assignments to attributes of objects other than
+    `self` itself (`net.blk.use_gelu = False`, `self.model.act_mode = "relu"`; `layer.
+    use_gelu = False` in `for layer in net.layers` is `net.layers[*].use_gelu`), and item
+    assignments and mutating calls on containers held in attributes (`self.opts["t"] = 0.5`)."""
+    loops = {
+        node.target.value: f"{source}[*]"
+        for node in nodes
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and (source := _dotted(node.iter)) is not None
+    }
+
+    def change(expr: cst.BaseExpression, node: cst.CSTNode, how: str) -> _Mutation | None:
+        name = _dotted(expr)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        if root in loops and rest:
+            source = loops[root].removesuffix("[*]")
+            return _Mutation(f"{loops[root]}.{rest}", node, how, f"`{name}` (each of `{source}`)")
+        return _Mutation(name, node, how)
+
+    found = []
+    for node in nodes:
+        if isinstance(node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, cst.Attribute) and (written := change(target, node, "reassigned")) is not None:
+                    if written.target.count(".") >= (2 if written.target.startswith("self.") else 1):
+                        found.append(written)
+                elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
+                    if (written := change(target.value, node, "assigned an item")) is not None:
+                        found.append(written)
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in MUTATING_METHODS
+            and isinstance(node.func.value, cst.Attribute)
+            and (written := change(node.func.value, node, f"changed by `.{node.func.attr.value}()`")) is not None
+        ):
+            found.append(written)
+    return found
+
+
+def _dotted(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        owner = _dotted(expr.value)
+        return f"{owner}.{expr.attr.value}" if owner is not None else None
+    return None
 
 
 def _containers(function: cst.FunctionDef) -> set[str]:

@@ -45,7 +45,9 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         root = FIXTURES / project
         settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
         seen.update(build_index(root, settings).files_with)
-    assert seen == {"wraps", "fsdp", "checkpointing", "options", "forwarding", "checkpoint_imports", "reexports"}
+    assert seen == {
+        "wraps", "fsdp", "checkpointing", "options", "forwarding", "checkpoint_imports", "reexports", "recomputes",
+    }
 
 
 def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path):

@@ -123,6 +123,12 @@ class CheckpointCall:
     # Its value is what the method returns (`return checkpoint(...)`): nothing of the method
     # runs after it (what decides whether a region around it recomputes it once).
     returned: bool = False
+    # The callable it runs, as written (`self.block`, `self._attend`, `_inner_forward`), ""
+    # for a lambda or anything else; and the names the region gets or captures: positional
+    # arguments that are names, names and `self.<attr>` a lambda reads (what a caller must
+    # leave alone until backward: `ckptlint.model.recompute_reads`).
+    callable: str = ""
+    reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,7 @@ class FileFacts:
             "classes": [
                 [c.name, c.line, list(c.bases),
                  [[m.name, list(m.random), list(m.attributes), list(m.methods), list(m.evaluated), list(m.mutations),
-                   [[c.line, c.reentrant, list(c.flags), c.returned] for c in m.checkpoints],
+                   [[c.line, c.reentrant, list(c.flags), c.returned, c.callable, list(c.reads)] for c in m.checkpoints],
                    [list(pair) for pair in m.random_attributes]]
                   for m in c.methods], c.configures_checkpointing,
                  list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None]
@@ -261,7 +267,7 @@ class FileFacts:
                     tuple(bases),
                     tuple(
                         MethodFacts(m[0], tuple(m[1]), tuple(m[2]), tuple(m[3]), tuple(m[4]), tuple(m[5]),
-                                    tuple(CheckpointCall(c[0], c[1], tuple(c[2]), c[3]) for c in m[6]),
+                                    tuple(CheckpointCall(c[0], c[1], tuple(c[2]), c[3], c[4], tuple(c[5])) for c in m[6]),
                                     tuple(tuple(pair) for pair in m[7]))
                         for m in methods
                     ),

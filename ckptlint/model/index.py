@@ -49,6 +49,7 @@ REGISTRY_KIND = "registries"
 NORM_FREEZING_KIND = "norm_freezing"
 CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
 REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
+RECOMPUTE_KIND = "recomputes"  # classes whose checkpointed regions read names or `self` (`recompute_reads`)
 
 
 def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
@@ -83,6 +84,8 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         absolute != f"{facts.module}.{local}" for local, absolute in facts.names
     ):
         kinds.append(REEXPORT_KIND)
+    if any(call.reads or call.callable for c in facts.classes for m in c.methods for call in m.checkpoints):
+        kinds.append(RECOMPUTE_KIND)
     if any(f.kind is not ForwardingKind.DECORATED for f in facts.forwarding):
         kinds.append(FORWARDING_KIND)
     if any(f.kind is ForwardingKind.DECORATED for f in facts.forwarding):
@@ -139,6 +142,11 @@ class ProjectIndex(ForwardingQueries):
     def _paths_of_kind(self, kind: str) -> frozenset[str]:
         """The files holding facts of a kind (every file when the kinds are not recorded)."""
         return frozenset(self.files) if self.files_with is None else self.files_with.get(kind, frozenset())
+
+    @property
+    def recomputing_paths(self) -> frozenset[str]:
+        """The files with a class whose checkpointed regions read what a caller can change."""
+        return self._paths_of_kind(RECOMPUTE_KIND)
 
     def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
         if self.files_with is None:

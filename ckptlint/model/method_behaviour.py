@@ -394,34 +394,48 @@ def methods_of(
     return tuple(methods)
 
 
-def checkpoint_calls(body: Sequence[ast.stmt], resolve: Callable[[ast.AST], str | None], flags: tuple[str, ...] = ()) -> Iterator[CheckpointCall]:
+def checkpoint_calls(
+    body: Sequence[ast.stmt],
+    resolve: Callable[[ast.AST], str | None],
+    flags: tuple[str, ...] = (),
+    loops: Mapping[str, str] | None = None,
+) -> Iterator[CheckpointCall]:
     """The `torch.utils.checkpoint` calls of a body (not of functions nested in it), each
     with the `self` flags of the `if` tests it sits under (`if self.with_cp and
-    x.requires_grad:` -> `with_cp`) and whether a `return` returns its value."""
+    x.requires_grad:` -> `with_cp`) and whether a `return` returns its value; `loops`: the
+    loop variables over `self` containers in scope (`layer` -> `self.layers[*]`)."""
+    loops = loops or {}
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(statement, ast.If):
-            yield from _checkpoints_in(statement.test, resolve, flags)
-            yield from checkpoint_calls(statement.body, resolve, flags + guard_flags(statement.test))
-            yield from checkpoint_calls(statement.orelse, resolve, flags)
+            yield from _checkpoints_in(statement.test, resolve, flags, loops)
+            yield from checkpoint_calls(statement.body, resolve, flags + guard_flags(statement.test), loops)
+            yield from checkpoint_calls(statement.orelse, resolve, flags, loops)
             continue
         blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
         blocks += [handler.body for handler in getattr(statement, "handlers", ())]
         blocks = [block for block in blocks if isinstance(block, list)]
         if not blocks:
             returned = statement.value if isinstance(statement, ast.Return) else None
-            yield from _checkpoints_in(statement, resolve, flags, returned)
+            yield from _checkpoints_in(statement, resolve, flags, loops, returned)
             continue
         for header in ("test", "iter", "items"):
             part = getattr(statement, header, None)
             for node in part if isinstance(part, list) else [part] if part is not None else []:
-                yield from _checkpoints_in(node, resolve, flags)
+                yield from _checkpoints_in(node, resolve, flags, loops)
+        inner_loops = loops
+        if isinstance(statement, (ast.For, ast.AsyncFor)) and isinstance(statement.target, ast.Name):
+            source = dotted(statement.iter)
+            if source is not None and source.startswith("self."):
+                inner_loops = {**loops, statement.target.id: f"{source}[*]"}
         for block in blocks:
-            yield from checkpoint_calls(block, resolve, flags)
+            yield from checkpoint_calls(block, resolve, flags, inner_loops)
 
 
-def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...], returned: ast.AST | None = None) -> Iterator[CheckpointCall]:
+def _checkpoints_in(
+    node: ast.AST, resolve, flags: tuple[str, ...], loops: Mapping[str, str], returned: ast.AST | None = None
+) -> Iterator[CheckpointCall]:
     for inner in ast.walk(node):
         if isinstance(inner, ast.Call) and resolve(inner.func) in TORCH_CHECKPOINT_FUNCTIONS:
             given = keyword_argument(inner, "use_reentrant")
@@ -429,7 +443,26 @@ def _checkpoints_in(node: ast.AST, resolve, flags: tuple[str, ...], returned: as
                 reentrant = given.value
             else:  # left out: torch's reentrant default; a variable or `**kwargs`: not known
                 reentrant = None if given is not None or any(k.arg is None for k in inner.keywords) else True
-            yield CheckpointCall(inner.lineno, reentrant, flags, returned=inner is returned)
+            function = inner.args[0] if inner.args else keyword_argument(inner, "function")
+            written = (dotted(function) or "") if function is not None else ""
+            yield CheckpointCall(
+                inner.lineno, reentrant, flags, returned=inner is returned,
+                callable=loops.get(written, written), reads=_region_reads(inner, function),
+            )
+
+
+def _region_reads(call: ast.Call, function: ast.AST | None) -> tuple[str, ...]:
+    """The names a checkpoint call hands its region (positional arguments after the
+    callable), and the names and `self.<attr>` a lambda callable reads."""
+    found = [arg.id for arg in call.args[1:] if isinstance(arg, ast.Name)]
+    if isinstance(function, ast.Lambda):
+        own = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        for node in ast.walk(function.body):
+            if isinstance(node, ast.Name) and node.id not in own:
+                found.append(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                found.append(f"self.{node.attr}")
+    return tuple(dict.fromkeys(found))
 
 
 def guard_flags(test: ast.AST, other: str | None = None, ignored: frozenset[str] = frozenset()) -> tuple[str, ...]:
