@@ -157,13 +157,15 @@ def _lint_text(
     forwarding = project is not None and project.mentions_forwarding(text)
     # Likewise torch's checkpoint under another module's name (`from .utils import checkpoint`).
     aliased = project is not None and project.imports_checkpoint_alias(_relative(path, project.root))
-    if rules is None and not forwarding and not aliased and not any(word in text for word in RULE_TRIGGERS):
+    # And a project function that wraps a model in FSDP1 (`model = shard(model)`).
+    sharding = project is not None and project.mentions_fsdp_wrapper(text)
+    if rules is None and not (forwarding or aliased or sharding) and not any(word in text for word in RULE_TRIGGERS):
         rules = []  # no rule can apply: the rules (and libcst) are not even imported
     versions = settings.target_versions
     candidates = [
         rule for rule in (selected_rules(settings) if rules is None else rules)
         if rule.may_apply_to(text) or (forwarding and rule.reached_through_forwarding)
-        or (aliased and rule.reached_through_aliases)
+        or (aliased and rule.reached_through_aliases) or (sharding and rule.reached_through_fsdp_wrappers)
     ]
     rules = [rule for rule in candidates if rule.applies_to_versions(versions)]
     # Rules a declared or chosen version rules out still run, to say how many findings the

@@ -207,6 +207,10 @@ class Rule(cst.BatchableCSTVisitor):
     # gives it (`from .utils import checkpoint`; `ProjectIndex.mentions_checkpoint_alias`):
     # the rules about checkpoint sites.
     reached_through_aliases: ClassVar[bool] = False
+    # Likewise a file calling a project function that wraps a model in FSDP1 with an
+    # auto-wrap policy (`model = shard(model)`; `ProjectIndex.mentions_fsdp_wrapper`): the
+    # rules about what happens to a model before its wrap.
+    reached_through_fsdp_wrappers: ClassVar[bool] = False
 
     @classmethod
     def applies_to_versions(cls, versions: TargetVersions) -> bool:

@@ -86,6 +86,7 @@ class CheckpointBeforeFsdpWrap(Rule):
     triggers = (b"FullyShardedDataParallel", b"FSDP", b"fsdp")
     requires = ()
     uses_project = True
+    reached_through_fsdp_wrappers = True  # `model = shard(model)`: FSDP named in another module
 
     def __init__(self, context) -> None:
         super().__init__(context)

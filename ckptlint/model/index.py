@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.registries import registered_classes
-from ckptlint.model.summary import FunctionSummary
+from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
     ClassFacts,
     EventKind,
@@ -165,6 +165,19 @@ class ProjectIndex(ForwardingQueries):
                 if self._resolve_name(callee, self.training_arguments_classes):
                     uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    @cached_property
+    def fsdp_wrapper_words(self) -> frozenset[str]:
+        """The simple names of the project functions that wrap a model in FSDP1 with an
+        auto-wrap policy."""
+        return frozenset(
+            f.name.rsplit(".", 1)[-1] for _, facts in self._files_of_kind(FSDP_KIND) for f in facts.functions
+            if any(e.kind is EventKind.FSDP1 and e.auto_wrap for e in f.events) and not f.name.endswith(MODULE_LEVEL)
+        )
+
+    def mentions_fsdp_wrapper(self, text: str) -> bool:
+        """Whether `text` may call one of them (a cheap test on the text, before any parse)."""
+        return any(f"{word}(" in text for word in self.fsdp_wrapper_words)
 
     def option_defaults(self, name: str) -> tuple[tuple[str, OptionDefault], ...]:
         """Where the project declares a configuration option `name` (`use_reentrant`) with
