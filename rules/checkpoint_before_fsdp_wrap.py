@@ -333,7 +333,10 @@ def _checkpointed_then_wrapped(project: ProjectIndex, relative_path: str) -> lis
             if step.kind is EventKind.CHECKPOINT:
                 checkpointed.setdefault(step.model, step)
             elif step.kind is EventKind.FSDP1 and step.auto_wrap and step.model in checkpointed:
-                found.append((checkpointed.pop(step.model), step))
+                first = checkpointed.pop(step.model)
+                if first.effect is not None and step.effect is not None and first.event == step.event:
+                    continue  # both inside one helper call: the helper's file reports it
+                found.append((first, step))
     return found
 
 

@@ -152,13 +152,23 @@ class MutableStateAcrossRecompute(SiteScopes):
         if site.kind is not SiteKind.CALL or function is None:
             return
         containers = _containers(function)
+        # Config objects handed to the region: any attribute written on them afterwards.
+        objects = {
+            arg.value.value for arg in site.positional
+            if isinstance(arg.value, cst.Name) and self._is_plain_object(site.node, arg.value)
+        }
         read = self._region_reads(site, function) & (containers | {n for n in _self_reads(site, self._region(site))})
-        if not read:
+        if not read and not objects:
             return
         call_end = self.context.position(site.node).end
-        for mutation in _mutations(function, containers):
+        changes = _mutations(function, containers) + [
+            change for change in _attribute_changes(list(_walk_statements(function)))
+            if change.how == "reassigned" and change.target.split(".", 1)[0] in objects
+        ]
+        for mutation in changes:
             position = self.context.position(mutation.node).start
-            if mutation.target in read and (position.line, position.column) > (call_end.line, call_end.column):
+            handed = mutation.target in read or mutation.target.split(".", 1)[0] in objects
+            if handed and (position.line, position.column) > (call_end.line, call_end.column):
                 self.report(
                     site.node,
                     f"`{mutation.target}`, which the checkpointed region reads, is {mutation.how} after this call "
@@ -169,13 +179,18 @@ class MutableStateAcrossRecompute(SiteScopes):
 
     # --- across functions: a module called, then what its regions read changed ---------------
 
-    def _changes_after_module_calls(self, function: cst.FunctionDef) -> None:
-        """In a training function: a module called (`net(x, opts)`, `self.model(batch)`),
-        then, before backward, a change to what the regions its `forward` checkpoints read."""
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._changes_after_module_calls(original_node)  # a training script without functions
+
+    def _changes_after_module_calls(self, function: cst.FunctionDef | cst.Module) -> None:
+        """In a training function (or a script's top level): a module called (`net(x, opts)`,
+        `self.model(batch)`), then, before backward, a change to what the regions its
+        `forward` checkpoints read."""
         nodes = list(_walk_statements(function))
         calls = [node for node in nodes if isinstance(node, cst.Call)]
         backwards = sorted(self._start(c) for c in calls if _is_backward(c))
-        after_return = function.name.value == "training_step"  # Lightning runs backward after it
+        # Lightning runs backward after `training_step` returns.
+        after_return = isinstance(function, cst.FunctionDef) and function.name.value == "training_step"
         if not backwards and not after_return:
             return
         containers = _containers(function)
@@ -192,15 +207,18 @@ class MutableStateAcrossRecompute(SiteScopes):
                 continue
             limit = later[0] if later else None
             for reads in self._reads_of_module(call):
-                watched = _watched(call, reads, lambda arg: self._is_container(call, arg, containers))
+                watched = _watched(
+                    call, reads, lambda arg: self._is_container(call, arg, containers),
+                    lambda arg: self._is_plain_object(call, arg),
+                )
                 for change in changes:
                     start = self._start(change.node)
-                    if change.target not in watched or change.node in reported or start <= (end.line, end.column):
+                    if change.node in reported or start <= (end.line, end.column) or (limit is not None and start > limit):
                         continue
-                    if limit is not None and start > limit:
-                        continue
-                    reported.add(change.node)
-                    self._report_change(change, call, reads, watched[change.target], limit)
+                    watch = next((w for w in watched if w.matches(change)), None)
+                    if watch is not None:
+                        reported.add(change.node)
+                        self._report_change(change, call, reads, watch, limit)
 
     def _is_container(self, call: cst.Call, arg: cst.BaseExpression, containers: set[str]) -> bool:
         """A dict, list or set: a name the function binds to one, or an attribute the
@@ -212,20 +230,34 @@ class MutableStateAcrossRecompute(SiteScopes):
         _, values = self.values_at(call, arg)
         return bool(values) and all(isinstance(value, (Mapping, Sequence)) for value in values)
 
+    def _is_plain_object(self, call: cst.Call, arg: cst.BaseExpression) -> bool:
+        """An instance of a project class that is no module (a dataclass config): its
+        attributes are Python values the region reads."""
+        if not isinstance(arg, (cst.Name, cst.Attribute)):
+            return False
+        _, values = self.values_at(call, arg)
+        project = self.context.project
+        return bool(values) and all(
+            isinstance(value, Instance) and project.class_named(value.cls) is not None
+            and not any(base.rsplit(".", 1)[-1].endswith("Module") or base.startswith("torch.")
+                        for base in project.ancestors(value.cls))
+            for value in values
+        )
+
     def _reads_of_module(self, call: cst.Call) -> list[RecomputeReads]:
         _, values = self.values_at(call, call.func)
         classes = sorted({value.cls for value in values if isinstance(value, Instance)})
         found = [recompute_reads(self.context.project, cls) for cls in classes]
         return [reads for reads in found if reads is not None]
 
-    def _report_change(self, change: _Mutation, call: cst.Call, reads: RecomputeReads, what: str, limit) -> None:
+    def _report_change(self, change: _Mutation, call: cst.Call, reads: RecomputeReads, watch: _Watch, limit) -> None:
         called = cst.Module([]).code_for_node(call.func)
         owner = reads.forward.rsplit(".", 2)[-2]
         backward = f"backward (line {limit[0]})" if limit is not None else "backward (Lightning runs it after `training_step` returns)"
         self.report(
             change.node,
             f"{change.written or f'`{change.target}`'} is {change.how} after `{called}(...)` (line {self._start(call)[0]}) and before "
-            f"{backward}, but {what} is read by the region `{owner}.forward` checkpoints ({reads.path}:{reads.line}): "
+            f"{backward}, but {watch.what} is read by the region `{owner}.forward` checkpoints ({reads.path}:{watch.line}): "
             "the recomputation in backward sees the changed value, so gradients silently differ from the forward "
             "pass; change it only after backward",
         )
@@ -265,11 +297,31 @@ class MutableStateAcrossRecompute(SiteScopes):
         names = {arg.value.value for arg in site.positional if isinstance(arg.value, cst.Name)}
         region = self._region(site)
         if region is not None:
-            names |= _names_read(region)
+            if not isinstance(site.function, cst.Attribute):  # a method closes over nothing of the caller's
+                names |= _names_read(region) - _own_names(region)
             names |= _self_reads(site, region)
         return names
 
     valid = [
+        # A copy handed to a method: the method's own parameter of the same name is not the
+        # caller's list.
+        Valid(
+            """
+            import torch
+            from torch.utils.checkpoint import checkpoint
+
+            class Mixer(torch.nn.Module):
+                def _mix(self, x, memory):
+                    return x + torch.stack(memory).mean(0)
+
+                def forward(self, chunks):
+                    memory = [chunks[0]]
+                    for c in chunks[1:]:
+                        y = checkpoint(self._mix, c, list(memory), use_reentrant=False)
+                        memory.append(y)
+                    return y
+            """
+        ),
         # Across functions: the change comes after backward, or touches nothing the region reads.
         Valid(
             """
@@ -330,6 +382,54 @@ class MutableStateAcrossRecompute(SiteScopes):
         ),
     ]
     invalid = [
+        # A dict parameter (indexed by string keys) updated after each checkpointed block.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def forward(self, x, ctx):
+                for block in self.blocks:
+                    x = checkpoint(block, x, ctx, use_reentrant=False)
+                    ctx["layer_idx"] += 1
+                return x
+            """,
+            line=5,
+            column=13,
+            message_contains="`ctx`, which the checkpointed region reads, is assigned an item after this call (line 6)",
+        ),
+        # A config object handed to the region, its attribute annealed after the forward
+        # (at a script's top level).
+        Invalid(
+            """
+            from dataclasses import dataclass
+            import torch
+            from torch.utils.checkpoint import checkpoint
+
+            @dataclass
+            class RunConfig:
+                temperature: float = 1.0
+
+            class Scorer(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = torch.nn.Linear(8, 8)
+
+                def score(self, x, cfg):
+                    return torch.tanh(self.fc(x) / cfg.temperature)
+
+                def forward(self, x, cfg):
+                    return checkpoint(self.score, x, cfg, use_reentrant=False)
+
+            model, cfg = Scorer(), RunConfig()
+            for x in loader:
+                loss = model(x, cfg).sum()
+                cfg.temperature *= 0.999
+                loss.backward()
+            """,
+            line=23,
+            column=5,
+            message_contains="`cfg` is passed as `cfg`, which is read by the region `Scorer.forward` checkpoints",
+        ),
         # Across functions: the training loop changes a flag of the checkpointed block
         # between the forward and backward (reported at the change).
         Invalid(
@@ -418,7 +518,10 @@ class MutableStateAcrossRecompute(SiteScopes):
 
 def _walk_statements(node: cst.CSTNode):
     """Every node of a function's own body (not of nested functions or classes)."""
-    stack = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else []
+    if isinstance(node, cst.Module):
+        stack = list(node.body)
+    else:
+        stack = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else []
     while stack:
         current = stack.pop()
         yield current
@@ -436,24 +539,47 @@ def _is_backward(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in BACKWARD_METHODS
 
 
-def _watched(call: cst.Call, reads: RecomputeReads, is_container: Callable[[cst.BaseExpression], bool]) -> dict[str, str]:
-    """What a caller must leave alone until backward, by the name it changes: the containers
-    it passes for the parameters the regions read, the attributes of the module it calls
-    that they read (`net.blk.use_gelu`, `net.layers[*].use_gelu` for each layer); each with
-    how the message names it."""
-    watched: dict[str, str] = {}
+@dataclass(frozen=True)
+class _Watch:
+    """Something a caller must leave alone until backward: a name it changes (or, for an
+    object, any attribute below it), how the message names it, the checkpoint call's line."""
+
+    target: str
+    what: str
+    line: int
+    below: bool = False  # `cfg`: any `cfg.<attr> = ...`
+
+    def matches(self, change: _Mutation) -> bool:
+        if self.below:
+            return change.how == "reassigned" and change.target.startswith(f"{self.target}.")
+        return change.target == self.target
+
+
+def _watched(
+    call: cst.Call,
+    reads: RecomputeReads,
+    is_container: Callable[[cst.BaseExpression], bool],
+    is_object: Callable[[cst.BaseExpression], bool],
+) -> list[_Watch]:
+    """What a caller must leave alone until backward: the containers (and config objects) it
+    passes for the parameters the regions read, the attributes of the module it calls that
+    they read (`net.blk.use_gelu`, `net.layers[*].use_gelu` for each layer)."""
+    watched: list[_Watch] = []
     positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    for position, name in reads.parameters:
+    for position, name, line in reads.parameters:
         keyword = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
         arg = keyword if keyword is not None else positional[position] if 0 <= position < len(positional) else None
         passed = _dotted(arg.value) if arg is not None else None
         if passed is not None and is_container(arg.value):
-            watched[passed] = f"it is passed as `{name}`, which"
+            watched.append(_Watch(passed, f"it is passed as `{name}`, which", line))
+        elif passed is not None and is_object(arg.value):
+            watched.append(_Watch(passed, f"`{passed}` is passed as `{name}`, which", line, below=True))
     owner = _dotted(call.func)
     if owner is not None:
-        for attribute in reads.attributes:
+        for attribute, line in reads.attributes:
             container, _, member = attribute.partition("[*].")
-            watched[f"{owner}.{attribute}"] = f"`{member}` of each of `{container}`" if member else f"`{attribute}`"
+            what = f"`{member}` of each of `{container}`" if member else f"`{attribute}`"
+            watched.append(_Watch(f"{owner}.{attribute}", what, line))
     return watched
 
 
@@ -511,7 +637,7 @@ def _dotted(expr: cst.BaseExpression) -> str | None:
 
 def _containers(function: cst.FunctionDef) -> set[str]:
     """Names the function binds to a dict, list or set (a literal, a comprehension, or a
-    container constructor), or calls a container-only method on."""
+    container constructor), calls a container-only method on, or indexes with a string."""
     found: set[str] = set()
     for node in _walk_statements(function):
         if isinstance(node, cst.Assign) and _is_container(node.value):
@@ -523,7 +649,15 @@ def _containers(function: cst.FunctionDef) -> set[str]:
             and isinstance(node.func.value, cst.Name)
         ):
             found.add(node.func.value.value)
+        elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and _string_key(node):
+            found.add(node.value.value)  # `ctx["layer_idx"]`: no tensor is indexed by a string
     return found
+
+
+def _string_key(subscript: cst.Subscript) -> bool:
+    return len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index) and isinstance(
+        subscript.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+    )
 
 
 def _is_container(value: cst.BaseExpression) -> bool:
@@ -554,6 +688,20 @@ def _mutations(function: cst.FunctionDef, containers: set[str]) -> list[_Mutatio
             and node.func.value.value in containers
         ):
             found.append(_Mutation(node.func.value.value, node, f"changed by `.{node.func.attr.value}()`"))
+    return found
+
+
+def _own_names(region: cst.Lambda | cst.FunctionDef) -> set[str]:
+    """The parameters of a lambda or nested function, and the names a nested function binds."""
+    params = region.params
+    found = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    found |= {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+    if isinstance(region, cst.FunctionDef):
+        for node in _walk_statements(region):
+            targets = node.targets if isinstance(node, cst.Assign) else ()
+            found |= {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+            if isinstance(node, (cst.AugAssign, cst.For)) and isinstance(node.target, cst.Name):
+                found.add(node.target.value)
     return found
 
 

@@ -29,10 +29,13 @@ class RecomputeReads:
     can change."""
 
     forward: str  # the absolute name of the `forward` method
-    path: str  # its file, relative to the project root
-    line: int  # the line of the first checkpoint call that reads something
-    parameters: tuple[tuple[int, str], ...]  # (position among the call's arguments, name)
-    attributes: frozenset[str]  # paths below the instance: `act_mode`, `blk.use_gelu`
+    path: str  # the file of the checkpoint calls, relative to the project root
+    # (position among the call's arguments, -1 for keyword-only; name; checkpoint call line)
+    parameters: tuple[tuple[int, str, int], ...]
+    attributes: tuple[tuple[str, int], ...]  # (path below the instance: `act_mode`, `blk.use_gelu`; line)
+
+    def attribute_line(self, path: str) -> int:
+        return next(line for found, line in self.attributes if found == path)
 
 
 def recompute_reads(index: ProjectIndex, class_name: str) -> RecomputeReads | None:
@@ -48,26 +51,26 @@ def recompute_reads(index: ProjectIndex, class_name: str) -> RecomputeReads | No
         if p.kind == "positional" and p.name != (summary.self_name or "self")
     ]
     keyword_only = {p.name for p in (summary.parameters if summary is not None else ()) if p.kind == "keyword"}
-    read_parameters: dict[str, int] = {}
-    attributes: set[str] = set()
-    line = 0
+    read_parameters: dict[str, tuple[int, int]] = {}
+    attributes: dict[str, int] = {}
     for method_name, call in _checkpoint_calls(index, class_name, forward):
-        before = (len(read_parameters), len(attributes))
         if method_name == forward.name:
             for name in call.reads:
                 if name in parameters:
-                    read_parameters[name] = parameters.index(name)
+                    read_parameters.setdefault(name, (parameters.index(name), call.line))
                 elif name in keyword_only:
-                    read_parameters[name] = -1
-        attributes.update(name.removeprefix("self.") for name in call.reads if name.startswith("self."))
-        attributes.update(_callable_reads(index, class_name, method_name, call.callable))
-        if (len(read_parameters), len(attributes)) != before and not line:
-            line = call.line
-    if not line:
+                    read_parameters.setdefault(name, (-1, call.line))
+        for attribute in (
+            *(name.removeprefix("self.") for name in call.reads if name.startswith("self.")),
+            *sorted(_callable_reads(index, class_name, method_name, call.callable)),
+        ):
+            attributes.setdefault(attribute, call.line)
+    if not read_parameters and not attributes:
         return None
     return RecomputeReads(
-        f"{owner}.forward", index.path_of(f"{owner}.forward") or "?", line,
-        tuple(sorted((position, name) for name, position in read_parameters.items())), frozenset(attributes),
+        f"{owner}.forward", index.path_of(f"{owner}.forward") or "?",
+        tuple(sorted((position, name, line) for name, (position, line) in read_parameters.items())),
+        tuple(sorted(attributes.items())),
     )
 
 
