@@ -10,6 +10,7 @@ from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.hf_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.model.library import transformers_random_layer
+from ckptlint.model.values import Constant
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 
@@ -105,9 +106,18 @@ class RngStateNotPreservedWithDropout(RegionRule):
         found = self._wrapper_keyword(node)
         if found is None:
             return
-        call, keyword = found
+        call, keyword, passed = found
         random = region_randomness(region, self.context.project, frozenset(self.context.settings.stateful_modules))
         if not random:
+            return
+        if passed is not None:  # False where the project passes it: no edit here fits every caller
+            written = cst.Module([]).code_for_node(keyword.value)
+            self.report(
+                node,
+                f"`{api}` with `preserve_rng_state={written}`, False{passed}, checkpoints `{what}`, which draws "
+                f"random numbers ({shown(random)}): the recomputation in backward draws new masks, so gradients "
+                "belong to a different network than the loss; keep the RNG state preserved",
+            )
             return
         self.report(
             node,
@@ -145,7 +155,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
                     fix_message="Remove `\"preserve_rng_state\": False`",
                 )
 
-    def _wrapper_keyword(self, node: cst.Call) -> tuple[cst.Call, cst.Arg] | None:
+    def _wrapper_keyword(self, node: cst.Call) -> tuple[cst.Call, cst.Arg, str | None] | None:
+        """The `preserve_rng_state=` keyword of a wrapper call (or of the partial it is given)
+        that is False: written so (None), or a parameter the project passes False for (where)."""
         candidates = [node]
         wrapper_fn = next((a.value for a in node.args if a.keyword and a.keyword.value == "checkpoint_wrapper_fn"), None)
         if isinstance(wrapper_fn, cst.Call):
@@ -158,8 +170,23 @@ class RngStateNotPreservedWithDropout(RegionRule):
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == "preserve_rng_state":
                     if literal_bool(arg.value) is Reentrancy.EXPLICIT_FALSE:
-                        return call, arg
+                        return call, arg, None
+                    if isinstance(arg.value, cst.Name):
+                        _, values = self.values_at(call, arg.value)
+                        if any(isinstance(v, Constant) and v.value is False for v in values):
+                            sites = self._falsy_sites(call, arg.value.value)
+                            if sites:
+                                return call, arg, f" as passed at {sites}"
         return None
+
+    def _falsy_sites(self, call: cst.Call, parameter: str) -> str:
+        """Where the project passes False for a parameter of the function holding `call`."""
+        scopes = self._call_scopes.get(call, ())
+        if not scopes or scopes[-1][0] != "function":
+            return ""
+        function = ".".join([self._module, *(name for _, name in scopes)])
+        sites = self.context.project.denotation.falsy_passed_at(function, parameter)
+        return ", ".join(f"{path}:{line}" for path, line in sites[:3]) + (" and more" if len(sites) > 3 else "")
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         keyword = site.keywords.get("preserve_rng_state")
@@ -294,6 +321,73 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # A generic helper's parameter decides it: the project passes False.
+        Invalid(
+            """
+            from functools import partial
+
+            import torch.nn as nn
+            import torch.nn.functional as F
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+                apply_activation_checkpointing, checkpoint_wrapper,
+            )
+
+            class ConvModule(nn.Module):
+                def __init__(self, d, p=0.1):
+                    super().__init__()
+                    self.pw = nn.Linear(d, d)
+                    self.p = p
+
+                def forward(self, x):
+                    return self.pw(F.dropout(F.silu(x), self.p, self.training))
+
+            def enable_ac(model, layer_cls, preserve_rng=True):
+                wrapper = partial(checkpoint_wrapper, preserve_rng_state=preserve_rng)
+                apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper, check_fn=lambda m: isinstance(m, layer_cls))
+
+            enable_ac(nn.Sequential(ConvModule(8), ConvModule(8)), ConvModule, preserve_rng=False)
+            """,
+            line=20,
+            column=5,
+            message_contains="`preserve_rng_state=preserve_rng`, False as passed at example.py:22",
+        ),
+        # A block parameter annotated with its class, nothing passing it: an instance of it.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return self.drop(self.fc(x))
+
+            def wrap(block: Block):
+                return checkpoint_wrapper(block, preserve_rng_state=False)
+            """,
+            line=14,
+            column=12,
+            expected_fix="""
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return self.drop(self.fc(x))
+
+            def wrap(block: Block):
+                return checkpoint_wrapper(block)
+            """,
+        ),
         # The keyword in a dict splatted into the call: the fix edits the dict.
         Invalid(
             """

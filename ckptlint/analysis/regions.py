@@ -295,7 +295,7 @@ class RegionRule(CheckpointingGate, SiteScopes):
                 # `checkpoint(block)`, whatever `block` denotes (a loop variable over
                 # `model.blocks`, a generic parameter resolved at its call sites).
                 module = next((arg.value for arg in call.args if arg.keyword is None and not arg.star), None)
-                region = self._region_at(call, module) if module is not None else None
+                region = self._region_at(call, module, _as_instances) if module is not None else None
                 if region is not None and any(isinstance(v, Instance) for v in region.runs):
                     wrapped_here.add(self.context.position(call).start.line)
                     self.check_wrapped(call, region, _wrapped_name(region), _code(call.func).rsplit(".", 1)[-1])
@@ -385,3 +385,11 @@ def _wrapped_name(region: Region) -> str:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+def _as_instances(values: frozenset, call: cst.Call) -> frozenset:
+    """What a module argument holds: a class where the model has one (a parameter annotated
+    `block: VisionBlock` that nothing passes) stands for an instance of it."""
+    return frozenset(
+        Instance(value.name, value.bound, generic=True) if isinstance(value, ClassRef) else value for value in values
+    )

@@ -202,6 +202,7 @@ class CallSiteResolution:
         values: set = set()
         falsy_values: set = set()
         sites: list[tuple[str, int, str]] = []
+        falsy_sites: list[tuple[str, int]] = []
         try:
             for path, caller, call, line in self._call_sites.of(summary.name, module):
                 passed = self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
@@ -211,12 +212,20 @@ class CallSiteResolution:
                     self._site_values[(summary.name, parameter, path, line)] = frozenset(passed)
                 else:
                     falsy_values |= passed
+                    if passed:
+                        falsy_sites.append((path, line))
         finally:
             self._active.discard(key)
         self._passed_falsy[key] = frozenset(falsy_values)
+        self._falsy_at[key] = falsy_sites
         found = self._passed[key] = frozenset(values)
         self._passed_at[key] = sites
         return found
+
+    def falsy_passed_at(self, function: str, parameter: str) -> tuple[tuple[str, int], ...]:
+        """The call sites that pass False / None / 0 for a parameter (path, line), as the
+        evaluations so far found them."""
+        return tuple(self._falsy_at.get((function, parameter), ()))
 
     def passed_falsy(self, summary: FunctionSummary, parameter: str) -> frozenset:
         """The False / None / 0 the project's calls pass for a parameter (after

@@ -87,6 +87,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._methods_cache: dict[str, list[FunctionSummary]] = {}
         self._passed: dict[tuple[str, str], frozenset] = {}
         self._passed_at: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
+        self._falsy_at: dict[tuple[str, str], list[tuple[str, int]]] = {}  # the calls passing False / None / 0
         self._site_values: dict[tuple[str, str, str, int], frozenset] = {}  # what each of those passed
         self._builder_bindings: dict[str, list] = {}  # what each call of a builder binds (`_builder_calls`)
         self._passed_falsy: dict[tuple[str, str], frozenset] = {}  # False / None the calls pass (`passed_falsy`)
