@@ -121,7 +121,7 @@ class _Extractor:
         # The file's module-level functions, by name: what a class's methods call there.
         self._module_functions: dict[str, ast.FunctionDef] = {}
         self._parameters: list[tuple[str, ...]] = []
-        self._local_defs: list[frozenset[str]] = []  # functions defined in each enclosing body
+        self._local_defs: list[dict[str, ast.AST]] = []  # functions defined in each enclosing body, by name
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
         # What functions do to Hugging Face models: only in files that can say anything of it.
@@ -268,9 +268,7 @@ class _Extractor:
         events: list[Event] = []
         loop_sources: dict[str, str] = {}  # loop variable -> the dotted name iterated over
         self._parameters.append(parameters)
-        self._local_defs.append(
-            frozenset(n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        )
+        self._local_defs.append({n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
         prefix = name.removesuffix(f".{MODULE_LEVEL}")
         in_class_body = name == enclosing_class
         # A module's methods run its layers; only its constructor can load a model
@@ -417,6 +415,12 @@ class _Extractor:
                 target = loop_sources[target]
             elif isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.func.id in self._local_defs[-1]:
                 passed = [arg.id for arg in first.args if isinstance(arg, ast.Name) and arg.id in parameters]
+                if not passed:  # the factory closes over it: `def run(start, end): ... functions[j](_x)`
+                    factory = self._local_defs[-1][first.func.id]
+                    own = {a.arg for a in ast.walk(factory.args) if isinstance(a, ast.arg)}
+                    passed = sorted({
+                        n.id for n in ast.walk(factory) if isinstance(n, ast.Name) and n.id in parameters and n.id not in own
+                    })
                 target = passed[0] if len(passed) == 1 else None
             if target is not None and target in parameters:
                 events.append(Event(EventKind.RUNS_CHECKPOINTED, target, line, column, api=callee))
