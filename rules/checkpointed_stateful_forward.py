@@ -16,7 +16,9 @@ class CheckpointedStatefulForward(RegionRule):
     `self.<attr>` outside `__init__`, an in-place tensor method on a buffer or attribute
     (`self.count.add_(1)`, `mul_`, `copy_`, `fill_`, `zero_`, index assignment),
     `append` / `extend` / `update` / item assignment on a container held by `self`, or a
-    `global` / `nonlocal` write. The message names the write and the path to it.
+    `global` / `nonlocal` write; a module wrapped by the legacy `torch.nn.utils.
+    spectral_norm` (its hook updates `weight_u` / `weight_v` on every training forward). The
+    message names the write and the path to it.
 
     ## Why is this bad?
     The recomputation in backward runs the region's forward again: every write happens
@@ -66,7 +68,11 @@ class CheckpointedStatefulForward(RegionRule):
     ## Evidence
     torch 2.13 (CPU): a module whose forward does `self.calls += 1`, checkpointed with either
     implementation, ends one training step with `calls == 2` (1 without checkpointing)
-    (`tests/test_closure_rules.py`).
+    (`tests/test_closure_rules.py`). A `Linear(8, 8)` wrapped by `torch.nn.utils.
+    spectral_norm`, checkpointed (non-reentrant): input gradients 0.09 away from the
+    unchecked step, `weight_v` 0.26 (the recomputation runs another power iteration); with
+    `torch.nn.utils.parametrizations.spectral_norm` (15 iterations at registration) 2e-7 and
+    4e-6: not reported.
     """
 
     code = "CKPT011"
@@ -88,6 +94,22 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # The parametrization starts converged: another iteration changes nothing measurable.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.nn.utils.parametrizations import spectral_norm
+            from torch.utils.checkpoint import checkpoint
+
+            class Discriminator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = spectral_norm(nn.Conv2d(64, 64, 3, padding=1))
+
+                def forward(self, x):
+                    return checkpoint(self.conv, x, use_reentrant=False)
+            """
+        ),
         # A cache set only once its check passes (Llama-derived rotary embeddings, a subclass
         # setting it in the method the check calls): the recomputation finds it set.
         Valid(
@@ -317,6 +339,25 @@ class CheckpointedStatefulForward(RegionRule):
         ),
     ]
     invalid = [
+        # The legacy spectral norm's power iteration runs again in the recomputation.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.nn.utils import spectral_norm
+            from torch.utils.checkpoint import checkpoint
+
+            class Discriminator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = spectral_norm(nn.Conv2d(64, 64, 3, padding=1))
+
+                def forward(self, x):
+                    return checkpoint(self.conv, x, use_reentrant=False)
+            """,
+            line=11,
+            column=16,
+            message_contains="Discriminator.conv -> (spectral_norm: its power iteration updates",
+        ),
         # A counter under a check on itself still moves twice.
         Invalid(
             """

@@ -15,6 +15,7 @@ from ckptlint.model.library import (
     NORMS_WITH_RUNNING_STATS,
     RANDOM_MODULES,
     RANDOM_TENSOR_METHODS,
+    STATE_UPDATING_WRAPPERS,
     TRANSFORMERS_RANDOM_LAYERS,
     torchvision_holds,
 )
@@ -119,6 +120,13 @@ class _RegionPaths:
         return result
 
     def _instance_paths(self, instance: Instance, seen: frozenset) -> Iterator[str]:
+        if instance.cls in STATE_UPDATING_WRAPPERS:  # `spectral_norm(conv)`: its hook writes buffers
+            if self.kind == "mutations":
+                yield f"({instance.short_name}: its power iteration updates `weight_u` / `weight_v` in place)"
+            for module in sorted(instance.argument("module") or (), key=repr):
+                if isinstance(module, Instance) and self.kind != "mutations":
+                    yield from self.instance(module, seen)
+            return
         lineage = self.project.ancestors(instance.cls)
         if self._is_leaf(instance, lineage):
             library = next((name for name in lineage if name in TRANSFORMERS_RANDOM_LAYERS), None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ckptlint.model.library import TIMM_CREATE_MODEL, torchvision_model
+from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL, torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import (
@@ -64,6 +64,9 @@ class ContainerSemantics:
             postfix = positional[2] if len(positional) > 2 and not isinstance(positional[2], Splat) else None
             name = norm_layer_name(positional[0], named.get("postfix", postfix if postfix is not None else {Constant("")}))
             return {Sequence((name, layers), layers)} if layers else set()
+        if name in STATE_UPDATING_WRAPPERS and known:
+            # `spectral_norm(nn.Conv2d(...))`: the module, updating buffers on every forward
+            return {Instance(name, arguments_of([("module", known[0])]))}
         if name in _COPIES and known:
             return set(known[0])  # `copy.deepcopy(norm_cfg)`
         if torchvision_model(name) is not None:
