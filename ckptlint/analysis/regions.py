@@ -30,7 +30,12 @@ from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
 from ckptlint.model.values import Arguments, ClassRef, Constant, Instance, Sequence
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT
+from ckptlint.model.library import (
+    APPLY_ACTIVATION_CHECKPOINTING,
+    CHECKPOINT_IMPL_REENTRANT,
+    CHECKPOINT_WRAPPER,
+    COMPOSABLE_CHECKPOINT,
+)
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
@@ -153,6 +158,18 @@ class SiteScopes(Rule):
         _, values = self.values_at(site.node, value)
         if values and all(isinstance(v, Constant) and v.value is True for v in values):
             return f"`use_reentrant={code}`, True by default and wherever the project sets it"
+        return None
+
+    def configured_impl(self, call: cst.Call, value: cst.BaseExpression) -> str | None:
+        """Where `checkpoint_impl=<expression>` at a `checkpoint_wrapper` call (or a partial
+        of it) is `CheckpointImpl.REENTRANT` unless the run overrides it, said for a message:
+        the project model's values for the expression there (a conditional over a parameter
+        defaulting to True that no call sets to False) are all the reentrant one. None
+        otherwise."""
+        _, values = self.values_at(call, value)
+        if values and all(isinstance(v, ClassRef) and v.name == CHECKPOINT_IMPL_REENTRANT for v in values):
+            code = cst.Module([]).code_for_node(value)
+            return f"`checkpoint_impl={code}`: reentrant by default and wherever the project sets it"
         return None
 
     def _own_method(self, call: cst.Call) -> set[str]:
