@@ -5,10 +5,12 @@ wrapper chosen from a parameter, partials of torch's checkpoint under another mo
 from __future__ import annotations
 
 from ckptlint.config import resolve_settings
+from ckptlint.engine import lint_text
 from ckptlint.indexing import build_index
 from ckptlint.model.denotation import Denotation
 from ckptlint.model.facts import Impl
 from ckptlint.model.values import Constant, Frame
+from tests.test_fixtures import FIXTURES, project_of
 
 SETTINGS = """
 USE_REENTRANT = False
@@ -163,3 +165,11 @@ def test_a_partial_choosing_the_flag_is_an_alias_with_its_keywords(make_project)
     assert "ckpt.plain_ckpt" not in index.checkpoint_aliases
     assert "ckpt.bound_ckpt" not in index.checkpoint_aliases
     assert index.imports_checkpoint_alias("net.py")
+
+
+def test_findings_name_where_the_value_comes_from():
+    path = FIXTURES / "projects" / "evaluated_reentrancy" / "blocks.py"
+    settings, index = project_of(path)
+    messages = {d.location.row: d.message for d in lint_text(path.read_text(), path, settings, project=index).diagnostics}
+    assert "every `OptionStack` the project builds is given `reentrant` True (train.py:16)" in messages[19]
+    assert "`USE_REENTRANT = False` at flags.py:4" in messages[66]

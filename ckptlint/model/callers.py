@@ -294,10 +294,20 @@ class CallSiteResolution:
         self._passed_everywhere[key] = found
         return found
 
+    def every_call_sites(self, function: str) -> list[tuple[str, str, int]]:
+        """(parameter, path, line) of the calls found passing a constant for a parameter of
+        `function` wherever it is called, in the evaluations so far (for a message)."""
+        return sorted(
+            (parameter, path, line)
+            for (name, parameter), sites in self._everywhere_sites.items() if name == function
+            for path, line in sites
+        )
+
     def _constants_at_every_call(self, summary: FunctionSummary, parameter: str, module: str) -> frozenset | None:
         values: set = set()
+        sites: list[tuple[str, int]] = []
         called = False
-        for _, caller, callee, line in self._call_sites.calls_of(summary.name, module):
+        for path, caller, callee, line in self._call_sites.calls_of(summary.name, module):
             frame = replace(self._entry_frame(caller.name), before=line + 1)
             if not self._calls_function(callee, summary, frame):
                 continue
@@ -312,7 +322,11 @@ class CallSiteResolution:
                 if not passed or not all(isinstance(v, Constant) for v in passed):
                     return None
                 values |= passed
-        return frozenset(values) if called else None
+                sites.append((path, line))
+        if not called:
+            return None
+        self._everywhere_sites[(summary.name, parameter)] = sites
+        return frozenset(values)
 
     def _calls_function(self, callee: Expr, summary: FunctionSummary, frame: Frame) -> bool:
         """Whether `callee`, in `frame`, is the function (or the class whose constructor) `summary` is."""

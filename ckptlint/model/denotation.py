@@ -92,6 +92,7 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._builder_bindings: dict[str, list] = {}  # what each call of a builder binds (`_builder_calls`)
         self._passed_falsy: dict[tuple[str, str], frozenset] = {}  # False / None the calls pass (`passed_falsy`)
         self._passed_everywhere: dict[tuple[str, str], frozenset | None] = {}  # (`passed_at_every_call`)
+        self._everywhere_sites: dict[tuple[str, str], list[tuple[str, int]]] = {}  # its call sites (`every_call_sites`)
         self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
