@@ -145,12 +145,17 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
             values.append(value)
         return values
 
-    def checkpoint_sites(self, project_alias=lambda name: None) -> tuple[list[CheckpointSite], list[CheckpointSite]]:
+    def checkpoint_sites(
+        self, project_alias=lambda name: None, alias_keywords=lambda name: None
+    ) -> tuple[list[CheckpointSite], list[CheckpointSite]]:
         """The file's checkpoint sites, and its possible ones: calls of a name bound to
         torch's checkpoint by one import and to something else by another
         (`CallableResolver.possible_site_for_call`). `project_alias`: the torch function a
-        qualified name of another project module stands for."""
-        resolver = CallableResolver(self.qualified_names, self.assigned_values, self.self_attribute_values, project_alias)
+        qualified name of another project module stands for; `alias_keywords`: its
+        absolute name and the flags it binds, when it is a partial."""
+        resolver = CallableResolver(
+            self.qualified_names, self.assigned_values, self.self_attribute_values, project_alias, alias_keywords
+        )
         sites, possible = [], []
         for call, self_class in self.calls:
             site = resolver.site_for_call(call, self_class)
@@ -199,7 +204,7 @@ def run_rules(
     for visitor in (analyzer, *rules):
         visitor.metadata = wrapper.resolve_many(visitor.get_inherited_dependencies())
 
-    sites, context.possible_sites = analyzer.checkpoint_sites(_project_alias(project, relative_path))
+    sites, context.possible_sites = analyzer.checkpoint_sites(*_project_aliases(project, relative_path))
     context.sites = sites
     context.qualified_names = analyzer.qualified_names
     for rule in rules:
@@ -237,19 +242,24 @@ def drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return kept
 
 
-def _project_alias(project: ProjectIndex, relative_path: str):
+def _project_aliases(project: ProjectIndex, relative_path: str):
     """Qualified name -> the torch checkpoint function it is under another module's name
-    (`ProjectIndex.checkpoint_aliases`); relative imports resolved against this file."""
+    (`ProjectIndex.checkpoint_aliases`), and -> its absolute name and the flags it binds
+    when it is a partial (`checkpoint_alias_keywords`); relative imports resolved against
+    this file."""
     aliases = project.checkpoint_aliases
     if not aliases:
-        return lambda name: None
+        return (lambda name: None), (lambda name: None)
+    keywords = project.checkpoint_alias_keywords
     module = module_name(relative_path)
     is_package = relative_path.endswith("__init__.py")
 
-    def alias(qualified) -> str | None:
+    def absolute(qualified) -> str:
         name = qualified.name
-        if name.startswith("."):
-            name = absolute_import(module, is_package, name)
-        return aliases.get(name)
+        return absolute_import(module, is_package, name) if name.startswith(".") else name
 
-    return alias
+    def bound(qualified) -> tuple[str, tuple] | None:
+        name = absolute(qualified)
+        return (name, keywords[name]) if name in keywords else None
+
+    return (lambda qualified: aliases.get(absolute(qualified))), bound

@@ -5,6 +5,7 @@ from functools import cached_property
 import libcst as cst
 
 from ckptlint.analysis.branches import BranchPath, branch_paths
+from ckptlint.analysis.construction_wrappers import ConstructionWrap, wrapped_at_construction
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
@@ -17,6 +18,14 @@ from ckptlint.versions import Applies, VersionRange
 NESTING_FIXED = VersionRange.of("torch", max="2.1")
 
 
+_CONSEQUENCES = {
+    Impl.REENTRANT: "the reentrant implementation all-gathers every unit twice in backward",
+    Impl.NON_REENTRANT: f"{NESTING_FIXED} fails on that nesting",
+    Impl.UNKNOWN: "torch < 2.1 fails on that nesting, and the reentrant implementation all-gathers every unit "
+    "twice in backward",
+}
+
+
 class CheckpointBeforeFsdpWrap(Rule):
     """Activation checkpointing applied to a model before FSDP1 auto-wraps it.
 
@@ -24,10 +33,15 @@ class CheckpointBeforeFsdpWrap(Rule):
     Finds `apply_activation_checkpointing(model, ...)`, or `checkpoint_wrapper` applied to
     `model`'s layers, followed by `FullyShardedDataParallel(model, auto_wrap_policy=...)` on
     the same model: in the same function, or through functions of the project that the
-    model is passed to (`apply_ac(model)` in one module, `shard(model)` in another). Where
-    the helper takes the wrapper as a parameter (`def apply_ac(model,
-    wrapper=reentrant_wrapper)`), the implementation is the one each call passes, or the
-    default it leaves in place; the message says which.
+    model is passed to (`apply_ac(model)` in one module, `shard(model)` in another; also
+    `model = apply_ac(build())`, the model built in the call, when the helper returns it).
+    Where the helper takes the wrapper as a parameter (`def apply_ac(model,
+    wrapper=reentrant_wrapper)`), or builds it from one (`impl = CheckpointImpl.REENTRANT if
+    reentrant else ...`), the implementation is the one each call chooses, or the default it
+    leaves in place; the message says which. Also a model class whose constructor wraps its
+    layers with `checkpoint_wrapper` (in every instance the project builds), when an FSDP1
+    auto-wrap of the project wraps a model holding it: building comes first, so the order is
+    the same; reported at the wrapper, without a fix.
 
     ## Why is this bad?
     The auto-wrap policy then looks inside the checkpoint wrappers and puts the FSDP units
@@ -83,7 +97,7 @@ class CheckpointBeforeFsdpWrap(Rule):
     message = "activation checkpointing applied before the FSDP1 auto-wrap"
     fix = Applicability.UNSAFE
     # Checkpointing may be applied by a project function: only the wrap must be visible.
-    triggers = (b"FullyShardedDataParallel", b"FSDP", b"fsdp")
+    triggers = (b"FullyShardedDataParallel", b"FSDP", b"fsdp", b"checkpoint_wrapper")
     requires = ()
     uses_project = True
     reached_through_fsdp_wrappers = True  # `model = shard(model)`: FSDP named in another module
@@ -94,7 +108,7 @@ class CheckpointBeforeFsdpWrap(Rule):
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        return bool(_checkpointed_then_wrapped(project, relative_path))
+        return bool(_checkpointed_then_wrapped(project, relative_path)) or bool(wrapped_at_construction(project, relative_path))
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append(node)
@@ -102,6 +116,29 @@ class CheckpointBeforeFsdpWrap(Rule):
     def finish(self) -> None:
         for checkpointing, wrap in _checkpointed_then_wrapped(self.context.project, self.context.relative_path):
             self._check(checkpointing, wrap)
+        for built in wrapped_at_construction(self.context.project, self.context.relative_path):
+            self._check_construction(built)
+
+    def _check_construction(self, built: ConstructionWrap) -> None:
+        """A checkpoint wrapper the model's constructor applies, and an FSDP1 auto-wrap of the
+        built model: reported at the wrapper (no fix: the wrapping belongs after the FSDP wrap,
+        in the training code)."""
+        impl = built.event.impl
+        if impl is not Impl.REENTRANT and self.context.versions.applies((NESTING_FIXED,)) is Applies.NO:
+            return
+        node = call_at(self.context, self._calls, built.event.line, built.event.column)
+        if node is None:
+            return
+        short = built.owner.rsplit(".", 1)[-1]
+        held = "" if built.model.cls == built.owner else f", which holds a `{short}`"
+        self.report(
+            node,
+            f"`checkpoint_wrapper` in `{short}.__init__` wraps layers when the model is built, before "
+            f"`FullyShardedDataParallel(..., auto_wrap_policy=...)` at {built.use.path}:{built.use.line} wraps the "
+            f"`{built.model.short_name}`{held}: the FSDP units end up inside the checkpoint wrappers, "
+            f"`CheckpointWrapper(FSDP(Block))`, and {_CONSEQUENCES[impl]}; apply checkpointing to the wrapped model after "
+            "the wrap instead of in the constructor",
+        )
 
     def _check(self, checkpointing: WrapStep, wrap: WrapStep) -> None:
         if checkpointing.impl is not Impl.REENTRANT:
@@ -112,13 +149,11 @@ class CheckpointBeforeFsdpWrap(Rule):
         if node is None or self._exclusive(node, wrap):
             return
         path = self.context.relative_path
-        impl = {
-            Impl.REENTRANT: "the reentrant implementation all-gathers every unit twice in backward",
-            Impl.NON_REENTRANT: f"{NESTING_FIXED} fails on that nesting"
-            + (" (target version unknown)" if self.context.versions.applies((NESTING_FIXED,)) is Applies.UNKNOWN else ""),
-            Impl.UNKNOWN: "torch < 2.1 fails on that nesting, and the reentrant implementation all-gathers every unit "
-            "twice in backward",
-        }[checkpointing.impl]
+        impl = _CONSEQUENCES[checkpointing.impl] + (
+            " (target version unknown)"
+            if checkpointing.impl is Impl.NON_REENTRANT and self.context.versions.applies((NESTING_FIXED,)) is Applies.UNKNOWN
+            else ""
+        )
         wrapped_at = wrap.where(path)
         effect = checkpointing.effect
         chosen = f"; {checkpointing.impl.value}: {effect.impl_from}" if effect is not None and effect.impl_from else ""

@@ -13,7 +13,7 @@ from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.names import module_name
-from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, falsy
+from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, falsy, truthiness
 from ckptlint.versions import Applies, VersionRange
 from ckptlint.rule import Invalid, Valid
 
@@ -39,7 +39,8 @@ class DoubleCheckpointing(RegionRule):
       isinstance(m, Block))`, a wrap policy naming the class, `checkpoint_wrapper(Block())`,
       Lightning's `activation_checkpointing_policy`, accelerate's
       `transformer_cls_names_to_wrap` with activation checkpointing on), in any file of the
-      project.
+      project; behind `if self.<flag>:` only when the flag is on wherever the project builds
+      the class (a constructor default of True that no construction overrides).
 
     - a checkpointed region that runs a module (or function) which checkpoints its own
       forward again: the OpenMMLab `with_cp` flag passed down to an inner block
@@ -141,27 +142,27 @@ class DoubleCheckpointing(RegionRule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._flag_guards = 0
-        self._behind_flag: set[cst.Call] = set()
+        self._flag_guards: list[cst.If] = []  # the enclosing `if`s whose test reads a checkpointing flag
+        self._behind_flag: dict[cst.Call, tuple[cst.If, ...]] = {}
 
     def visit_If(self, node: cst.If) -> None:
         if _reads_flag(node.test):
-            self._flag_guards += 1
+            self._flag_guards.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:
         if _reads_flag(original_node.test):
-            self._flag_guards -= 1
+            self._flag_guards.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
         if self._flag_guards:
-            self._behind_flag.add(node)
+            self._behind_flag[node] = tuple(self._flag_guards)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL:
             return
         self._check_nested(site)
-        if site.node in self._behind_flag:
+        if site.node in self._behind_flag and not self._guards_hold(site.node):
             return
         class_name = self._class_of(site.node)
         if class_name is None:
@@ -176,12 +177,33 @@ class DoubleCheckpointing(RegionRule):
         last = forward is not None and any(c.line == line and c.returned for c in forward.checkpoints)
         if self._recomputes_once(wrapped.impl is Impl.REENTRANT, site.reentrancy.is_reentrant, last):
             return
+        guards = self._behind_flag.get(site.node, ())
+        behind = " and ".join(f"`if {cst.Module([]).code_for_node(g.test)}:`" for g in guards)
+        guarded = f" (behind {behind}, on wherever the project builds one)" if guards else ""
         self.report(
             site.node,
-            f"`{site.api.short_name}` inside `{class_name}`, whose instances are also wrapped for activation "
+            f"`{site.api.short_name}` inside `{class_name}`{guarded}, whose instances are also wrapped for activation "
             f"checkpointing by `{wrapped.api}` at {path}:{wrapped.line}: each layer is recomputed twice in backward "
             "for no extra memory saving; keep one of the two",
         )
+
+    def _guards_hold(self, call: cst.Call) -> bool:
+        """Whether every checkpointing flag `call` sits behind is known to be on in the
+        class's instances (`if self.ckpt_mlp:` with `ckpt_mlp=True` by default, and no
+        construction passing False): the call is in each `if`'s body, and each test is
+        `self.<flag>` (or an `and` of such) whose values the project model finds all true."""
+        line = self.context.position(call).start.line
+        for guard in self._behind_flag[call]:
+            body = self.context.position(guard.body)
+            if not body.start.line <= line <= body.end.line:
+                return False  # the `else` branch
+            for part in _conjuncts(guard.test):
+                if not (isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and part.value.value == "self"):
+                    return False
+                _, values = self.values_at(call, part)
+                if not values or not all(truthiness(v) is True for v in values):
+                    return False
+        return True
 
     def _class_of(self, call: cst.Call) -> str | None:
         classes = [name for kind, name in self._call_scopes.get(call, ()) if kind == "class"]
@@ -588,6 +610,13 @@ def _describe(step: WrapStep) -> str:
     if step.kind is EventKind.HF_GC:
         return "gradient_checkpointing_enable"
     return step.event.api.rsplit(".", 1)[-1] if step.effect is None else "activation checkpointing"
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The parts of an `and` chain (the test itself otherwise)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def _reads_flag(test: cst.BaseExpression) -> bool:

@@ -41,7 +41,9 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     the checkpointed function (anything but checkpoint's own `use_reentrant`,
     `preserve_rng_state`, `context_fn`, `determinism_check`, `debug`, `early_stop`), or
     `context_fn` / `debug`, while the reentrant implementation is in use: `use_reentrant=True`
-    written out, or omitted (torch then defaults to reentrant).
+    written out, or omitted (torch then defaults to reentrant). The call may go through a
+    `functools.partial(checkpoint, use_reentrant=True)` of the same module or of another one
+    (`from .recompute import reentrant_ckpt`).
 
     Also, with any implementation: keyword arguments passed through `checkpoint` to a
     function defined in the file that cannot accept them: a function by name, `self.<method>`,
@@ -175,7 +177,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        return cls.may_apply_to(text) or project.calls_forwarding(relative_path)
+        # (or a partial of another module: `from .ckpt import reentrant_ckpt`)
+        return cls.may_apply_to(text) or project.calls_forwarding(relative_path) or project.imports_checkpoint_alias(relative_path)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -550,9 +553,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             error = "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
         else:
             return
+        flag = site.keywords.get("use_reentrant")
+        # `use_reentrant=True` bound by a partial of another module (`from .ckpt import reentrant_ckpt`)
+        bound_by = f", bound by `{site.imported_partial}`" if flag is not None and flag.call is None and site.imported_partial else ""
         reentrancy = (
             configured if configured is not None
-            else "`use_reentrant=True`" if site.reentrancy is Reentrancy.EXPLICIT_TRUE
+            else f"`use_reentrant=True`{bound_by}" if site.reentrancy is Reentrancy.EXPLICIT_TRUE
             else "`use_reentrant` omitted, so torch defaults to reentrant"
         )
         if self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:

@@ -55,12 +55,18 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       `field(default=...)`; an argparse argument, `store_true` defaulting to False; a
       variable read from the environment, `USE_REENTRANT = os.environ.get("USE_REENTRANT",
       "1") == "1"`, true when the variable is unset) defaults to True: the finding names the
-      declaration, and has no fix (the default lives there);
+      declaration, and has no fix (the default lives there); likewise any expression the
+      project model finds True wherever it runs (`use_reentrant=self.reentrant` where every
+      construction passes True, also from a config dataclass's default; `use_reentrant=not
+      USE_REENTRANT` with `USE_REENTRANT = False` in a settings module);
     - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly or
       through a `functools.partial` handed to `apply_activation_checkpointing`; a partial is
       reported where it is written (the fix goes there), and the message names the
       `apply_activation_checkpointing` calls that apply it (directly, or as the default of a
-      helper's parameter, with the project's calls that leave the parameter out);
+      helper's parameter, with the project's calls that leave the parameter out); also
+      `checkpoint_impl=impl` where the project model finds only the reentrant implementation
+      (`impl = CheckpointImpl.REENTRANT if reentrant else ...` over a parameter defaulting to
+      True that no call sets to False: no fix);
     - Hugging Face gradient checkpointing whose effective kwargs are reentrant:
       `gradient_checkpointing_enable()` without kwargs when the targeted transformers is
       older than 5.0 (it defaults to `{"use_reentrant": True}` there), a
@@ -278,18 +284,24 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     def _check_wrapper(self, call: cst.Call) -> None:
         impl, value = checkpoint_wrapper_impl(self.context, call)
-        if impl is not Impl.REENTRANT or value is None:
+        if value is None:
+            return
+        # `checkpoint_impl=impl`, chosen elsewhere (`REENTRANT if reentrant else ...` over a
+        # parameter defaulting to True): the project's to change, no fix.
+        configured = self.configured_impl(call, value) if impl is Impl.UNKNOWN else None
+        if impl is not Impl.REENTRANT and configured is None:
             return
         replacement = (
-            value.with_changes(attr=cst.Name("NO_REENTRANT")) if isinstance(value, cst.Attribute) else None
+            value.with_changes(attr=cst.Name("NO_REENTRANT")) if isinstance(value, cst.Attribute) and configured is None else None
         )
         bound = self._bound_calls.get(call) if is_partial(self.context, call) else None
         applied = wrapper_applications(self.context, self._calls, bound) if bound is not None else []
         # Reported where the fix goes (the partial), naming where it takes effect.
         where = f" (applied by {'; '.join(applied)})" if applied else ""
+        how = f"`CheckpointImpl.REENTRANT` ({configured})" if configured else "`CheckpointImpl.REENTRANT`"
         self.report(
             call,
-            f"`checkpoint_wrapper` with `CheckpointImpl.REENTRANT`{where} in a project that uses FSDP ({self.fsdp}): "
+            f"`checkpoint_wrapper` with {how}{where} in a project that uses FSDP ({self.fsdp}): "
             f"{WHY}; use `CheckpointImpl.NO_REENTRANT` (the default)",
             replacements=[Replacement(value, replacement)] if replacement is not None else [],
             fix_message="Use `CheckpointImpl.NO_REENTRANT`",

@@ -207,7 +207,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                 Replacement(keyword.container, remove_dict_entry(keyword.container, keyword.entry))
                 if keyword.call is None  # an entry of a splatted dict (`**ckpt_kwargs`)
                 else Replacement(keyword.call, remove_keyword(keyword.call, "preserve_rng_state"))
-            ],
+            ] if keyword.call is not None or keyword.container is not None else [],  # not: a partial of another module
             fix_message="Remove `preserve_rng_state=False`",
         )
 

@@ -98,6 +98,9 @@ class CheckpointSite:
     # What else the called name may be bound to (`checkpoint` imported from DeepSpeed on one
     # branch, from torch on another): only for the sites of `FileContext.possible_sites`.
     alternatives: tuple[str, ...] = ()
+    # A partial of another module the call goes through (`from .ckpt import reentrant_ckpt`):
+    # its own file is where what it binds (or leaves out) is reported.
+    imported_partial: str | None = None
 
     @property
     def reentrancy(self) -> Reentrancy:
@@ -134,6 +137,11 @@ class CheckpointSite:
         return found
 
 
+def _literal(value: object) -> cst.BaseExpression:
+    """A flag another module binds (True, False, None), as the expression that writes it."""
+    return cst.Name(repr(value))
+
+
 def literal_bool(expr: cst.BaseExpression) -> Reentrancy:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return Reentrancy.EXPLICIT_TRUE if expr.value == "True" else Reentrancy.EXPLICIT_FALSE
@@ -149,6 +157,7 @@ class ResolvedCallable:
     positional: tuple[cst.Arg, ...]  # bound by partials, in order
     chain: tuple[cst.Call, ...]  # the partials, innermost first
     star_kwargs_calls: frozenset[cst.Call]
+    imported_partial: str | None = None  # a partial of another module (`checkpoint_alias_keywords`)
 
     @property
     def partial(self) -> cst.Call | None:
@@ -167,6 +176,7 @@ class CallableResolver:
         assigned_values: AssignedValueLookup,
         self_attribute_values: Mapping[tuple[cst.ClassDef, str], Sequence[cst.BaseExpression]],
         project_alias: Callable[[QualifiedName], str | None] = lambda name: None,
+        alias_keywords: Callable[[QualifiedName], tuple[str, tuple[tuple[str, object], ...]] | None] = lambda name: None,
     ) -> None:
         self._qualified_names = qualified_names
         self._assigned_values = assigned_values
@@ -174,6 +184,8 @@ class CallableResolver:
         # The torch function a name of another project module stands for
         # (`ProjectIndex.checkpoint_aliases`), else None.
         self._project_alias = project_alias
+        # A partial of another module: its absolute name and the literal flags it binds.
+        self._alias_keywords = alias_keywords
 
     def resolve(
         self, expr: cst.BaseExpression, enclosing_class: cst.ClassDef | None, depth: int = 0
@@ -186,7 +198,11 @@ class CallableResolver:
             # and from torch on another is not known to be torch's.
             apis = {API_BY_QUALIFIED_NAME.get(q.name) or API_BY_QUALIFIED_NAME.get(self._project_alias(q) or "") for q in names}
             if len(apis) == 1 and None not in apis:
-                return ResolvedCallable(apis.pop(), {}, (), (), frozenset())
+                partial = self._alias_keywords(next(iter(names))) if len(names) == 1 else None
+                if partial is None:
+                    return ResolvedCallable(apis.pop(), {}, (), (), frozenset())
+                keywords = {name: KeywordValue(name, _literal(value), None) for name, value in partial[1]}
+                return ResolvedCallable(apis.pop(), keywords, (), (), frozenset(), imported_partial=partial[0])
         if isinstance(expr, cst.Call):
             return self._resolve_partial(expr, enclosing_class, depth)
         if isinstance(expr, cst.Name):
@@ -337,6 +353,7 @@ def _site(
         via_partial=resolved.partial if kind is SiteKind.CALL else None,
         call_chain=chain,
         star_kwargs_calls=frozenset(star_calls),
+        imported_partial=resolved.imported_partial,
     )
 
 

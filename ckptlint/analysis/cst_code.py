@@ -54,6 +54,8 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
         return ("const", int(node.evaluated_value))
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
         return ("const", -int(node.expression.evaluated_value))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return ("not", expression(node.expression, down))
     if isinstance(node, cst.SimpleString):
         return ("const", node.evaluated_value)
     if isinstance(node, cst.Lambda):

@@ -127,6 +127,11 @@ def _dotted_expression(dotted: str) -> tuple:
     return expr
 
 
+def holds_instance_of(project: ProjectIndex, value, owner: str) -> bool:
+    """Whether a module instance is, or holds among its children, an instance of class `owner`."""
+    return _holds(project, value, owner, set())
+
+
 def _holds(project: ProjectIndex, value, owner: str, seen: set[str], depth: int = 0) -> bool:
     """Whether a module instance is, or holds among its children, an instance of `owner`."""
     if not isinstance(value, Instance) or depth > 16 or len(seen) > 256:
@@ -262,13 +267,18 @@ def wrap_steps(function: FunctionFacts, project: ProjectIndex) -> list[WrapStep]
     for event in function.events:
         if event.kind is EventKind.ALIAS:
             models[event.target] = model_of(event.source)
-        elif event.kind is EventKind.CALL:
+        elif event.kind is EventKind.CALL or (
+            event.kind is EventKind.BUILT_FOR_CALL and project.returns_parameter(event.callee, event.parameter)
+        ):
             for effect in project.parameter_effects(event.callee, event.parameter, (function.name, event.line)):
                 steps.append(
                     WrapStep(effect.kind, model_of(event.target), event.target, event, effect, effect.impl, effect.auto_wrap)
                 )
         elif event.kind in _STEP_KINDS:
-            steps.append(WrapStep(event.kind, model_of(event.target), event.target, event, None, event.impl, event.auto_wrap))
+            impl = event.impl
+            if event.wrapper_local:  # `checkpoint_wrapper_fn=wrapper`, a partial the facts cannot tell
+                impl, _ = project.local_wrapper_at(function.name, event.wrapper_local, event.line, None)
+            steps.append(WrapStep(event.kind, model_of(event.target), event.target, event, None, impl, event.auto_wrap))
     return steps
 
 

@@ -14,7 +14,7 @@ def reports_implicit_reentrant(site: CheckpointSite, sites: Sequence[CheckpointS
     through a partial are reported at the partial, where the fix belongs."""
     if site.reentrancy is not Reentrancy.IMPLICIT:
         return False
-    if site.kind is SiteKind.CALL and site.via_partial is not None:
+    if site.kind is SiteKind.CALL and (site.via_partial is not None or site.imported_partial is not None):
         return False
     if site.kind is SiteKind.PARTIAL:
         calls = [

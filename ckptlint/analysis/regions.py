@@ -30,7 +30,12 @@ from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
 from ckptlint.model.values import Arguments, ClassRef, Constant, Instance, Sequence
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT
+from ckptlint.model.library import (
+    APPLY_ACTIVATION_CHECKPOINTING,
+    CHECKPOINT_IMPL_REENTRANT,
+    CHECKPOINT_WRAPPER,
+    COMPOSABLE_CHECKPOINT,
+)
 from ckptlint.model.names import module_name
 from ckptlint.rule import Rule
 
@@ -150,9 +155,56 @@ class SiteScopes(Rule):
                 return None
             path, option = declared[0]
             return f"`use_reentrant={code}`, whose default is True: {option.how} at {path}:{option.line}"
-        _, values = self.values_at(site.node, value)
+        owner, values = self.values_at(site.node, value)
         if values and all(isinstance(v, Constant) and v.value is True for v in values):
-            return f"`use_reentrant={code}`, True by default and wherever the project sets it"
+            return f"`use_reentrant={code}`, {self._why_true(value, owner)}"
+        return None
+
+    def _why_true(self, value: cst.BaseExpression, owner: str | None) -> str:
+        """Where a flag the project model finds True comes from, for a message: a module
+        constant (`not USE_REENTRANT`, `USE_REENTRANT = False` at settings.py:1), or the
+        constructor calls that all pass it (`self.reentrant` of `Net(reentrant=True)`)."""
+        negated = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not)
+        inner = value.expression if negated else value
+        if isinstance(inner, cst.Name):
+            constant = self._module_constant(inner)
+            if constant is not None:
+                path, line, literal = constant
+                return f"`{inner.value} = {literal}` at {path}:{line}"
+        if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self" and owner:
+            sites = [
+                f"{path}:{line}" for parameter, path, line in self.context.project.denotation.every_call_sites(f"{owner}.__init__")
+                if parameter == inner.attr.value
+            ]
+            if sites:
+                more = f" and {len(sites) - 1} more" if len(sites) > 1 else ""
+                return f"True: every `{owner.rsplit('.', 1)[-1]}` the project builds is given `{inner.attr.value}` True ({sites[0]}{more})"
+        return "True by default and wherever the project sets it"
+
+    def _module_constant(self, name: cst.Name) -> tuple[str, int, str] | None:
+        """(path, line, literal) of the one module-level `NAME = True / False` a name refers to."""
+        project = self.context.project
+        absolute = absolute_names(self.context, name)
+        if len(absolute) != 1:
+            return None
+        module, _, variable = next(iter(absolute)).rpartition(".")
+        summary = project.denotation.summary(f"{module}.<module>")
+        bindings = [b for b in summary.bindings if b.pattern == ("name", variable)] if summary is not None else []
+        path = project.module_paths.get(module)
+        if path is None or len(bindings) != 1 or bindings[0].value[0] != "const":
+            return None
+        return path, bindings[0].line, repr(bindings[0].value[1])
+
+    def configured_impl(self, call: cst.Call, value: cst.BaseExpression) -> str | None:
+        """Where `checkpoint_impl=<expression>` at a `checkpoint_wrapper` call (or a partial
+        of it) is `CheckpointImpl.REENTRANT` unless the run overrides it, said for a message:
+        the project model's values for the expression there (a conditional over a parameter
+        defaulting to True that no call sets to False) are all the reentrant one. None
+        otherwise."""
+        _, values = self.values_at(call, value)
+        if values and all(isinstance(v, ClassRef) and v.name == CHECKPOINT_IMPL_REENTRANT for v in values):
+            code = cst.Module([]).code_for_node(value)
+            return f"`checkpoint_impl={code}`: reentrant by default and wherever the project sets it"
         return None
 
     def _own_method(self, call: cst.Call) -> set[str]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.model.names import is_test_path
 from ckptlint.model.summary import Expr, FunctionSummary
-from ckptlint.model.values import NOTHING, Arguments, ClassRef, Frame, FunctionRef, Instance, OutOfBudget, falsy
+from ckptlint.model.values import NOTHING, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -50,6 +50,34 @@ class CallSites:
                     # name (`block(...)` in `make_res_layer(block, ...)`).
                     if _last_name(callee) == short or (callee[0] == "name" and callee[1] in parameters):
                         yield path, caller, call, line
+
+    def calls_of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
+        """(path, calling function, callee, line) for every call (passing anything or nothing)
+        whose callee's last name is `function`'s, in the files that can name it."""
+        owner, _, short = function.rpartition(".")
+        if short == "__init__":
+            short = owner.rsplit(".", 1)[-1]
+        for path in self.candidates(function, module):
+            facts = self.index.files.get(path)
+            for caller in facts.summaries if facts is not None else ():
+                for callee, line in caller.calls:
+                    if _last_name(callee) == short:
+                        yield path, caller, callee, line
+
+    def named_as_value(self, function: str, module: str) -> bool:
+        """Whether a file that can name `function` (or its class) holds it other than as a
+        callee: put in a table, handed to a builder, bound to another name; then calls of
+        it may be made where no summary shows them."""
+        owner, _, short = function.rpartition(".")
+        if short == "__init__":
+            short = owner.rsplit(".", 1)[-1]
+        for path in self.candidates(function, module):
+            facts = self.index.files.get(path)
+            for summary in facts.summaries if facts is not None else ():
+                exprs = [b.value for b in summary.bindings] + [r for r, _ in summary.returns] + [c for c, _ in summary.passes]
+                if any(_names_as_value(expr, short) for expr in exprs):
+                    return True
+        return False
 
     def _builders_handed(self, class_name: str, paths: list[str]) -> set[str]:
         """The files of the project functions that `paths` hand the class to by name
@@ -166,14 +194,39 @@ class CallSiteResolution:
             pass
         return frozenset(values)
 
+    def evaluate_in_call(self, function: str, expr: Expr, line: int, site: tuple[str, int] | None) -> frozenset:
+        """What `expr` denotes on `line` of project function `function` as the call of it on
+        `site` (calling function, line) runs it: parameters bound to what that call passes,
+        the rest to their defaults; with no site, the function looked at on its own."""
+        self._budget = 20_000
+        try:
+            module = self._module_of(function) or ""
+            frame = self.frame_of(function, module) if site is None else self._call_frame(function, *site)
+            return self._eval(expr, replace(frame, before=line + 1)) if frame is not None else NOTHING
+        except OutOfBudget:
+            return NOTHING
+
+    def _call_frame(self, function: str, caller: str, line: int) -> Frame | None:
+        summary, calling = self.summary(function), self.summary(caller)
+        if summary is None or calling is None:
+            return None
+        short = function.rsplit(".", 1)[-1]
+        calls = [call for call, at in calling.passes if at == line and _last_name(call[1]) == short]
+        if len(calls) != 1:
+            return None
+        frame = replace(self._entry_frame(caller), before=line + 1)
+        positional, named, opaque = self._arguments(calls[0], frame)
+        arguments = self._match(summary, positional, named, opaque, skip_self=summary.self_name is not None)
+        return Frame(function, self._module_of(function) or "", arguments)
+
     def _passed_at_call(self, function: str, parameter: str, caller: str, line: int) -> tuple[frozenset, bool]:
         summary, calling = self.summary(function), self.summary(caller)
         if summary is None or calling is None:
             return NOTHING, False
         short = function.rsplit(".", 1)[-1]
         for call, at in calling.passes:
-            if at != line or _last_name(call[1]) != short:
-                continue
+            if at != line or _last_name(call[1]) != short or not (call[2] or call[3]):
+                continue  # (a call kept without its arguments passes nothing the model follows)
             frame = replace(self._entry_frame(caller), before=line + 1)
             positional, named, opaque = self._arguments(call, frame)
             matched = self._match(summary, positional, named, opaque, skip_self=summary.self_name is not None)
@@ -226,6 +279,73 @@ class CallSiteResolution:
         """The call sites that pass False / None / 0 for a parameter (path, line), as the
         evaluations so far found them."""
         return tuple(self._falsy_at.get((function, parameter), ()))
+
+    def passed_at_every_call(self, summary: FunctionSummary, parameter: str) -> frozenset | None:
+        """The constants the project's calls of a function pass for `parameter` when every
+        call passes one (`Net(reentrant=True)` wherever a `Net` is built: its default never
+        runs); None when a call leaves it out or passes something else, when there is no
+        call, or when the function (its class) is also held as a value (a table, a builder's
+        argument) and may be called where no summary shows it."""
+        key = (summary.name, parameter)
+        if key in self._passed_everywhere:
+            return self._passed_everywhere[key]
+        module = self._module_of(summary.name)
+        active = ("every call", key)
+        if module is None or active in self._active:
+            return None
+        self._active.add(active)
+        try:
+            found = None
+            if not self._call_sites.named_as_value(summary.name, module):
+                found = self._constants_at_every_call(summary, parameter, module)
+        finally:
+            self._active.discard(active)
+        self._passed_everywhere[key] = found
+        return found
+
+    def every_call_sites(self, function: str) -> list[tuple[str, str, int]]:
+        """(parameter, path, line) of the calls found passing a constant for a parameter of
+        `function` wherever it is called, in the evaluations so far (for a message)."""
+        return sorted(
+            (parameter, path, line)
+            for (name, parameter), sites in self._everywhere_sites.items() if name == function
+            for path, line in sites
+        )
+
+    def _constants_at_every_call(self, summary: FunctionSummary, parameter: str, module: str) -> frozenset | None:
+        values: set = set()
+        sites: list[tuple[str, int]] = []
+        called = False
+        for path, caller, callee, line in self._call_sites.calls_of(summary.name, module):
+            frame = replace(self._entry_frame(caller.name), before=line + 1)
+            if not self._calls_function(callee, summary, frame):
+                continue
+            called = True
+            # A call passing only what the summaries leave out (nothing, a positional flag)
+            # has no `passes` entry: the default may run there.
+            calls = [call for call, at in caller.passes if at == line and call[1] == callee]
+            if not calls:
+                return None
+            for call in calls:
+                passed = self._argument_at(summary, parameter, call, frame)
+                if not passed or not all(isinstance(v, Constant) for v in passed):
+                    return None
+                values |= passed
+                sites.append((path, line))
+        if not called:
+            return None
+        self._everywhere_sites[(summary.name, parameter)] = sites
+        return frozenset(values)
+
+    def _calls_function(self, callee: Expr, summary: FunctionSummary, frame: Frame) -> bool:
+        """Whether `callee`, in `frame`, is the function (or the class whose constructor) `summary` is."""
+        if callee[0] == "attr" and self._global_dotted(callee, frame) is None:
+            receivers = [r for r in self._eval(callee[1], frame) if isinstance(r, Instance)]
+            return any(getattr(self._method(r.cls, callee[2]), "name", None) == summary.name for r in receivers)
+        return any(
+            (isinstance(v, ClassRef) and f"{v.name}.__init__" == summary.name) or (isinstance(v, FunctionRef) and v.name == summary.name)
+            for v in self._eval(callee, frame)
+        )
 
     def passed_falsy(self, summary: FunctionSummary, parameter: str) -> frozenset:
         """The False / None / 0 the project's calls pass for a parameter (after
@@ -316,6 +436,22 @@ class CallSiteResolution:
             None,
         )
         return self.frame_of(function, module, self.instance(owner) if owner is not None else None)
+
+
+def _names_as_value(expr: Expr, name: str) -> bool:
+    """Whether a summary expression holds the global `name` other than as what a call calls."""
+    if not isinstance(expr, tuple) or not expr:
+        return False
+    if not isinstance(expr[0], str):  # a tuple of expressions (arguments, dict entries)
+        return any(_names_as_value(part, name) for part in expr)
+    if expr[0] == "name" and isinstance(expr[1], str):
+        return expr[1] == name
+    if expr[0] == "call":
+        callee = expr[1]
+        if callee[0] != "name" and _names_as_value(callee, name):
+            return True
+        return any(_names_as_value(part, name) for part in (*expr[2], *(value for _, value in expr[3])))
+    return any(_names_as_value(part, name) for part in expr[1:] if isinstance(part, tuple))
 
 
 def _last_name(callee: Expr) -> str | None:

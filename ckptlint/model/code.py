@@ -90,6 +90,8 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
         if isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
             return ("const", -node.operand.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ("not", expression(node.operand, down))
     if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
         generators = tuple((pattern(g.target, down), expression(g.iter, down)) for g in node.generators)
         return ("comp", expression(node.elt, down), generators)
@@ -138,6 +140,7 @@ def summarize(
     summary = _Summarizer(
         self_name, resolve, keeps_constants=isinstance(node, ast.ClassDef),
         parameter_names=frozenset(p.name for p in parameters if p.kind not in ("*", "**")),
+        keeps_flags=isinstance(node, ast.Module),
     )
     summary.block(node.body, ())
     # A module's top-level names are other functions' globals, a class body's are its
@@ -145,6 +148,10 @@ def summarize(
     bindings = summary.bindings if top_level else _needed(
         summary.bindings, summary.returns, summary.calls, self_name, summary.checkpointed + summary.passes
     )
+    if isinstance(node, ast.Module) and any(b.value[0] == "const" for b in bindings):
+        # A flag some function rebinds (`global USE_REENTRANT`) is not the constant it starts as.
+        rebound = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+        bindings = [b for b in bindings if not (b.value[0] == "const" and b.pattern[0] == "name" and b.pattern[1] in rebound)]
     if not (bindings or summary.returns or summary.calls or parameters):
         return None
     return FunctionSummary(
@@ -236,6 +243,7 @@ class _Summarizer:
         *,
         keeps_constants: bool = False,
         parameter_names: frozenset[str] = frozenset(),
+        keeps_flags: bool = False,
     ) -> None:
         self.self_name = self_name
         self.resolve = resolve
@@ -245,6 +253,9 @@ class _Summarizer:
         # A class body's literal attributes are what its instances read (`norm: str = "ln"`
         # of a config dataclass); a function's literal locals are not kept.
         self.keeps_constants = keeps_constants
+        # A module's True / False constants are flags its code reads (`use_reentrant=not
+        # USE_REENTRANT`, `USE_REENTRANT` imported from a settings module).
+        self.keeps_flags = keeps_flags
         self.bindings: list[Binding] = []
         self.returns: list[tuple[Expr, Conditions]] = []
         self.calls: list[tuple[Expr, int]] = []
@@ -286,6 +297,11 @@ class _Summarizer:
             return UNKNOWN
         return expression(node)
 
+    def _kept_constant(self, value: Expr) -> bool:
+        if value[0] != "const":
+            return False
+        return self.keeps_constants or (self.keeps_flags and isinstance(value[1], bool))
+
     def _library_function(self, func: ast.AST) -> bool:
         if not isinstance(func, (ast.Name, ast.Attribute)):
             return False
@@ -296,6 +312,10 @@ class _Summarizer:
             and not name.rsplit(".", 1)[-1][:1].isupper()
             and name not in INTERPRETED_FUNCTIONS
         )
+
+    def _calls_project_code(self, call: ast.Call) -> bool:
+        name = self.resolve(call.func)
+        return name is not None and not name.startswith(LIBRARY_PREFIXES)
 
     def _passes_to_project(self, call: ast.Call, callee: Expr) -> bool:
         """A call of a global function or a method of `self` that passes it a name, an
@@ -320,8 +340,7 @@ class _Summarizer:
             # not the same as never assigned (which falls back to children added by name).
             self.bindings.extend(
                 Binding(pattern(t), ASSIGN, value, line, 0, conditions) for t in node.targets
-                if is_known(value) or _stores_on_self(pattern(t), self.self_name)
-                or (self.keeps_constants and value[0] == "const")
+                if is_known(value) or _stores_on_self(pattern(t), self.self_name) or self._kept_constant(value)
             )
             # `layers["down"] = conv_bn(...)` into an `OrderedDict()` later made a Sequential,
             # `self.stages[name] = Stage(...)` into a `ModuleDict()`: a member added to the
@@ -333,7 +352,7 @@ class _Summarizer:
             )
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             value = self.value(node.value)
-            if is_known(value) or (self.keeps_constants and value[0] == "const"):
+            if is_known(value) or self._kept_constant(value):
                 self.bindings.append(Binding(pattern(node.target), ASSIGN, value, line, 0, conditions))
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
             value = self.value(node.value)
@@ -388,7 +407,10 @@ class _Summarizer:
                     self.bindings.append(binding)
                 callee = expression(node.func)
                 if _looks_like_checkpointing(node.func):
+                    # What it runs, and how it is configured (`use_reentrant=flag`,
+                    # `checkpoint_wrapper_fn=wrapper`): the model evaluates both.
                     self.checkpointed.extend(expression(arg) for arg in node.args)
+                    self.checkpointed.extend(expression(k.value) for k in node.keywords)
                 if _is_super_init(callee) and self._passes_to_project(node, callee):
                     # not a call the model runs, but what the base's constructor is given
                     self.passes.append(expression(node))
@@ -401,6 +423,12 @@ class _Summarizer:
                     # if seg else Head()`).
                     if self._passes_to_project(node, callee):
                         self.passes.append(expression(node))
+                        self.pass_lines.append(node.lineno)
+                    elif self._calls_project_code(node):
+                        # A call of a project function or class passing only constants (or
+                        # nothing): kept without its arguments, so that a default known to
+                        # run somewhere is seen (`passed_at_every_call`).
+                        self.passes.append(("call", callee, (), ()))
                         self.pass_lines.append(node.lineno)
             pending.extend(ast.iter_child_nodes(node))
 

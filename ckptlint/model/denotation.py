@@ -57,6 +57,7 @@ from ckptlint.model.values import (
     destructure,
     falsy,
     names_in,
+    truthiness,
 )
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         self._site_values: dict[tuple[str, str, str, int], frozenset] = {}  # what each of those passed
         self._builder_bindings: dict[str, list] = {}  # what each call of a builder binds (`_builder_calls`)
         self._passed_falsy: dict[tuple[str, str], frozenset] = {}  # False / None the calls pass (`passed_falsy`)
+        self._passed_everywhere: dict[tuple[str, str], frozenset | None] = {}  # (`passed_at_every_call`)
+        self._everywhere_sites: dict[tuple[str, str], list[tuple[str, int]]] = {}  # its call sites (`every_call_sites`)
         self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
@@ -102,6 +105,15 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             return self._eval(expr, frame)
         except OutOfBudget:
             return NOTHING
+
+    def always_holds(self, conditions: tuple, frame: Frame) -> bool:
+        """Whether every guarding `if` test is known to have the truth it needs in `frame`
+        (`if ac:` with `ac` True wherever it comes from); no conditions always hold."""
+        self._budget = _BUDGET
+        try:
+            return all(self._truth(test, frame) is wanted for test, wanted in conditions)
+        except OutOfBudget:
+            return False
 
     def passed_at_call(self, function: str, parameter: str, caller: str, line: int) -> tuple[frozenset, bool]:
         """What the call of project function `function` on `line` of `caller` (looked at on
@@ -287,6 +299,10 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
             return self._eval(expr[2], frame) | self._eval(expr[3], frame)
         if tag == "const":
             return {Constant(expr[1])}
+        if tag == "not":
+            # `not USE_REENTRANT`: the negated truth of each value, when every one's is known
+            truths = [truthiness(value) for value in self._eval(expr[1], frame)]
+            return set() if None in truths else {Constant(not truth) for truth in truths}
         if tag == "comp":
             return {Sequence(None, frozenset(self._comprehension(expr[1], expr[2], frame)))}
         if tag == "lambda":
@@ -319,6 +335,9 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                     # `norm_layer=LayerNorm`).
                     found |= {v for v in self._passed_by_callers(summary, name) if isinstance(v, Constant)}
                     found |= self.passed_falsy(summary, name)
+                elif frame.entry and (everywhere := self.passed_at_every_call(summary, name)):
+                    # Every call passes a constant (`Net(reentrant=True)`): the default never runs.
+                    found = set(everywhere)
                 elif frame.entry:
                     # What the project passes, before what the annotation names (`cfg:
                     # Config` built as `Encoder(Config(norm="bn"))`).

@@ -60,10 +60,11 @@ from ckptlint.model.registries import registrars, registrations
 # stage builder may name no `Module`; `ckpt`, `train`: a script that only calls the
 # project's `wrap_blocks(Net())` and trains is where that helper's generic parameter is
 # resolved. `train` adds 288 of 4,966 files of torch + transformers; `backward`,
-# `from_pretrained`: a script that trains a model a helper of another module loads.)
+# `from_pretrained`: a script that trains a model a helper of another module loads;
+# `REENTRANT`: a settings module holding only `USE_REENTRANT = False`.)
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
-    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant",
+    "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant", "REENTRANT",
 )
 # A module in the middle of a model's way (`setup()` returning `load_model()`'s model) or a
 # registry (`register_backbone`) names only these: read when it is small or has no torch of
@@ -320,6 +321,7 @@ class _Extractor:
 
     def _assignment(self, node: ast.Assign | ast.AnnAssign, events: list[Event], enclosing_class: str | None) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        self._built_and_passed(node, targets, events, enclosing_class)
         source = self._model_source(node.value, enclosing_class)
         if source is None:
             return
@@ -327,6 +329,19 @@ class _Extractor:
             name = dotted(target)
             if name is not None and name != source:
                 events.append(Event(EventKind.ALIAS, name, node.lineno, node.col_offset, source=source))
+
+    def _built_and_passed(self, node, targets: list[ast.AST], events: list[Event], enclosing_class: str | None) -> None:
+        """`model = apply_ac(nn.Sequential(Block(), Block()))`: a module built in the call of a
+        project function and known afterwards only as what the function returns. The call
+        is one on `model`, which counts where the function returns that parameter."""
+        value = node.value
+        if len(targets) != 1 or not isinstance(value, ast.Call) or not value.args or not isinstance(value.args[0], ast.Call):
+            return
+        name = dotted(targets[0])
+        callee = self.resolve(value.func, enclosing_class)
+        if name is None or callee is None or callee.startswith(LIBRARY_PREFIXES):
+            return
+        events.append(Event(EventKind.BUILT_FOR_CALL, name, value.lineno, value.col_offset, callee=callee, parameter=0))
 
     def _model_source(self, value: ast.AST, enclosing_class: str | None) -> str | None:
         """The name a value is the same model as: `m`, `m.to(d)`, `FSDP(m, ...)`,
@@ -383,11 +398,13 @@ class _Extractor:
                 wrapper_fn.id if isinstance(wrapper_fn, ast.Name) and wrapper_fn.id in self._parameters[-1] else ""
             )
             impl = Impl.UNKNOWN if wrapper_parameter else self._wrapper_impl(wrapper_fn, enclosing_class)
+            # `wrapper = partial(checkpoint_wrapper, checkpoint_impl=impl)`: the model evaluates it.
+            wrapper_local = wrapper_fn.id if isinstance(wrapper_fn, ast.Name) and not wrapper_parameter and impl is Impl.UNKNOWN else ""
             target = dotted(first) if first is not None else None
             if target is not None:
                 events.append(
                     Event(EventKind.CHECKPOINT, target, line, column, api=dotted(call.func) or "", impl=impl,
-                          wrapper_parameter=wrapper_parameter)
+                          wrapper_parameter=wrapper_parameter, wrapper_local=wrapper_local)
                 )
             for cls in self._check_fn_classes(call, enclosing_class):
                 self.wrapped.append(WrappedClass(cls, line, "apply_activation_checkpointing", impl))

@@ -27,6 +27,10 @@ class EventKind(str, enum.Enum):
     HF_GC = "gradient_checkpointing_enable"
     ALIAS = "bound from"  # target = <source>, or a pass-through wrapper of it
     CALL = "passed to"  # a call of a project function with the target as an argument
+    # `model = apply_ac(nn.Sequential(...))`: the target is what a call of a project function
+    # returns, and the module built in its argument (`parameter`) the same one when the
+    # function returns that parameter (`ckptlint.analysis.fsdp.wrap_steps`).
+    BUILT_FOR_CALL = "built for a call of"
     RUNS_CHECKPOINTED = "run under checkpoint"  # the target is the function torch's checkpoint runs
     # What happens to a Hugging Face model (`ckptlint.model.hf_events`): followed across
     # functions and files by `ProjectIndex.model_fate` / `returned_model`.
@@ -86,6 +90,10 @@ class Event:
     # CHECKPOINT: the function's parameter that is the wrapper (`checkpoint_wrapper_fn=wrapper`):
     # the implementation is what each call passes for it (`impl` is then UNKNOWN).
     wrapper_parameter: str = ""
+    # CHECKPOINT: a local name holding the wrapper, bound to something the facts cannot tell
+    # (`wrapper = partial(checkpoint_wrapper, checkpoint_impl=impl)`): the project model
+    # evaluates it, with what each call of the function passes (`impl` is then UNKNOWN).
+    wrapper_local: str = ""
 
 
 @dataclass(frozen=True)
@@ -298,7 +306,7 @@ class FileFacts:
 
 _EVENT_FIELDS = (
     "kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter",
-    "wrapper_parameter",
+    "wrapper_parameter", "wrapper_local",
 )
 
 

@@ -207,14 +207,23 @@ class ProjectIndex(ForwardingQueries):
         )
 
     @cached_property
-    def checkpoint_aliases(self) -> dict[str, str]:
-        """Project names that are torch's checkpoint functions under another module's name
-        (`ckptlint.model.checkpoint_aliases`)."""
+    def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple]]:
         from ckptlint.model.checkpoint_aliases import checkpoint_aliases
 
         return checkpoint_aliases(
             list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
         )
+
+    @property
+    def checkpoint_aliases(self) -> dict[str, str]:
+        """Project names that are torch's checkpoint functions under another module's name
+        (`ckptlint.model.checkpoint_aliases`), module-level partials choosing the flag among them."""
+        return self._checkpoint_alias_tables[0]
+
+    @property
+    def checkpoint_alias_keywords(self) -> dict[str, tuple[tuple[str, object], ...]]:
+        """The literal flags the partials among `checkpoint_aliases` bind, by name."""
+        return self._checkpoint_alias_tables[1]
 
     def imports_checkpoint_alias(self, relative_path: str) -> bool:
         """Whether the file imports torch's checkpoint under a name another module of the
@@ -489,6 +498,8 @@ class ProjectIndex(ForwardingQueries):
                 impl, impl_from = event.impl, ""
                 if event.wrapper_parameter:
                     impl, impl_from = self._wrapper_at(facts.name, event.wrapper_parameter, site)
+                elif event.wrapper_local:
+                    impl, impl_from = self.local_wrapper_at(facts.name, event.wrapper_local, event.line, site)
                 effects.append(ParameterEffect(event.kind, impl, event.auto_wrap, path, event.line, facts.name, impl_from))
         return effects
 
@@ -504,6 +515,30 @@ class ProjectIndex(ForwardingQueries):
         if passed:
             return impl, f"the `{parameter}` passed at {self.path_of(caller)}:{line}"
         return impl, f"the default of `{function.rsplit('.', 1)[-1]}`'s `{parameter}`"
+
+    def local_wrapper_at(self, function: str, local: str, line: int, site: tuple[str, int] | None) -> tuple[Impl, str]:
+        """The implementation of the checkpoint wrapper bound to `function`'s local `local`
+        where it is used on `line` (`wrapper = partial(checkpoint_wrapper, checkpoint_impl=impl)`
+        with `impl = REENTRANT if reentrant else NO_REENTRANT`), with what the call `site`
+        passes (the function looked at on its own without one), and how that was decided."""
+        values = self.denotation.evaluate_in_call(function, ("name", local), line, site)
+        impl = _wrapper_impl(values)
+        if impl is Impl.UNKNOWN:
+            return impl, ""
+        where = f"as called at {self.path_of(site[0])}:{site[1]}" if site is not None else "by default"
+        return impl, f"`{local}` in `{function.rsplit('.', 1)[-1]}`, {where}"
+
+    def returns_parameter(self, function: str, parameter: str | int) -> bool:
+        """Whether a project function returns (on every path it returns something) one of its
+        parameters, by name or position: `def apply_ac(model): ...; return model`."""
+        summary = self.denotation.summary(function)
+        if summary is None or not summary.returns:
+            return False
+        names = [p.name for p in summary.parameters if p.kind not in ("*", "**")]
+        if summary.self_name is not None and names and names[0] == summary.self_name:
+            names = names[1:]
+        name = names[parameter] if isinstance(parameter, int) and parameter < len(names) else parameter
+        return all(returned == ("name", name) for returned, _ in summary.returns)
 
     def model_fate(self, function: str, name: str, after: int) -> ModelFate:
         """Where the Hugging Face model `name` of project function `function` goes from line

@@ -12,6 +12,7 @@ An expression is kept as a nested tuple (cheap to build, to hash and to write as
     ("seq", (expr...))                   list / tuple / set literal
     ("dict", ((key, expr)...))           key None: a `**` splat
     ("or", (expr...))                    ("if", test, then, else)
+    ("not", expr)
     ("const", value)                     ("comp", element, ((pattern, iterable)...))
     ("?",)                               anything else
 
