@@ -35,7 +35,7 @@ def _model_events(function: FunctionFacts) -> tuple:
         function.name,
         function.parameters,
         tuple(
-            (e.kind, e.target, e.api, e.source, e.callee, e.parameter)
+            (e.kind, e.target, e.api, e.source, e.callee, e.parameter, e.guard, e.arguments)
             for e in function.events
             if e.kind in HF_KINDS or e.kind in (EventKind.ALIAS, EventKind.CALL)
         ),

@@ -512,18 +512,19 @@ class ProjectIndex(ForwardingQueries):
 
         return model_fate(self, function, name, after)
 
-    def returned_model(self, function: str, position: int = -1) -> ReturnedModel | None:
-        """The Hugging Face model a project function returns, as its code says."""
+    def returned_model(self, function: str, position: int = -1, arguments: tuple | None = None) -> ReturnedModel | None:
+        """The Hugging Face model a project function returns, as its code says, when called
+        with `arguments` (`Event.arguments`: what is known of them decides its branches)."""
         from ckptlint.model.fates import returned_model
 
-        return returned_model(self, function, position)
+        return returned_model(self, function, position, arguments)
 
-    def handed_model(self, function: str, parameter: str | int) -> HandedModel:
+    def handed_model(self, function: str, parameter: str | int, arguments: tuple | None = None) -> HandedModel:
         """What project function `function` does to a Hugging Face model passed to it as
-        `parameter` (`ckptlint.model.fates`)."""
+        `parameter`, called with `arguments` (`ckptlint.model.fates`)."""
         from ckptlint.model.fates import handed_model
 
-        return handed_model(self, function, parameter)
+        return handed_model(self, function, parameter, arguments)
 
     def passed_models(self, function: str, parameter: str) -> list:
         """The Hugging Face models the project passes to `function` for `parameter`, with
