@@ -25,6 +25,7 @@ from ckptlint.model.method_behaviour import checked_attributes, definitions, dot
 from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
+    DEFAULT_KWARGS,
     ClassFacts,
     Event,
     EventKind,
@@ -436,7 +437,8 @@ class _Extractor:
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
             target = dotted(call.func.value)
             if target is not None:
-                events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable"))
+                events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable",
+                                    source=DEFAULT_KWARGS if _default_checkpointing_kwargs(call) else ""))
         if _fsdp_argument(call):
             if callee is not None:
                 if callee in TRAINING_ARGUMENTS_CLASSES:
@@ -535,6 +537,15 @@ def _is_module_class(base: str) -> bool:
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _default_checkpointing_kwargs(call: ast.Call) -> bool:
+    """`gradient_checkpointing_enable()` (or `gradient_checkpointing_kwargs=None`): the kwargs
+    are transformers' default for the version."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    value = call.args[0] if call.args else keyword_argument(call, "gradient_checkpointing_kwargs")
+    return value is None or (isinstance(value, ast.Constant) and value.value is None)
 
 
 def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:

@@ -95,6 +95,11 @@ class Event:
     arguments: tuple[tuple[str | int, bool | None], ...] | None = None
 
 
+# `HF_GC`'s `source` when the call leaves `gradient_checkpointing_kwargs` to transformers'
+# default (reentrant before 5.0).
+DEFAULT_KWARGS = "default kwargs"
+
+
 @dataclass(frozen=True)
 class FunctionFacts:
     name: str  # absolute: `pkg.train.main`, `pkg.model.Model.forward`, `pkg.train.<module>`
