@@ -347,6 +347,11 @@ def known_parameters(index: ProjectIndex, function: str, arguments: Arguments | 
     `**kwargs`."""
     if arguments is None or any(key == "*" for key, _ in arguments):
         return ()
+    facts = index.function(function)
+    if facts is not None and not any(
+        event.guard or any(isinstance(value, str) for _, value in event.arguments or ()) for event in facts.events
+    ):
+        return ()  # nothing of it depends on its parameters' truth: its summary need not be read
     summary = index.function_summary(function)
     if summary is None:
         return ()

@@ -338,9 +338,10 @@ class Interpreter(Calls):
         elif isinstance(statement, cst.If):
             self._eval(statement.test, frame)
             taken, not_taken = condition_literals(statement.test, True), condition_literals(statement.test, False)
-            if not contradicts(frame.known, taken):
+            truth = literal_truth(statement.test, frame.known)  # `if False:`, `if not debug:`
+            if truth is not False and not contradicts(frame.known, taken):
                 self._run_branch(statement.body, frame, (id(statement), 0), taken)
-            if statement.orelse is not None and not contradicts(frame.known, not_taken):
+            if statement.orelse is not None and truth is not True and not contradicts(frame.known, not_taken):
                 orelse = statement.orelse
                 self._run_branch(orelse if isinstance(orelse, cst.If) else orelse.body, frame, (id(statement), 1), not_taken)
         elif isinstance(statement, (cst.For, cst.While)):
@@ -504,9 +505,10 @@ class Interpreter(Calls):
             self._eval(expr.test, frame)
             # An arm the known values rule out is not run (`model(**b, use_cache=False) if
             # per_call else model(**b)` with `per_call` False).
-            if contradicts(frame.known, condition_literals(expr.test, True)):
+            truth = literal_truth(expr.test, frame.known)
+            if truth is False or contradicts(frame.known, condition_literals(expr.test, True)):
                 return self._eval(expr.orelse, frame)
-            if contradicts(frame.known, condition_literals(expr.test, False)):
+            if truth is True or contradicts(frame.known, condition_literals(expr.test, False)):
                 return self._eval(expr.body, frame)
             body, orelse = self._eval(expr.body, frame), self._eval(expr.orelse, frame)
             return body if same_value(body, orelse) else None
