@@ -123,10 +123,11 @@ def test_checkpoint_calls_record_reentrancy_and_their_guard():
     )
     function = ast.parse(source).body[0]
     resolve = lambda node: "torch.utils.checkpoint.checkpoint" if ast.unparse(node) == "cp.checkpoint" else None  # noqa: E731
+    # Each with what it checkpoints and the names its region gets (`recompute_reads`).
     assert list(checkpoint_calls(function.body, resolve)) == [
-        CheckpointCall(4, True, ("with_cp",)),
-        CheckpointCall(6, False, ()),
-        CheckpointCall(8, None, ()),
+        CheckpointCall(4, True, ("with_cp",), callable="self.inner", reads=("x",)),
+        CheckpointCall(6, False, (), callable="self.inner", reads=("x",)),
+        CheckpointCall(8, None, (), callable="self.blocks[*]", reads=("x",)),
     ]
 
 
