@@ -42,7 +42,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
     not Llama, Mistral, Qwen2 or ViT, whose dropout defaults to 0), unless the file sets
     dropout itself; the same on any model given LoRA adapters with a non-zero `lora_dropout`
     (`get_peft_model(model, LoraConfig(lora_dropout=0.05))`, `model.add_adapter(config)`, the
-    config written there or bound to a name in the file; not adapters only on `lm_head`),
+    config written there or bound to a name in the file; the dropout a literal, or the
+    parameter of a helper of the file that its call gives a non-zero literal; not adapters
+    only on `lm_head`),
     the kwargs written in the call, bound to a dict, or in the `TrainingArguments` of a
     Trainer that turns checkpointing on; and those layers wrapped by class
     (`check_fn=lambda m: isinstance(m, BertLayer)`).
@@ -154,7 +156,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                     dropout = self._lora_dropout(history, step)
                     if dropout is None:
                         continue
-                    random = (f"decoder layers holding LoRA adapters with `lora_dropout={dropout:g}`, which draw "
+                    random = (f"decoder layers holding LoRA adapters with `lora_dropout={dropout}`, which draw "
                               "dropout masks")
                 dictionary, element = entry
                 api = "`gradient_checkpointing_enable`" if step.kind is StepKind.GC_ENABLED else "`TrainingArguments`"
@@ -167,7 +169,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                     fix_message="Remove `\"preserve_rng_state\": False`",
                 )
 
-    def _lora_dropout(self, history, checkpointing) -> float | None:
+    def _lora_dropout(self, history, checkpointing) -> str | None:
         """The non-zero `lora_dropout` of LoRA adapters added to the model on a path that
         can run with `checkpointing` (`get_peft_model(model, LoraConfig(lora_dropout=0.05))`,
         `model.add_adapter(config)`), when the `LoraConfig` says so in this file."""
@@ -186,7 +188,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                 continue
             if isinstance(config, cst.Name) and len(self._bound.get(config.value, ())) == 1:
                 config = self._bound[config.value][0]
-            dropout = checkpointed_lora_dropout(call, config, names)
+            dropout = checkpointed_lora_dropout(config, names, step.known)
             if dropout:
                 return dropout
         return None

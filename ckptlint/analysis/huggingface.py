@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.analysis.branches import Conditions, literal_truth
 from ckptlint.analysis.checkpoint_sites import literal_bool
 from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
 from ckptlint.model.library import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS
@@ -120,13 +121,15 @@ def gc_enable_kwargs(call: cst.Call) -> HfCheckpointingKwargs:
 
 
 def checkpointed_lora_dropout(
-    adapters: cst.Call, config: cst.BaseExpression | None, names: Callable[[cst.BaseExpression], set[str]]
-) -> float | None:
+    config: cst.BaseExpression | None, names: Callable[[cst.BaseExpression], set[str]], known: Conditions = ()
+) -> str | None:
     """The `lora_dropout` of the LoRA adapters a call adds (`get_peft_model(model, config)`,
-    `model.add_adapter(config)`) inside the layers gradient checkpointing wraps, when it is
-    known: `config` (the `LoraConfig(...)` call, or what the name passed is bound to) with a
-    literal `lora_dropout` (peft's default, 0.0, when it is left out). None when it is not
-    known, or when the adapters only target modules outside the layer stack (`lm_head`)."""
+    `model.add_adapter(config)`) inside the layers gradient checkpointing wraps, as written,
+    when it is known to be non-zero: `config` (the `LoraConfig(...)` call, or what the name
+    passed is bound to) with a non-zero literal `lora_dropout`, or a parameter `known` says is
+    non-zero (`lora_dropout=dropout` in a helper called with `dropout=0.05`). None for peft's
+    default (0.0), a value not known, or adapters only on modules outside the layer stack
+    (`lm_head`)."""
     if not isinstance(config, cst.Call) or not names(config.func) or not names(config.func) <= LORA_CONFIGS:
         return None
     if any(arg.star for arg in config.args) or any(arg.keyword is None for arg in config.args):
@@ -137,11 +140,9 @@ def checkpointed_lora_dropout(
     if written is not None and written and all(name.rsplit(".", 1)[-1] in OUTSIDE_CHECKPOINTED_LAYERS for name in written):
         return None
     dropout = keywords.get("lora_dropout")
-    if dropout is None:
-        return 0.0
-    if isinstance(dropout, (cst.Float, cst.Integer)):
-        return float(dropout.evaluated_value)
-    return None
+    if dropout is None or not literal_truth(dropout, known):
+        return None
+    return cst.Module([]).code_for_node(dropout)
 
 
 def _strings(node: cst.BaseExpression) -> list[str] | None:

@@ -518,7 +518,7 @@ class Calls:
         function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
         part.model.steps.append(
             ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
-                      function=function)
+                      function=function, known=frame.known)
         )
 
 
