@@ -23,6 +23,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
 # Every rule needs one of its trigger words in a file's text: a file with none of these
 # needs no rule at all.
 RULE_TRIGGERS: tuple[str, ...] = (
+    "._gradient_checkpointing_func(",
     ".backward(",
     "FSDP",
     "FullyShardedDataParallel",

@@ -20,6 +20,7 @@ from ckptlint.analysis.forwarding_helpers import (
     helper_called,
     passes_reentrant,
 )
+from ckptlint.analysis.hf_checkpointing_func import calls_hf_checkpointing_func, reentrant_hf_calls
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.values import FunctionRef, Instance
@@ -31,6 +32,28 @@ from ckptlint.versions import Applies, VersionRange
 # kwargs.pop('preserve_rng_state', True); if kwargs: raise ValueError("Unexpected keyword
 # arguments: " + ",".join(arg for arg in kwargs))`, the reentrant `CheckpointFunction` always.
 TORCH_WITHOUT_THE_FLAG = VersionRange.of("torch", max="1.11")
+
+
+# A transformers model's own layer loop (remote-code style), and the call enabling checkpointing.
+_HF_LAYER_LOOP = """
+from transformers import PretrainedConfig, PreTrainedModel
+
+class TinyModel(PreTrainedModel):
+    config_class = PretrainedConfig
+    supports_gradient_checkpointing = True
+
+    def forward(self, h, attention_mask=None):
+        for layer in self.layers:
+            if self.gradient_checkpointing and self.training:
+                h = self._gradient_checkpointing_func(layer.__call__, h, {passed})
+            else:
+                h = layer(h, attention_mask=attention_mask)
+        return h
+
+model = TinyModel(PretrainedConfig())
+model.gradient_checkpointing_enable({enable})
+"""
+_NON_REENTRANT = 'gradient_checkpointing_kwargs={"use_reentrant": False}'
 
 
 class KwargsToReentrantCheckpoint(SiteScopes):
@@ -132,6 +155,15 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     (`if os.getenv("ENV_TYPE") == "deepspeed": ... else: from torch.utils.checkpoint import
     checkpoint`): where torch's is the one imported, the branches differ.
 
+    Also: a model's own layer loop (Hub remote code, a project's `PreTrainedModel`) calling
+    transformers' `self._gradient_checkpointing_func(layer.__call__, h, attention_mask=mask)`
+    with keywords for the layer, where the project runs it reentrant: the targeted
+    transformers is before 5.0 and every `gradient_checkpointing_enable` call of the project
+    leaves `gradient_checkpointing_kwargs` to the default (at least one does). Reported at the
+    call, naming the enabling call, without a fix. Not where any enabling call passes kwargs
+    (they may choose non-reentrant), for a call passing `use_reentrant` itself or splatting
+    `**kwargs`, nor under transformers >= 5.0.
+
     Reported instead of CKPT001 at the same call. Not reported when `use_reentrant` is
     passed through a variable or an expression, or when `**kwargs` are splatted (they may
     carry `use_reentrant=False`). `checkpoint_sequential` rejects extra keywords in both
@@ -155,7 +187,15 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     scale=None)` with the wrapper above, `chunk_fwd(q, q, q, scale=2.0)` emits the
     `use_reentrant` warning and raises `ValueError: Unexpected keyword arguments: scale`;
     `chunk_fwd(q, q, q, 2.0)` runs (`grad_fn` is `CheckpointFunctionBackward`, the reentrant
-    implementation).
+    implementation). transformers >= 4.35 `modeling_utils.py` `gradient_checkpointing_enable`
+    stores `functools.partial(checkpoint, **gradient_checkpointing_kwargs)` as each layer's
+    `_gradient_checkpointing_func`, the kwargs `{"use_reentrant": True}` when None before 5.0
+    (4.35 to 4.39: no kwargs, torch's reentrant default), `{"use_reentrant": False}` from 5.0
+    (EVIDENCE Q4). Run on CPU with transformers 5.17 and a tiny `LlamaForCausalLM`: after
+    `gradient_checkpointing_enable()` the layer's function has keywords `{"use_reentrant":
+    False}` and `f(layer, x, attention_mask=None)` runs; enabled with `{"use_reentrant":
+    True}` (the 4.x default) the same call raises `ValueError: Unexpected keyword arguments:
+    attention_mask`. transformers' own layers pass only positional arguments for this reason.
     """
 
     code = "CKPT032"
@@ -167,7 +207,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     fix = Applicability.SAFE
     # Every torch: before the flag existed (< 1.11) every checkpoint was reentrant and any
     # extra keyword raised the same error; there the fix (the flag itself) cannot help.
-    triggers = SITE_TRIGGERS
+    triggers = (*SITE_TRIGGERS, b"._gradient_checkpointing_func(")
     reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = SITE_REQUIRES
     supersedes = ("CKPT001",)
@@ -189,6 +229,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         self._args_only: dict[cst.FunctionDef, tuple[set[cst.Call], cst.FunctionDef | None]] = {}
         self._keyword_calls: list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]] = []
         self._function_of: dict[cst.Call, cst.FunctionDef] = {}  # each call's innermost function
+        self._hf_calls: list[cst.Call] = []  # `self._gradient_checkpointing_func(...)`
 
     def visit_If(self, node: cst.If) -> None:
         self._ifs.append(node)
@@ -217,6 +258,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 self._args_only[function][0].add(node)
         if isinstance(node.func, cst.Name) and any(arg.keyword is not None for arg in node.args):
             self._keyword_calls.append((node, tuple(self._functions)))
+        if calls_hf_checkpointing_func(node):
+            self._hf_calls.append(node)
 
     def finish(self) -> None:
         """A wrapper that takes only `*args` and checkpoints, called with keywords in the
@@ -241,6 +284,19 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
 
         self._check_forwarding_helpers()
+        for found in reentrant_hf_calls(self.context, self._hf_calls):
+            path, line = found.enabled_at
+            names = ",".join(found.keywords)
+            self.report(
+                found.call,
+                f"keyword argument{'s' if len(found.keywords) > 1 else ''} {', '.join(f'`{k}`' for k in found.keywords)} "
+                "passed to `_gradient_checkpointing_func`, transformers' `partial(checkpoint, "
+                "**gradient_checkpointing_kwargs)`: `gradient_checkpointing_enable()` leaves the kwargs to the "
+                f"default ({path}:{line}), reentrant before transformers 5.0, and torch raises `ValueError: Unexpected "
+                f"keyword arguments: {names}` on the first checkpointed step; pass them positionally, as "
+                "transformers' own layers do, or enable checkpointing with "
+                "`gradient_checkpointing_kwargs={\"use_reentrant\": False}`",
+            )
         # A name torch's checkpoint on some bindings only (DeepSpeed's on another): what the
         # checkpointed branch passes still differs from the plain one where it is torch's.
         for site in self.context.possible_sites:
@@ -580,6 +636,16 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         )
 
     valid = [
+        # transformers' `_gradient_checkpointing_func` given keywords: non-reentrant from 5.0,
+        # or where the project enables it with `use_reentrant: False`; positional arguments;
+        # the call choosing the implementation itself.
+        Valid(_HF_LAYER_LOOP.format(passed="attention_mask=attention_mask", enable=""),
+              target_versions={"transformers": "5.0"}),
+        Valid(_HF_LAYER_LOOP.format(passed="attention_mask=attention_mask", enable=_NON_REENTRANT),
+              target_versions={"transformers": "4.46"}),
+        Valid(_HF_LAYER_LOOP.format(passed="attention_mask", enable=""), target_versions={"transformers": "4.46"}),
+        Valid(_HF_LAYER_LOOP.format(passed="attention_mask=attention_mask, use_reentrant=False", enable=""),
+              target_versions={"transformers": "4.46"}),
         # The helper's callers choose: `use_reentrant=False` passed through, inputs passed by
         # position, a keyword the helper binds itself; a helper that sets the flag.
         Valid(
@@ -1087,6 +1153,15 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             line=10,
             column=13,
             message_contains="passed to `layer_(*args)` (line 6), which checkpoints and takes no keywords",
+        ),
+        # A model's own layer loop handing keywords to transformers' checkpoint function,
+        # enabled with the default kwargs: reentrant before transformers 5.0.
+        Invalid(
+            _HF_LAYER_LOOP.format(passed="attention_mask=attention_mask", enable=""),
+            line=10,
+            column=21,
+            message_contains="`ValueError: Unexpected keyword arguments: attention_mask`",
+            target_versions={"transformers": "4.39"},
         ),
         # A project targeting torch 1.10: the same crash, and no flag to fix it with.
         Invalid(

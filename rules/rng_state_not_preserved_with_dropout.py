@@ -9,7 +9,9 @@ from ckptlint.analysis.region_paths import region_randomness, shown
 from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.hf_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
-from ckptlint.model.library import transformers_random_layer
+from ckptlint.analysis.fsdp import absolute_names
+from ckptlint.analysis.huggingface import checkpointed_lora_dropout
+from ckptlint.model.library import GET_PEFT_MODEL, transformers_random_layer
 from ckptlint.model.values import Constant
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -39,8 +41,14 @@ class RngStateNotPreservedWithDropout(RegionRule):
     configuration's defaults (BERT, RoBERTa, GPT-2, T5, BART, OPT...: the table in
     `ckptlint/model/library.py`, read from the configs of transformers 5.17.0 and 4.46.3;
     not Llama, Mistral, Qwen2 or ViT, whose dropout defaults to 0), unless the file sets
-    dropout itself; and those layers wrapped by class (`check_fn=lambda m: isinstance(m,
-    BertLayer)`).
+    dropout itself; the same on any model given LoRA adapters with a non-zero `lora_dropout`
+    (`get_peft_model(model, LoraConfig(lora_dropout=0.05))`, `model.add_adapter(config)`, the
+    config written there or bound to a name in the file; the dropout a literal, or the
+    parameter of a helper of the file that its call gives a non-zero literal; not adapters
+    only on `lm_head`),
+    the kwargs written in the call, bound to a dict, or in the `TrainingArguments` of a
+    Trainer that turns checkpointing on; and those layers wrapped by class
+    (`check_fn=lambda m: isinstance(m, BertLayer)`).
 
     ## Why is this bad?
     With `preserve_rng_state=False` the recomputation in backward draws *new* random
@@ -74,14 +82,20 @@ class RngStateNotPreservedWithDropout(RegionRule):
     exactly (`tests/test_closure_rules.py`). The same through `apply_activation_checkpointing(
     ..., checkpoint_wrapper_fn=partial(checkpoint_wrapper, preserve_rng_state=False))`: the
     wrapper hands the keyword to `checkpoint`, and the gradients differ; with the plain
-    `checkpoint_wrapper` they match.
+    `checkpoint_wrapper` they match. transformers 5.17 `gradient_checkpointing_enable`
+    stores `functools.partial(checkpoint, **gradient_checkpointing_kwargs)` on each layer
+    (4.35 to 4.x the same; EVIDENCE Q4): a tiny `LlamaForCausalLM` with `attention_dropout=0.3`
+    and `{"use_reentrant": False, "preserve_rng_state": False}` has those keywords on
+    `layers[0]._gradient_checkpointing_func` and gradients 0.128 away from the unchecked run
+    (0.0 with the default). LoRA: peft's `LoraLayer.update_layer` makes `lora_dropout` an
+    `nn.Dropout(p)` when `p > 0` (else `nn.Identity`), run inside the checkpointed layer.
     """
 
     code = "CKPT033"
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE
-    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable")
+    triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable", b"gradient_checkpointing_kwargs")
     reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
 
@@ -131,29 +145,63 @@ class RngStateNotPreservedWithDropout(RegionRule):
     def finish(self) -> None:
         super().finish()
         # `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={...,
-        # "preserve_rng_state": False})`: transformers hands the dict to `checkpoint` for
-        # every layer it checkpoints. A file that sets dropout itself (`hidden_dropout_prob=0.0`
-        # at load, `config.resid_pdrop = 0`) may have turned it off: not judged.
-        if _SETS_DROPOUT.search(self.context.text):
-            return
+        # "preserve_rng_state": False})` (or those kwargs in the `TrainingArguments` of a
+        # Trainer that turns checkpointing on): transformers hands the dict to `checkpoint` for
+        # every layer it checkpoints. A file that sets the architecture's dropout itself
+        # (`hidden_dropout_prob=0.0` at load, `config.resid_pdrop = 0`) may have turned it
+        # off: its defaults are not judged there; LoRA dropout is read from the `LoraConfig`.
+        sets_dropout = bool(_SETS_DROPOUT.search(self.context.text))
         for history in script_models(self.context).histories:
             layer = transformers_random_layer(history.model_class.name) if history.model_class is not None else None
-            if layer is None:
-                continue
-            for step in history.of_kind(StepKind.GC_ENABLED):
+            for step in history.of_kind(StepKind.GC_ENABLED, StepKind.TRAINER):
+                if step.kind is StepKind.TRAINER and step.enables_checkpointing is not True:
+                    continue
                 entry = _preserve_rng_state_false(step.kwargs.node if step.kwargs is not None else None)
                 if entry is None:
                     continue
+                if layer is not None and not sets_dropout:
+                    random = (f"the layers of `{history.model_class.short_name}`, which draw random numbers "
+                              f"(({layer}: dropout on under its configuration's defaults))")
+                else:
+                    dropout = self._lora_dropout(history, step)
+                    if dropout is None:
+                        continue
+                    random = (f"decoder layers holding LoRA adapters with `lora_dropout={dropout}`, which draw "
+                              "dropout masks")
                 dictionary, element = entry
+                api = "`gradient_checkpointing_enable`" if step.kind is StepKind.GC_ENABLED else "`TrainingArguments`"
                 self.report(
                     step.node,
-                    f"`gradient_checkpointing_enable` with `preserve_rng_state=False` checkpoints the layers of "
-                    f"`{history.model_class.short_name}`, which draw random numbers (({layer}: dropout on under its "
-                    "configuration's defaults)): the recomputation in backward draws new masks, so gradients belong to a "
-                    "different network than the loss; remove `preserve_rng_state=False`",
+                    f"{api} with `preserve_rng_state=False` checkpoints {random}: the recomputation "
+                    "in backward draws new masks, so gradients belong to a different network than the loss; remove "
+                    "`preserve_rng_state=False`",
                     replacements=[Replacement(dictionary, remove_dict_entry(dictionary, element))],
                     fix_message="Remove `\"preserve_rng_state\": False`",
                 )
+
+    def _lora_dropout(self, history, checkpointing) -> str | None:
+        """The non-zero `lora_dropout` of LoRA adapters added to the model on a path that
+        can run with `checkpointing` (`get_peft_model(model, LoraConfig(lora_dropout=0.05))`,
+        `model.add_adapter(config)`), when the `LoraConfig` says so in this file."""
+        names = lambda expr: absolute_names(self.context, expr) if isinstance(expr, (cst.Name, cst.Attribute)) else set()  # noqa: E731
+        for step in history.of_kind(StepKind.PEFT_WRAPPED, StepKind.ADAPTER_ADDED):
+            call = step.node
+            if step.exclusive_with(checkpointing) or not isinstance(call, cst.Call):
+                continue
+            if step.kind is StepKind.PEFT_WRAPPED:
+                if not names(call.func) or not names(call.func) <= GET_PEFT_MODEL:
+                    continue
+                config = _argument(call, "peft_config", 1)
+            elif isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_adapter":
+                config = _argument(call, "adapter_config", 0)
+            else:
+                continue
+            if isinstance(config, cst.Name) and len(self._bound.get(config.value, ())) == 1:
+                config = self._bound[config.value][0]
+            dropout = checkpointed_lora_dropout(config, names, step.known)
+            if dropout:
+                return dropout
+        return None
 
     def _wrapper_keyword(self, node: cst.Call) -> tuple[cst.Call, cst.Arg, str | None] | None:
         """The `preserve_rng_state=` keyword of a wrapper call (or of the partial it is given)
@@ -245,6 +293,29 @@ class RngStateNotPreservedWithDropout(RegionRule):
             )
             encoder = AutoModel.from_pretrained(args.model)
             encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state": False})
+            """
+        ),
+        # LoRA adapters without dropout (peft's default 0.0, or 0 written), only on the LM head,
+        # with a dropout not known here, or added on the other branch.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            fast = {"use_reentrant": False, "preserve_rng_state": False}
+            a = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8))
+            a.gradient_checkpointing_enable(gradient_checkpointing_kwargs=fast)
+            b = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8, lora_dropout=0.0))
+            b.gradient_checkpointing_enable(gradient_checkpointing_kwargs=fast)
+            c = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(lora_dropout=0.1, target_modules=["lm_head"]))
+            c.gradient_checkpointing_enable(gradient_checkpointing_kwargs=fast)
+            d = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(lora_dropout=args.dropout))
+            d.gradient_checkpointing_enable(gradient_checkpointing_kwargs=fast)
+            e = AutoModelForCausalLM.from_pretrained("m")
+            if args.lora:
+                e = get_peft_model(e, LoraConfig(lora_dropout=0.1))
+            else:
+                e.gradient_checkpointing_enable(gradient_checkpointing_kwargs=fast)
             """
         ),
         Valid(
@@ -442,6 +513,55 @@ class RngStateNotPreservedWithDropout(RegionRule):
             )
             """,
         ),
+        # LoRA adapters with dropout inside the checkpointed decoder layers (Llama's own layers
+        # draw nothing): the config bound to a name, the kwargs a module-level dict.
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            FAST_GC = {"use_reentrant": False, "preserve_rng_state": False}
+            lora = LoraConfig(r=16, lora_dropout=0.05, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-3B"), lora)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=FAST_GC)
+            """,
+            line=7,
+            column=1,
+            message_contains="`lora_dropout=0.05`",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM
+
+            FAST_GC = {"use_reentrant": False}
+            lora = LoraConfig(r=16, lora_dropout=0.05, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-3B"), lora)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=FAST_GC)
+            """,
+        ),
+        # The Trainer turns checkpointing on with the `TrainingArguments`' kwargs.
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(lora_dropout=0.1))
+            args = TrainingArguments("out", gradient_checkpointing=True,
+                                     gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False})
+            Trainer(model=model, args=args).train()
+            """,
+            line=7,
+            column=1,
+            message_contains="`TrainingArguments` with",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(lora_dropout=0.1))
+            args = TrainingArguments("out", gradient_checkpointing=True,
+                                     gradient_checkpointing_kwargs={"use_reentrant": False})
+            Trainer(model=model, args=args).train()
+            """,
+        ),
         # A library layer wrapped by class, the class passed to the project's helper.
         Invalid(
             """
@@ -634,7 +754,13 @@ class RngStateNotPreservedWithDropout(RegionRule):
     ]
 
 
-_SETS_DROPOUT = re.compile(r"dropout\w*\s*=|pdrop\w*\s*=|dropout_rate")
+_SETS_DROPOUT = re.compile(r"(?<!lora_)dropout\w*\s*=|pdrop\w*\s*=|dropout_rate")
+
+
+def _argument(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    named = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword]
+    return named[0] if named else positional[position] if position < len(positional) else None
 
 
 def _preserve_rng_state_false(node: cst.BaseExpression | None) -> tuple[cst.Dict, cst.DictElement] | None:

@@ -14,7 +14,8 @@ from ckptlint.indexing import build_index
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 # Answered from the files that hold such facts only (`ProjectIndex.files_with`).
-QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", "forwarding_words", "checkpoint_aliases")
+QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", "forwarding_words", "checkpoint_aliases",
+           "hf_checkpointing_calls")
 
 
 PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4", "projects/reexported_checkpoint")
@@ -47,6 +48,7 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         seen.update(build_index(root, settings).files_with)
     assert seen == {
         "wraps", "fsdp", "checkpointing", "options", "forwarding", "checkpoint_imports", "reexports", "recomputes",
+        "hf_checkpointing",
     }
 
 

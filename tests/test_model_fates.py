@@ -264,6 +264,64 @@ def test_what_a_helper_does_to_a_model_it_is_given():
     assert index.handed_model("helpers.count_parameters", "other").leaves  # no such parameter
 
 
+BRANCHING = """
+from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+from transformers import AutoModelForCausalLM
+
+
+def add_adapters(model, quantized, *, turn_off_cache=True, probe=None):
+    if quantized and turn_off_cache:
+        model = prepare_model_for_kbit_training(model)
+    if turn_off_cache:
+        model(probe, use_cache=False) if quantized else model(probe)
+    return get_peft_model(model, LoraConfig())
+
+
+def rebinding(model, quantized):
+    quantized = not quantized
+    if quantized:
+        model.enable_input_require_grads()
+
+
+def load(name, lora=False):
+    model = AutoModelForCausalLM.from_pretrained(name)
+    if lora:
+        model.config.use_cache = False
+    return model
+
+
+def build(name, lora=False):
+    return load(name, lora=lora)
+"""
+
+
+def test_what_a_helper_does_depends_on_the_branches_its_arguments_take():
+    index = _index({"helpers.py": BRANCHING})
+
+    def handed(function, arguments):
+        fate = index.handed_model(f"helpers.{function}", 0, arguments).fate
+        return bool(fate.input_grads), bool(fate.cache_off), bool(fate.peft)
+
+    # Literal arguments (by position or keyword), defaults, `not`, `and`, conditional expressions.
+    assert handed("add_adapters", ((0, None), (1, False))) == (False, False, True)
+    assert handed("add_adapters", ((0, None), ("quantized", True))) == (True, True, True)
+    assert handed("add_adapters", ((0, None), (1, True), ("turn_off_cache", False))) == (False, False, True)
+    # Not known: a value only known at runtime, `**kwargs`, a call not described; a rebound parameter.
+    assert handed("add_adapters", ((0, None), (1, None))) == (True, True, True)
+    assert handed("add_adapters", ((0, None), ("*", None))) == (True, True, True)
+    assert handed("add_adapters", None) == (True, True, True)
+    assert handed("rebinding", ((0, None), (1, True))) == (True, False, False)
+
+    def cache_off(function, arguments):
+        return index.returned_model(f"helpers.{function}", -1, arguments).cache_off
+
+    assert not cache_off("load", ((0, None),))  # the default leaves the branch out
+    assert cache_off("load", ((0, None), ("lora", True)))
+    assert cache_off("load", ((0, None), ("lora", None)))
+    assert not cache_off("build", ((0, None),))  # `lora=lora` handed on: the default again
+    assert cache_off("build", ((0, None), (1, True)))
+
+
 def test_a_read_only_helper_does_not_end_the_fate_and_a_src_package_import_finds_it(cli, make_project):
     models = """
     from transformers import AutoModelForCausalLM

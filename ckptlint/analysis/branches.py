@@ -51,6 +51,29 @@ def exclusive(branches: Branches, conditions: Conditions, other_branches: Branch
     return any(atom in required and required[atom] != truth for atom, truth in other_conditions)
 
 
+def contradicts(known: Conditions, conditions: Conditions) -> bool:
+    """Whether code under `conditions` cannot run where `known` holds (a parameter known to
+    be False, `if quantized:`): the branch is not taken."""
+    return exclusive((), known, (), conditions)
+
+
+def literal_truth(expr: cst.BaseExpression, known: Conditions = ()) -> bool | None:
+    """The truth of a literal (`False`, `None`, `0`, `"x"`), or of a name `known` says the
+    truth of; None when it is not known here."""
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False", "None"):
+            return expr.value == "True"
+        return dict(known).get(expr.value)
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return bool(expr.evaluated_value)
+    if isinstance(expr, cst.SimpleString):
+        return bool(expr.evaluated_value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = literal_truth(expr.expression, known)
+        return None if inner is None else not inner
+    return None
+
+
 @dataclass(frozen=True)
 class BranchPath:
     branches: Branches = ()

@@ -15,12 +15,15 @@ The `Trainer` path differs in one detail: from 5.0 it pops `every_n_layers` / `o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.analysis.branches import Conditions, literal_truth
 from ckptlint.analysis.checkpoint_sites import literal_bool
 from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
+from ckptlint.model.library import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 GC_ENABLE = "gradient_checkpointing_enable"
@@ -115,3 +118,38 @@ def gc_enable_kwargs(call: cst.Call) -> HfCheckpointingKwargs:
     positional = [arg for arg in call.args if arg.keyword is None]
     value = positional[0].value if positional else keyword_value(call, GC_KWARGS)
     return HfCheckpointingKwargs.of(value)
+
+
+def checkpointed_lora_dropout(
+    config: cst.BaseExpression | None, names: Callable[[cst.BaseExpression], set[str]], known: Conditions = ()
+) -> str | None:
+    """The `lora_dropout` of the LoRA adapters a call adds (`get_peft_model(model, config)`,
+    `model.add_adapter(config)`) inside the layers gradient checkpointing wraps, as written,
+    when it is known to be non-zero: `config` (the `LoraConfig(...)` call, or what the name
+    passed is bound to) with a non-zero literal `lora_dropout`, or a parameter `known` says is
+    non-zero (`lora_dropout=dropout` in a helper called with `dropout=0.05`). None for peft's
+    default (0.0), a value not known, or adapters only on modules outside the layer stack
+    (`lm_head`)."""
+    if not isinstance(config, cst.Call) or not names(config.func) or not names(config.func) <= LORA_CONFIGS:
+        return None
+    if any(arg.star for arg in config.args) or any(arg.keyword is None for arg in config.args):
+        return None
+    keywords = {arg.keyword.value: arg.value for arg in config.args if arg.keyword is not None}
+    targets = keywords.get("target_modules")
+    written = _strings(targets) if targets is not None else None
+    if written is not None and written and all(name.rsplit(".", 1)[-1] in OUTSIDE_CHECKPOINTED_LAYERS for name in written):
+        return None
+    dropout = keywords.get("lora_dropout")
+    if dropout is None or not literal_truth(dropout, known):
+        return None
+    return cst.Module([]).code_for_node(dropout)
+
+
+def _strings(node: cst.BaseExpression) -> list[str] | None:
+    """The strings of a literal `"q_proj"` / `["q_proj", "v_proj"]`, else None."""
+    if isinstance(node, cst.SimpleString):
+        return [str(node.evaluated_value)]
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        found = [e.value.evaluated_value for e in node.elements if isinstance(e.value, cst.SimpleString)]
+        return [str(v) for v in found] if len(found) == len(node.elements) else None
+    return None

@@ -17,12 +17,15 @@ from dataclasses import replace
 
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
-from ckptlint.model.hf_events import HF_WORDS, HfEvents, passed_result
+from ckptlint.model.hf_events import (
+    HF_WORDS, HfEvents, call_arguments, parameter_guards, passed_result, unchanged_parameters,
+)
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
 from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
+    DEFAULT_KWARGS,
     ClassFacts,
     Event,
     EventKind,
@@ -122,6 +125,9 @@ class _Extractor:
         # The file's module-level functions, by name: what a class's methods call there.
         self._module_functions: dict[str, ast.FunctionDef] = {}
         self._parameters: list[tuple[str, ...]] = []
+        # Per function being walked: its parameters it never rebinds, where Hugging Face
+        # events are collected (`hf_events.unchanged_parameters`).
+        self._unchanged_parameters: list[frozenset[str]] = []
         self._local_defs: list[dict[str, ast.AST]] = []  # functions defined in each enclosing body, by name
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
@@ -276,6 +282,10 @@ class _Extractor:
         # (`self.model = AutoModelForCausalLM.from_pretrained(...)` in a policy wrapper).
         in_module = enclosing_class in self.module_classes and not name.endswith(".__init__")
         hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models and not in_module else None
+        unchanged = unchanged_parameters(list(body), parameters) if hf is not None and parameters else frozenset()
+        self._unchanged_parameters.append(unchanged)
+        if hf is not None:
+            hf.unchanged = unchanged
         for node in _walk_own_code(body):
             if hf is not None:
                 hf.statement(node)
@@ -310,11 +320,15 @@ class _Extractor:
                 self._assignment(node, events, enclosing_class)
         self._parameters.pop()
         self._local_defs.pop()
+        self._unchanged_parameters.pop()
         if hf is not None:
             events.extend(hf.finish(events, method=enclosing_class is not None and not in_class_body))
         frozen = frozen_parameter(body, parameters, lambda expr: self.resolve(expr, enclosing_class)) if parameters else None
         if frozen is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
+        if hf is not None and parameters:
+            guards = parameter_guards(list(body), parameters)
+            events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]
         events.sort(key=lambda e: (e.line, e.column))
         if events:
             self.functions.append(FunctionFacts(name, parameters, tuple(events)))
@@ -444,7 +458,8 @@ class _Extractor:
         elif isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
             target = dotted(call.func.value)
             if target is not None:
-                events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable"))
+                events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable",
+                                    source=DEFAULT_KWARGS if _default_checkpointing_kwargs(call) else ""))
         if _fsdp_argument(call):
             if callee is not None:
                 if callee in TRAINING_ARGUMENTS_CLASSES:
@@ -457,11 +472,13 @@ class _Extractor:
             for position, arg in enumerate(call.args):
                 target = (dotted(arg) or passed_result(arg, resolve)) if not isinstance(arg, ast.Starred) else None
                 if target is not None:
-                    events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=position))
+                    events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=position,
+                                        arguments=call_arguments(call, self._unchanged_parameters[-1])))
             for keyword in call.keywords:
                 target = (dotted(keyword.value) or passed_result(keyword.value, resolve)) if keyword.arg else None
                 if target is not None:
-                    events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg))
+                    events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg,
+                                        arguments=call_arguments(call, self._unchanged_parameters[-1])))
 
     # class summaries -------------------------------------------------------------------
 
@@ -541,6 +558,15 @@ def _is_module_class(base: str) -> bool:
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _default_checkpointing_kwargs(call: ast.Call) -> bool:
+    """`gradient_checkpointing_enable()` (or `gradient_checkpointing_kwargs=None`): the kwargs
+    are transformers' default for the version."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    value = call.args[0] if call.args else keyword_argument(call, "gradient_checkpointing_kwargs")
+    return value is None or (isinstance(value, ast.Constant) and value.value is None)
 
 
 def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:

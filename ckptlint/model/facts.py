@@ -94,6 +94,18 @@ class Event:
     # (`wrapper = partial(checkpoint_wrapper, checkpoint_impl=impl)`): the project model
     # evaluates it, with what each call of the function passes (`impl` is then UNKNOWN).
     wrapper_local: str = ""
+    # What the function's parameters must be for it to happen: the truth each `if` (or
+    # conditional expression) around it needs of a parameter (`if quantized:` gives
+    # `(("quantized", True),)`).
+    guard: tuple[tuple[str, bool], ...] = ()
+    # CALL / RESULT: the truth of each argument the call passes, by position or keyword (None:
+    # not a literal; `("*", None)`: `*args` / `**kwargs`); None where it was not recorded.
+    arguments: tuple[tuple[str | int, bool | None], ...] | None = None
+
+
+# `HF_GC`'s `source` when the call leaves `gradient_checkpointing_kwargs` to transformers'
+# default (reentrant before 5.0).
+DEFAULT_KWARGS = "default kwargs"
 
 
 @dataclass(frozen=True)
@@ -306,7 +318,7 @@ class FileFacts:
 
 _EVENT_FIELDS = (
     "kind", "target", "line", "column", "api", "impl", "auto_wrap", "direct", "source", "callee", "parameter",
-    "wrapper_parameter", "wrapper_local",
+    "wrapper_parameter", "wrapper_local", "guard", "arguments",
 )
 
 
@@ -316,7 +328,8 @@ def _event_json(event: Event) -> list:
 
 def _event_from_json(values: list) -> Event:
     fields = dict(zip(_EVENT_FIELDS, values))
-    return Event(**{**fields, "kind": EventKind(fields["kind"]), "impl": Impl(fields["impl"])})
+    pairs = {name: tuple(tuple(pair) for pair in fields[name]) for name in ("guard", "arguments") if fields.get(name) is not None}
+    return Event(**{**fields, **pairs, "kind": EventKind(fields["kind"]), "impl": Impl(fields["impl"])})
 
 
 def text_digest(text: str) -> str:

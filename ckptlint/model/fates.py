@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 _MAX_FUNCTIONS = 64  # functions visited by one query
 
+Arguments = tuple[tuple[str | int, bool | str | None], ...]  # `Event.arguments`
+Known = tuple[tuple[str, bool], ...]  # parameters' truth, as `Event.guard` needs it
+
 
 @dataclass(frozen=True, order=True)
 class Site:
@@ -106,13 +109,22 @@ class _Walk:
                             self.checkpointing)))
 
     def follow(
-        self, function: FunctionFacts, names: set[str], after: int, *, callers: bool = True, training: bool = True
+        self,
+        function: FunctionFacts,
+        names: set[str],
+        after: int,
+        *,
+        callers: bool = True,
+        training: bool = True,
+        known: Known = (),
     ) -> bool:
         """Follow the model named `names` in `function` from line `after` on; whether the
         function (or a callee given the model) runs it. Before `after`, only what prepares
         it counts (a helper given it earlier may have turned the cache off); with
-        `training` off, where it is trained is not recorded (that helper ran before)."""
-        key = (function.name, frozenset(names), after, training)
+        `training` off, where it is trained is not recorded (that helper ran before).
+        `known`: the truth of parameters the call decides; what their branches not taken
+        do does not happen."""
+        key = (function.name, frozenset(names), after, training, known)
         if key in self.seen or len(self.seen) >= _MAX_FUNCTIONS:
             return False
         self.seen.add(key)
@@ -121,6 +133,8 @@ class _Walk:
         runs = False
         backward: list[int] = []
         for event in function.events:
+            if ruled_out(event, known):
+                continue
             here = Site(path, event.line, function.name)
             if event.kind is EventKind.BACKWARD:
                 backward.append(event.line)
@@ -134,7 +148,7 @@ class _Walk:
                 self.peft.append(here)
             if event.line < after:
                 if event.kind is EventKind.CALL:
-                    self._call(event, here, training=False)
+                    self._call(event, here, training=False, caller=known)
                 continue
             if event.kind is EventKind.FORWARD:
                 runs = True
@@ -143,7 +157,7 @@ class _Walk:
             elif event.kind is EventKind.TRAINER and training:
                 self.trainers.append((here, event.api))
             elif event.kind is EventKind.CALL:
-                runs |= self._call(event, here, training=training)
+                runs |= self._call(event, here, training=training, caller=known)
             elif event.kind is EventKind.RETURNED and callers:
                 self._callers(function, event.parameter)
         if runs and backward and training:
@@ -157,7 +171,7 @@ class _Walk:
                     self.follow(caller, {event.target}, event.line)
         return runs
 
-    def _call(self, event: Event, here: Site, *, training: bool) -> bool:
+    def _call(self, event: Event, here: Site, *, training: bool, caller: Known = ()) -> bool:
         """The model passed to a project function: followed into it (unknown where the
         index cannot see it)."""
         callee = self.index.function(event.callee) or self._constructor(event)
@@ -167,7 +181,8 @@ class _Walk:
                 self.unknown.append(here)
             return False  # a project function with no facts does nothing to a model
         parameter = _parameter(callee, event.parameter)
-        return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training)
+        known = known_parameters(self.index, callee.name, event.arguments, caller)
+        return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training, known=known)
 
     def _constructor(self, event: Event) -> FunctionFacts | None:
         """`Helper(model)` for a class of the project: its `__init__` gets the model."""
@@ -205,12 +220,18 @@ def model_fate(index: ProjectIndex, function: str, name: str, after: int) -> Mod
     return walk.fate()
 
 
-def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen: frozenset[str] = frozenset()) -> HandedModel:
+def handed_model(
+    index: ProjectIndex,
+    function: str,
+    parameter: str | int,
+    arguments: Arguments | None = None,
+    _seen: frozenset[str] = frozenset(),
+) -> HandedModel:
     """What project function `function` does to a Hugging Face model passed to it as
     `parameter` (a position or a keyword), from its events and those of the functions it
-    passes the model to. A function of the project with no facts does nothing to it; one
-    the index cannot see (a library's, not indexed) or a parameter it cannot name
-    (`**kwargs`) is `unknown`."""
+    passes the model to, called with `arguments` (`Event.arguments`; None: not known). A
+    function of the project with no facts does nothing to it; one the index cannot see (a
+    library's, not indexed) or a parameter it cannot name (`**kwargs`) is `unknown`."""
     facts = index.function(function)
     here = Site(index.path_of(function) or "?", 0, function)
     if facts is None:
@@ -220,13 +241,16 @@ def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen
     if name is None or facts.name in _seen:
         return HandedModel(ModelFate(unknown=(here,)))
     walk = _Walk(index)
-    walk.follow(facts, {name}, 0, callers=False)
+    known = known_parameters(index, facts.name, arguments)
+    walk.follow(facts, {name}, 0, callers=False, known=known)
     if len(walk.seen) >= _MAX_FUNCTIONS:
         return HandedModel(ModelFate(unknown=(here,)))  # not followed to the end
     names = _aliases(facts, {name})
     passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
     returned = False
     for event in facts.events:
+        if ruled_out(event, known):
+            continue
         if event.kind is EventKind.RESULT and (event.target in names or event.target == RETURNED_VALUE):
             # `model = helper(model)` / `return helper(model)`: still the model only where
             # the helper hands it back.
@@ -234,7 +258,7 @@ def handed_model(index: ProjectIndex, function: str, parameter: str | int, _seen
             back = (
                 position is not None
                 and event.parameter == -1
-                and handed_model(index, event.callee, position, _seen | {facts.name}).returned
+                and handed_model(index, event.callee, position, resolved(event.arguments, known), _seen | {facts.name}).returned
             )
             if event.target == RETURNED_VALUE:
                 returned |= back
@@ -260,20 +284,29 @@ def _kept(names: set[str]) -> bool:
     return any(name.startswith("self.") for name in names)
 
 
-def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen: frozenset[str] = frozenset()) -> ReturnedModel | None:
+def returned_model(
+    index: ProjectIndex,
+    function: str,
+    position: int = -1,
+    arguments: Arguments | None = None,
+    _seen: frozenset[str] = frozenset(),
+) -> ReturnedModel | None:
     """The Hugging Face model project function `function` returns (at tuple `position`, -1
-    for the whole value), when its code loads it or gets it from another such function."""
+    for the whole value), when its code loads it or gets it from another such function;
+    called with `arguments` (`Event.arguments`; None: not known)."""
     facts = index.function(function)
     if facts is None or function in _seen:
         return None
-    returned = [e for e in facts.events if e.kind is EventKind.RETURNED and e.parameter == position]
+    known = known_parameters(index, facts.name, arguments)
+    events = [e for e in facts.events if not ruled_out(e, known)]
+    returned = [e for e in events if e.kind is EventKind.RETURNED and e.parameter == position]
     if len(returned) != 1:
         return None
     names = _aliases(facts, {returned[0].target})
     path = index.path_of(function) or "?"
-    passed = {(e.line, e.callee): e.parameter for e in facts.events if e.kind is EventKind.CALL and e.target in names}
+    passed = {(e.line, e.callee): e.parameter for e in events if e.kind is EventKind.CALL and e.target in names}
     found: ReturnedModel | None = None
-    for event in facts.events:
+    for event in events:
         if event.target not in names or event.line > returned[0].line:
             continue
         if event.kind is EventKind.LOADED:
@@ -283,10 +316,10 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
             if found is not None and position is not None and event.parameter == -1:
                 # `model = add_lora(model)`: the same model where the helper hands it back
                 # (what it does to it counts at its `CALL`).
-                if handed_model(index, event.callee, position, _seen | {function}).returned:
+                if handed_model(index, event.callee, position, resolved(event.arguments, known), _seen | {function}).returned:
                     continue
             callee = index.function(event.callee)
-            found = returned_model(index, callee.name, event.parameter, _seen | {function}) if callee else None
+            found = returned_model(index, callee.name, event.parameter, resolved(event.arguments, known), _seen | {function}) if callee else None
         elif found is None:
             continue
         elif event.kind is EventKind.USE_CACHE_OFF:
@@ -298,13 +331,62 @@ def returned_model(index: ProjectIndex, function: str, position: int = -1, _seen
         elif event.kind is EventKind.HF_GC:
             found = replace(found, checkpointing=True)
         elif event.kind is EventKind.CALL:
-            handed = handed_model(index, event.callee, event.parameter, _seen | {function})
+            handed = handed_model(index, event.callee, event.parameter, resolved(event.arguments, known), _seen | {function})
             if handed.leaves:
                 return None  # trained, kept or out of sight before it is returned
             fate = handed.fate
             found = replace(found, cache_off=found.cache_off or bool(fate.cache_off),
                             input_grads=found.input_grads or bool(fate.input_grads), peft=found.peft or bool(fate.peft))
     return found
+
+
+def known_parameters(index: ProjectIndex, function: str, arguments: Arguments | None, caller: Known = ()) -> Known:
+    """The truth of `function`'s parameters when called with `arguments`: a literal passed
+    (or a parameter of the caller that `caller` knows the truth of), or the literal default
+    of a parameter the call leaves. Nothing where the call is not known or passes `*args` /
+    `**kwargs`."""
+    if arguments is None or any(key == "*" for key, _ in arguments):
+        return ()
+    facts = index.function(function)
+    if facts is not None and not any(
+        event.guard or any(isinstance(value, str) for _, value in event.arguments or ()) for event in facts.events
+    ):
+        return ()  # nothing of it depends on its parameters' truth: its summary need not be read
+    summary = index.function_summary(function)
+    if summary is None:
+        return ()
+    parameters = [p for p in summary.parameters if p.name != summary.self_name]
+    positional = [p.name for p in parameters if p.kind == "positional"]
+    passed: dict[str, bool | None] = {}
+    for key, truth in arguments:
+        name = positional[key] if isinstance(key, int) and key < len(positional) else key
+        if isinstance(name, str):
+            passed[name] = dict(caller).get(truth) if isinstance(truth, str) else truth
+    known = []
+    for parameter in parameters:
+        if parameter.name in passed:
+            truth = passed[parameter.name]
+        elif parameter.kind in ("positional", "keyword") and parameter.default is not None and parameter.default[0] == "const":
+            truth = bool(parameter.default[1])
+        else:
+            truth = None
+        if truth is not None:
+            known.append((parameter.name, truth))
+    return tuple(known)
+
+
+def resolved(arguments: Arguments | None, known: Known) -> Arguments | None:
+    """`arguments` with the caller's parameters they hand on replaced by their known truth."""
+    if arguments is None:
+        return None
+    truths = dict(known)
+    return tuple((key, truths.get(value) if isinstance(value, str) else value) for key, value in arguments)
+
+
+def ruled_out(event: Event, known: Known) -> bool:
+    """Whether `event` sits in a branch the known parameters do not take."""
+    truths = dict(known)
+    return any(name in truths and truths[name] != truth for name, truth in event.guard)
 
 
 def calls_of(index: ProjectIndex, function: str) -> list[tuple[FunctionFacts, Event]]:
@@ -354,7 +436,7 @@ def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) 
             found = _loaded(event, index.path_of(function.name) or "?", function.name)
         elif event.kind is EventKind.RESULT:
             callee = index.function(event.callee)
-            found = returned_model(index, callee.name, event.parameter) if callee is not None else None
+            found = returned_model(index, callee.name, event.parameter, event.arguments) if callee is not None else None
     return found
 
 

@@ -29,15 +29,15 @@ def _model_events(function: FunctionFacts) -> tuple:
     """What a function does to Hugging Face models, as `model_fate` and `returned_model`
     observe it from other files: the events in order, without their lines (a finding names
     the function, so code added around them changes nothing other files see)."""
-    if not any(event.kind in HF_KINDS for event in function.events):
+    if not any(event.kind in HF_KINDS or event.kind is EventKind.HF_GC for event in function.events):
         return ()
     return (
         function.name,
         function.parameters,
         tuple(
-            (e.kind, e.target, e.api, e.source, e.callee, e.parameter)
+            (e.kind, e.target, e.api, e.source, e.callee, e.parameter, e.guard, e.arguments)
             for e in function.events
-            if e.kind in HF_KINDS or e.kind in (EventKind.ALIAS, EventKind.CALL)
+            if e.kind in HF_KINDS or e.kind in (EventKind.ALIAS, EventKind.CALL, EventKind.HF_GC)
         ),
     )
 

@@ -87,6 +87,7 @@ class HfEvents:
         self.events: list[Event] = []
         self.called: list[tuple[str, int, int]] = []  # (name, line, column) of `name(...)` calls
         self.trains = name.rsplit(".", 1)[-1] == "training_step"  # Lightning runs backward after it
+        self.unchanged: frozenset[str] = frozenset()  # parameters never rebound (`unchanged_parameters`)
 
     def statement(self, node: ast.AST) -> None:
         if isinstance(node, ast.Return) and node.value is not None:
@@ -100,7 +101,8 @@ class HfEvents:
                 if target is None and index == -1 and isinstance(value, ast.Call) and self._project_callee(value):
                     # `return load_model(name)`: the result of a project function, returned.
                     target = RETURNED_VALUE
-                    self._add(EventKind.RESULT, target, node, callee=self._project_callee(value), parameter=-1)
+                    self._add(EventKind.RESULT, target, node, callee=self._project_callee(value), parameter=-1,
+                              arguments=call_arguments(value, self.unchanged))
                 if target is not None:
                     self._add(EventKind.RETURNED, target, node, parameter=index)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -132,7 +134,7 @@ class HfEvents:
             callee = self._project_callee(call)
             if callee is not None:
                 for index, name in bound:
-                    self._add(EventKind.RESULT, name, node, callee=callee, parameter=index)
+                    self._add(EventKind.RESULT, name, node, callee=callee, parameter=index, arguments=call_arguments(call, self.unchanged))
 
     def _project_callee(self, call: ast.Call) -> str | None:
         """The function a call runs when it may be the project's own (not a library's, not a
@@ -214,7 +216,8 @@ class HfEvents:
             if loaded_class(self.resolve(argument.func)):
                 self._loaded(argument, [(-1, name)], argument)
             else:
-                self._add(EventKind.RESULT, name, argument, callee=self._project_callee(argument), parameter=-1)
+                self._add(EventKind.RESULT, name, argument, callee=self._project_callee(argument), parameter=-1,
+                          arguments=call_arguments(argument, self.unchanged))
 
     def finish(self, other_events: list[Event], *, method: bool) -> list[Event]:
         """The events that can concern a model, with a `FORWARD` for each name called as a
@@ -251,6 +254,87 @@ class HfEvents:
 
     def _add(self, kind: EventKind, target: str, node: ast.AST, **fields) -> None:
         self.events.append(Event(kind, target, node.lineno, node.col_offset, **fields))
+
+
+def call_arguments(call: ast.Call, parameters: frozenset[str] = frozenset()) -> tuple[tuple[str | int, bool | str | None], ...]:
+    """The truth of each argument of a call, by position or keyword: a literal's
+    (`quantized=False`), or the name of one of the calling function's `parameters` it hands
+    on (`lora=lora`: as true as the caller's); `("*", None)` for `*args` / `**kwargs`, which
+    may pass anything."""
+    found: list[tuple[str | int, bool | str | None]] = []
+    for position, arg in enumerate(call.args):
+        found.append(("*", None) if isinstance(arg, ast.Starred) else (position, _literal_truth(arg, parameters)))
+    for keyword in call.keywords:
+        found.append((keyword.arg, _literal_truth(keyword.value, parameters)) if keyword.arg else ("*", None))
+    return tuple(found)
+
+
+def _literal_truth(expr: ast.AST, parameters: frozenset[str] = frozenset()) -> bool | str | None:
+    if isinstance(expr, ast.Name) and expr.id in parameters:
+        return expr.id
+    if isinstance(expr, ast.Constant):
+        return bool(expr.value)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = _literal_truth(expr.operand)
+        return None if inner is None else not inner
+    return None
+
+
+Guard = tuple[tuple[str, bool], ...]
+
+
+def parameter_guards(body: list[ast.stmt], parameters: tuple[str, ...]) -> dict[tuple[int, int], Guard]:
+    """What the function's parameters must be for the code at each (line, column) of its body
+    to run: the truth the enclosing `if`s and conditional-expression arms need of a parameter
+    (`if quantized:`, `if not lora:`, `if a and b:`). Parameters the body rebinds say
+    nothing; nested functions are guarded by their own."""
+    usable = unchanged_parameters(body, parameters)
+    if not usable or not any(isinstance(n, (ast.If, ast.IfExp)) for n in _own_nodes(body)):
+        return {}
+    found: dict[tuple[int, int], Guard] = {}
+    stack: list[tuple[ast.AST, Guard]] = [(node, ()) for node in reversed(body)]
+    while stack:
+        node, guard = stack.pop()
+        if guard and hasattr(node, "lineno"):
+            found[(node.lineno, node.col_offset)] = guard  # a node shares its place with its first child
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp)):
+            arms = (node.body, node.orelse) if isinstance(node, ast.If) else ([node.body], [node.orelse])
+            children = [(child, guard + _test_guard(node.test, truth, usable)) for block, truth in zip(arms, (True, False))
+                        for child in block]
+            children.insert(0, (node.test, guard))
+        else:
+            children = [(child, guard) for child in ast.iter_child_nodes(node)]
+        stack.extend(reversed(children))
+    return found
+
+
+def unchanged_parameters(body: list[ast.stmt], parameters: tuple[str, ...]) -> frozenset[str]:
+    """The parameters the function's own code never rebinds: they hold what the call passed."""
+    rebound = {n.id for n in _own_nodes(body) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return frozenset(parameters) - rebound
+
+
+def _test_guard(test: ast.AST, truth: bool, parameters: set[str]) -> Guard:
+    """What `test` having `truth` says of the parameters' truth (the parts it cannot say are
+    left out: a conjunction holds only if each part does)."""
+    if isinstance(test, ast.Name):
+        return ((test.id, truth),) if test.id in parameters else ()
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _test_guard(test.operand, not truth, parameters)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == truth:
+        return tuple(pair for value in test.values for pair in _test_guard(value, truth, parameters))
+    return ()
+
+
+def _own_nodes(body: list[ast.stmt]):
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _items(value: ast.AST) -> list[tuple[int, ast.AST]]:

@@ -15,6 +15,7 @@ from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, F
 from ckptlint.model.registries import registered_classes
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
+    DEFAULT_KWARGS,
     ClassFacts,
     EventKind,
     ForwardingKind,
@@ -49,6 +50,7 @@ REGISTRY_KIND = "registries"
 NORM_FREEZING_KIND = "norm_freezing"
 CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
 REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
+HF_CHECKPOINTING_KIND = "hf_checkpointing"  # files calling `gradient_checkpointing_enable`
 RECOMPUTE_KIND = "recomputes"  # classes whose checkpointed regions read names or `self` (`recompute_reads`)
 
 
@@ -90,6 +92,8 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(FORWARDING_KIND)
     if any(f.kind is ForwardingKind.DECORATED for f in facts.forwarding):
         kinds.append(DECORATED_KIND)
+    if any(e.kind is EventKind.HF_GC for f in facts.functions for e in f.events):
+        kinds.append(HF_CHECKPOINTING_KIND)
     return kinds
 
 
@@ -547,18 +551,31 @@ class ProjectIndex(ForwardingQueries):
 
         return model_fate(self, function, name, after)
 
-    def returned_model(self, function: str, position: int = -1) -> ReturnedModel | None:
-        """The Hugging Face model a project function returns, as its code says."""
+    def returned_model(self, function: str, position: int = -1, arguments: tuple | None = None) -> ReturnedModel | None:
+        """The Hugging Face model a project function returns, as its code says, when called
+        with `arguments` (`Event.arguments`: what is known of them decides its branches)."""
         from ckptlint.model.fates import returned_model
 
-        return returned_model(self, function, position)
+        return returned_model(self, function, position, arguments)
 
-    def handed_model(self, function: str, parameter: str | int) -> HandedModel:
+    def handed_model(self, function: str, parameter: str | int, arguments: tuple | None = None) -> HandedModel:
         """What project function `function` does to a Hugging Face model passed to it as
-        `parameter` (`ckptlint.model.fates`)."""
+        `parameter`, called with `arguments` (`ckptlint.model.fates`)."""
         from ckptlint.model.fates import handed_model
 
-        return handed_model(self, function, parameter)
+        return handed_model(self, function, parameter, arguments)
+
+    @cached_property
+    def hf_checkpointing_calls(self) -> tuple[tuple[str, int, bool], ...]:
+        """Every `gradient_checkpointing_enable(...)` call of the project: (path, line, whether
+        it leaves the kwargs to transformers' default)."""
+        return tuple(sorted(
+            (path, event.line, event.source == DEFAULT_KWARGS)
+            for path, facts in self._files_of_kind(HF_CHECKPOINTING_KIND)
+            for function in facts.functions
+            for event in function.events
+            if event.kind is EventKind.HF_GC
+        ))
 
     def passed_models(self, function: str, parameter: str) -> list:
         """The Hugging Face models the project passes to `function` for `parameter`, with

@@ -262,6 +262,16 @@ EMBEDDING_PARTS = re.compile(r"embed|^wte$|^shared$|^get_input_embeddings$", re.
 # --- peft -----------------------------------------------------------------------------------
 
 GET_PEFT_MODEL = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"})
+# peft `tuners/lora/config.py`: `LoraConfig(lora_dropout=0.0, target_modules=None, ...)`; each
+# LoRA layer's `update_layer` makes `lora_dropout[adapter]` an `nn.Dropout(p=lora_dropout)` when
+# `lora_dropout > 0.0` (else `nn.Identity()`) and applies it to the layer's input in training
+# (`tuners/lora/layer.py`, peft 0.6 to 0.13): adapters on the projections inside a decoder
+# layer draw a dropout mask each time the layer runs.
+LORA_CONFIGS = frozenset({"peft.LoraConfig", "peft.tuners.LoraConfig", "peft.tuners.lora.LoraConfig",
+                          "peft.tuners.lora.config.LoraConfig"})
+# Modules LoRA may target that sit outside the layer stack gradient checkpointing wraps.
+OUTSIDE_CHECKPOINTED_LAYERS = frozenset({"lm_head", "embed_tokens", "wte", "wpe", "word_embeddings", "embed_out",
+                                         "score", "classifier", "shared"})
 # peft 0.13 `utils/other.py`: `prepare_model_for_kbit_training(model,
 # use_gradient_checkpointing=True, gradient_checkpointing_kwargs=None)` enables gradient
 # checkpointing and input grads.

@@ -13,7 +13,10 @@ How: each *context* (the module's top-level code, each class's methods sharing `
 function nothing in the file calls) is interpreted once, statement by statement in source
 order, with an environment from names (`model`, `self.model`) to the objects they hold.
 Branches are walked one after the other; steps remember which `if` branch they sit in and
-what its condition requires, so `if lora:` ... `if not lora:` never meet. Calls to functions
+what its condition requires, so `if lora:` ... `if not lora:` never meet. Where a call decides
+a parameter's truth (a literal it passes, or a literal default it leaves), the branch (or the
+arm of a conditional expression) that truth rules out is not run: `if quantized:` in a helper
+called with `quantized=False` does nothing; a value only known at runtime runs both. Calls to functions
 and methods defined in the same file (also methods of objects of its classes) are
 interpreted in place, with their parameters bound to the caller's objects, so a helper that
 enables checkpointing or sets `use_cache` counts where it is called; functions that can

@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
+from ckptlint.analysis.branches import literal_truth
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_models.objects import (
     ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, Scope, ScriptValue, TrainingArgumentsValue,
@@ -235,7 +236,7 @@ class Calls:
         if not self._may_matter(function, inner, args):
             self.ran.add(function)
             return None
-        self._run_function(function, inner, positional, keywords)
+        self._run_function(function, inner, positional, keywords, self.parameter_truths(call, function, frame))
         return merge_values(inner.returns)
 
     # --- library calls -----------------------------------------------------------------
@@ -368,7 +369,7 @@ class Calls:
                 parameter = arg.keyword.value if arg.keyword is not None else position
                 handed = None
                 if part.path == () and not any(a.star for a in call.args) and len(names) == 1 and value is part:
-                    handed = self.context.project.handed_model(next(iter(names)), parameter)
+                    handed = self.context.project.handed_model(next(iter(names)), parameter, call_arguments(call, frame))
                 if handed is None or handed.leaves:
                     self._step(part, StepKind.ESCAPED, call, frame)
                     continue
@@ -387,7 +388,7 @@ class Calls:
         already. Checkpointing it enabled is that file's to report."""
         if len(names) != 1:
             return None
-        returned = self.context.project.returned_model(next(iter(names)))
+        returned = self.context.project.returned_model(next(iter(names)), -1, call_arguments(call, frame))
         if returned is None:
             return None
         obj = ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
@@ -517,5 +518,17 @@ class Calls:
         function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
         part.model.steps.append(
             ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
-                      function=function)
+                      function=function, known=frame.known)
         )
+
+
+def call_arguments(call: cst.Call, frame: Scope) -> tuple[tuple[str | int, bool | None], ...]:
+    """The truth of each argument of a call to another module, as the project model takes
+    it (`Event.arguments`): a literal, or a name whose truth the frame knows."""
+    found: list[tuple[str | int, bool | None]] = []
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            found.append(("*", None))
+        else:
+            found.append((arg.keyword.value if arg.keyword is not None else position, literal_truth(arg.value, frame.known)))
+    return tuple(found)

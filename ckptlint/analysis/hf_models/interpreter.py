@@ -13,7 +13,7 @@ from ckptlint.analysis.hf_models.objects import (
     ConfigValue, DictValue, ModelObject, ModelPart, Scope, ScriptValue, TrainingArgumentsValue, TrainingContext,
     TupleValue, dict_expression, same_value,
 )
-from ckptlint.analysis.branches import Conditions, condition_literals
+from ckptlint.analysis.branches import Conditions, condition_literals, contradicts, literal_truth
 from ckptlint.analysis.hf_models.steps import ModelHistory, ScriptModels, StepKind
 from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.analysis.hf_models.syntax import (
@@ -267,18 +267,54 @@ class Interpreter(Calls):
                     self._step(part, kind, function, frame)
         return found
 
-    def _run_function(self, function: cst.FunctionDef, frame: Scope, args: list[ScriptValue], kwargs: dict[str, ScriptValue]) -> None:
+    def _run_function(
+        self,
+        function: cst.FunctionDef,
+        frame: Scope,
+        args: list[ScriptValue],
+        kwargs: dict[str, ScriptValue],
+        known: Conditions = (),
+    ) -> None:
+        """Run `function` in `frame` with its parameters bound; `known`: the truth of those
+        the call decides (`parameter_truths`)."""
         self.ran.add(function)
-        params = [*function.params.posonly_params, *function.params.params]
-        if function in self.class_of_function and params and params[0].name.value in ("self", "cls"):
-            params = params[1:]
+        params = self._called_parameters(function)
         for param, value in zip(params, args):
             frame.bind(param.name.value, value)
         for param in [*params, *function.params.kwonly_params]:
             if param.name.value in kwargs:
                 frame.bind(param.name.value, kwargs[param.name.value])
+        frame.known = known
         frame.stack = (*frame.stack, function)
         self._run_block(body_of(function), frame)
+
+    def _called_parameters(self, function: cst.FunctionDef) -> list[cst.Param]:
+        """The positional parameters a call fills (a method's `self` / `cls` is not one)."""
+        params = [*function.params.posonly_params, *function.params.params]
+        if function in self.class_of_function and params and params[0].name.value in ("self", "cls"):
+            params = params[1:]
+        return params
+
+    def parameter_truths(self, call: cst.Call, function: cst.FunctionDef, caller: Scope) -> Conditions:
+        """The truth of `function`'s parameters at `call`, where it is known: a literal passed
+        (or a name the caller knows the truth of), or the literal default of a parameter the
+        call leaves. Nothing with `*args` / `**kwargs`, which may pass anything."""
+        if any(arg.star for arg in call.args):
+            return ()
+        params = self._called_parameters(function)
+        positional = [arg.value for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        found: list[tuple[str, bool]] = []
+        for index, param in enumerate([*params, *function.params.kwonly_params]):
+            name = param.name.value
+            if index < len(params) and index < len(positional):
+                value = positional[index]
+            else:
+                value = keywords.get(name, param.default)
+            truth = literal_truth(value, caller.known) if value is not None else None
+            if truth is not None:
+                found.append((name, truth))
+        return tuple(found)
 
     # --- statements --------------------------------------------------------------------
 
@@ -301,15 +337,13 @@ class Interpreter(Calls):
             self._run_small(statement, frame)
         elif isinstance(statement, cst.If):
             self._eval(statement.test, frame)
-            self._run_branch(statement.body, frame, (id(statement), 0), condition_literals(statement.test, True))
-            if statement.orelse is not None:
+            taken, not_taken = condition_literals(statement.test, True), condition_literals(statement.test, False)
+            truth = literal_truth(statement.test, frame.known)  # `if False:`, `if not debug:`
+            if truth is not False and not contradicts(frame.known, taken):
+                self._run_branch(statement.body, frame, (id(statement), 0), taken)
+            if statement.orelse is not None and truth is not True and not contradicts(frame.known, not_taken):
                 orelse = statement.orelse
-                self._run_branch(
-                    orelse if isinstance(orelse, cst.If) else orelse.body,
-                    frame,
-                    (id(statement), 1),
-                    condition_literals(statement.test, False),
-                )
+                self._run_branch(orelse if isinstance(orelse, cst.If) else orelse.body, frame, (id(statement), 1), not_taken)
         elif isinstance(statement, (cst.For, cst.While)):
             if isinstance(statement, cst.For):
                 iterated = self._eval(statement.iter, frame)
@@ -359,6 +393,8 @@ class Interpreter(Calls):
                 self._assign(small.target, self._eval(small.value, frame), small.value, small, frame)
         elif isinstance(small, cst.AugAssign):
             self._eval(small.value, frame)
+            if isinstance(small.target, cst.Name):  # `flag |= other`: its truth is no longer known
+                frame.known = tuple((atom, truth) for atom, truth in frame.known if atom != small.target.value)
         elif isinstance(small, cst.Return):
             if small.value is not None:
                 frame.returns.append(self._eval(small.value, frame))
@@ -467,6 +503,13 @@ class Interpreter(Calls):
             return DictValue(expr, dict_keys(expr))
         if isinstance(expr, cst.IfExp):
             self._eval(expr.test, frame)
+            # An arm the known values rule out is not run (`model(**b, use_cache=False) if
+            # per_call else model(**b)` with `per_call` False).
+            truth = literal_truth(expr.test, frame.known)
+            if truth is False or contradicts(frame.known, condition_literals(expr.test, True)):
+                return self._eval(expr.orelse, frame)
+            if truth is True or contradicts(frame.known, condition_literals(expr.test, False)):
+                return self._eval(expr.body, frame)
             body, orelse = self._eval(expr.body, frame), self._eval(expr.orelse, frame)
             return body if same_value(body, orelse) else None
         if isinstance(expr, cst.Subscript):

@@ -112,6 +112,10 @@ class Scope:
         self.class_name = class_name  # qualified name of the class whose `self` this is
         self.branches = branches
         self.conditions: Conditions = ()
+        # What is known to hold where the code runs: a parameter's truth, from the literal a
+        # call passes or the default it leaves (`(("quantized", False),)`); a branch it
+        # contradicts is not taken.
+        self.known: Conditions = ()
         self.stack = stack
         self.returns: list[ScriptValue] = []
         self.statement: cst.SimpleStatementLine | None = None  # insertable statement being run
@@ -131,6 +135,8 @@ class Scope:
 
     def bind(self, name: str, value: ScriptValue) -> None:
         table = self._table(name)
+        if any(atom == name for atom, _ in self.known):
+            self.known = tuple((atom, truth) for atom, truth in self.known if atom != name)
         # Rebinding `model` also forgets what was bound under `model.*`.
         for key in [key for key in table if key.startswith(name + ".")]:
             del table[key]

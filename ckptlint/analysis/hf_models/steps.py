@@ -52,6 +52,9 @@ class ModelStep:
     # The function it happens in, named as the project model names it (`pkg.train.main`,
     # `pkg.train.<module>`): where `ProjectIndex.model_fate` follows the model on from.
     function: str = ""
+    # What is known of the parameters' truth where it happens (`Scope.known`: the literals a
+    # call of the function it sits in passes, `lora_model(cfg, dropout=0.05)`).
+    known: Conditions = ()
 
     def exclusive_with(self, other: ModelStep) -> bool:
         """Whether the two steps can never both run: different branches of one `if`, or
