@@ -328,7 +328,10 @@ class CallSiteResolution:
                 return None
             for call in calls:
                 passed = self._argument_at(summary, parameter, call, frame)
-                if not passed or not all(isinstance(v, Constant) for v in passed):
+                # Flags only: a partly known value (a name rebound in a loop whose other
+                # bindings the model cannot evaluate) would stand for all of it, and a default
+                # class or size would be dropped for it (timm's CPUBone lost its BatchNorm).
+                if not passed or not all(isinstance(v, Constant) and isinstance(v.value, bool) for v in passed):
                     return None
                 values |= passed
                 sites.append((path, line))

@@ -335,8 +335,8 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
                     # `norm_layer=LayerNorm`).
                     found |= {v for v in self._passed_by_callers(summary, name) if isinstance(v, Constant)}
                     found |= self.passed_falsy(summary, name)
-                elif frame.entry and (everywhere := self.passed_at_every_call(summary, name)):
-                    # Every call passes a constant (`Net(reentrant=True)`): the default never runs.
+                elif frame.entry and _flag_default(parameter) and (everywhere := self.passed_at_every_call(summary, name)):
+                    # Every call passes a flag (`Net(reentrant=True)`): the default never runs.
                     found = set(everywhere)
                 elif frame.entry:
                     # What the project passes, before what the annotation names (`cfg:
@@ -610,6 +610,11 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
 
 
 _MODULE_LEVEL = ".<module>"  # the summary of a module's top-level code (`ckptlint.model.extraction`)
+
+
+def _flag_default(parameter) -> bool:
+    """A parameter whose default is False (or None): a flag the calls may all turn on."""
+    return parameter.default in (("const", False), ("const", None))
 
 
 def _visible(bindings: list[Binding], before: int | None) -> list[Binding]:
