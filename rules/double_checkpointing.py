@@ -6,6 +6,7 @@ import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.analysis.huggingface import gc_enable_kwargs
 from ckptlint.analysis.region_paths import region_checkpoints, shown
@@ -142,14 +143,16 @@ class DoubleCheckpointing(RegionRule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._flag_guards = 0
+        self._guarding: list[bool] = []  # whether each enclosing `if` reads a flag
         self._behind_flag: set[cst.Call] = set()
 
     def visit_If(self, node: cst.If) -> None:
-        if _reads_flag(node.test):
+        self._guarding.append(_reads_flag(node.test))
+        if self._guarding[-1]:
             self._flag_guards += 1
 
     def leave_If(self, original_node: cst.If) -> None:
-        if _reads_flag(original_node.test):
+        if self._guarding.pop():
             self._flag_guards -= 1
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -590,15 +593,18 @@ def _describe(step: WrapStep) -> str:
     return step.event.api.rsplit(".", 1)[-1] if step.effect is None else "activation checkpointing"
 
 
+class _FlagReader(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if any(word in node.value.lower() for word in _FLAG_WORDS):
+            self.found = True
+
+
 def _reads_flag(test: cst.BaseExpression) -> bool:
-    found = False
-
-    class Reader(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            if any(word in node.value.lower() for word in _FLAG_WORDS):
-                found = True
-
-    test.visit(Reader())
-    return found
+    reader = _FlagReader()
+    walk(test, reader)
+    return reader.found
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.rule import Invalid, Rule, Valid
 
 # Methods only containers have (tensors have none of them): a call of one mutates the object.
@@ -252,7 +253,7 @@ def _walk_statements(node: cst.CSTNode):
         yield current
         if isinstance(current, (cst.ClassDef, cst.Lambda)) or (isinstance(current, cst.FunctionDef) and current is not node):
             continue
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
 
 
 def _containers(function: cst.FunctionDef) -> set[str]:
@@ -310,7 +311,7 @@ def _names_read(region: cst.CSTNode) -> set[str]:
         def visit_Name(self, name: cst.Name) -> None:
             found.add(name.value)
 
-    (region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region).visit(Reader())
+    walk(region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region, Reader())
     return found
 
 
@@ -324,5 +325,5 @@ def _self_reads(site: CheckpointSite, region: cst.CSTNode | None) -> set[str]:
             if isinstance(attribute.value, cst.Name) and attribute.value.value == "self":
                 found.add(f"self.{attribute.attr.value}")
 
-    (region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region).visit(Reader())
+    walk(region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region, Reader())
     return found
