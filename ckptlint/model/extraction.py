@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
+from ckptlint.model.ast_walk import child_nodes, walk
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
@@ -142,7 +143,9 @@ class _Extractor:
 
     def run(self, tree: ast.Module) -> FileFacts:
         self.tree = tree
-        for node in ast.walk(tree):
+        for node in walk(tree):
+            if type(node) not in _FILE_LEVEL_KINDS:
+                continue  # most nodes: one set lookup instead of the chain below
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -278,6 +281,8 @@ class _Extractor:
         in_module = enclosing_class in self.module_classes and not name.endswith(".__init__")
         hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models and not in_module else None
         for node in _walk_own_code(body):
+            if type(node) not in _EVENT_KINDS:
+                continue  # nothing below (nor `HfEvents.statement`) reads other nodes
             if hf is not None:
                 hf.statement(node)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -486,7 +491,7 @@ class _Extractor:
         if isinstance(check_fn, ast.Name):
             check_fn = self.predicates.get(check_fn.id)
         if check_fn is not None:
-            for node in ast.walk(check_fn):
+            for node in walk(check_fn):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Name)
@@ -496,7 +501,7 @@ class _Extractor:
                     found.extend(self._classes_in(node.args[1], enclosing_class))
         policy = keyword_argument(call, "auto_wrap_policy")
         if policy is not None:
-            for node in ast.walk(policy):
+            for node in walk(policy):
                 if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
                     found.extend(self._classes_in(node, enclosing_class))
         return found
@@ -528,9 +533,12 @@ def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        kind = type(node)
+        if kind in _OWN_SCOPES:
             continue
-        children = list(ast.iter_child_nodes(node))
+        if kind not in _ORDERED_KINDS:
+            stack.extend(reversed(child_nodes(node)))
+            continue
         if isinstance(node, (ast.For, ast.AsyncFor)):
             # The loop header binds before the body runs.
             children = [node.iter, node.target, *node.body, *node.orelse]
@@ -544,6 +552,19 @@ def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             children = [*value, *targets]
         stack.extend(reversed(children))
+
+
+# The node classes the walks above act on (`ast.parse` makes no subclasses of them), so the
+# other nodes are passed over with a set lookup.
+_FILE_LEVEL_KINDS = frozenset({ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call, ast.Assign})
+_EVENT_KINDS = frozenset({
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Assign,
+    ast.AnnAssign, ast.Return,
+})
+_OWN_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+_ORDERED_KINDS = frozenset({
+    ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Assign, ast.AnnAssign,
+})
 
 
 def _root(expr: ast.AST) -> str | None:
@@ -569,7 +590,7 @@ def _root(expr: ast.AST) -> str | None:
 
 
 def _names(target: ast.AST) -> list[str]:
-    return [node.id for node in ast.walk(target) if isinstance(node, ast.Name)]
+    return [node.id for node in walk(target) if isinstance(node, ast.Name)]
 
 
 def _is_none(expr: ast.AST) -> bool:
