@@ -91,8 +91,9 @@ def _node_classes() -> list[type]:
     return found
 
 
-def _recorder(base: type, skip: frozenset[str] = frozenset()) -> type:
-    """A visitor class recording every node and attribute hook libcst can call."""
+def _recorder(base: type, skip: frozenset[str] = frozenset(), attributes: bool = True) -> type:
+    """A visitor class recording every node hook libcst can call, and every attribute hook
+    unless `attributes` is off (the walks take a shorter way without them)."""
     methods = {}
 
     def hook(name):
@@ -106,7 +107,7 @@ def _recorder(base: type, skip: frozenset[str] = frozenset()) -> type:
         name = node_class.__name__
         methods[f"visit_{name}"] = hook(f"visit_{name}")
         methods[f"leave_{name}"] = hook(f"leave_{name}")
-        for field in dataclasses.fields(node_class):
+        for field in dataclasses.fields(node_class) if attributes else ():
             methods[f"visit_{name}_{field.name}"] = hook(f"visit_{name}_{field.name}")
             methods[f"leave_{name}_{field.name}"] = hook(f"leave_{name}_{field.name}")
 
@@ -128,21 +129,24 @@ def _parsed(text: str) -> cst.Module:
 def test_walk_calls_what_libcst_calls(name: str, text: str) -> None:
     module = _parsed(text)
     for skip in (frozenset(), frozenset({"visit_FunctionDef", "visit_Lambda", "visit_Attribute"})):
-        recorder = _recorder(cst.CSTVisitor, skip)
-        expected, actual = recorder(), recorder()
-        module.visit(expected)
-        walk(module, actual)
-        assert actual.events == expected.events
+        for attributes in (True, False):
+            recorder = _recorder(cst.CSTVisitor, skip, attributes)
+            expected, actual = recorder(), recorder()
+            module.visit(expected)
+            walk(module, actual)
+            walk(module, again := recorder())  # planned once per visitor class
+            assert actual.events == expected.events == again.events
 
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
 def test_batched_walk_calls_what_libcst_calls(name: str, text: str) -> None:
     module = _parsed(text)
-    recorder = _recorder(cst.BatchableCSTVisitor)
-    expected, actual = [recorder(), recorder()], [recorder(), recorder()]
-    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(expected)
-    walk_batched(MetadataWrapper(module, unsafe_skip_copy=True), actual)
-    assert [v.events for v in actual] == [v.events for v in expected]
+    for attributes in (True, False):
+        recorder = _recorder(cst.BatchableCSTVisitor, attributes=attributes)
+        expected, actual = [recorder(), recorder()], [recorder(), recorder()]
+        MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(expected)
+        walk_batched(MetadataWrapper(module, unsafe_skip_copy=True), actual)
+        assert [v.events for v in actual] == [v.events for v in expected]
 
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
