@@ -12,10 +12,10 @@ function of the project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ckptlint.model.ast_walk import child_nodes, walk
+from ckptlint.model.ast_walk import walk, walk_own_code
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import HF_WORDS, HfEvents
@@ -72,6 +72,15 @@ INDEX_TRIGGERS = (
 # of extraction instead of 5.3 s for every such file).
 PASSING_WORDS = ("model", "register")
 _SMALL_FILE = 8_000
+
+
+# The node classes the walks of `_Extractor.run` and `_function` act on (`ast.parse` makes no
+# subclasses of them): the other nodes are passed over with one set lookup.
+_FILE_LEVEL_KINDS = frozenset({ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call, ast.Assign})
+_EVENT_KINDS = frozenset({
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Assign,
+    ast.AnnAssign, ast.Return,
+})
 
 
 def worth_indexing(text: str, relative_path: str) -> bool:
@@ -280,7 +289,7 @@ class _Extractor:
         # (`self.model = AutoModelForCausalLM.from_pretrained(...)` in a policy wrapper).
         in_module = enclosing_class in self.module_classes and not name.endswith(".__init__")
         hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models and not in_module else None
-        for node in _walk_own_code(body):
+        for node in walk_own_code(body):
             if type(node) not in _EVENT_KINDS:
                 continue  # nothing below (nor `HfEvents.statement`) reads other nodes
             if hf is not None:
@@ -524,47 +533,6 @@ def _is_module_class(base: str) -> bool:
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
-
-
-def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node of a function body in source order, descending into nested blocks but not
-    into nested function or class bodies (those are visited as themselves)."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        kind = type(node)
-        if kind in _OWN_SCOPES:
-            continue
-        if kind not in _ORDERED_KINDS:
-            stack.extend(reversed(child_nodes(node)))
-            continue
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            # The loop header binds before the body runs.
-            children = [node.iter, node.target, *node.body, *node.orelse]
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            children = [*node.generators, node.elt]
-        elif isinstance(node, ast.DictComp):
-            children = [*node.generators, node.key, node.value]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            # The value is evaluated (its calls run) before the name is bound.
-            value = [node.value] if node.value is not None else []
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            children = [*value, *targets]
-        stack.extend(reversed(children))
-
-
-# The node classes the walks above act on (`ast.parse` makes no subclasses of them), so the
-# other nodes are passed over with a set lookup.
-_FILE_LEVEL_KINDS = frozenset({ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call, ast.Assign})
-_EVENT_KINDS = frozenset({
-    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Assign,
-    ast.AnnAssign, ast.Return,
-})
-_OWN_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
-_ORDERED_KINDS = frozenset({
-    ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Assign, ast.AnnAssign,
-})
 
 
 def _root(expr: ast.AST) -> str | None:
