@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import gc
 import re
 import sys
 import threading
@@ -340,26 +339,12 @@ def parse_module(
     import libcst as cst
 
     try:
-        return _parse_without_collections(text)
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         detail = error.message.splitlines()[0][:200]
         return _parse_error(display, error.raw_line, error.raw_column + 1, f"valid Python, but libcst cannot parse it: {detail}")
     except RecursionError:
         return _parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)")
-
-
-def _parse_without_collections(text: str) -> cst.Module:
-    """libcst's tree, built with the cyclic garbage collector paused: the tree holds no
-    cycles, yet each collection while it grows walks all of it again (a sixth of the parse)."""
-    import libcst as cst
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return cst.parse_module(text)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def syntax_shape(tree: ast.AST) -> tuple[int, int]:
