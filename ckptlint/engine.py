@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.config import Settings
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
+from ckptlint.model.facts import FileFacts, text_digest
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.recipes import recipe_kind
@@ -182,6 +183,8 @@ def _lint_text(
             [rule for rule in group if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)]
             for group in (rules, gated)
         )
+    if not (rules or gated) and _parsed_by_index(project, relative_path, text):
+        return LintOutcome(())  # valid Python (the index parsed this very text), and no rule to run
     parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
@@ -208,6 +211,15 @@ def _lint_text(
         _reportable(diagnostics, path, settings), tuple(errors),
         hidden=tuple(_why_hidden(d.code, gated, settings) for d in _reportable(hidden, path, settings)),
     )
+
+
+def _parsed_by_index(project: ProjectIndex, relative_path: str, text: str) -> bool:
+    """Whether the index extracted facts from this very text: facts come only from a tree
+    CPython parsed, so checking its syntax again would find nothing."""
+    if project.digests.get(relative_path) != text_digest(text):
+        return False
+    facts = project.files.get(relative_path)
+    return facts is not None and facts != FileFacts(facts.module)
 
 
 def _why_hidden(code: str, gated: Sequence[type[Rule]], settings: Settings) -> str:

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from libcst._nodes.internal import CodegenState
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, QualifiedName
+from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
+from ckptlint.analysis.positions import Positions
 from ckptlint.source import LineIndex
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
@@ -80,7 +81,7 @@ class FileContext:
         # Positions need a code-generation pass over the whole module: computed only once
         # something is reported.
         if self._positions is None:
-            self._positions = self.wrapper.resolve(PositionProvider)
+            self._positions = Positions(self.module)
         return self._positions[node]
 
     def edit_for(self, original: cst.CSTNode, replacement: cst.CSTNode) -> Edit | None:

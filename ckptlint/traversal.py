@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
+from ckptlint.analysis.cst_walk import walk_batched
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.names import absolute_import, module_name
@@ -68,6 +69,7 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
         super().__init__()
         self.scope_builder = ScopeBuilder()
         self._scopes: LibcstScopes | OwnScopes | None = None
+        self._qualified: dict[cst.BaseExpression, set[QualifiedName]] = {}
         self.calls: list[tuple[cst.Call, cst.ClassDef | None]] = []
         self.self_attribute_values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
         self.noqa_comments: set[str] = set()
@@ -129,7 +131,12 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
             self._scopes = OwnScopes(self.scope_builder)
 
     def qualified_names(self, expr: cst.BaseExpression) -> set[QualifiedName]:
-        return self._scopes.qualified_names(expr)
+        # Asked again and again for the same expressions (each region rule, the Hugging Face
+        # interpreter): answered once. The set is shared: callers only read it.
+        found = self._qualified.get(expr)
+        if found is None:
+            found = self._qualified[expr] = self._scopes.qualified_names(expr)
+        return found
 
     def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
         """Values of the assignments that may bind `name` where it is read; empty when any
@@ -197,7 +204,7 @@ def run_rules(
     )
     analyzer = FileAnalyzer()
     rules = [rule_class(context) for rule_class in rule_classes]
-    wrapper.visit_batched([analyzer, analyzer.scope_builder, *rules])
+    walk_batched(wrapper, [analyzer, analyzer.scope_builder, *rules])
     analyzer.resolve_names(wrapper)
     # libcst hands metadata to visitors only during the traversal; the hooks that follow it
     # need it too (already computed and cached on the wrapper, so this costs nothing).

@@ -6,6 +6,7 @@ import libcst as cst
 
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.construction_wrappers import ConstructionWrap, wrapped_at_construction
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
@@ -381,7 +382,7 @@ def _statements_in_one_block(
     """The block holding `first_call` as an expression statement and `second_call` as the
     value of an assignment, later in the same block."""
     finder = _BlockFinder(first_call, second_call)
-    module.visit(finder)
+    walk(module, finder)
     return finder.found
 
 
@@ -417,7 +418,7 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
         def visit_Name(self, name: cst.Name) -> None:
             found.append(name)
 
-    node.visit(Collector())
+    walk(node, Collector())
     return found
 
 
@@ -431,5 +432,5 @@ def _assigned_names(statement: cst.CSTNode) -> list[cst.Name]:
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
             found.extend(_names(node.target))
 
-    statement.visit(Collector())
+    walk(statement, Collector())
     return found

@@ -6,6 +6,7 @@ import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.analysis.huggingface import gc_enable_kwargs
 from ckptlint.analysis.region_paths import region_checkpoints, shown
@@ -619,15 +620,18 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+class _FlagReader(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if any(word in node.value.lower() for word in _FLAG_WORDS):
+            self.found = True
+
+
 def _reads_flag(test: cst.BaseExpression) -> bool:
-    found = False
-
-    class Reader(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            if any(word in node.value.lower() for word in _FLAG_WORDS):
-                found = True
-
-    test.visit(Reader())
-    return found
+    reader = _FlagReader()
+    walk(test, reader)
+    return reader.found
 

@@ -13,6 +13,7 @@ from ckptlint.analysis.checkpoint_sites import (
     SiteKind,
 )
 from ckptlint.analysis.callees import Callee, calls_in, code_of, contains, is_literal
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.forwarding_helpers import (
     ForwardingHelper,
     forwarded_keywords,
@@ -482,7 +483,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 if isinstance(node.target, cst.Subscript) and code_of(node.target.value) == name:
                     found = True
 
-        function.visit(Finder())
+        walk(function, Finder())
         return found
 
     def _check_positional_slots(self, site: CheckpointSite) -> bool:

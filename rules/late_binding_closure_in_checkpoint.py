@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.regions import CheckpointingGate, mentions_checkpointing
 from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
@@ -441,7 +442,7 @@ def _assigned_in(node: cst.CSTNode) -> list[str]:
         def visit_Lambda(self, definition: cst.Lambda) -> bool:
             return False
 
-    node.visit(Collector())
+    walk(node, Collector())
     return found
 
 
@@ -469,7 +470,7 @@ def _free_names(node: Callable) -> set[str]:
             arg.value.visit(self)  # `f(key=value)`: `key` is no name read
             return False
 
-    node.body.visit(Reader())
+    walk(node.body, Reader())
     bound = _parameter_names(node.params)
     if isinstance(node, cst.FunctionDef):
         bound |= set(_assigned_in(node.body))

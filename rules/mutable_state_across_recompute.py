@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.values import Instance, Mapping, Sequence
@@ -527,7 +528,7 @@ def _walk_statements(node: cst.CSTNode):
         yield current
         if isinstance(current, (cst.ClassDef, cst.Lambda)) or (isinstance(current, cst.FunctionDef) and current is not node):
             continue
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
 
 
 def _names_checkpoint(text: str) -> bool:
@@ -712,7 +713,7 @@ def _names_read(region: cst.CSTNode) -> set[str]:
         def visit_Name(self, name: cst.Name) -> None:
             found.add(name.value)
 
-    (region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region).visit(Reader())
+    walk(region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region, Reader())
     return found
 
 
@@ -726,5 +727,5 @@ def _self_reads(site: CheckpointSite, region: cst.CSTNode | None) -> set[str]:
             if isinstance(attribute.value, cst.Name) and attribute.value.value == "self":
                 found.add(f"self.{attribute.attr.value}")
 
-    (region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region).visit(Reader())
+    walk(region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region, Reader())
     return found

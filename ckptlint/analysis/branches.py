@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.analysis.cst_walk import walk
 Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index), outermost first
 # What the enclosing `if`s require, as (condition source, required truth): `if a and not b:`
 # gives ("a", True), ("b", False); `x != "full"` gives ('x == "full"', False).
@@ -86,7 +87,7 @@ class BranchPath:
 def branch_paths(module: cst.Module) -> dict[cst.Call, BranchPath]:
     """The branch path of every call of a module."""
     visitor = _BranchVisitor()
-    module.visit(visitor)
+    walk(module, visitor)
     return visitor.found
 
 
@@ -96,11 +97,11 @@ class _BranchVisitor(cst.CSTVisitor):
         self.found: dict[cst.Call, BranchPath] = {}
 
     def visit_If(self, node: cst.If) -> bool:
-        node.test.visit(self)
+        walk(node.test, self)
         for index, (block, truth) in enumerate(((node.body, True), (node.orelse, False))):
             if block is not None:
                 self.stack.append(((id(node), index), condition_literals(node.test, truth)))
-                block.visit(self)
+                walk(block, self)
                 self.stack.pop()
         return False  # its children are visited above, each in its branch
 

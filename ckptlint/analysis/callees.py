@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.model.summary import FunctionSummary, Parameter
 
 
@@ -66,17 +67,13 @@ def code_of(node: cst.CSTNode) -> str:
 
 
 def contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    found = False
-
-    class Finder(cst.CSTVisitor):
-        def on_visit(self, current: cst.CSTNode) -> bool:
-            nonlocal found
-            if current is node:
-                found = True
-            return not found
-
-    tree.visit(Finder())
-    return found
+    pending = [tree]
+    while pending:
+        current = pending.pop()
+        if current is node:
+            return True
+        pending.extend(child_nodes(current))
+    return False
 
 
 def calls_in(tree: cst.CSTNode) -> list[cst.Call]:
@@ -86,5 +83,5 @@ def calls_in(tree: cst.CSTNode) -> list[cst.Call]:
         def visit_Call(self, call: cst.Call) -> None:
             calls.append(call)
 
-    tree.visit(Collector())
+    walk(tree, Collector())
     return calls

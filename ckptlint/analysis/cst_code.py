@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.model.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key
 
 
@@ -85,5 +86,5 @@ def _callees(node: cst.CSTNode) -> tuple[Expr, ...]:
         def visit_Lambda(self, inner: cst.Lambda) -> bool:
             return False
 
-    node.visit(Calls())
+    walk(node, Calls())
     return tuple(found)

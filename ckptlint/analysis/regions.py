@@ -26,6 +26,7 @@ import libcst as cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
 from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.cst_code import expression
+from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
 from ckptlint.model.values import Arguments, ClassRef, Constant, Instance, Sequence
@@ -425,7 +426,7 @@ def _isinstance_classes(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
             if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
                 found.append(node.args[1].value)
 
-    expr.visit(_Visitor())
+    walk(expr, _Visitor())
     return found
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from ckptlint.model.ast_walk import child_nodes
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
 from ckptlint.model.summary import (
     ADD,
@@ -430,7 +431,7 @@ class _Summarizer:
                         # run somewhere is seen (`passed_at_every_call`).
                         self.passes.append(("call", callee, (), ()))
                         self.pass_lines.append(node.lineno)
-            pending.extend(ast.iter_child_nodes(node))
+            pending.extend(child_nodes(node))
 
 
 def _is_super_init(callee: Expr) -> bool:

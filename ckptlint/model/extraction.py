@@ -12,9 +12,10 @@ function of the project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from ckptlint.model.ast_walk import walk, walk_own_code
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import (
@@ -75,6 +76,15 @@ INDEX_TRIGGERS = (
 # of extraction instead of 5.3 s for every such file).
 PASSING_WORDS = ("model", "register")
 _SMALL_FILE = 8_000
+
+
+# The node classes the walks of `_Extractor.run` and `_function` act on (`ast.parse` makes no
+# subclasses of them): the other nodes are passed over with one set lookup.
+_FILE_LEVEL_KINDS = frozenset({ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call, ast.Assign})
+_EVENT_KINDS = frozenset({
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.Assign,
+    ast.AnnAssign, ast.Return,
+})
 
 
 def worth_indexing(text: str, relative_path: str) -> bool:
@@ -149,7 +159,9 @@ class _Extractor:
 
     def run(self, tree: ast.Module) -> FileFacts:
         self.tree = tree
-        for node in ast.walk(tree):
+        for node in walk(tree):
+            if type(node) not in _FILE_LEVEL_KINDS:
+                continue  # most nodes: one set lookup instead of the chain below
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -286,7 +298,9 @@ class _Extractor:
         self._unchanged_parameters.append(unchanged)
         if hf is not None:
             hf.unchanged = unchanged
-        for node in _walk_own_code(body):
+        for node in walk_own_code(body):
+            if type(node) not in _EVENT_KINDS:
+                continue  # nothing below (nor `HfEvents.statement`) reads other nodes
             if hf is not None:
                 hf.statement(node)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -525,7 +539,7 @@ class _Extractor:
         if isinstance(check_fn, ast.Name):
             check_fn = self.predicates.get(check_fn.id)
         if check_fn is not None:
-            for node in ast.walk(check_fn):
+            for node in walk(check_fn):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Name)
@@ -535,7 +549,7 @@ class _Extractor:
                     found.extend(self._classes_in(node.args[1], enclosing_class))
         policy = keyword_argument(call, "auto_wrap_policy")
         if policy is not None:
-            for node in ast.walk(policy):
+            for node in walk(policy):
                 if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
                     found.extend(self._classes_in(node, enclosing_class))
         return found
@@ -569,31 +583,6 @@ def _default_checkpointing_kwargs(call: ast.Call) -> bool:
     return value is None or (isinstance(value, ast.Constant) and value.value is None)
 
 
-def _walk_own_code(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node of a function body in source order, descending into nested blocks but not
-    into nested function or class bodies (those are visited as themselves)."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        children = list(ast.iter_child_nodes(node))
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            # The loop header binds before the body runs.
-            children = [node.iter, node.target, *node.body, *node.orelse]
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            children = [*node.generators, node.elt]
-        elif isinstance(node, ast.DictComp):
-            children = [*node.generators, node.key, node.value]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            # The value is evaluated (its calls run) before the name is bound.
-            value = [node.value] if node.value is not None else []
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            children = [*value, *targets]
-        stack.extend(reversed(children))
-
-
 def _root(expr: ast.AST) -> str | None:
     """The object an expression is part of: `model.layers[i]` -> `model`,
     `self.model.layers` -> `self.model`, `model.named_children()` -> `model`."""
@@ -617,7 +606,7 @@ def _root(expr: ast.AST) -> str | None:
 
 
 def _names(target: ast.AST) -> list[str]:
-    return [node.id for node in ast.walk(target) if isinstance(node, ast.Name)]
+    return [node.id for node in walk(target) if isinstance(node, ast.Name)]
 
 
 def _is_none(expr: ast.AST) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from ckptlint.model.ast_walk import child_nodes, walk
 from ckptlint.model.facts import ForwardingFact, ForwardingKind
 from ckptlint.model.library import LIBRARY_PREFIXES
 from ckptlint.model.method_behaviour import definitions, statements
@@ -138,7 +139,7 @@ def _own_nodes(body) -> Iterator[ast.AST]:
         node = pending.pop()
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            pending.extend(ast.iter_child_nodes(node))
+            pending.extend(child_nodes(node))
 
 
 def _head(expr: ast.AST) -> str | None:
@@ -151,7 +152,7 @@ def ambiguous_imports(tree: ast.Module) -> frozenset[str]:
     """Names the module binds by several imports of different things (`checkpoint` from
     DeepSpeed in one branch, from torch in another)."""
     bound: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 bound.setdefault(alias.asname or alias.name, set()).add(f"{'.' * node.level}{node.module or ''}.{alias.name}")

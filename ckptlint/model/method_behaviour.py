@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from ckptlint.model.ast_walk import walk
 from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.library import (
     CONTAINER_MUTATORS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, RANDOM_TENSOR_METHODS,
@@ -144,7 +145,7 @@ def state_mutations(
         if isinstance(statement, (ast.Global, ast.Nonlocal)):
             declared.update(statement.names)
             continue
-        for inner in ast.walk(statement):
+        for inner in walk(statement):
             if isinstance(inner, (ast.Assign, ast.AnnAssign)) and is_literal(inner.value):
                 continue  # `self._warned = True`: the recomputation writes the same value
             if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -171,7 +172,7 @@ def _sets_checked(assignment: ast.AST, target: ast.AST, checked: frozenset[str])
         return False
     attribute = self_attribute(target)
     return attribute in checked and not any(
-        isinstance(n, ast.Attribute) and self_attribute(n) == attribute for n in ast.walk(assignment.value)
+        isinstance(n, ast.Attribute) and self_attribute(n) == attribute for n in walk(assignment.value)
     )
 
 
@@ -195,7 +196,7 @@ def _first_reads(body: Sequence[ast.stmt]) -> dict[str, int]:
     """The first line each `self.<attr>` is read on in a method."""
     found: dict[str, int] = {}
     for statement in body:
-        for node in ast.walk(statement):
+        for node in walk(statement):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 if isinstance(node.value, ast.Name) and node.value.id == "self":
                     found[node.attr] = min(found.get(node.attr, node.lineno), node.lineno)
@@ -216,7 +217,7 @@ def overwrites(assignment: ast.AST, target: ast.AST, read_from: dict[str, int]) 
         return False
     return not any(
         isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" and n.attr == target.attr
-        for n in ast.walk(assignment.value)
+        for n in walk(assignment.value)
     )
 
 
@@ -297,7 +298,7 @@ def checked_attributes(tree: ast.AST) -> frozenset[str]:
 
 
 def _checked_then_set(node: ast.If) -> set[str]:
-    checked = {self_attribute(n) for n in ast.walk(node.test) if isinstance(n, ast.Attribute)} - {None}
+    checked = {self_attribute(n) for n in walk(node.test) if isinstance(n, ast.Attribute)} - {None}
     if not checked:
         return set()
     assigned: set[str] = set()
@@ -349,7 +350,7 @@ def methods_of(
         attributes: set[str] = set()
         called: set[str] = set()
         evaluated: set[str] = set()
-        for inner in ast.walk(method):
+        for inner in walk(method):
             if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
                 attributes.add(inner.attr)
             elif isinstance(inner, ast.Call):
@@ -370,12 +371,12 @@ def methods_of(
                 elif isinstance(inner.func, ast.Name) and inner.func.id in (module_functions or {}):
                     helper = (module_functions or {})[inner.func.id]
                     random.extend(
-                        f"`{helper.name}`: {found} (line {call.lineno})" for call in ast.walk(helper)
+                        f"`{helper.name}`: {found} (line {call.lineno})" for call in walk(helper)
                         if isinstance(call, ast.Call) and (found := random_call(call, resolve))
                     )
         # The methods it calls where training can reach them.
         for statement in in_training(method.body, never_true):
-            for inner in ast.walk(statement):
+            for inner in walk(statement):
                 if (
                     isinstance(inner, ast.Call)
                     and isinstance(inner.func, ast.Attribute)
@@ -436,7 +437,7 @@ def checkpoint_calls(
 def _checkpoints_in(
     node: ast.AST, resolve, flags: tuple[str, ...], loops: Mapping[str, str], returned: ast.AST | None = None
 ) -> Iterator[CheckpointCall]:
-    for inner in ast.walk(node):
+    for inner in walk(node):
         if isinstance(inner, ast.Call) and resolve(inner.func) in TORCH_CHECKPOINT_FUNCTIONS:
             given = keyword_argument(inner, "use_reentrant")
             if isinstance(given, ast.Constant) and isinstance(given.value, bool):

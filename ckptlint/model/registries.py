@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ckptlint.model.ast_walk import walk
 from ckptlint.model.openmmlab import is_norm_registry, registered_norm_class
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import NOTHING, ClassRef, Constant, Frame, Mapping
@@ -46,7 +47,7 @@ def registrars(tree: ast.Module, resolve: Callable[[ast.AST], str | None], modul
             continue
         for candidate in (function, *(n for n in function.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))):
             parameters = {a.arg for a in (*candidate.args.posonlyargs, *candidate.args.args)}
-            for node in ast.walk(candidate):
+            for node in walk(candidate):
                 if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Name) or node.value.id not in parameters:
                     continue
                 for target in node.targets:

@@ -14,6 +14,7 @@ from ckptlint.analysis.hf_models.objects import (
     TupleValue, dict_expression, same_value,
 )
 from ckptlint.analysis.branches import Conditions, condition_literals, contradicts, literal_truth
+from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.hf_models.steps import ModelHistory, ScriptModels, StepKind
 from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.analysis.hf_models.syntax import (
@@ -169,7 +170,7 @@ class Interpreter(Calls):
                         interpreter.function_facts[function].reads.add(f"self.{node.attr.value}")
 
         collector = Collector()
-        self.module.visit(collector)
+        walk(self.module, collector)
         # Calls resolved once every definition is known, and only those that may name one.
         defined = {name.rsplit(".", 1)[-1] for name in self.functions}
         for call, self_class, callers in collector.calls:
@@ -548,7 +549,7 @@ class Interpreter(Calls):
         return value
 
     def _eval_children(self, node: cst.CSTNode, frame: Scope) -> None:
-        for child in node.children:
+        for child in child_nodes(node):
             if isinstance(child, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
                 continue
             if isinstance(child, cst.BaseExpression):
