@@ -7,6 +7,7 @@ import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.cst_walk import child_nodes, walk
+from ckptlint.analysis.hf_models.syntax import dotted_text
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.values import Instance, Mapping, Sequence
@@ -570,12 +571,12 @@ def _watched(
     for position, name, line in reads.parameters:
         keyword = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
         arg = keyword if keyword is not None else positional[position] if 0 <= position < len(positional) else None
-        passed = _dotted(arg.value) if arg is not None else None
+        passed = dotted_text(arg.value) if arg is not None else None
         if passed is not None and is_container(arg.value):
             watched.append(_Watch(passed, f"it is passed as `{name}`, which", line))
         elif passed is not None and is_object(arg.value):
             watched.append(_Watch(passed, f"`{passed}` is passed as `{name}`, which", line, below=True))
-    owner = _dotted(call.func)
+    owner = dotted_text(call.func)
     if owner is not None:
         for attribute, line in reads.attributes:
             container, _, member = attribute.partition("[*].")
@@ -592,11 +593,11 @@ def _attribute_changes(nodes: list[cst.CSTNode]) -> list[_Mutation]:
     loops = {
         node.target.value: f"{source}[*]"
         for node in nodes
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and (source := _dotted(node.iter)) is not None
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and (source := dotted_text(node.iter)) is not None
     }
 
     def change(expr: cst.BaseExpression, node: cst.CSTNode, how: str) -> _Mutation | None:
-        name = _dotted(expr)
+        name = dotted_text(expr)
         if name is None:
             return None
         root, _, rest = name.partition(".")
@@ -625,15 +626,6 @@ def _attribute_changes(nodes: list[cst.CSTNode]) -> list[_Mutation]:
         ):
             found.append(written)
     return found
-
-
-def _dotted(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        owner = _dotted(expr.value)
-        return f"{owner}.{expr.attr.value}" if owner is not None else None
-    return None
 
 
 def _containers(function: cst.FunctionDef) -> set[str]:
