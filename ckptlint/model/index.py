@@ -12,16 +12,15 @@ from functools import cached_property
 from pathlib import Path
 
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
+from ckptlint.model.fsdp_queries import FSDP_KIND, FsdpQueries
 from ckptlint.model.registries import registered_classes
-from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
+from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
     DEFAULT_KWARGS,
     ClassFacts,
     EventKind,
     ForwardingKind,
     FileFacts,
-    FsdpKind,
-    FsdpUse,
     FunctionFacts,
     Impl,
     MethodFacts,
@@ -30,7 +29,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
-from ckptlint.model.names import is_test_path, module_name
+from ckptlint.model.names import module_name
 from ckptlint.model.values import ClassRef, FunctionRef
 from ckptlint.model.library import (
     CHECKPOINT_IMPL_NO_REENTRANT,
@@ -45,7 +44,7 @@ if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a
     from ckptlint.model.callers import CallSites
     from ckptlint.model.fates import HandedModel, ModelFate, ReturnedModel
 
-WRAPS_KIND, FSDP_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "fsdp", "checkpointing", "options"
+WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
 REGISTRY_KIND = "registries"
 NORM_FREEZING_KIND = "norm_freezing"
 CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
@@ -130,7 +129,7 @@ class LazyFacts(Mapping):
 
 
 @dataclass
-class ProjectIndex(ForwardingQueries):
+class ProjectIndex(ForwardingQueries, FsdpQueries):
     root: Path
     files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
     # relative path -> content digest of the text the facts were extracted from
@@ -158,30 +157,6 @@ class ProjectIndex(ForwardingQueries):
         return ((path, self.files[path]) for path in sorted(self.files_with.get(kind, ())) if path in self.files)
 
     # queries -----------------------------------------------------------------------------
-
-    @cached_property
-    def fsdp_uses(self) -> tuple[FsdpUse, ...]:
-        using = list(self._files_of_kind(FSDP_KIND))
-        uses = [use for _, facts in using for use in facts.fsdp]
-        for path, facts in using:
-            for callee, line in facts.fsdp_argument_calls:
-                # `training_arguments_classes` scans every class: only asked when needed.
-                if self._resolve_name(callee, self.training_arguments_classes):
-                    uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
-        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
-
-    @cached_property
-    def fsdp_wrapper_words(self) -> frozenset[str]:
-        """The simple names of the project functions that wrap a model in FSDP1 with an
-        auto-wrap policy."""
-        return frozenset(
-            f.name.rsplit(".", 1)[-1] for _, facts in self._files_of_kind(FSDP_KIND) for f in facts.functions
-            if any(e.kind is EventKind.FSDP1 and e.auto_wrap for e in f.events) and not f.name.endswith(MODULE_LEVEL)
-        )
-
-    def mentions_fsdp_wrapper(self, text: str) -> bool:
-        """Whether `text` may call one of them (a cheap test on the text, before any parse)."""
-        return any(f"{word}(" in text for word in self.fsdp_wrapper_words)
 
     def option_defaults(self, name: str) -> tuple[tuple[str, OptionDefault], ...]:
         """Where the project declares a configuration option `name` (`use_reentrant`) with
@@ -251,31 +226,6 @@ class ProjectIndex(ForwardingQueries):
             (f.name, e.target) for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
             for e in f.events if e.kind is EventKind.FREEZES_BATCHNORM
         )
-
-    def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:
-        """The FSDP uses that can apply to the code of one file: a test sees its own (a test
-        sharding a model is no sign the other tests do, nor is the package's FSDP code), the
-        package and its scripts see theirs, not the tests' (a test that shards is no sign the
-        package trains sharded)."""
-        if is_test_path(relative_path):
-            return tuple(use for use in self.fsdp_uses if use.path == relative_path)
-        return tuple(
-            use for use in self.fsdp_uses
-            if not is_test_path(use.path) and relative_path in self._reached_by_script(use.path)
-        )
-
-    def _reached_by_script(self, path: str):
-        """The files an FSDP use in `path` can apply to (`ckptlint.model.scripts`)."""
-        cached = self._reach_cache.get(path)
-        if cached is None:
-            from ckptlint.model.scripts import reached_by
-
-            cached = self._reach_cache[path] = reached_by(self, path)
-        return cached
-
-    @cached_property
-    def _reach_cache(self) -> dict:
-        return {}
 
     @cached_property
     def classes(self) -> dict[str, ClassFacts]:

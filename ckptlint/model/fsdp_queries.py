@@ -1,0 +1,67 @@
+"""The project index's questions about FSDP: where the project shards a model, which of
+those uses can apply to a file (`ckptlint.model.scripts`: an entry script's use reaches what
+it imports, not the other entry scripts; tests keep theirs), and which project functions
+wrap a model in FSDP1 (a caller of one reaches CKPT003 without naming FSDP). A mixin of
+`ckptlint.model.index.ProjectIndex`, which provides `files`, `_files_of_kind`,
+`_resolve_name` and `training_arguments_classes`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from ckptlint.model.facts import EventKind, FsdpKind, FsdpUse
+from ckptlint.model.names import is_test_path
+from ckptlint.model.summary import MODULE_LEVEL
+
+FSDP_KIND = "fsdp"
+
+
+class FsdpQueries:
+    @cached_property
+    def fsdp_uses(self) -> tuple[FsdpUse, ...]:
+        using = list(self._files_of_kind(FSDP_KIND))
+        uses = [use for _, facts in using for use in facts.fsdp]
+        for path, facts in using:
+            for callee, line in facts.fsdp_argument_calls:
+                # `training_arguments_classes` scans every class: only asked when needed.
+                if self._resolve_name(callee, self.training_arguments_classes):
+                    uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
+        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    @cached_property
+    def fsdp_wrapper_words(self) -> frozenset[str]:
+        """The simple names of the project functions that wrap a model in FSDP1 with an
+        auto-wrap policy."""
+        return frozenset(
+            f.name.rsplit(".", 1)[-1] for _, facts in self._files_of_kind(FSDP_KIND) for f in facts.functions
+            if any(e.kind is EventKind.FSDP1 and e.auto_wrap for e in f.events) and not f.name.endswith(MODULE_LEVEL)
+        )
+
+    def mentions_fsdp_wrapper(self, text: str) -> bool:
+        """Whether `text` may call one of them (a cheap test on the text, before any parse)."""
+        return any(f"{word}(" in text for word in self.fsdp_wrapper_words)
+
+    def fsdp_uses_reaching(self, relative_path: str) -> tuple[FsdpUse, ...]:
+        """The FSDP uses that can apply to the code of one file: a test sees its own (a test
+        sharding a model is no sign the other tests do, nor is the package's FSDP code), the
+        package and its scripts see theirs, not the tests' (a test that shards is no sign the
+        package trains sharded)."""
+        if is_test_path(relative_path):
+            return tuple(use for use in self.fsdp_uses if use.path == relative_path)
+        return tuple(
+            use for use in self.fsdp_uses
+            if not is_test_path(use.path) and relative_path in self._reached_by_script(use.path)
+        )
+
+    def _reached_by_script(self, path: str):
+        """The files an FSDP use in `path` can apply to (`ckptlint.model.scripts`)."""
+        cached = self._reach_cache.get(path)
+        if cached is None:
+            from ckptlint.model.scripts import reached_by
+
+            cached = self._reach_cache[path] = reached_by(self, path)
+        return cached
+
+    @cached_property
+    def _reach_cache(self) -> dict:
+        return {}
