@@ -93,13 +93,7 @@ def _visit_fields(node: cst.CSTNode, plan: _Plan, visit: Callable[[cst.CSTNode],
     """Visit the node's children field by field, with the fields' attribute hooks."""
     if plan.hooked_fields is None:
         for field in plan.field_names:
-            value = getattr(node, field)
-            kind = _VALUE_KINDS.get(value.__class__) or _value_kind(value)
-            if kind == _NODE:
-                visit(value)
-            elif kind == _NODES:
-                for child in value:
-                    visit(child)
+            _visit_value(getattr(node, field), visit)
         return
     for field, only_when_set, enter_field, leave_field in plan.hooked_fields:
         value = getattr(node, field)
@@ -107,14 +101,19 @@ def _visit_fields(node: cst.CSTNode, plan: _Plan, visit: Callable[[cst.CSTNode],
             continue
         for hook in enter_field:
             call(hook, node)
-        kind = _VALUE_KINDS.get(value.__class__) or _value_kind(value)
-        if kind == _NODE:
-            visit(value)
-        elif kind == _NODES:
-            for child in value:
-                visit(child)
+        _visit_value(value, visit)
         for hook in leave_field:
             call(hook, node)
+
+
+def _visit_value(value, visit: Callable[[cst.CSTNode], None]) -> None:
+    """A field's value: one node, a sequence of nodes, or neither."""
+    kind = _VALUE_KINDS.get(value.__class__) or _value_kind(value)
+    if kind == _NODE:
+        visit(value)
+    elif kind == _NODES:
+        for child in value:
+            visit(child)
 
 
 def walk_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
