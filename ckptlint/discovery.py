@@ -23,6 +23,10 @@ PYTHON_INCLUDE = ("*.py", "*.pyi")
 # Files whose code the project index reads: Python sources and Jupyter notebooks.
 INDEXED_SUFFIXES = (*PYTHON_SUFFIXES, ".ipynb")
 INDEXED_INCLUDE = (*PYTHON_INCLUDE, "*.ipynb")
+# Configuration files the index also reads, for the defaults of options that decide
+# reentrancy (`use_reentrant: true` in a Hydra / OmegaConf YAML).
+CONFIGURATION_SUFFIXES = (".yaml", ".yml")
+CONFIGURATION_INCLUDE = ("*.yaml", "*.yml")
 
 # A path relative to the project root as its parts; None for a path outside the root.
 Parts = tuple[str, ...]

@@ -20,7 +20,16 @@ from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, save_cache_file
 from ckptlint.config import ROOT_MARKERS, Settings
-from ckptlint.discovery import INDEXED_INCLUDE, INDEXED_SUFFIXES, RACY_WINDOW_NS, absolute_text, relative_to_root, stat_key
+from ckptlint.discovery import (
+    CONFIGURATION_INCLUDE,
+    CONFIGURATION_SUFFIXES,
+    INDEXED_INCLUDE,
+    INDEXED_SUFFIXES,
+    RACY_WINDOW_NS,
+    absolute_text,
+    relative_to_root,
+    stat_key,
+)
 from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
@@ -131,7 +140,7 @@ class Projects:
         return [
             (path, absolute)
             for path, absolute in self.run_files
-            if absolute.endswith(INDEXED_SUFFIXES) and self.root_of(absolute) == root
+            if absolute.endswith((*INDEXED_SUFFIXES, *CONFIGURATION_SUFFIXES)) and self.root_of(absolute) == root
         ]
 
     def indexes(self) -> dict[Path, ProjectIndex]:
@@ -139,7 +148,7 @@ class Projects:
 
 
 def project_files(root: Path, settings: Settings, cache_directory: Path | None = None) -> list[tuple[str, str]]:
-    """Every Python file of the project, with its absolute path: under its root, minus
+    """Every Python file (and YAML configuration) of the project, with its absolute path: under its root, minus
     excludes and .gitignore'd files, minus nested projects. With a cache directory, the
     walk is remembered (`ckptlint.walk_cache`)."""
     found = discover_remembered(
@@ -150,7 +159,7 @@ def project_files(root: Path, settings: Settings, cache_directory: Path | None =
         exclude=settings.exclude,
         extend_exclude=settings.extend_exclude,
         respect_gitignore=settings.respect_gitignore,
-        include=INDEXED_INCLUDE,
+        include=(*INDEXED_INCLUDE, *CONFIGURATION_INCLUDE),
     )
     nested: dict[str, bool] = {os.path.abspath(root): False}
 
@@ -183,6 +192,11 @@ def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str] | None:
         data = read_source_bytes(path)
     except OSError:
         return None
+    if relative.endswith(CONFIGURATION_SUFFIXES):
+        from ckptlint.model.options import configuration_facts
+
+        facts = configuration_facts(data.decode("utf-8", errors="replace"), relative, module_name(relative))
+        return facts, content_digest(data), exported_digest(facts)
     from ckptlint.model.extraction import extract_facts
 
     facts = extract_facts(indexed_text(data, relative), relative)

@@ -108,7 +108,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     `use_reentrant=self.use_reentrant` where the constructor defaults it to True and no call
     of the project passes another value (the project model evaluates it at the call), or an
     option every declaration of which defaults to True (a dataclass field, an argparse
-    default, as CKPT002 reads them). Reported without a fix: defaulting the option to False
+    default, a YAML configuration's key, as CKPT002 reads them). Reported without a fix: defaulting the option to False
     is the project's change, not a rewrite of the call.
 
     Also: a local wrapper that checkpoints and takes only `*args` (`def layer_(*args): return

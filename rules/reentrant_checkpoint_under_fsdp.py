@@ -54,8 +54,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       where every declaration of that option in the project (a dataclass field, also
       `field(default=...)`; an argparse argument, `store_true` defaulting to False; a
       variable read from the environment, `USE_REENTRANT = os.environ.get("USE_REENTRANT",
-      "1") == "1"`, true when the variable is unset) defaults to True: the finding names the
-      declaration, and has no fix (the default lives there); likewise any expression the
+      "1") == "1"`, true when the variable is unset; a key of a YAML configuration, as Hydra
+      and OmegaConf load it, `model: {use_reentrant: true}`, where every YAML file of the
+      project that sets the key agrees) defaults to True: the finding names the
+      declaration, and has no fix (the default lives there); what the code itself sets
+      decides first (`self.use_reentrant = False` is False whatever a YAML says); likewise any expression the
       project model finds True wherever it runs (`use_reentrant=self.reentrant` where every
       construction passes True, also from a config dataclass's default; `use_reentrant=not
       USE_REENTRANT` with `USE_REENTRANT = False` in a settings module);

@@ -18,7 +18,8 @@ QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", 
            "hf_checkpointing_calls")
 
 
-PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4", "projects/reexported_checkpoint")
+PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4", "projects/reexported_checkpoint",
+            "projects/hydra_reentrancy")
 
 
 @pytest.mark.parametrize("project", PROJECTS)

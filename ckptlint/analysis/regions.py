@@ -142,24 +142,25 @@ class SiteScopes(Rule):
         said for a message: the project model's values for the expression at the call (a
         constructor parameter's default with every value the project's calls pass, an
         attribute set from it) are all True, or every declaration of the option it is read
-        from (a dataclass field, an argparse default, an environment default) defaults to
-        True. None otherwise (False somewhere, or nothing known)."""
+        from (a dataclass field, an argparse default, an environment default, a YAML
+        configuration) defaults to True. None otherwise (False somewhere, or nothing
+        known). What the code itself sets decides before any declaration of the option.
+        """
         keyword = site.keywords.get("use_reentrant")
         if keyword is None or site.reentrancy is not Reentrancy.UNKNOWN:
             return None
         value = keyword.value
         code = cst.Module([]).code_for_node(value)
         name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
+        owner, values = self.values_at(site.node, value)
+        known = bool(values) and all(isinstance(v, Constant) for v in values)
+        if known and not all(v.value is True for v in values):
+            return None  # the code decides, whatever a configuration says
         declared = self.context.project.option_defaults(name) if name else ()
-        if declared:
-            if not all(option.value for _, option in declared):
-                return None
+        if declared and all(option.value for _, option in declared):
             path, option = declared[0]
             return f"`use_reentrant={code}`, whose default is True: {option.how} at {path}:{option.line}"
-        owner, values = self.values_at(site.node, value)
-        if values and all(isinstance(v, Constant) and v.value is True for v in values):
-            return f"`use_reentrant={code}`, {self._why_true(value, owner)}"
-        return None
+        return f"`use_reentrant={code}`, {self._why_true(value, owner)}" if known else None
 
     def _why_true(self, value: cst.BaseExpression, owner: str | None) -> str:
         """Where a flag the project model finds True comes from, for a message: a module

@@ -181,7 +181,8 @@ class WrappedClass:
 class OptionDefault:
     """The default of a configuration option that decides reentrancy (`use_reentrant`):
     a dataclass field (`use_reentrant: bool = True`, `field(default=True)`) or an argparse
-    argument (`add_argument("--use_reentrant", type=bool, default=True)`, `store_true`)."""
+    argument (`add_argument("--use_reentrant", type=bool, default=True)`, `store_true`), or a
+    key of a YAML configuration (`model: {use_reentrant: true}`)."""
 
     name: str  # the attribute a parsed config has: `use_reentrant`
     value: bool

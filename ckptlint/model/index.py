@@ -29,6 +29,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
+from ckptlint.discovery import CONFIGURATION_SUFFIXES
 from ckptlint.model.names import module_name
 from ckptlint.model.values import ClassRef, FunctionRef
 from ckptlint.model.library import (
@@ -160,7 +161,8 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
 
     def option_defaults(self, name: str) -> tuple[tuple[str, OptionDefault], ...]:
         """Where the project declares a configuration option `name` (`use_reentrant`) with
-        a default: (path, declaration) for every dataclass field and argparse argument."""
+        a default: (path, declaration) for every dataclass field, argparse argument, environment
+        default and YAML key."""
         return tuple(
             (path, option) for path, facts in self._files_of_kind(OPTIONS_KIND) for option in facts.options
             if option.name == name
@@ -331,8 +333,8 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
 
     @cached_property
     def module_paths(self) -> dict[str, str]:
-        """Module name -> relative path, for every file of the project."""
-        return {module_name(path): path for path in self.files}
+        """Module name -> relative path, for every Python file of the project."""
+        return {module_name(path): path for path in self.files if not path.endswith(CONFIGURATION_SUFFIXES)}
 
     def ancestors(self, name: str) -> list[str]:
         """The class and its bases defined in the project (and external bases by name)."""

@@ -3,7 +3,8 @@
 `checkpoint(f, x, use_reentrant=args.use_reentrant)` says nothing by itself; the dataclass
 (`use_reentrant: bool = True`, `field(default=True)`; also `HfArgumentParser` dataclasses) or
 the argparse argument (`add_argument("--use_reentrant", type=bool, default=True)`;
-`action="store_true"` defaults to False, `"store_false"` to True) that the value comes from
+`action="store_true"` defaults to False, `"store_false"` to True), or the YAML configuration
+a Hydra / OmegaConf project loads (`model: {use_reentrant: true}`) that the value comes from
 does. Only options whose name mentions `reentrant` are kept.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ckptlint.model.facts import OptionDefault
+from ckptlint.model.facts import FileFacts, OptionDefault
 from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 
@@ -52,6 +53,28 @@ def argparse_options(call: ast.Call) -> Iterator[OptionDefault]:
     else:
         return
     yield OptionDefault(name, value, call.lineno, f"`{long[0]}`")
+
+
+def configuration_facts(text: str, relative: str, module: str) -> FileFacts:
+    """The facts of a YAML configuration file: its boolean options whose key mentions
+    `reentrant` (`model.use_reentrant: true`), under the key's last part, the attribute a
+    loaded config has (`cfg.model.use_reentrant`). A file that cannot be read as YAML holds
+    none (its lint, if it is a recipe, says why)."""
+    if "reentrant" not in text:
+        return FileFacts(module)
+    from ckptlint.recipes.documents import RecipeSyntaxError, parse_recipe
+
+    try:
+        documents = parse_recipe(text, relative, is_json=False)
+    except RecipeSyntaxError:
+        return FileFacts(module)
+    options = tuple(
+        OptionDefault(setting.key[-1], setting.value, setting.key_span.start.row, f"`{setting.dotted}: {str(setting.value).lower()}`")
+        for document in documents
+        for setting in document.settings.values()
+        if "reentrant" in setting.key[-1] and isinstance(setting.value, bool)
+    )
+    return FileFacts(module, options=options)
 
 
 # How code reads a flag from the environment, and the strings that mean true.
