@@ -8,6 +8,7 @@ import libcst as cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.hf_models.syntax import dotted_text
+from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.values import Instance, Mapping, Sequence
@@ -51,7 +52,10 @@ class MutableStateAcrossRecompute(SiteScopes):
     passed for a `forward` parameter the region gets (`net(x, opts)`, then `opts["t"] =
     0.5`), or an attribute the checkpointed code reads (`net.blk.use_gelu = False`, where
     `forward` checkpoints `self.blk`). That finding is at the change, and names the
-    checkpoint call.
+    checkpoint call. Likewise the module put in eval mode between its forward and backward
+    (`model.eval()`, `model.train(False)`, also on a module holding it, not followed by
+    `model.train()` before backward) where its checkpointed regions run dropout or
+    BatchNorm: reported at the mode switch.
 
     The message names the mutation.
 
@@ -90,8 +94,13 @@ class MutableStateAcrossRecompute(SiteScopes):
     (reentrant), with no error or warning. A Python number read by the region
     (`t * cfg["scale"]`) is a different case: the non-reentrant implementation keeps the
     original graph's non-tensor attributes and only recomputes saved tensors, so only the
-    reentrant implementation picks the new value up there. `tests/test_closure_rules.py`
-    re-measures both.
+    reentrant implementation picks the new value up there. `model.eval()` between the
+    forward and backward of a checkpointed `Linear -> Dropout(0.3)` (or `Linear ->
+    BatchNorm1d`) region: non-reentrant raises `CheckpointError: torch.utils.checkpoint: A
+    different number of tensors was saved during the original forward and recomputation.`
+    (BatchNorm: `Recomputed values for the following tensors have different metadata than
+    during the forward pass.`); reentrant runs without error and returns the gradients of
+    the eval-mode network. `tests/test_closure_rules.py` re-measures all of these.
     """
 
     code = "CKPT031"
@@ -195,6 +204,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         after_return = isinstance(function, cst.FunctionDef) and function.name.value == "training_step"
         if not backwards and not after_return:
             return
+        self._mode_switches_before_backward(calls, backwards)
         containers = _containers(function)
         changes = _mutations(function, containers) + _attribute_changes(nodes)
         if not changes:
@@ -221,6 +231,60 @@ class MutableStateAcrossRecompute(SiteScopes):
                     if watch is not None:
                         reported.add(change.node)
                         self._report_change(change, call, reads, watch, limit)
+
+    def _mode_switches_before_backward(self, calls: list[cst.Call], backwards: list[tuple[int, int]]) -> None:
+        """A module called (`model(x)`), then put in eval mode (`model.eval()`, also on a module
+        holding it) and not back in training mode before backward: its checkpointed regions
+        that run dropout or BatchNorm recompute in another mode than their forward ran."""
+        switches = sorted(
+            ((self._start(c), c, found) for c in calls if (found := _mode_switch(c)) is not None), key=lambda s: s[0]
+        )
+        if not any(training is False for _, _, (_, training) in switches):
+            return
+        reported: set[cst.CSTNode] = set()
+        for call in calls:
+            called = dotted_text(call.func)
+            end = self.context.position(call).end
+            later = [b for b in backwards if b > (end.line, end.column)]
+            if called is None or not later or _mode_switch(call) is not None or _is_backward(call):
+                continue
+
+            def covers(receiver: str) -> bool:
+                return called == receiver or called.startswith(f"{receiver}.")
+
+            mine = [(start, node, training) for start, node, (receiver, training) in switches
+                    if (end.line, end.column) < start < later[0] and covers(receiver)]
+            if not mine or mine[-1][2] or mine[-1][1] in reported:
+                continue  # back in training mode before backward
+            switch = next(node for _, node, training in mine if not training)
+            paths = self._mode_dependent_paths(call)
+            if paths:
+                reported.add(mine[-1][1])
+                line, region, what = paths[0]
+                self.report(
+                    switch,
+                    f"`{cst.Module([]).code_for_node(switch)}` puts the module in eval mode after `{called}(...)` "
+                    f"(line {self._start(call)[0]}) and before backward (line {later[0][0]}), but the region "
+                    f"`{region}` checkpoints ({line}) runs {what}: the recomputation in backward runs it in eval "
+                    "mode, so the non-reentrant implementation raises `CheckpointError` (it saves other tensors "
+                    "than the forward did) and the reentrant one silently computes the gradients of another "
+                    "network; switch modes only after backward",
+                )
+
+    def _mode_dependent_paths(self, call: cst.Call) -> list[tuple[str, str, str]]:
+        """(file:line of the checkpoint, `Owner.forward`, what it runs) for the regions of the
+        called module that behave differently in eval mode: dropout, BatchNorm."""
+        project = self.context.project
+        _, values = self.values_at(call, call.func)
+        found = []
+        for cls in sorted({value.cls for value in values if isinstance(value, Instance)}):
+            path = project.path_of(f"{cls}.forward") or project.path_of(cls) or "?"
+            for line, region in forward_regions(project, cls):
+                for label, paths in (("dropout", region_randomness(region, project)),
+                                     ("BatchNorm", region_running_stats(region, project))):
+                    if paths:
+                        found.append((f"{path}:{line}", f"{cls.rsplit('.', 1)[-1]}.forward", f"{label} ({paths[0]})"))
+        return found
 
     def _is_container(self, call: cst.Call, arg: cst.BaseExpression, containers: set[str]) -> bool:
         """A dict, list or set: a name the function binds to one, or an attribute the
@@ -353,6 +417,56 @@ class MutableStateAcrossRecompute(SiteScopes):
                     net.scale = 0.5
             """
         ),
+        # Eval mode between forward and backward: restored before backward; another model
+        # (a teacher); a module whose regions hold neither dropout nor BatchNorm.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc, self.drop = nn.Linear(8, 8), nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return self.drop(self.fc(x))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head, self.proj = Head(), nn.Linear(8, 8)
+
+                def _project(self, x):
+                    return self.proj(x).relu()
+
+                def forward(self, x, plain=False):
+                    if plain:
+                        return checkpoint(self._project, x, use_reentrant=False)
+                    return checkpoint(self.head, x, use_reentrant=False)
+
+            class Plain(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    return checkpoint(self.proj, x, use_reentrant=False)
+
+            def train(loader, teacher):
+                model, plain = Net(), Plain()
+                for x in loader:
+                    loss = model(x).sum() + plain(x).sum()
+                    teacher.eval()
+                    plain.eval()
+                    model.eval()
+                    with torch.no_grad():
+                        shown = model(x)
+                    model.train()
+                    loss.backward()
+            """
+        ),
         # A fresh dict per call, never changed after it; a copy; a change before the call.
         Valid(
             """
@@ -468,6 +582,45 @@ class MutableStateAcrossRecompute(SiteScopes):
             column=9,
             message_contains="`net.block.use_gelu` is reassigned after `net(...)` (line 25) and before backward (line 27)",
         ),
+        # Eval mode on logging steps, between the forward and backward, restored only at the
+        # next step: the checkpointed head's dropout recomputes switched off.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc, self.drop = nn.Linear(8, 8), nn.Dropout(0.3)
+
+                def forward(self, x):
+                    return self.drop(self.fc(x))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = Head()
+
+                def forward(self, x):
+                    return checkpoint(self.head, x, use_reentrant=False)
+
+            def train(model, loader):
+                for step, x in enumerate(loader):
+                    model.train()
+                    loss = model(x).sum()
+                    if step % 10 == 0:
+                        model.eval()
+                        print(loss.item())
+                    loss.backward()
+
+            train(Net(), [])
+            """,
+            line=25,
+            column=13,
+            message_contains="`model.eval()` puts the module in eval mode after `model(...)` (line 23) and before "
+            "backward (line 27), but the region `Net.forward` checkpoints (example.py:18) runs dropout (Net.head -> Head.drop",
+        ),
         Invalid(
             """
             from torch.utils.checkpoint import checkpoint
@@ -534,6 +687,25 @@ def _walk_statements(node: cst.CSTNode):
 
 def _names_checkpoint(text: str) -> bool:
     return all(word in text for word in _SITE_REQUIRES) and any(word in text for word in _SITE_TRIGGERS)
+
+
+def _mode_switch(call: cst.Call) -> tuple[str, bool] | None:
+    """(receiver, training) for `net.eval()`, `net.train()`, `net.train(False)`, `net.train(mode=...)`
+    with a literal; None for anything else."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
+        return None
+    receiver = dotted_text(func.value)
+    if receiver is None:
+        return None
+    if func.attr.value == "eval":
+        return (receiver, False) if not call.args else None
+    if not call.args:
+        return receiver, True
+    value = call.args[0].value
+    if len(call.args) == 1 and isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return receiver, value.value == "True"
+    return None
 
 
 def _is_backward(call: cst.Call) -> bool:

@@ -120,6 +120,37 @@ def test_a_dict_changed_after_the_call_changes_the_recomputation(reentrant):
     assert x.grad.tolist() == ([3.0] * 3 if reentrant else [2.0] * 3)
 
 
+@pytest.mark.parametrize("layer", ["dropout", "batchnorm"])
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_eval_mode_between_forward_and_backward(reentrant, layer):
+    """CKPT031's evidence for `model.eval()` before backward: the recomputation runs the
+    region in eval mode; non-reentrant raises, reentrant returns the eval network's gradients."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    from torch.utils.checkpoint import CheckpointError, checkpoint
+
+    torch.manual_seed(0)
+    norm = torch.nn.Dropout(0.3) if layer == "dropout" else torch.nn.BatchNorm1d(8)
+    head = torch.nn.Sequential(torch.nn.Linear(8, 8), norm)
+    x0 = torch.randn(4, 8)
+    reference = x0.clone().requires_grad_()
+    torch.manual_seed(1)
+    head(reference).pow(2).sum().backward()
+    x = x0.clone().requires_grad_()
+    torch.manual_seed(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = checkpoint(head, x, use_reentrant=reentrant).pow(2).sum()
+        head.eval()
+        if not reentrant:
+            with pytest.raises(CheckpointError):
+                y.backward()
+            return
+        y.backward()
+    assert float((x.grad - reference.grad).abs().max()) > 1e-2
+
+
 def test_late_binding_through_a_wrapper_defined_in_another_module(cli, make_project):
     from conftest import json_findings
 

@@ -19,7 +19,8 @@ from ckptlint.model.library import (
     TRANSFORMERS_RANDOM_LAYERS,
     torchvision_holds,
 )
-from ckptlint.model.names import is_test_path
+from ckptlint.model.names import is_test_path, module_name
+from ckptlint.model.recompute_reads import forward_checkpoint_calls
 from ckptlint.model.openmmlab import conv_module_norms
 from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
 
@@ -48,6 +49,33 @@ def wrapped_class_region(project: ProjectIndex, class_name: str) -> Region | Non
     if class_name in RANDOM_MODULES or class_name in NORMS_WITH_RUNNING_STATS:
         return Region(class_name, None, frozenset({Instance(class_name)}))
     return None
+
+
+def forward_regions(project: ProjectIndex, class_name: str) -> list[tuple[int, Region]]:
+    """The regions a module class's `forward` checkpoints, seen from code that calls the
+    module (no syntax tree of its file): (checkpoint line, region) for each checkpoint call
+    whose callable the model follows: a submodule (`self.head`, each of `self.blocks`), a
+    method, a function nested in the method."""
+    denotation = project.denotation
+    instance = denotation.instance(class_name)
+    short = instance.short_name
+    found = []
+    for owner, method_name, call in forward_checkpoint_calls(project, class_name):
+        written = call.callable.removesuffix("[*]")
+        if written.startswith("self.") and written.count(".") == 1:
+            expr, label = ("attr", ("name", "self"), written[5:]), f"{short}.{written[5:]}"
+        elif written and "." not in written:
+            expr, label = ("name", written), None
+        else:
+            continue
+        path = project.path_of(f"{owner}.{method_name}")
+        if path is None:
+            continue
+        frame = denotation.frame_of(f"{owner}.{method_name}", module_name(path), instance)
+        runs = denotation.runs(denotation.evaluate(expr, frame))
+        if runs:
+            found.append((call.line, Region(class_name, label, runs)))
+    return found
 
 
 def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:

@@ -74,6 +74,19 @@ def recompute_reads(index: ProjectIndex, class_name: str) -> RecomputeReads | No
     )
 
 
+def forward_checkpoint_calls(index: ProjectIndex, class_name: str) -> list[tuple[str, str, CheckpointCall]]:
+    """(class defining the method, method name, call) for each checkpoint call `class_name`'s
+    `forward` runs: its own, those of the methods it calls and of functions nested in them."""
+    found = _method(index, class_name, "forward")
+    if found is None:
+        return []
+    calls = []
+    for method_name, call in _checkpoint_calls(index, class_name, found[1]):
+        holder = _method(index, class_name, method_name)
+        calls.append((holder[0] if holder is not None else class_name, method_name, call))
+    return calls
+
+
 def _method(index: ProjectIndex, class_name: str, method: str) -> tuple[str, MethodFacts] | None:
     """The method as the class runs it: its own, or the first base's that defines it."""
     for owner in index.ancestors(class_name):
