@@ -47,7 +47,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     test, nor the package from a test that shards; a top-level training script that shards,
     and that no other top-level file imports, counts for itself, what it imports and the
     project's modules, not for the project's other top-level training scripts, which run on
-    their own), finds checkpointing that runs the *reentrant* implementation:
+    their own; a package function that shards, `wrap_with_fsdp(model)`, counts where it is
+    called: for the package and for the scripts that call it, not for the training scripts
+    that never do), finds checkpointing that runs the *reentrant* implementation:
 
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
       the argument (torch's default is reentrant), or with `use_reentrant=args.<option>`
@@ -123,7 +125,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     Not reported: `checkpoint_wrapper` without `checkpoint_impl` (its default is
     non-reentrant), values only known at runtime (a variable, `**kwargs`, a config field),
     projects without torch FSDP (DeepSpeed ZeRO, fairscale and DataParallel are not torch
-    FSDP). The `fsdp` setting (`auto`/`yes`/`no`) overrides the detection. Reported instead of
+    FSDP), a checkpointed project function of tensors alone (the entropy of the logits
+    after the sharded model's forward: it runs no module and reads no parameter, so no FSDP
+    hook runs in its recomputation; CKPT001 still applies). The `fsdp` setting (`auto`/`yes`/`no`) overrides the detection. Reported instead of
     CKPT001 at the same call; CKPT004 is reported instead of this rule for a
     `TrainingArguments` that also sets `fsdp="full_shard"`.
 
@@ -195,8 +199,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     # --- torch checkpoint sites ---------------------------------------------------------
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        if self.fsdp is None:
-            return
+        if self.fsdp is None or self.recomputes_tensors_only(site):
+            return  # a function of tensors alone: no FSDP unit or parameter in its recomputation
         if reports_explicit_reentrant(site):
             how, call = "`use_reentrant=True`", site.keywords["use_reentrant"].call
         elif reports_implicit_reentrant(site, self.context.sites):
@@ -311,6 +315,26 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         )
 
     valid = [
+        # A function of the logits alone, checkpointed after the sharded model's forward: no
+        # FSDP unit and no parameter in its recomputation (CKPT001's, not this rule's).
+        Valid(
+            """
+            import torch
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            def entropy_from_logits(logits):
+                probabilities = torch.softmax(logits, dim=-1)
+                return torch.logsumexp(logits, dim=-1) - (probabilities * logits).sum(-1)
+
+            def forward_micro_batch(module, batch):
+                logits = module(**batch).logits
+                return logits, checkpoint(entropy_from_logits, logits)
+
+            def build(module, policy):
+                return FSDP(module, auto_wrap_policy=policy)
+            """
+        ),
         # The option defaults to False (`store_true`), or its declarations disagree.
         Valid(
             """

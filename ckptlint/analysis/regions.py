@@ -29,7 +29,7 @@ from ckptlint.analysis.cst_code import expression
 from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
-from ckptlint.model.values import Arguments, ClassRef, Constant, Instance, Sequence
+from ckptlint.model.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import (
     APPLY_ACTIVATION_CHECKPOINTING,
@@ -136,6 +136,24 @@ class SiteScopes(Rule):
         owner = self._owner(scopes)
         frame = replace(self._frame(scopes, owner, assume), before=self.context.position(call).start.line + 1)
         return owner, self.context.project.denotation.evaluate(expression(expr), frame)
+
+    def recomputes_tensors_only(self, site: CheckpointSite) -> bool:
+        """Whether the site checkpoints a project function of its tensor inputs alone (the
+        entropy of logits after the model's forward): no module is handed to it, and neither
+        it nor the project functions it calls run a module or a callable they are given, so
+        no FSDP hook runs in its recomputation and no parameter is read there."""
+        if site.function is None:
+            return False
+        denotation = self.context.project.denotation
+        _, values = self.values_at(site.node, site.function)
+        if not values or not all(isinstance(v, FunctionRef) and _plain_function(v) for v in values):
+            return False
+        for arg in site.positional:
+            if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                _, passed = self.values_at(site.node, arg.value)
+                if any(isinstance(v, (Instance, FunctionRef, Sequence)) for v in passed):
+                    return False
+        return all(_runs_no_module(denotation, v, 0) for v in values)
 
     def configured_reentrant(self, site: CheckpointSite) -> str | None:
         """Where `use_reentrant=<expression>` at a site is True unless the run overrides it,
@@ -447,3 +465,30 @@ def _as_instances(values: frozenset, call: cst.Call) -> frozenset:
     return frozenset(
         Instance(value.name, value.bound, generic=True) if isinstance(value, ClassRef) else value for value in values
     )
+
+
+# How deep `recomputes_tensors_only` follows the project functions a region calls.
+_TENSOR_FUNCTION_DEPTH = 3
+
+
+def _plain_function(function: FunctionRef) -> bool:
+    """A function with nothing bound: no `self`, no partial's arguments."""
+    return (function.frame is None or function.frame.self_instance is None) and not function.bound and not function.positional
+
+
+def _runs_no_module(denotation, function: FunctionRef, depth: int) -> bool:
+    """A project function that calls no module, no class, and nothing it is handed."""
+    summary = denotation.summary(function.name)
+    if summary is None or depth > _TENSOR_FUNCTION_DEPTH or summary.self_name is not None:
+        return False
+    parameters = {p.name for p in summary.parameters}
+    frame = denotation.frame_for(function, summary)
+    for callee, line in summary.calls:
+        if callee[0] == "name" and callee[1] in parameters:
+            return False
+        for value in denotation.evaluate(callee, replace(frame, before=line + 1)):
+            if isinstance(value, (Instance, ClassRef)):
+                return False
+            if isinstance(value, FunctionRef) and not (_plain_function(value) and _runs_no_module(denotation, value, depth + 1)):
+                return False
+    return True

@@ -50,16 +50,17 @@ class FsdpQueries:
             return tuple(use for use in self.fsdp_uses if use.path == relative_path)
         return tuple(
             use for use in self.fsdp_uses
-            if not is_test_path(use.path) and relative_path in self._reached_by_script(use.path)
+            if not is_test_path(use.path) and relative_path in self._reached_by(use)
         )
 
-    def _reached_by_script(self, path: str):
-        """The files an FSDP use in `path` can apply to (`ckptlint.model.scripts`)."""
-        cached = self._reach_cache.get(path)
+    def _reached_by(self, use: FsdpUse):
+        """The files an FSDP use can apply to (`ckptlint.model.scripts`)."""
+        key = (use.path, use.line)
+        cached = self._reach_cache.get(key)
         if cached is None:
             from ckptlint.model.scripts import reached_by
 
-            cached = self._reach_cache[path] = reached_by(self, path)
+            cached = self._reach_cache[key] = reached_by(self, use.path, use.line)
         return cached
 
     @cached_property

@@ -6,8 +6,11 @@ level (`pretrain_fsdp.py` beside `sft.py`), or a folder of examples or scripts
 bare names). A training script that no other script imports applies its FSDP use to itself,
 to what it imports and to the project's package modules (whose models it may be handed), not
 to the project's other training scripts (they train with `backward()` or a trainer), which
-run on their own. Any other file's use (a package's sharding helper, called from anywhere)
-applies everywhere.
+run on their own. A package function that shards (`wrap_with_fsdp(model)` in a
+`training_utils` module) does so where it is called: its use applies to the package and to
+the scripts that call it (through other package functions too) and what they import, not to
+the training scripts that never call it. Any other use (a package module's top-level code, a
+helper the package hands around as a value) applies everywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import EventKind
+from ckptlint.model.names import is_test_path
+from ckptlint.model.summary import MODULE_LEVEL
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -33,12 +38,64 @@ class EverythingBut:
 EVERY_FILE = EverythingBut()
 
 
-def reached_by(index: ProjectIndex, path: str) -> EverythingBut:
-    """The files an FSDP use in `path` can apply to."""
+def reached_by(index: ProjectIndex, path: str, line: int = 0) -> EverythingBut:
+    """The files an FSDP use at `path:line` can apply to."""
+    if path not in index.files:
+        return EVERY_FILE
     scripts = [other for other in index.files if _is_script(index, other)]
     imported = {target for script in scripts for target in _imports(index, script) if target != script}
-    if path not in index.files or path not in scripts or path in imported:
+    if path in scripts and path not in imported:
+        return _script_reach(index, path, scripts, imported)
+    callers = _calling_scripts(index, path, line, set(scripts))
+    if callers is None:
         return EVERY_FILE
+    excluded: frozenset[str] | None = None
+    for caller in sorted(callers):
+        reach = _script_reach(index, caller, scripts, imported) if caller not in imported else EVERY_FILE
+        excluded = reach.excluded if excluded is None else excluded & reach.excluded
+    if excluded is None:  # called by no script: none of the training scripts shards through it
+        excluded = frozenset(other for other in scripts if other not in imported and _trains(index, other))
+    return EverythingBut(excluded)
+
+
+# How far calls are followed back from a sharding helper to the scripts that call it.
+_CALLER_DEPTH = 4
+
+
+def _calling_scripts(index: ProjectIndex, path: str, line: int, scripts: set[str]) -> set[str] | None:
+    """The scripts that call the package function holding the FSDP use at `path:line`,
+    directly or through other package functions; None when the use is not in such a function,
+    or when a function on the way is handed around as a value or called by nothing (an API
+    the package offers: its callers are not known)."""
+    facts = index.files[path]
+    holders = [s.name for s in facts.summaries if not s.name.endswith(MODULE_LEVEL) and any(l == line for _, l in s.calls)]
+    if len(holders) != 1:
+        return None
+    found: set[str] = set()
+    seen, pending = set(holders), [(holders[0], facts.module, 0)]
+    while pending:
+        function, module, depth = pending.pop()
+        if depth > _CALLER_DEPTH or index.call_sites.named_as_value(function, module):
+            return None
+        calls = [(p, caller) for p, caller, _, _ in index.call_sites.calls_of(function, module) if caller.name != function]
+        if not calls:
+            return None
+        for caller_path, caller in calls:
+            if is_test_path(caller_path):
+                continue  # a test sharding through it is no sign the package's scripts do
+            if caller_path in scripts:
+                found.add(caller_path)
+            elif not caller.name.endswith(MODULE_LEVEL) and caller.name not in seen:
+                seen.add(caller.name)
+                pending.append((caller.name, index.files[caller_path].module, depth + 1))
+            elif caller.name.endswith(MODULE_LEVEL):
+                return None  # a package module shards at import
+    return found
+
+
+def _script_reach(index: ProjectIndex, path: str, scripts: list[str], imported: set[str]) -> EverythingBut:
+    """What an entry script's FSDP use applies to: all but the training scripts it does not
+    reach through its imports."""
     reached, pending = {path}, [path]
     while pending:
         current = pending.pop()

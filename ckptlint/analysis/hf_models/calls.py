@@ -516,10 +516,10 @@ class Calls:
     ) -> None:
         self.order += 1
         function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
-        part.model.steps.append(
-            ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
-                      function=function, known=frame.known)
-        )
+        step = ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
+                         function=function, known=frame.known)
+        for model in part.model.sharing_steps():
+            model.steps.append(step)
 
 
 def call_arguments(call: cst.Call, frame: Scope) -> tuple[tuple[str | int, bool | None], ...]:

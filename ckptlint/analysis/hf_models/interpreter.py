@@ -340,11 +340,15 @@ class Interpreter(Calls):
             self._eval(statement.test, frame)
             taken, not_taken = condition_literals(statement.test, True), condition_literals(statement.test, False)
             truth = literal_truth(statement.test, frame.known)  # `if False:`, `if not debug:`
+            before = _bindings(frame)
+            first: dict = {}
             if truth is not False and not contradicts(frame.known, taken):
                 self._run_branch(statement.body, frame, (id(statement), 0), taken)
+                first = _bindings(frame)
             if statement.orelse is not None and truth is not True and not contradicts(frame.known, not_taken):
                 orelse = statement.orelse
                 self._run_branch(orelse if isinstance(orelse, cst.If) else orelse.body, frame, (id(statement), 1), not_taken)
+                _merge_branch_models(before, first, _bindings(frame))
         elif isinstance(statement, (cst.For, cst.While)):
             if isinstance(statement, cst.For):
                 iterated = self._eval(statement.iter, frame)
@@ -582,3 +586,24 @@ def imported_kwargs_dict(values: frozenset) -> DictValue | None:
         elements.append(cst.DictElement(cst.SimpleString(repr(key)), value))
     expression = cst.Dict(elements)
     return DictValue(expression, dict_keys(expression))
+
+
+def _bindings(frame: Scope) -> dict:
+    """The model objects the frame's names (and `self.*`) hold now."""
+    found = {("local", name): value for name, value in frame.locals.items() if isinstance(value, ModelPart) and not value.path}
+    if frame.shared is not None:
+        found.update(
+            (("self", name), value) for name, value in frame.shared.items() if isinstance(value, ModelPart) and not value.path
+        )
+    return found
+
+
+def _merge_branch_models(before: dict, first: dict, last: dict) -> None:
+    """After `if ...: model = A(...)` / `else: model = B(...)`, the name holds either object:
+    what the code after the `if` does to it (`model.config.use_cache = False`) happens to
+    both. The interpreter keeps the last branch's object bound and lets it pass its steps on
+    to the first's (`ModelObject.merged`)."""
+    for key, value in last.items():
+        other = first.get(key)
+        if other is not None and other.model is not value.model and before.get(key) is not other:
+            value.model.merged.append(other.model)

@@ -35,6 +35,18 @@ class ModelObject:
         self.steps: list[ModelStep] = []
         self.origin: object = None  # ReturnedModel: returned by a project function of another module
         self.remote_code = False  # loaded with `trust_remote_code=True`: the Hub's code is the model
+        # Objects another branch of an `if` bound to the same name: they get this one's later steps.
+        self.merged: list[ModelObject] = []
+
+    def sharing_steps(self) -> list[ModelObject]:
+        """This object and those its steps also happen to (`merged`, transitively)."""
+        found, pending = [self], list(self.merged)
+        while pending:
+            current = pending.pop()
+            if all(current is not seen for seen in found):
+                found.append(current)
+                pending.extend(current.merged)
+        return found
 
 
 @dataclass(frozen=True)
