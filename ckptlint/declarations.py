@@ -403,7 +403,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
     """Requirement files at the root (requirements.txt, requirements*.txt, requirements/*.txt)
     and further down, each group in reading order."""
-    from ckptlint.config import ROOT_MARKERS
+    from ckptlint.config import is_project_root
 
     at_root: list[Path] = []
     nested: list[Path] = []
@@ -423,7 +423,7 @@ def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
                 if name.startswith(".") or name in SKIPPED_DIRECTORIES or depth >= NESTED_DEPTH:
                     continue
                 child = Path(entry.path)
-                if any((child / marker).exists() for marker in ROOT_MARKERS):
+                if is_project_root(child):
                     continue  # a nested project declares its own versions
                 walk(child, depth + 1, in_requirements_dir or name.lower().startswith("requirements"))
             elif name.endswith(".txt") and (in_requirements_dir or name.lower().startswith("requirements")):

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, save_cache_file
-from ckptlint.config import ROOT_MARKERS, Settings
+from ckptlint.config import Settings, is_project_root, marks_project_root
 from ckptlint.discovery import (
     CONFIGURATION_INCLUDE,
     CONFIGURATION_SUFFIXES,
@@ -48,8 +48,8 @@ def _has_marker(directory: str | Path, listings: Mapping[str, frozenset[str]] | 
     """Whether the directory holds a project marker; from its listing when the walk made one."""
     names = listings.get(os.fspath(directory)) if listings else None
     if names is not None:
-        return any(marker in names for marker in ROOT_MARKERS)
-    return any(os.path.exists(os.path.join(directory, marker)) for marker in ROOT_MARKERS)
+        return marks_project_root(names)
+    return is_project_root(directory)
 
 
 class Projects:

@@ -18,8 +18,12 @@ from pathlib import Path
 
 from ckptlint import __version__
 from ckptlint.cache import save_cache_file
-from ckptlint.config import ROOT_MARKERS
+from ckptlint.config import ROOT_DECIDING_NAMES
 from ckptlint.discovery import RACY_WINDOW_NS, Discovered, discover, stat_key
+
+
+# What a remembered walk holds: 2 keeps `__init__.py` in the listings (`marks_project_root`).
+_FORMAT = 2
 
 
 def discover_remembered(
@@ -30,7 +34,7 @@ def discover_remembered(
     if cache_directory is None:
         return discover(paths, **options)
     started = time.time_ns()
-    arguments = json.dumps([os.getcwd(), list(paths), options], default=os.fspath, sort_keys=True)
+    arguments = json.dumps([_FORMAT, os.getcwd(), list(paths), options], default=os.fspath, sort_keys=True)
     name = hashlib.blake2b(f"{options.get('project_root')}\0{purpose}".encode(), digest_size=8).hexdigest()
     path = cache_directory / __version__ / f"walk-{name}.json"
     remembered = _load(path, arguments)
@@ -47,7 +51,7 @@ def discover_remembered(
                 "paths": found.paths,
                 "absolute": found.absolute,
                 # Only what project roots are told by (see `ckptlint.indexing`).
-                "markers": {d: sorted(n for n in names if n in ROOT_MARKERS) for d, names in found.listings.items()},
+                "markers": {d: sorted(n for n in names if n in ROOT_DECIDING_NAMES) for d, names in found.listings.items()},
                 "depends_on": found.depends_on,
             },
         )

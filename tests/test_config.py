@@ -862,3 +862,23 @@ def test_show_settings_origins_from_the_command_line(cli, make_project, tmp_path
     assert shown[3] == "  from:            command line"
     assert shown[shown.index("include:           *.py") + 1] == f"  from:            {config}"
     assert shown[shown.index("respect-gitignore: false") + 1] == f"  from:            {config}"
+
+
+def test_a_package_module_named_setup_is_no_project_root(tmp_path):
+    """`trainer/setup.py` beside `trainer/__init__.py` builds the accelerator; it does not
+    make `trainer/` a project of its own (its files keep the real root's versions and FSDP)."""
+    from ckptlint.config import find_project_root, is_project_root
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'trainer'\n")
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "setup.py").write_text("def make_accelerator():\n    pass\n")
+    (package / "loop.py").write_text("")
+    assert not is_project_root(package)
+    assert find_project_root(package / "loop.py") == tmp_path.resolve()
+    # A `setup.py` of a directory that is no package is a project (a monorepo's library).
+    library = tmp_path / "libs" / "kernels"
+    library.mkdir(parents=True)
+    (library / "setup.py").write_text("from setuptools import setup\nsetup(name='kernels')\n")
+    assert is_project_root(library)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckptlint.config import CONFIG_FILES, ROOT_MARKERS, ConfigError, Overrides, Settings, resolve_settings
+from ckptlint.config import CONFIG_FILES, ROOT_MARKERS, ConfigError, Overrides, Settings, is_project_root, resolve_settings
 from ckptlint.discovery import relative_to_root
 from ckptlint.engine import analysis_stopped, fix_text, lint_text, unknown_noqa_codes
 from ckptlint.indexing import build_index
@@ -63,7 +63,7 @@ class EditorProjects:
         above the file) is not walked: it could be a home directory."""
         root = settings.project_root
         if root not in self._indexes:
-            is_project = any((root / marker).exists() for marker in ROOT_MARKERS)
+            is_project = is_project_root(root)
             if is_project and project_rule_codes() & settings.enabled_codes:
                 self._indexes[root] = (build_index(root, settings, limits=self.limits), settings)
             else:
