@@ -138,9 +138,10 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
             found = self._qualified[expr] = self._scopes.qualified_names(expr)
         return found
 
-    def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
+    def assigned_values(self, name: cst.Name, imports: bool = True) -> list[cst.BaseExpression]:
         """Values of the assignments that may bind `name` where it is read; empty when any
-        binding is not a plain assignment (import, def, loop target, parameter...)."""
+        binding is not a plain assignment (import, def, loop target, parameter...).
+        `imports=False`: the imports binding it are passed over (only its assignments)."""
         nodes = self._scopes.binding_nodes(name)
         if nodes is None:
             return []
@@ -148,20 +149,24 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
         for node in nodes:
             value = self._assigned_value.get(node)
             if value is None:
+                if not imports and isinstance(node, (cst.Import, cst.ImportFrom, cst.ImportAlias)):
+                    continue
                 return []
             values.append(value)
         return values
 
     def checkpoint_sites(
-        self, project_alias=lambda name: None, alias_keywords=lambda name: None
+        self, project_alias=lambda name: None, alias_keywords=lambda name: None, returned_alias=lambda name: None
     ) -> tuple[list[CheckpointSite], list[CheckpointSite]]:
         """The file's checkpoint sites, and its possible ones: calls of a name bound to
         torch's checkpoint by one import and to something else by another
         (`CallableResolver.possible_site_for_call`). `project_alias`: the torch function a
         qualified name of another project module stands for; `alias_keywords`: its
-        absolute name and the flags it binds, when it is a partial."""
+        absolute name and the flags it binds, when it is a partial; `returned_alias`: the
+        torch function (and other libraries' functions) a project getter's call returns."""
         resolver = CallableResolver(
-            self.qualified_names, self.assigned_values, self.self_attribute_values, project_alias, alias_keywords
+            self.qualified_names, self.assigned_values, self.self_attribute_values, project_alias, alias_keywords,
+            returned_alias,
         )
         sites, possible = [], []
         for call, self_class in self.calls:
@@ -256,8 +261,9 @@ def _project_aliases(project: ProjectIndex, relative_path: str):
     this file."""
     aliases = project.checkpoint_aliases
     if not aliases:
-        return (lambda name: None), (lambda name: None)
+        return (lambda name: None), (lambda name: None), (lambda name: None)
     keywords = project.checkpoint_alias_keywords
+    alternatives = project.checkpoint_alias_alternatives
     module = module_name(relative_path)
     is_package = relative_path.endswith("__init__.py")
 
@@ -269,4 +275,11 @@ def _project_aliases(project: ProjectIndex, relative_path: str):
         name = absolute(qualified)
         return (name, keywords[name]) if name in keywords else None
 
-    return (lambda qualified: aliases.get(absolute(qualified))), bound
+    def returned(qualified) -> tuple[str, tuple[str, ...]] | None:
+        """A getter's call: what it returns (`get_checkpoint_fn()`, also one of this file)."""
+        for name in (f"{absolute(qualified)}()", f"{module}.{qualified.name}()"):
+            if name in aliases:
+                return aliases[name], alternatives.get(name, ())
+        return None
+
+    return (lambda qualified: aliases.get(absolute(qualified))), bound, returned

@@ -17,7 +17,11 @@ class CheckpointImplicitReentrant(Rule):
     ## What it does
     Finds calls to `torch.utils.checkpoint.checkpoint` and `checkpoint_sequential` (through
     any import alias, module alias, assigned name or `functools.partial`) that do not pass
-    `use_reentrant`.
+    `use_reentrant`. Also through a project getter (`checkpoint = get_checkpoint_fn()`,
+    defined in any module, returning torch's function; one that returns DeepSpeed's where it
+    is configured is reported as a call that may be DeepSpeed's, without a fix), and through
+    an import guarded for old torch (`except ImportError: checkpoint = None`: `None` cannot
+    be called, so where the call runs the name is torch's).
 
     ## Why is this bad?
     Without the argument torch silently falls back to the *reentrant* implementation, which
@@ -248,6 +252,34 @@ class CheckpointImplicitReentrant(Rule):
         ),
     ]
     invalid = [
+        # The import guarded for very old torch, `None` otherwise: where the call runs, the
+        # name is torch's checkpoint.
+        Invalid(
+            """
+            try:
+                from torch.utils.checkpoint import checkpoint as grad_ckpt
+            except ImportError:
+                grad_ckpt = None
+
+            def maybe_checkpoint(module, x, enabled):
+                if enabled and grad_ckpt is not None:
+                    return grad_ckpt(module, x)
+                return module(x)
+            """,
+            line=8,
+            column=16,
+            expected_fix="""
+            try:
+                from torch.utils.checkpoint import checkpoint as grad_ckpt
+            except ImportError:
+                grad_ckpt = None
+
+            def maybe_checkpoint(module, x, enabled):
+                if enabled and grad_ckpt is not None:
+                    return grad_ckpt(module, x, use_reentrant=False)
+                return module(x)
+            """,
+        ),
         # Bound to DeepSpeed's on one branch and torch's on the other: reported, without a fix.
         Invalid(
             """

@@ -177,6 +177,7 @@ class CallableResolver:
         self_attribute_values: Mapping[tuple[cst.ClassDef, str], Sequence[cst.BaseExpression]],
         project_alias: Callable[[QualifiedName], str | None] = lambda name: None,
         alias_keywords: Callable[[QualifiedName], tuple[str, tuple[tuple[str, object], ...]] | None] = lambda name: None,
+        returned_alias: Callable[[QualifiedName], tuple[str, tuple[str, ...]] | None] = lambda name: None,
     ) -> None:
         self._qualified_names = qualified_names
         self._assigned_values = assigned_values
@@ -186,6 +187,9 @@ class CallableResolver:
         self._project_alias = project_alias
         # A partial of another module: its absolute name and the literal flags it binds.
         self._alias_keywords = alias_keywords
+        # A project getter's call (`get_checkpoint_fn()`): the torch function it returns, and
+        # the other libraries' functions it may return instead.
+        self._returned_alias = returned_alias
 
     def resolve(
         self, expr: cst.BaseExpression, enclosing_class: cst.ClassDef | None, depth: int = 0
@@ -203,7 +207,12 @@ class CallableResolver:
                     return ResolvedCallable(apis.pop(), {}, (), (), frozenset())
                 keywords = {name: KeywordValue(name, _literal(value), None) for name, value in partial[1]}
                 return ResolvedCallable(apis.pop(), keywords, (), (), frozenset(), imported_partial=partial[0])
+            if self._torch_or_none(expr, names, apis):
+                return ResolvedCallable((apis - {None}).pop(), {}, (), (), frozenset())
         if isinstance(expr, cst.Call):
+            returned = self.getter_result(expr)
+            if returned is not None:
+                return ResolvedCallable(API_BY_QUALIFIED_NAME[returned[0]], {}, (), (), frozenset()) if not returned[1] else None
             return self._resolve_partial(expr, enclosing_class, depth)
         if isinstance(expr, cst.Name):
             return self._resolve_single(self._assigned_values(expr), enclosing_class, depth)
@@ -216,6 +225,31 @@ class CallableResolver:
             values = self._self_attribute_values.get((enclosing_class, expr.attr.value), ())
             return self._resolve_single(values, enclosing_class, depth)
         return None
+
+    def getter_result(self, call: cst.Call) -> tuple[str, tuple[str, ...]] | None:
+        """What a call of a project getter without arguments returns: (torch function,
+        other libraries' functions it may return instead)."""
+        if call.args:
+            return None
+        for name in self._qualified_names(call.func):
+            returned = self._returned_alias(name)
+            if returned is not None and returned[0] in API_BY_QUALIFIED_NAME:
+                return returned
+        return None
+
+    def _torch_or_none(self, expr: cst.BaseExpression, names, apis) -> bool:
+        """`try: from torch.utils.checkpoint import checkpoint` / `except ImportError:
+        checkpoint = None`: None cannot be called, so where a call of the name runs, the name
+        is torch's. Every other binding of the name must be such a `None` assignment."""
+        if not isinstance(expr, cst.Name) or len(apis - {None}) != 1 or None not in apis:
+            return False
+        others = [q for q in names if API_BY_QUALIFIED_NAME.get(q.name) is None]
+        assigned = self._assigned_values(expr, imports=False)
+        return (
+            all(q.name == expr.value for q in others)
+            and bool(assigned)
+            and all(isinstance(value, cst.Name) and value.value == "None" for value in assigned)
+        )
 
     def _resolve_single(
         self, values: Sequence[cst.BaseExpression] | None, enclosing_class, depth: int
@@ -265,6 +299,13 @@ class CallableResolver:
         where torch's is the one bound, with the other bindings as its `alternatives`."""
         func = call.func
         written = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        if isinstance(func, cst.Name):
+            values = self._assigned_values(func)
+            returned = self.getter_result(values[0]) if len(values) == 1 and isinstance(values[0], cst.Call) else None
+            if returned is not None and returned[1]:  # `checkpoint = get_checkpoint_fn()`: DeepSpeed's or torch's
+                keywords, positional, has_splat = _split_arguments(call, call.args, self._splatted_dict(enclosing_class))
+                resolved = ResolvedCallable(API_BY_QUALIFIED_NAME[returned[0]], {}, (), (), frozenset())
+                return replace(_site(call, SiteKind.CALL, resolved, keywords, positional, has_splat), alternatives=returned[1])
         if written not in _API_SHORT_NAMES:  # the common case, decided without a name lookup
             return None
         names = {q.name for q in self._qualified_names(func)}

@@ -5,6 +5,11 @@
     utils/__init__.py:   from .ckpt import checkpoint, recompute
     model.py:            from .utils import checkpoint      # a checkpoint site all the same
 
+A function that returns torch's checkpoint (openfold's `get_checkpoint_fn()`) counts as
+well, under its name followed by `()`: `checkpoint = get_checkpoint_fn()` then
+`checkpoint(block, x)` is a site. One that returns DeepSpeed's where DeepSpeed is configured
+and torch's otherwise is a *possible* site (`checkpoint_alias_alternatives`).
+
 `checkpoint_aliases` maps such project names to the torch function; the site resolution
 (`ckptlint.analysis.checkpoint_sites.CallableResolver`) and the gate of the site rules ask it.
 A module-level partial that chooses the flag counts too, with the keywords it binds
@@ -32,13 +37,15 @@ _BOUND_FLAG = "use_reentrant"
 
 def checkpoint_aliases(
     importing: Iterable[tuple[str, FileFacts]], reexporting: Callable[[], Iterable[tuple[str, FileFacts]]]
-) -> tuple[dict[str, str], dict[str, tuple[tuple[str, object], ...]]]:
+) -> tuple[dict[str, str], dict[str, tuple[tuple[str, object], ...]], dict[str, tuple[str, ...]]]:
     """Absolute project name -> torch function, from the files importing a torch checkpoint
     function (`importing`) and the package `__init__` files re-exporting names
     (`reexporting`, two levels). A name its module also defines, or assigns otherwise, is
-    none. Also the keywords the partials among them bind (name -> ((keyword, value), ...))."""
+    none. Also the keywords the partials among them bind (name -> ((keyword, value), ...)),
+    and the other libraries' functions a getter may return instead (name -> names)."""
     found: dict[str, str] = {}
     bound: dict[str, tuple[tuple[str, object], ...]] = {}
+    alternatives: dict[str, tuple[str, ...]] = {}  # a getter's other libraries' functions
     for _, facts in importing:
         names = dict(facts.names)
         top = next((s for s in facts.summaries if s.name == f"{facts.module}.{MODULE_LEVEL}"), None)
@@ -58,14 +65,53 @@ def checkpoint_aliases(
                 found[f"{facts.module}.{local}"] = target
             elif len(values) == 1 and (partial := _flag_partial(values[0], names)) is not None:
                 found[f"{facts.module}.{local}"], bound[f"{facts.module}.{local}"] = partial
+        for summary in facts.summaries:
+            returned = returned_checkpoint_function(summary, names)
+            if returned is not None:
+                found[f"{summary.name}()"] = returned[0]
+                if returned[1]:
+                    alternatives[f"{summary.name}()"] = returned[1]
     for _ in range(2):
         for _, facts in reexporting() if found else ():
             for local, absolute in facts.names:
-                if absolute in found:
-                    found.setdefault(f"{facts.module}.{local}", found[absolute])
-                    if absolute in bound:
-                        bound.setdefault(f"{facts.module}.{local}", bound[absolute])
-    return found, bound
+                for suffix in ("", "()"):
+                    if f"{absolute}{suffix}" in found:
+                        name = f"{facts.module}.{local}{suffix}"
+                        found.setdefault(name, found[f"{absolute}{suffix}"])
+                        for table in (bound, alternatives):
+                            if f"{absolute}{suffix}" in table:
+                                table.setdefault(name, table[f"{absolute}{suffix}"])
+    return found, bound, alternatives
+
+
+# Where a getter may return another library's checkpoint instead of torch's.
+_OTHER_CHECKPOINTS = ("deepspeed.",)
+
+
+def returned_checkpoint_function(summary, names: dict[str, str]) -> tuple[str, tuple[str, ...]] | None:
+    """(torch function, other libraries' functions it may return instead) for a function
+    without parameters that returns torch's checkpoint, directly or through a local name
+    (`checkpoint = deepspeed.checkpointing.checkpoint if ... else torch.utils.checkpoint.checkpoint`);
+    None for anything else."""
+    if summary.name.endswith(MODULE_LEVEL) or summary.parameters or not summary.returns:
+        return None
+    local: dict[str, list] = {}
+    for binding in summary.bindings:
+        if binding.pattern[0] == "name":
+            local.setdefault(binding.pattern[1], []).append(binding.value)
+    targets: set[str] = set()
+    for expr, _ in summary.returns:
+        values = local.get(expr[1], [None]) if expr[0] == "name" and expr[1] in local else [expr]
+        for value in values:
+            target = dotted_absolute(value, names) if value is not None else None
+            if target is None:
+                return None
+            targets.add(target)
+    torch = targets & TORCH_CHECKPOINT_FUNCTIONS
+    others = targets - torch
+    if len(torch) != 1 or not all(other.startswith(_OTHER_CHECKPOINTS) for other in others):
+        return None
+    return torch.pop(), tuple(sorted(others))
 
 
 def _flag_partial(value, names: dict[str, str]) -> tuple[str, tuple[tuple[str, object], ...]] | None:

@@ -63,6 +63,14 @@ def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
     ]
 
 
+def _returns_checkpoint(facts: FileFacts) -> bool:
+    """Whether a function of the file returns torch's checkpoint (`get_checkpoint_fn()`)."""
+    from ckptlint.model.checkpoint_aliases import returned_checkpoint_function
+
+    names = dict(facts.names)
+    return any(returned_checkpoint_function(s, names) is not None for s in facts.summaries if s.returns)
+
+
 def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
     """The kinds of facts that project-wide queries collect from every file holding them."""
     kinds = []
@@ -80,7 +88,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         e.kind is EventKind.FREEZES_BATCHNORM for f in facts.functions for e in f.events
     ):
         kinds.append(NORM_FREEZING_KIND)
-    if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names):
+    if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names) or _returns_checkpoint(facts):
         kinds.append(CHECKPOINT_IMPORT_KIND)
     if relative_path.endswith("__init__.py") and any(
         absolute != f"{facts.module}.{local}" for local, absolute in facts.names
@@ -188,7 +196,7 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
         )
 
     @cached_property
-    def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple]]:
+    def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple[str, ...]]]:
         from ckptlint.model.checkpoint_aliases import checkpoint_aliases
 
         return checkpoint_aliases(
@@ -205,6 +213,12 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
     def checkpoint_alias_keywords(self) -> dict[str, tuple[tuple[str, object], ...]]:
         """The literal flags the partials among `checkpoint_aliases` bind, by name."""
         return self._checkpoint_alias_tables[1]
+
+    @property
+    def checkpoint_alias_alternatives(self) -> dict[str, tuple[str, ...]]:
+        """The other libraries' checkpoint functions a getter among `checkpoint_aliases`
+        may return instead of torch's (DeepSpeed's, where it is configured), by name."""
+        return self._checkpoint_alias_tables[2]
 
     def imports_checkpoint_alias(self, relative_path: str) -> bool:
         """Whether the file imports torch's checkpoint under a name another module of the
