@@ -915,6 +915,26 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # The keywords collected with `dict(...)`, then splatted: their names are known.
+        Invalid(
+            """
+            import torch.utils.checkpoint as cp
+
+            def run_layer(layer, h, mask, pos):
+                kw = dict(attention_mask=mask, position_ids=pos)
+                return cp.checkpoint(layer, h, use_reentrant=True, **kw)
+            """,
+            line=5,
+            column=12,
+            expected_fix="""
+            import torch.utils.checkpoint as cp
+
+            def run_layer(layer, h, mask, pos):
+                kw = dict(attention_mask=mask, position_ids=pos)
+                return cp.checkpoint(layer, h, use_reentrant=False, **kw)
+            """,
+            message_contains="keyword arguments `attention_mask`, `position_ids`",
+        ),
         # A helper that forces the reentrant implementation and hands its **kwargs on: the
         # caller's keyword reaches it (a caller cannot pass `use_reentrant` a second time).
         Invalid(

@@ -101,3 +101,27 @@ def test_a_dataclass_built_by_position_says_nothing_of_its_fields(make_project):
     (config,) = dict(instance.arguments)["cfg"]
     assert denotation.attribute(config, "norm") == frozenset()
     assert denotation.attribute(config, "head_norm") == frozenset()
+
+
+def test_module_methods_that_return_the_module_keep_its_class(make_project):
+    """`Encoder(cfg).train()`, `.to(device)`: nn.Module's `return self`; a project class's
+    own method of the same name is what it returns."""
+    denotation = _denotation(make_project, {"train.py": """
+from models import Config, Conv, Encoder
+
+
+class Wrapper:
+    def to(self, device):
+        return device
+
+
+def main(device):
+    encoder = Encoder(Config()).to(device).train()
+    conv = Conv().requires_grad_(False)
+    wrapped = Wrapper().to(device)
+    return encoder, conv, wrapped
+"""})
+    frame = Frame("train.main", "train", (), None)
+    assert _classes(denotation.evaluate(("name", "encoder"), frame)) == {"models.Encoder"}
+    assert _classes(denotation.evaluate(("name", "conv"), frame)) == {"models.Conv"}
+    assert _classes(denotation.evaluate(("name", "wrapped"), frame)) == set()

@@ -320,7 +320,7 @@ class CallableResolver:
 
     def _splatted_dict(self, enclosing_class: cst.ClassDef | None) -> Callable[[cst.BaseExpression], cst.Dict | None]:
         """The dict literal a `**` argument splats, when it is one: written there, or a name
-        (or `self.<attr>`) bound once to one. Its entries are known keywords; the splat still
+        (or `self.<attr>`) bound once to one (also `dict(key=value, ...)`). Its entries are known keywords; the splat still
         counts as one (the dict may gain keys elsewhere)."""
 
         def literal(expr: cst.BaseExpression) -> cst.Dict | None:
@@ -329,9 +329,11 @@ class CallableResolver:
                 values = self._assigned_values(expr)
             elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
                 values = self._self_attribute_values.get((enclosing_class, expr.attr.value), ()) if enclosing_class else ()
-            if len(values) != 1 or not isinstance(values[0], cst.Dict):
+            if len(values) != 1:
                 return None
-            found = values[0]
+            found = values[0] if isinstance(values[0], cst.Dict) else _dict_call(values[0])
+            if found is None:
+                return None
             if all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in found.elements):
                 return found
             return None
@@ -422,3 +424,13 @@ def checkpointed_segments(values: frozenset, call: cst.Call) -> frozenset:
         return values
     checkpointed = members[: (len(members) // count) * (count - 1)]
     return frozenset({model_values.Sequence(checkpointed, frozenset().union(*checkpointed))})
+
+
+def _dict_call(expr: cst.BaseExpression) -> cst.Dict | None:
+    """`dict(attention_mask=mask, position_ids=pos)` as the dict display it builds; None for
+    anything else (a call with positional arguments or a `**` splat)."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"):
+        return None
+    if not expr.args or any(arg.keyword is None or arg.star for arg in expr.args):
+        return None
+    return cst.Dict([cst.DictElement(cst.SimpleString(f'"{arg.keyword.value}"'), arg.value) for arg in expr.args])

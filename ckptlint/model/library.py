@@ -98,6 +98,13 @@ SAME_MODEL_METHODS = frozenset(
      "unwrap_model", "module"}
 )
 
+# `nn.Module` methods that return the module itself (torch 2.13 `nn/modules/module.py`:
+# `return self` ends each): `Student().train()` and `Net().to(device)` are the instance.
+MODULE_METHODS_RETURNING_SELF = frozenset(
+    {"to", "cuda", "cpu", "xpu", "half", "float", "bfloat16", "double", "type", "train", "eval", "requires_grad_",
+     "apply", "to_empty", "share_memory"}
+)
+
 # Tensor methods whose result, converted again the same way, is unchanged (`a.to(d).to(d)`
 # equals `a.to(d)`): an attribute set to such a conversion of itself holds the same value
 # after the recomputation as after the forward.

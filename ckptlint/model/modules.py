@@ -13,7 +13,7 @@ import itertools
 from collections import Counter
 from dataclasses import replace
 
-from ckptlint.model.library import CHILDREN_METHODS, STRING_METHODS, torchvision_model
+from ckptlint.model.library import CHILDREN_METHODS, MODULE_METHODS_RETURNING_SELF, STRING_METHODS, torchvision_model
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
@@ -312,6 +312,8 @@ class ModuleSemantics:
                 if summary is not None:
                     found |= self._returns(summary, FunctionRef(summary.name, Frame(summary.name, "", (), receiver)),
                                            positional, named, opaque)
+                elif method in MODULE_METHODS_RETURNING_SELF:
+                    found.add(receiver)  # `Student().train()`, `Net().to(device)`
             elif isinstance(receiver, Mapping):
                 if method == "values":
                     found.add(Sequence(None, frozenset().union(*(v for _, v in receiver.entries)) if receiver.entries else NOTHING))
