@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
-from ckptlint.analysis.cst_walk import walk
+from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.regions import CheckpointingGate, mentions_checkpointing
 from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
@@ -72,7 +72,10 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     Not reported: default-argument binding, `functools.partial`, factory functions that bind
     per iteration (`create_custom_forward(block)`, timm's and GPT-NeoX's `run_function(start,
     end, functions)`), callables defined outside loops, loop variables passed as checkpoint
-    arguments.
+    arguments, a loop whose every iteration runs backward after the call on a region that
+    does not chain into the next iteration (greedy layer-wise training: the input is
+    `h.detach()`, not a name the loop rebinds), so the recomputation runs before the loop
+    moves on.
 
     ## Evidence
     torch 2.13 (CPU): two `Linear(8, 8)` blocks in a loop, each run as
@@ -215,7 +218,7 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
             if definition is None:
                 continue
             captured = sorted(_free_names(callable_node) & set(definition.loop_names))
-            if not captured:
+            if not captured or all(self._backward_in_iteration(call, definition.loop_names[name]) for name in captured):
                 continue
             what = "lambda" if isinstance(callable_node, cst.Lambda) else f"function `{callable_node.name.value}`"
             names = ", ".join(f"`{name}`" for name in captured)
@@ -232,6 +235,24 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
             )
             return
 
+    def _backward_in_iteration(self, call: cst.Call, loop: cst.CSTNode) -> bool:
+        """Whether each iteration of the loop runs backward after the call, on a graph that
+        does not reach into earlier iterations (greedy layer-wise training, a micro-batch
+        step): the recomputation then runs before the loop moves on. The call's inputs must
+        not be names the loop rebinds (`x = checkpoint(..., x)` chains the iterations'
+        regions; `h.detach()` cuts them)."""
+        if not isinstance(loop, (cst.For, cst.While)):
+            return False
+        carried = set(_assigned_in(loop.body))
+        if any(isinstance(arg.value, cst.Name) and arg.value.value in carried for arg in call.args[1:]):
+            return False
+        after = self.context.position(call).end
+        return any(
+            isinstance(node, cst.Call) and _is_backward(node)
+            and (self.context.position(node).start.line, self.context.position(node).start.column) > (after.line, after.column)
+            for node in _nodes(loop.body)
+        )
+
     def _callables(self, function: cst.BaseExpression, call: cst.Call) -> list[Callable]:
         if isinstance(function, cst.Lambda):
             return [function]
@@ -245,6 +266,24 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         return []
 
     valid = [
+        # Greedy layer-wise training: each iteration runs backward on its own region, whose
+        # input is detached: the recomputation runs before the loop moves on.
+        Valid(
+            """
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def layerwise_step(blocks, heads, optimizers, x, y):
+                h = x
+                for block, head, optimizer in zip(blocks, heads, optimizers):
+                    out = checkpoint(lambda t: block(t).relu(), h.detach(), use_reentrant=False)
+                    loss = F.cross_entropy(head(out), y)
+                    loss.backward()
+                    optimizer.step()
+                    h = out
+                return h
+            """
+        ),
         # Transformers' own form: the layer's bound `__call__`, no closure.
         Valid(
             """
@@ -305,6 +344,30 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         ),
     ]
     invalid = [
+        # Backward in each iteration, but through every earlier region too (the output is
+        # the next input): those recompute with the current block.
+        Invalid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def deep_supervision(blocks, heads, x, y, loss_fn):
+                for block, head in zip(blocks, heads):
+                    x = checkpoint(lambda t: block(t), x, use_reentrant=False)
+                    loss_fn(head(x), y).backward(retain_graph=True)
+                return x
+            """,
+            line=5,
+            column=13,
+            expected_fix="""
+            from torch.utils.checkpoint import checkpoint
+
+            def deep_supervision(blocks, heads, x, y, loss_fn):
+                for block, head in zip(blocks, heads):
+                    x = checkpoint(lambda t, block=block: block(t), x, use_reentrant=False)
+                    loss_fn(head(x), y).backward(retain_graph=True)
+                return x
+            """,
+        ),
         # Hugging Face's checkpoint (set by `gradient_checkpointing_enable()`) given a lambda
         # over the loop's layer, in a model's own code.
         Invalid(
@@ -418,6 +481,20 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return []
+
+
+def _nodes(root: cst.CSTNode):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child_nodes(node))
+
+
+def _is_backward(call: cst.Call) -> bool:
+    """`loss.backward()`, `self.manual_backward(loss)`, `accelerator.backward(loss)`,
+    `torch.autograd.backward(...)`."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("backward", "manual_backward")
 
 
 def _assigned_in(node: cst.CSTNode) -> list[str]:
