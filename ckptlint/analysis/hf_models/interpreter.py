@@ -207,12 +207,30 @@ class Interpreter(Calls):
 
     # --- contexts ----------------------------------------------------------------------
 
+    def _run_tests(self, class_name: str, methods: list[cst.FunctionDef]) -> list[cst.FunctionDef]:
+        """Each test method of a test class is a context of its own, after the class's set-up
+        (pytest and unittest run them one by one): a backward in one test trains nothing of
+        another. The methods left to run as one context."""
+        setup = [m for m in methods if m.name.value in _SETUP_METHODS]
+        tests = [m for m in methods if m.name.value.startswith("test")]
+        for test in tests:
+            if test in self.called:
+                continue
+            context, shared = TrainingContext(), {}
+            for method in (*setup, test):
+                frame = Scope(context, shared, class_name, module_names=self.module_names)
+                if self._may_matter(method, frame, []):
+                    self._run_function(method, frame, [], {})
+        return [m for m in methods if m not in tests and m not in setup]
+
     def run(self) -> ScriptModels:
         module_frame = Scope(TrainingContext())
         self.module_names = module_frame.locals
         self._run_block(self.module.body, module_frame)
         for class_name, node in self.classes.items():
             methods = [s for s in body_of(node) if isinstance(s, cst.FunctionDef)]
+            if _is_test_class(class_name, node):
+                methods = self._run_tests(class_name, methods)
             if not methods:
                 continue
             context = TrainingContext()
@@ -607,3 +625,11 @@ def _merge_branch_models(before: dict, first: dict, last: dict) -> None:
         other = first.get(key)
         if other is not None and other.model is not value.model and before.get(key) is not other:
             value.model.merged.append(other.model)
+
+
+_SETUP_METHODS = frozenset({"setUp", "setup_method", "setup"})
+
+
+def _is_test_class(class_name: str, node: cst.ClassDef) -> bool:
+    """A pytest (`class TestQuant:`) or unittest (`TestCase` subclass) test class."""
+    return class_name.rsplit(".", 1)[-1].startswith("Test") or any("TestCase" in code_of(base.value) for base in node.bases)
