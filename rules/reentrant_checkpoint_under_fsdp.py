@@ -6,6 +6,7 @@ from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
 from ckptlint.analysis.fsdp import (
     absolute_names,
     checkpoint_wrapper_impl,
+    fsdp_misses_class,
     fsdp_reaching_class,
     is_checkpoint_wrapper,
     is_partial,
@@ -26,6 +27,7 @@ from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_imp
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
+from ckptlint.model.names import is_test_path
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
@@ -43,13 +45,16 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     In a project that uses torch FSDP anywhere (`FullyShardedDataParallel`, `fully_shard`,
     `TrainingArguments(fsdp=...)`, accelerate's `FullyShardedDataParallelPlugin`, Lightning's
     `FSDPStrategy`, in any file under the project root but its tests; a test file counts
-    only its own: a test does not inherit FSDP from the package it tests or from another
-    test, nor the package from a test that shards; a top-level training script that shards,
+    only its own, and each of its tests only the wraps in it (or in the file's helpers,
+    fixtures and top level): a test does not inherit FSDP from the package it tests or from
+    another test, nor the package from a test that shards; a top-level training script that shards,
     and that no other top-level file imports, counts for itself, what it imports and the
     project's modules, not for the project's other top-level training scripts, which run on
     their own; a package function that shards, `wrap_with_fsdp(model)`, counts where it is
     called: for the package and for the scripts that call it, not for the training scripts
-    that never do), finds checkpointing that runs the *reentrant* implementation:
+    that never do; a checkpoint in a class's code is not reached when every FSDP wrap of
+    the project wraps models the project model knows and none of them holds that class),
+    finds checkpointing that runs the *reentrant* implementation:
 
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
       the argument (torch's default is reentrant), or with `use_reentrant=args.<option>`
@@ -173,6 +178,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         self._wrapping_calls: list[cst.Call] = []
         self._assignments: list[cst.Assign] = []
         self._bound_calls: dict[cst.Call, cst.Name] = {}  # `wrapper = partial(checkpoint_wrapper, ...)`
+        self._tests: list[tuple[int, int]] | None = None  # line spans of a test file's tests
 
     # --- collection --------------------------------------------------------------------
 
@@ -196,11 +202,47 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         ):
             self._assignments.append(node)
 
+    def report(self, node: cst.CSTNode, message: str | None = None, **fix) -> None:
+        if self._reached_in_test(node):
+            super().report(node, message, **fix)
+
+    def _reached_in_test(self, node: cst.CSTNode) -> bool:
+        """In a test file, each test is a program of its own: the file's FSDP counts for a
+        test when it is in that test, at the module's top level, or in a helper or fixture
+        (a function that is no test); a wrap in another test reaches nothing here."""
+        if self.context.settings.fsdp != "auto" or not is_test_path(self.context.relative_path):
+            return True
+        tests = self._test_functions()
+        line = self.context.position(node).start.line
+        holder = next((span for span in tests if span[0] <= line <= span[1]), None)
+        if holder is None:
+            return True
+        uses = [u for u in self.context.project.fsdp_uses_reaching(self.context.relative_path)
+                if u.path == self.context.relative_path]
+        return any(holder[0] <= u.line <= holder[1] or not any(s[0] <= u.line <= s[1] for s in tests) for u in uses)
+
+    def _test_functions(self) -> list[tuple[int, int]]:
+        """The line spans of the file's tests: `test_*` functions, and methods of test classes."""
+        if self._tests is None:
+            spans = []
+            for statement in self.context.module.body:
+                nodes = [statement]
+                if isinstance(statement, cst.ClassDef):
+                    nodes = [s for s in statement.body.body if isinstance(s, cst.FunctionDef)]
+                for function in nodes:
+                    if isinstance(function, cst.FunctionDef) and function.name.value.startswith("test"):
+                        position = self.context.position(function)
+                        spans.append((position.start.line, position.end.line))
+            self._tests = spans
+        return self._tests
+
     # --- torch checkpoint sites ---------------------------------------------------------
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if self.fsdp is None or self.recomputes_tensors_only(site):
             return  # a function of tensors alone: no FSDP unit or parameter in its recomputation
+        if fsdp_misses_class(self.context, self._owner(self._call_scopes.get(site.node, ()))):
+            return  # every FSDP wrap of the project wraps models that do not hold this class
         if reports_explicit_reentrant(site):
             how, call = "`use_reentrant=True`", site.keywords["use_reentrant"].call
         elif reports_implicit_reentrant(site, self.context.sites):

@@ -97,6 +97,26 @@ def fsdp_reaching_class(context: FileContext, owner: str | None) -> str | None:
     return describe_use(unknown) if unknown is not None else general
 
 
+def fsdp_misses_class(context: FileContext, owner: str | None) -> bool:
+    """Whether every FSDP use that reaches the file wraps models the project model knows,
+    and none of them holds an instance of class `owner` (a frozen text encoder sharded by
+    a helper, the checkpointed denoiser never): FSDP does not reach the checkpoint there.
+    False when any use's model is not known (a `Trainer`'s `fsdp=`, an accelerate plugin,
+    a wrap of a value the model cannot follow), or `fsdp = "yes"` is configured."""
+    if owner is None or context.settings.fsdp != "auto":
+        return False
+    uses = context.project.fsdp_uses_reaching(context.relative_path)
+    if not uses:
+        return False
+    for use in uses:
+        wrapped = _wrapped_models(context.project, use)
+        if not wrapped:
+            return False
+        if any(_holds(context.project, model, owner, set()) for _, models in wrapped for model in models):
+            return False
+    return True
+
+
 def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, frozenset]]:
     """The module instances an FSDP1 / FSDP2 call wraps, by the name it wraps; empty when
     none is known."""
