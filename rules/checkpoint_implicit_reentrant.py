@@ -58,8 +58,10 @@ class CheckpointImplicitReentrant(Rule):
     its oldest torch would reject the argument. Only a project that runs nothing newer than
     1.10 is not reported.
 
-    Not reported when `use_reentrant` is passed at all (a literal, a variable or an
-    expression), when `**kwargs` are splatted into the call (they may carry it), or when the
+    Not reported in a branch that only runs on torch older than 1.11, which has no
+    `use_reentrant` (the `else` of `if is_torch_version(">=", "1.11.0"):`, as diffusers'
+    models write it; also `version.parse(torch.__version__)` comparisons), nor when
+    `use_reentrant` is passed at all (a literal, a variable or an expression), when `**kwargs` are splatted into the call (they may carry it), or when the
     `functools.partial` the call goes through binds it. A partial that does not bind it is
     reported once, where it is built, unless every call through it in the file passes the
     argument.
@@ -132,7 +134,7 @@ class CheckpointImplicitReentrant(Rule):
             )
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
-        if not reports_implicit_reentrant(site, self.context.sites):
+        if not reports_implicit_reentrant(site, self.context.sites, self.context):
             return
         message = self.message.format(api=site.api.short_name)
         if self.context.versions.applies(self.targets) is Applies.NO:
@@ -150,6 +152,26 @@ class CheckpointImplicitReentrant(Rule):
         )
 
     valid = [
+        # The branch for torch < 1.11, which has no `use_reentrant` (diffusers' models).
+        Valid(
+            """
+            import torch
+            from packaging import version
+            from torch.utils.checkpoint import checkpoint
+            from diffusers.utils import is_torch_version
+
+            def run(blocks, x):
+                if is_torch_version(">=", "1.11.0"):
+                    for block in blocks:
+                        x = checkpoint(block, x, use_reentrant=False)
+                else:
+                    for block in blocks:
+                        x = checkpoint(block, x)
+                if version.parse(torch.__version__) < version.parse("1.11"):
+                    x = checkpoint(blocks[0], x)
+                return x
+            """
+        ),
         Valid(
             """
             import torch
@@ -252,6 +274,33 @@ class CheckpointImplicitReentrant(Rule):
         ),
     ]
     invalid = [
+        # A version check the other way round: the body runs on torch >= 1.11 too.
+        Invalid(
+            """
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            from diffusers.utils import is_torch_version
+
+            def run(blocks, x):
+                if is_torch_version("<", "2.0"):
+                    for block in blocks:
+                        x = checkpoint(block, x)
+                return x
+            """,
+            line=8,
+            column=17,
+            expected_fix="""
+            import torch
+            from torch.utils.checkpoint import checkpoint
+            from diffusers.utils import is_torch_version
+
+            def run(blocks, x):
+                if is_torch_version("<", "2.0"):
+                    for block in blocks:
+                        x = checkpoint(block, x, use_reentrant=False)
+                return x
+            """,
+        ),
         # The import guarded for very old torch, `None` otherwise: where the call runs, the
         # name is torch's checkpoint.
         Invalid(

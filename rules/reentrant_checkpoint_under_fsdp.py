@@ -245,7 +245,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             return  # every FSDP wrap of the project wraps models that do not hold this class
         if reports_explicit_reentrant(site):
             how, call = "`use_reentrant=True`", site.keywords["use_reentrant"].call
-        elif reports_implicit_reentrant(site, self.context.sites):
+        elif reports_implicit_reentrant(site, self.context.sites, self.context):
             how, call = "`use_reentrant` omitted: torch defaults to reentrant", site.node
         else:
             self._check_configured(site)
