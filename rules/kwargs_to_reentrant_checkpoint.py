@@ -111,6 +111,11 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     default, a YAML configuration's key, as CKPT002 reads them). Reported without a fix: defaulting the option to False
     is the project's change, not a rewrite of the call.
 
+    Also: keywords passed to `self._gradient_checkpointing_func(...)` in a diffusers model
+    (a `ModelMixin` subclass, or a project class whose `enable_gradient_checkpointing`
+    defines it as `def _gradient_checkpointing_func(module, *args)`, as diffusers 0.32 to
+    0.35 do): `TypeError` whatever the implementation.
+
     Also: a local wrapper that checkpoints and takes only `*args` (`def layer_(*args): return
     checkpoint(layer, *args, use_reentrant=False)`), called with keyword arguments in the
     function that defines it (`layer_(h, attn_mask=mask)`): Python raises `TypeError: ...
@@ -285,7 +290,21 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
 
         self._check_forwarding_helpers()
-        for found in reentrant_hf_calls(self.context, self._hf_calls):
+        args_only = [call for call in self._hf_calls if self._args_only_checkpointing_func(call) is not None]
+        for call in args_only:
+            keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
+            if not keywords or any(arg.star == "**" for arg in call.args):
+                continue
+            where = self._args_only_checkpointing_func(call)
+            self.report(
+                call,
+                f"keyword argument{'s' if len(keywords) > 1 else ''} {', '.join(f'`{k}`' for k in keywords)} passed to "
+                f"`_gradient_checkpointing_func`, which {where} defines as `(module, *args)`: `TypeError: "
+                f"_gradient_checkpointing_func() got an unexpected keyword argument '{keywords[0]}'` on the first "
+                "checkpointed training step, whatever the implementation; pass them positionally (in the order the "
+                "block's forward takes them), or bind them with `functools.partial(block, ...)`",
+            )
+        for found in reentrant_hf_calls(self.context, [c for c in self._hf_calls if c not in args_only]):
             path, line = found.enabled_at
             names = ",".join(found.keywords)
             self.report(
@@ -303,6 +322,28 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         for site in self.context.possible_sites:
             if site.api is CheckpointApi.CHECKPOINT:
                 self._check_positional_slots(site) or self._check_dropped_keywords(site)
+
+    def _args_only_checkpointing_func(self, call: cst.Call) -> str | None:
+        """Who installs the `_gradient_checkpointing_func` a model's code calls, when it takes
+        no keywords: diffusers' `ModelMixin.enable_gradient_checkpointing` defines it as
+        `def _gradient_checkpointing_func(module, *args)` (diffusers 0.32 to 0.35
+        `models/modeling_utils.py`), as does a project class that copies it; transformers'
+        `partial(checkpoint, ...)` takes keywords (the reentrant implementation then rejects
+        them: `reentrant_hf_calls`)."""
+        owner = self._owner(self._call_scopes.get(call, ()))
+        if owner is None:
+            return None
+        project = self.context.project
+        for ancestor in project.ancestors(owner):
+            if ancestor.rsplit(".", 1)[-1] == "ModelMixin" and ancestor.startswith("diffusers."):
+                return "diffusers' `ModelMixin.enable_gradient_checkpointing`"
+            facts = project.class_named(ancestor)
+            summary = project.function_summary(f"{ancestor}.enable_gradient_checkpointing._gradient_checkpointing_func") if facts else None
+            if summary is not None and not any(p.kind == "**" for p in summary.parameters) and any(
+                p.kind == "*" for p in summary.parameters
+            ):
+                return f"`{ancestor.rsplit('.', 1)[-1]}.enable_gradient_checkpointing` ({project.path_of(ancestor)})"
+        return None
 
     def _check_forwarding_helpers(self) -> None:
         """A helper of the file that hands its `**kwargs` to `checkpoint` without
@@ -915,6 +956,27 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # diffusers' `_gradient_checkpointing_func(module, *args)` takes no keywords at all.
+        Invalid(
+            """
+            import torch
+            from diffusers import ModelMixin
+
+            class VideoTransformer(ModelMixin):
+                _supports_gradient_checkpointing = True
+
+                def forward(self, hidden_states, kv_cache):
+                    for index, block in enumerate(self.blocks):
+                        if torch.is_grad_enabled() and self.gradient_checkpointing:
+                            hidden_states = self._gradient_checkpointing_func(block, hidden_states, kv_cache=kv_cache[index])
+                        else:
+                            hidden_states = block(hidden_states, kv_cache=kv_cache[index])
+                    return hidden_states
+            """,
+            line=10,
+            column=33,
+            message_contains="which diffusers' `ModelMixin.enable_gradient_checkpointing` defines as `(module, *args)`",
+        ),
         # The keywords collected with `dict(...)`, then splatted: their names are known.
         Invalid(
             """
