@@ -113,8 +113,9 @@ class KwargsToReentrantCheckpoint(SiteScopes):
 
     Also: keywords passed to `self._gradient_checkpointing_func(...)` in a diffusers model
     (a `ModelMixin` subclass, or a project class whose `enable_gradient_checkpointing`
-    defines it as `def _gradient_checkpointing_func(module, *args)`, as diffusers 0.32 to
-    0.35 do): `TypeError` whatever the implementation.
+    defines it as `def _gradient_checkpointing_func(module, *args)`, as diffusers'
+    `models/modeling_utils.py` does, read at its main branch of 2026-11): `TypeError`
+    whatever the implementation.
 
     Also: a local wrapper that checkpoints and takes only `*args` (`def layer_(*args): return
     checkpoint(layer, *args, use_reentrant=False)`), called with keyword arguments in the
@@ -326,8 +327,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     def _args_only_checkpointing_func(self, call: cst.Call) -> str | None:
         """Who installs the `_gradient_checkpointing_func` a model's code calls, when it takes
         no keywords: diffusers' `ModelMixin.enable_gradient_checkpointing` defines it as
-        `def _gradient_checkpointing_func(module, *args)` (diffusers 0.32 to 0.35
-        `models/modeling_utils.py`), as does a project class that copies it; transformers'
+        `def _gradient_checkpointing_func(module, *args)` (diffusers `models/modeling_utils.py`,
+        read at its main branch of 2026-11), as does a project class that copies it; transformers'
         `partial(checkpoint, ...)` takes keywords (the reentrant implementation then rejects
         them: `reentrant_hf_calls`)."""
         owner = self._owner(self._call_scopes.get(call, ()))
