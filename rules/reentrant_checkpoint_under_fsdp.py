@@ -127,7 +127,10 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     `gradient_checkpointing_kwargs={"use_reentrant": False}`. It is **unsafe**: it switches
     the implementation (see CKPT001).
 
-    Not reported: `checkpoint_wrapper` without `checkpoint_impl` (its default is
+    Not reported: `TrainingArguments(gradient_checkpointing=True)` handed to a trainer whose
+    class (or a project base of it) sets how checkpointing runs
+    (`args.gradient_checkpointing_kwargs.setdefault("use_reentrant", False)`);
+    `checkpoint_wrapper` without `checkpoint_impl` (its default is
     non-reentrant), values only known at runtime (a variable, `**kwargs`, a config field),
     projects without torch FSDP (DeepSpeed ZeRO, fairscale and DataParallel are not torch
     FSDP), a checkpointed project function of tensors alone (the entropy of the logits
@@ -286,7 +289,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 self._check_wrapper(call)
             elif self._is_training_arguments(call):
                 enabled = keyword_value(call, "gradient_checkpointing")
-                if isinstance(enabled, cst.Name) and enabled.value == "True":
+                if isinstance(enabled, cst.Name) and enabled.value == "True" and not self._handed_to_configuring_trainer(call):
                     kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
                     self._check_hf(call, kwargs, f"`{_callee(call)}(gradient_checkpointing=True)`")
         for assignment in self._assignments:
@@ -301,6 +304,24 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 replacements=[Replacement(assignment.value, new_value)] if new_value is not None else [],
                 fix_message='Set `"use_reentrant": False`',
             )
+
+    def _handed_to_configuring_trainer(self, arguments: cst.Call) -> bool:
+        """Whether the arguments (bound to a name) are handed to a trainer whose class (or a
+        base of the project) sets how checkpointing runs (`args.gradient_checkpointing_kwargs
+        .setdefault("use_reentrant", False)` in its `__init__`): the trainer decides."""
+        name = self._bound_calls.get(arguments)
+        if name is None:
+            return False
+        project = self.context.project
+        for call in self._calls:
+            passed = [arg for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == name.value]
+            if not passed or not _callee(call).endswith("Trainer"):
+                continue
+            for absolute in absolute_names(self.context, call.func):
+                if any((facts := project.class_named(c)) is not None and facts.configures_checkpointing
+                       for c in project.ancestors(absolute)):
+                    return True
+        return False
 
     def _is_training_arguments(self, call: cst.Call) -> bool:
         names = absolute_names(self.context, call.func)
@@ -357,6 +378,27 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         )
 
     valid = [
+        # The trainer the arguments are handed to sets the non-reentrant default itself.
+        Valid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from transformers import Trainer, TrainingArguments
+
+            class RLTrainer(Trainer):
+                def __init__(self, model, args, train_dataset=None):
+                    if args.gradient_checkpointing:
+                        args.gradient_checkpointing_kwargs = args.gradient_checkpointing_kwargs or {}
+                        args.gradient_checkpointing_kwargs.setdefault("use_reentrant", False)
+                    super().__init__(model=model, args=args, train_dataset=train_dataset)
+
+            def prepare_reference(model, policy):
+                return FSDP(model, auto_wrap_policy=policy)
+
+            args = TrainingArguments(output_dir="out", gradient_checkpointing=True)
+            RLTrainer(model="Qwen/Qwen3-1.7B", args=args).train()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # A function of the logits alone, checkpointed after the sharded model's forward: no
         # FSDP unit and no parameter in its recomputation (CKPT001's, not this rule's).
         Valid(
