@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
+from ckptlint.model.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
 from ckptlint.model.fsdp_queries import FSDP_KIND, FsdpQueries
 from ckptlint.model.registries import registered_classes
 from ckptlint.model.summary import FunctionSummary
@@ -48,8 +49,6 @@ if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a
 WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
 REGISTRY_KIND = "registries"
 NORM_FREEZING_KIND = "norm_freezing"
-CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
-REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
 HF_CHECKPOINTING_KIND = "hf_checkpointing"  # files calling `gradient_checkpointing_enable`
 RECOMPUTE_KIND = "recomputes"  # classes whose checkpointed regions read names or `self` (`recompute_reads`)
 
@@ -61,14 +60,6 @@ def _checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
         for f in facts.functions
         if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
     ]
-
-
-def _returns_checkpoint(facts: FileFacts) -> bool:
-    """Whether a function of the file returns torch's checkpoint (`get_checkpoint_fn()`)."""
-    from ckptlint.model.checkpoint_aliases import returned_checkpoint_function
-
-    names = dict(facts.names)
-    return any(returned_checkpoint_function(s, names) is not None for s in facts.summaries if s.returns)
 
 
 def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
@@ -88,7 +79,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         e.kind is EventKind.FREEZES_BATCHNORM for f in facts.functions for e in f.events
     ):
         kinds.append(NORM_FREEZING_KIND)
-    if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names) or _returns_checkpoint(facts):
+    if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names) or returns_checkpoint(facts):
         kinds.append(CHECKPOINT_IMPORT_KIND)
     if relative_path.endswith("__init__.py") and any(
         absolute != f"{facts.module}.{local}" for local, absolute in facts.names
@@ -138,7 +129,7 @@ class LazyFacts(Mapping):
 
 
 @dataclass
-class ProjectIndex(ForwardingQueries, FsdpQueries):
+class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries):
     root: Path
     files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
     # relative path -> content digest of the text the facts were extracted from
@@ -194,45 +185,6 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
             c for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for c in facts.classes
             if c.batchnorm_frozen_under is not None
         )
-
-    @cached_property
-    def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple[str, ...]]]:
-        from ckptlint.model.checkpoint_aliases import checkpoint_aliases
-
-        return checkpoint_aliases(
-            list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
-        )
-
-    @property
-    def checkpoint_aliases(self) -> dict[str, str]:
-        """Project names that are torch's checkpoint functions under another module's name
-        (`ckptlint.model.checkpoint_aliases`), module-level partials choosing the flag among them."""
-        return self._checkpoint_alias_tables[0]
-
-    @property
-    def checkpoint_alias_keywords(self) -> dict[str, tuple[tuple[str, object], ...]]:
-        """The literal flags the partials among `checkpoint_aliases` bind, by name."""
-        return self._checkpoint_alias_tables[1]
-
-    @property
-    def checkpoint_alias_alternatives(self) -> dict[str, tuple[str, ...]]:
-        """The other libraries' checkpoint functions a getter among `checkpoint_aliases`
-        may return instead of torch's (DeepSpeed's, where it is configured), by name."""
-        return self._checkpoint_alias_tables[2]
-
-    def imports_checkpoint_alias(self, relative_path: str) -> bool:
-        """Whether the file imports torch's checkpoint under a name another module of the
-        project gives it (`from .utils import checkpoint`), by its facts in the index; the
-        aliases are looked for only when it imports from a file that may define one."""
-        facts = self.files.get(relative_path)
-        if facts is None:
-            return False
-        defining = self._paths_of_kind(CHECKPOINT_IMPORT_KIND) | self._paths_of_kind(REEXPORT_KIND)
-        imported = [
-            a for local, a in facts.names
-            if a != f"{facts.module}.{local}" and not a.startswith("torch.") and self.path_of(a) in defining
-        ]
-        return bool(imported) and any(a in self.checkpoint_aliases for a in imported)
 
     @cached_property
     def batchnorm_freezing_functions(self) -> tuple[tuple[str, str], ...]:

@@ -1,0 +1,63 @@
+"""The project index's questions about torch's checkpoint under the project's own names
+(`ckptlint.model.checkpoint_aliases`): names other modules give it, module-level partials
+choosing its flag, getters returning it. A mixin of `ckptlint.model.index.ProjectIndex`,
+which provides `files`, `_files_of_kind`, `_paths_of_kind` and `path_of`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from ckptlint.model.facts import FileFacts
+
+CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing (or returning) torch's checkpoint functions
+REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
+
+
+def returns_checkpoint(facts: FileFacts) -> bool:
+    """Whether a function of the file returns torch's checkpoint (`get_checkpoint_fn()`)."""
+    from ckptlint.model.checkpoint_aliases import returned_checkpoint_function
+
+    names = dict(facts.names)
+    return any(returned_checkpoint_function(s, names) is not None for s in facts.summaries if s.returns)
+
+
+class AliasQueries:
+    @cached_property
+    def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple[str, ...]]]:
+        from ckptlint.model.checkpoint_aliases import checkpoint_aliases
+
+        return checkpoint_aliases(
+            list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
+        )
+
+    @property
+    def checkpoint_aliases(self) -> dict[str, str]:
+        """Project names that are torch's checkpoint functions under another module's name
+        (`ckptlint.model.checkpoint_aliases`), module-level partials choosing the flag among them."""
+        return self._checkpoint_alias_tables[0]
+
+    @property
+    def checkpoint_alias_keywords(self) -> dict[str, tuple[tuple[str, object], ...]]:
+        """The literal flags the partials among `checkpoint_aliases` bind, by name."""
+        return self._checkpoint_alias_tables[1]
+
+    @property
+    def checkpoint_alias_alternatives(self) -> dict[str, tuple[str, ...]]:
+        """The other libraries' checkpoint functions a getter among `checkpoint_aliases`
+        may return instead of torch's (DeepSpeed's, where it is configured), by name."""
+        return self._checkpoint_alias_tables[2]
+
+    def imports_checkpoint_alias(self, relative_path: str) -> bool:
+        """Whether the file imports torch's checkpoint under a name another module of the
+        project gives it (`from .utils import checkpoint`), by its facts in the index; the
+        aliases are looked for only when it imports from a file that may define one."""
+        facts = self.files.get(relative_path)
+        if facts is None:
+            return False
+        defining = self._paths_of_kind(CHECKPOINT_IMPORT_KIND) | self._paths_of_kind(REEXPORT_KIND)
+        imported = [
+            a for local, a in facts.names
+            if a != f"{facts.module}.{local}" and not a.startswith("torch.") and self.path_of(a) in defining
+        ]
+        aliases = self.checkpoint_aliases
+        return bool(imported) and any(a in aliases or f"{a}()" in aliases for a in imported)
