@@ -513,6 +513,49 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         ),
     ]
     invalid = [
+        # A factory's closure runs the modules it closes over (not a function of tensors alone).
+        Invalid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            def checkpoint_segments(functions, x, step):
+                def run_function(start, end, functions):
+                    def forward(inputs):
+                        for j in range(start, end + 1):
+                            inputs = functions[j](inputs)
+                        return inputs
+                    return forward
+
+                for start in range(0, len(functions) - step, step):
+                    x = checkpoint(run_function(start, start + step - 1, functions), x)
+                return x
+
+            def shard(model):
+                return FSDP(model)
+            """,
+            line=13,
+            column=13,
+            expected_fix="""
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            def checkpoint_segments(functions, x, step):
+                def run_function(start, end, functions):
+                    def forward(inputs):
+                        for j in range(start, end + 1):
+                            inputs = functions[j](inputs)
+                        return inputs
+                    return forward
+
+                for start in range(0, len(functions) - step, step):
+                    x = checkpoint(run_function(start, start + step - 1, functions), x, use_reentrant=False)
+                return x
+
+            def shard(model):
+                return FSDP(model)
+            """,
+        ),
         # Reentrant unless the environment says otherwise.
         Invalid(
             """

@@ -38,6 +38,7 @@ from ckptlint.model.library import (
     COMPOSABLE_CHECKPOINT,
 )
 from ckptlint.model.names import module_name
+from ckptlint.model.summary import dotted_absolute
 from ckptlint.rule import Rule
 
 
@@ -476,19 +477,45 @@ def _plain_function(function: FunctionRef) -> bool:
     return (function.frame is None or function.frame.self_instance is None) and not function.bound and not function.positional
 
 
+# What a function of tensors alone calls besides torch's functions and its own project
+# functions: tensor methods and builtins (anything else may be a module it is handed).
+_TENSOR_METHODS = frozenset({
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "exp", "log",
+    "logsumexp", "float", "half", "double", "bfloat16", "to", "type_as", "view", "view_as", "reshape", "transpose",
+    "permute", "contiguous", "gather", "squeeze", "unsqueeze", "clamp", "clamp_min", "pow", "sqrt", "rsqrt", "abs",
+    "masked_fill", "chunk", "split", "matmul", "norm", "detach", "size", "dim", "flatten", "cumsum", "tanh",
+    "sigmoid", "relu", "mul", "add", "sub", "div", "neg", "expand", "expand_as", "new_zeros", "new_ones", "numel",
+    "square", "scatter", "index_select", "masked_select", "where", "any", "all", "item", "tolist", "long", "int",
+    "bool", "sort", "topk", "cumprod", "prod", "var", "std", "narrow", "repeat", "flip", "roll", "zero_", "fill_",
+    "copy_", "add_", "mul_", "div_", "sub_", "clamp_",
+})
+_BUILTINS = frozenset({"len", "range", "min", "max", "float", "int", "bool", "abs", "sum", "zip", "enumerate", "isinstance", "tuple", "list"})
+_TENSOR_LIBRARIES = ("torch.", "math.", "numpy.", "einops.")
+
+
 def _runs_no_module(denotation, function: FunctionRef, depth: int) -> bool:
-    """A project function that calls no module, no class, and nothing it is handed."""
+    """A project function that calls only torch's (and math's, numpy's, einops') functions,
+    tensor methods, builtins and project functions of the same kind: no module, no class,
+    nothing it is handed."""
     summary = denotation.summary(function.name)
     if summary is None or depth > _TENSOR_FUNCTION_DEPTH or summary.self_name is not None:
         return False
-    parameters = {p.name for p in summary.parameters}
+    if denotation.summary(function.name.rpartition(".")[0]) is not None:
+        return False  # a nested function (timm's `run_function(start, end, functions)`) runs what it closes over
     frame = denotation.frame_for(function, summary)
+    names = dict(denotation.index.files[denotation.index.path_of(function.name)].names) if denotation.index.path_of(function.name) else {}
     for callee, line in summary.calls:
-        if callee[0] == "name" and callee[1] in parameters:
+        absolute = dotted_absolute(callee, names) or ""
+        if absolute.startswith(_TENSOR_LIBRARIES) and not absolute.rsplit(".", 1)[-1][:1].isupper():
+            continue  # `torch.logsumexp`, `F.softmax` (not `torch.nn.Linear`)
+        if callee[0] == "attr" and callee[2] in _TENSOR_METHODS and not absolute:
+            continue  # `(probabilities * logits).sum(-1)`
+        if callee[0] == "name" and callee[1] in _BUILTINS and callee[1] not in names:
+            continue
+        values = denotation.evaluate(callee, replace(frame, before=line + 1))
+        if not values or not all(
+            isinstance(value, FunctionRef) and _plain_function(value) and _runs_no_module(denotation, value, depth + 1)
+            for value in values
+        ):
             return False
-        for value in denotation.evaluate(callee, replace(frame, before=line + 1)):
-            if isinstance(value, (Instance, ClassRef)):
-                return False
-            if isinstance(value, FunctionRef) and not (_plain_function(value) and _runs_no_module(denotation, value, depth + 1)):
-                return False
     return True
