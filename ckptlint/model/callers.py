@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.names import is_test_path
-from ckptlint.model.summary import Expr, FunctionSummary
+from ckptlint.model.summary import Expr, FunctionSummary, dotted_absolute
 from ckptlint.model.values import NOTHING, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy
 
 if TYPE_CHECKING:
@@ -49,6 +49,32 @@ class CallSites:
                     # Also a class handed to a builder and called there by its parameter's
                     # name (`block(...)` in `make_res_layer(block, ...)`).
                     if _last_name(callee) == short or (callee[0] == "name" and callee[1] in parameters):
+                        yield path, caller, call, line
+
+    def applications(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
+        """(path, calling function, call, line) for every `<module>.apply(function)` (torch
+        runs `function` on each module below), in the files that can name it."""
+        short = function.rsplit(".", 1)[-1]
+        for path in self.candidates(function, module):
+            facts = self.index.files.get(path)
+            for caller in facts.summaries if facts is not None else ():
+                for call, line in caller.passes:
+                    callee, arguments = call[1], call[2]
+                    if callee[0] == "attr" and callee[2] == "apply" and len(arguments) == 1 and _last_name(arguments[0]) == short:
+                        yield path, caller, call, line
+
+    def library_calls(self, function: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
+        """(path, calling function, call, line) for every call passing something to a library
+        `function` (absolute), as the calling file's imports name it."""
+        module = function.rsplit(".", 1)[0]
+        for path in self.candidates(function, module):
+            facts = self.index.files.get(path)
+            if facts is None:
+                continue
+            names = dict(facts.names)
+            for caller in facts.summaries:
+                for call, line in caller.passes:
+                    if dotted_absolute(call[1], names) == function:
                         yield path, caller, call, line
 
     def calls_of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
@@ -380,7 +406,8 @@ class CallSiteResolution:
                     bound = callee.frame is not None and callee.frame.self_instance is not None
                     matched.append(self._match(
                         summary, [*callee.positional, *positional], {**dict(callee.bound), **named}, opaque,
-                        skip_self=bound or summary.self_name is not None,
+                        # a classmethod's `cls` (by convention) is given by Python
+                        skip_self=bound or summary.self_name is not None or _is_classmethod(summary),
                     ))
         return {v for arguments in matched for name, values in arguments if name == parameter for v in values}
 
@@ -455,6 +482,10 @@ def _names_as_value(expr: Expr, name: str) -> bool:
             return True
         return any(_names_as_value(part, name) for part in (*expr[2], *(value for _, value in expr[3])))
     return any(_names_as_value(part, name) for part in expr[1:] if isinstance(part, tuple))
+
+
+def _is_classmethod(summary: FunctionSummary) -> bool:
+    return bool(summary.parameters) and summary.parameters[0].name == "cls"
 
 
 def _last_name(callee: Expr) -> str | None:

@@ -23,7 +23,12 @@ from ckptlint.model.hf_events import (
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
-from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
+from ckptlint.model.norm_freezing import (
+    batchnorm_frozen_under,
+    converted_parameter,
+    frozen_parameter,
+    frozen_when_applied,
+)
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
     DEFAULT_KWARGS,
@@ -337,9 +342,15 @@ class _Extractor:
         self._unchanged_parameters.pop()
         if hf is not None:
             events.extend(hf.finish(events, method=enclosing_class is not None and not in_class_body))
-        frozen = frozen_parameter(body, parameters, lambda expr: self.resolve(expr, enclosing_class)) if parameters else None
+        resolve_here = lambda expr: self.resolve(expr, enclosing_class)  # noqa: E731
+        frozen = (
+            frozen_parameter(body, parameters, resolve_here)
+            or converted_parameter(body, parameters, resolve_here, enclosing_class and enclosing_class.rsplit(".", 1)[-1])
+        ) if parameters else None
         if frozen is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
+        elif enclosing_class is None and (applied := frozen_when_applied(body, parameters, self.resolve)) is not None:
+            events.append(Event(EventKind.FREEZES_BATCHNORM_APPLIED, applied, body[0].lineno, 0))
         if hf is not None and parameters:
             guards = parameter_guards(list(body), parameters)
             events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]

@@ -77,7 +77,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
     if facts.registrars or facts.registrations:
         kinds.append(REGISTRY_KIND)
     if any(c.batchnorm_frozen_under is not None for c in facts.classes) or any(
-        e.kind is EventKind.FREEZES_BATCHNORM for f in facts.functions for e in f.events
+        e.kind in (EventKind.FREEZES_BATCHNORM, EventKind.FREEZES_BATCHNORM_APPLIED) for f in facts.functions for e in f.events
     ):
         kinds.append(NORM_FREEZING_KIND)
     if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names):
@@ -227,6 +227,15 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
         return tuple(
             (f.name, e.target) for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
             for e in f.events if e.kind is EventKind.FREEZES_BATCHNORM
+        )
+
+    @cached_property
+    def batchnorm_freezers_applied(self) -> tuple[str, ...]:
+        """Functions that put the module they are given in eval mode when it is a BatchNorm,
+        for `Module.apply` (`set_bn_eval`; `ckptlint.model.norm_freezing.frozen_when_applied`)."""
+        return tuple(
+            f.name for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
+            if any(e.kind is EventKind.FREEZES_BATCHNORM_APPLIED for e in f.events)
         )
 
     @cached_property

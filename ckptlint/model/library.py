@@ -287,6 +287,19 @@ PREPARE_FOR_KBIT = frozenset(
 
 # Library functions whose result the model follows (`ckptlint.model.denotation`): every
 # other library function returns nothing a rule looks at (a tensor).
+# Functions that replace every `BatchNorm2d` / `SyncBatchNorm` below the module they are given
+# by a `FrozenBatchNorm2d` (buffers only, normalising with fixed statistics; in place where the
+# module is not itself a BatchNorm), read from their sources: detectron2's classmethod
+# (`detectron2/layers/batch_norm.py`, re-exported by `detectron2.layers`), timm's
+# `freeze_batch_norm_2d` (`timm/layers/norm_act.py`, re-exported by `timm.layers`, and by
+# `timm.utils` through `timm/utils/model.py`). A project's own copy of either is recognised by
+# its body (`ckptlint.model.norm_freezing.converted_parameter`).
+BATCHNORM_FREEZING_CONVERTERS = frozenset({
+    "detectron2.layers.FrozenBatchNorm2d.convert_frozen_batchnorm",
+    "detectron2.layers.batch_norm.FrozenBatchNorm2d.convert_frozen_batchnorm",
+    "timm.layers.freeze_batch_norm_2d", "timm.layers.norm_act.freeze_batch_norm_2d",
+    "timm.utils.freeze_batch_norm_2d", "timm.utils.model.freeze_batch_norm_2d",
+})
 INTERPRETED_FUNCTIONS = frozenset({"functools.partial", "itertools.chain", "itertools.chain.from_iterable"}) | STATE_UPDATING_WRAPPERS
 
 # Calls into these are not the project's: what they do to a model is in the tables above
