@@ -31,8 +31,11 @@ class RngStateNotPreservedWithDropout(RegionRule):
     region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`, the
     children of torchvision models that hold dropout or stochastic depth (`convnext_tiny()
     .features`, `efficientnet_b0().classifier`),
-    `F.dropout*`, `torch.bernoulli` / `torch.rand`, or `scaled_dot_product_attention` with a
-    non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
+    `F.dropout*`, torch's random sampling functions (`torch.rand`, `rand_like`, `randn`,
+    `randn_like`, `randint`, `randint_like`, `randperm`, `normal`, `bernoulli`, `poisson`,
+    `multinomial`), `F.gumbel_softmax`, the in-place samplers (`x.normal_()`, `uniform_`,
+    `bernoulli_`, `random_`, `exponential_`, `geometric_`, `cauchy_`, `log_normal_`), or
+    `scaled_dot_product_attention` with a non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
     across the project's files). The region is resolved through the project index:
     `checkpoint(self.block, x)`, `checkpoint(self._forward, x)`, a lambda using `self.<attr>`,
     a loop over `self.blocks`. Where it cannot be resolved, nothing is reported. Also
@@ -89,6 +92,12 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `layers[0]._gradient_checkpointing_func` and gradients 0.128 away from the unchecked run
     (0.0 with the default). LoRA: peft's `LoraLayer.update_layer` makes `lora_dropout` an
     `nn.Dropout(p)` when `p > 0` (else `nn.Identity`), run inside the checkpointed layer.
+    Random sampling (torch 2.13, CPU, `tanh(op(Linear(x)))` under non-reentrant `checkpoint`
+    with `preserve_rng_state=False`): input gradients differ from the unchecked step by 0.36
+    (`x + randn_like(x)`), 0.62 (`randn`, `normal`), 0.39 (`rand`), 1.28 (`randint`,
+    `randint_like`), 1.67 (`poisson`), 1.94 / 1.18 (`randperm` / `multinomial` indices), 0.016
+    (`gumbel_softmax`), 1.23 / 0.27 (`exponential_` / `cauchy_`); 0 with the default. The list
+    of samplers is the "Random sampling" section of the torch 2.13 reference.
     """
 
     code = "CKPT033"
@@ -260,6 +269,33 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # Noise drawn outside the region (its tensor is an input, saved as it is) and a
+        # permutation drawn when the module is built.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Shuffle(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.register_buffer("perm", torch.randperm(d))
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    return self.fc(x[:, self.perm])
+
+            class Net(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.block = Shuffle(d)
+
+                def forward(self, x):
+                    x = x + 0.1 * torch.randn_like(x)
+                    return checkpoint(self.block, x, use_reentrant=False, preserve_rng_state=False)
+            """
+        ),
         # A splatted dict that is not one literal: what it holds is not known.
         Valid(
             """
@@ -392,6 +428,60 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # Noise injection: `torch.randn_like` in the checkpointed module's forward.
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Noisy(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    h = self.fc(x)
+                    if self.training:
+                        h = h + 0.05 * torch.randn_like(h)
+                    return torch.tanh(h)
+
+            class Net(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.block = Noisy(d)
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False, preserve_rng_state=False)
+            """,
+            line=22,
+            column=16,
+            message_contains="Net.block -> Noisy.forward: `randn_like`",
+            expected_fix="""
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Noisy(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    h = self.fc(x)
+                    if self.training:
+                        h = h + 0.05 * torch.randn_like(h)
+                    return torch.tanh(h)
+
+            class Net(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.block = Noisy(d)
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False)
+            """,
+        ),
         # A generic helper's parameter decides it: the project passes False.
         Invalid(
             """

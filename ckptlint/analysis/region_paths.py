@@ -14,6 +14,7 @@ from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import (
     NORMS_WITH_RUNNING_STATS,
     RANDOM_MODULES,
+    RANDOM_SAMPLING_FUNCTIONS,
     RANDOM_TENSOR_METHODS,
     STATE_UPDATING_WRAPPERS,
     TRANSFORMERS_RANDOM_LAYERS,
@@ -25,6 +26,7 @@ from ckptlint.model.openmmlab import conv_module_norms
 from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
 
 _MAX_CALL_DEPTH = 6
+_SAMPLERS = frozenset(name.rsplit(".", 1)[-1] for name in RANDOM_SAMPLING_FUNCTIONS)
 
 @dataclass(frozen=True)
 class Region:
@@ -83,9 +85,14 @@ def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset
     return _RegionPaths(project, "statistics", extra).of(region)
 
 
-def region_randomness(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the random operations the region runs (a module put in eval mode draws none)."""
-    return _RegionPaths(project, "randomness", extra).of(region)
+def region_randomness(
+    region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset(), *, mode_dependent: bool = False
+) -> list[str]:
+    """Paths to the random operations the region runs (a module put in eval mode draws none);
+    `mode_dependent`: only those eval mode turns off (dropout, not `torch.randn_like`)."""
+    paths = _RegionPaths(project, "randomness", extra)
+    paths.mode_dependent = mode_dependent
+    return paths.of(region)
 
 
 def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
@@ -113,6 +120,7 @@ class _RegionPaths:
         self.denotation: Denotation = project.denotation
         self.kind = kind
         self.extra = extra
+        self.mode_dependent = False  # `randomness`: only what eval mode turns off
         self._memo: dict = {}
 
     def of(self, region: Region) -> list[str]:
@@ -248,6 +256,8 @@ class _RegionPaths:
         default 0.0): dropout with p=0 draws no random numbers (measured on torch 2.13)."""
         zero_attributes = dict(method.random_attributes)
         for description in method.random:
+            if self.mode_dependent and description.split("`")[1:2] and description.split("`")[1] in _SAMPLERS:
+                continue  # `torch.randn_like` draws in eval mode too
             attribute = zero_attributes.get(description)
             if attribute is not None and owner is not None:
                 values = self.denotation.attribute(owner, attribute)

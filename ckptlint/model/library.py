@@ -176,11 +176,22 @@ def transformers_random_layer(model_class: str) -> str | None:
         return None
     family = next(f for f, prefix in _FAMILY_PREFIXES.items() if prefix == match["prefix"])
     return _RANDOM_FAMILIES.get(family)
-RANDOM_FUNCTIONS = frozenset(
+# Random functions with a probability (`p`, the second positional argument): none drawn at 0.
+DROPOUT_FUNCTIONS = frozenset(
     {f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                                                 "feature_alpha_dropout")}
-    | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
-       "timm.layers.drop.drop_path"}
+    | {"torch.dropout", "torch.bernoulli", "timm.layers.drop_path", "timm.layers.drop.drop_path"}
+)
+# torch's random sampling functions (the "Random sampling" section of the torch reference,
+# torch 2.13: `bernoulli`, `multinomial`, `normal`, `poisson`, `rand`, `rand_like`, `randint`,
+# `randint_like`, `randn`, `randn_like`, `randperm`) and `F.gumbel_softmax`: each draws from
+# the global generator, so a recomputation without the saved RNG state draws other numbers
+# (measured: `x + torch.randn_like(x)` before `tanh` under `checkpoint(...,
+# preserve_rng_state=False)` gives other gradients than the unchecked step).
+RANDOM_SAMPLING_FUNCTIONS = frozenset(
+    {f"torch.{name}" for name in ("multinomial", "normal", "poisson", "rand", "rand_like", "randint", "randint_like",
+                                  "randn", "randn_like", "randperm")}
+    | {"torch.nn.functional.gumbel_softmax"}
 )
 # Tensor methods that draw random numbers in place (a hand-written `drop_path`:
 # `x.new_empty(shape).bernoulli_(keep_prob)`, copied from timm into Swin, DeiT, ConvNeXt...).

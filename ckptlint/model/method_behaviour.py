@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from ckptlint.model.ast_walk import walk
 from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.library import (
-    CONTAINER_MUTATORS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, RANDOM_TENSOR_METHODS,
-    TORCH_CHECKPOINT_FUNCTIONS,
+    CONTAINER_MUTATORS, DROPOUT_FUNCTIONS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_SAMPLING_FUNCTIONS,
+    RANDOM_TENSOR_METHODS, TORCH_CHECKPOINT_FUNCTIONS,
 )
 
 
@@ -481,7 +481,7 @@ def guard_flags(test: ast.AST, other: str | None = None, ignored: frozenset[str]
 def probability_attribute(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
     """The `self` attribute a dropout call takes its probability from (`p=self.drop`), else None."""
     name = resolve(call.func) or ""
-    if name not in RANDOM_FUNCTIONS:
+    if name not in DROPOUT_FUNCTIONS:
         return None
     probability = keyword_argument(call, "p") or (call.args[1] if len(call.args) > 1 else None)
     if isinstance(probability, ast.Attribute) and isinstance(probability.value, ast.Name) and probability.value.id == "self":
@@ -494,7 +494,9 @@ def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str
     `scaled_dot_product_attention(dropout_p=...)`), described; else None."""
     name = resolve(call.func) or ""
     short = name.rsplit(".", 1)[-1]
-    if name in RANDOM_FUNCTIONS:
+    if name in RANDOM_SAMPLING_FUNCTIONS:
+        return f"`{short}`"
+    if name in DROPOUT_FUNCTIONS:
         probability = keyword_argument(call, "p") or (call.args[1] if len(call.args) > 1 else None)
         if is_zero(probability) or is_false(keyword_argument(call, "training")):
             return None
