@@ -38,7 +38,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `scaled_dot_product_attention` with a non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
     across the project's files). The region is resolved through the project index:
     `checkpoint(self.block, x)`, `checkpoint(self._forward, x)`, a lambda using `self.<attr>`,
-    a loop over `self.blocks`. Where it cannot be resolved, nothing is reported. Also
+    a loop over `self.blocks`, a function outside classes (`checkpoint(attn_core, q, k, v)`:
+    its own random calls and those of what it calls). Where it cannot be resolved, nothing is
+    reported. Also
     `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state":
     False})` on a transformers model whose layers draw dropout masks under their
     configuration's defaults (BERT, RoBERTa, GPT-2, T5, BART, OPT...: the table in
@@ -269,6 +271,28 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # A function region whose dropout is off (`training=False`), and dropout run by the
+        # caller on the region's output.
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def attn_core(q, k, v, p_drop):
+                probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+                probs = F.dropout(probs, p=p_drop, training=False)
+                return probs @ v
+
+            def mlp(x, w):
+                return torch.relu(x @ w)
+
+            def block(q, k, v, w):
+                h = checkpoint(attn_core, q, k, v, 0.1, use_reentrant=False, preserve_rng_state=False)
+                h = checkpoint(mlp, h, w, use_reentrant=False, preserve_rng_state=False)
+                return F.dropout(h, p=0.1, training=True)
+            """
+        ),
         # Noise drawn outside the region (its tensor is an input, saved as it is) and a
         # permutation drawn when the module is built.
         Valid(
@@ -428,6 +452,38 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # A module-level function checkpointed on its own: its dropout draws a new mask.
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def attn_core(q, k, v, p_drop):
+                probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+                probs = F.dropout(probs, p=p_drop, training=True)
+                return probs @ v
+
+            def attention(q, k, v):
+                return checkpoint(attn_core, q, k, v, 0.1, use_reentrant=False, preserve_rng_state=False)
+            """,
+            line=11,
+            column=12,
+            message_contains="attn_core: `dropout` (line 7)",
+            expected_fix="""
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def attn_core(q, k, v, p_drop):
+                probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+                probs = F.dropout(probs, p=p_drop, training=True)
+                return probs @ v
+
+            def attention(q, k, v):
+                return checkpoint(attn_core, q, k, v, 0.1, use_reentrant=False)
+            """,
+        ),
         # Noise injection: `torch.randn_like` in the checkpointed module's forward.
         Invalid(
             """

@@ -256,8 +256,8 @@ class _RegionPaths:
         default 0.0): dropout with p=0 draws no random numbers (measured on torch 2.13)."""
         zero_attributes = dict(method.random_attributes)
         for description in method.random:
-            if self.mode_dependent and description.split("`")[1:2] and description.split("`")[1] in _SAMPLERS:
-                continue  # `torch.randn_like` draws in eval mode too
+            if self.mode_dependent and _draws_in_eval(description):
+                continue
             attribute = zero_attributes.get(description)
             if attribute is not None and owner is not None:
                 values = self.denotation.attribute(owner, attribute)
@@ -289,7 +289,12 @@ class _RegionPaths:
         if summary is None:
             return
         if facts is None and self.kind == "randomness":
-            # A module-level function (a hand-written `drop_path`): its in-place random draws.
+            # A function outside classes: its random calls (`F.dropout`, `torch.rand`), and its
+            # in-place random draws (a hand-written `drop_path`).
+            yield from (
+                f"{prefix}: {r}" for r in self.project.function_randomness(function.name)
+                if not (self.mode_dependent and _draws_in_eval(r))
+            )
             yield from (
                 f"{prefix}: `{callee[2]}` (line {line})" for callee, line in summary.calls
                 if callee[0] == "attr" and callee[2] in RANDOM_TENSOR_METHODS
@@ -311,6 +316,13 @@ class _RegionPaths:
         elif isinstance(value, Sequence):
             for element in sorted(value.elements, key=repr):
                 yield from self.callee(element, label, depth)
+
+
+def _draws_in_eval(description: str) -> bool:
+    """A random operation described as `` `randn_like` (line 4) ``: torch's samplers draw in
+    eval mode too (dropout does not)."""
+    quoted = description.split("`")
+    return len(quoted) > 1 and quoted[1] in _SAMPLERS
 
 
 def _constructed_at(denotation: Denotation, owner: str | None, paths: list[str] = ()) -> str | None:

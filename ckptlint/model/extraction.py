@@ -22,7 +22,14 @@ from ckptlint.model.hf_events import (
     HF_WORDS, HfEvents, call_arguments, parameter_guards, passed_result, unchanged_parameters,
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
-from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
+from ckptlint.model.method_behaviour import (
+    checked_attributes,
+    definitions,
+    dotted,
+    keyword_argument,
+    methods_of,
+    random_call,
+)
 from ckptlint.model.norm_freezing import (
     batchnorm_frozen_under,
     converted_parameter,
@@ -81,6 +88,8 @@ INDEX_TRIGGERS = (
 # of extraction instead of 5.3 s for every such file).
 PASSING_WORDS = ("model", "register")
 _SMALL_FILE = 8_000
+_RANDOM_WORDS = ("dropout", "rand", "normal", "bernoulli", "poisson", "multinomial", "gumbel", "drop_path",
+                 "scaled_dot_product_attention")
 
 
 # The node classes the walks of `_Extractor.run` and `_function` act on (`ast.parse` makes no
@@ -124,6 +133,8 @@ def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> F
 class _Extractor:
     def __init__(self, module: str, relative_path: str, text: str = "") -> None:
         self.lines = text.splitlines()
+        # Only such files can hold a random call (`method_behaviour.random_call`).
+        self._may_draw = any(word in text for word in _RANDOM_WORDS)
         self.module = module
         self.path = relative_path
         self.is_package = relative_path.endswith("__init__.py")
@@ -335,6 +346,8 @@ class _Extractor:
                         loop_sources[target] = source
             elif isinstance(node, ast.Call):
                 self._call(node, events, loop_sources, enclosing_class)
+                if enclosing_class is None and self._may_draw and (drawn := random_call(node, self.resolve)):
+                    events.append(Event(EventKind.DRAWS_RANDOM, "", node.lineno, node.col_offset, api=drawn))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 self._assignment(node, events, enclosing_class)
         self._parameters.pop()

@@ -50,6 +50,9 @@ class EventKind(str, enum.Enum):
     # `def set_bn_eval(m): if isinstance(m, _BatchNorm): m.eval()`: the target parameter is
     # put in eval mode when it is a BatchNorm; `model.apply(set_bn_eval)` freezes the model's.
     FREEZES_BATCHNORM_APPLIED = "BatchNorm put in eval mode by Module.apply"
+    # A function outside classes draws random numbers (`F.dropout(p, p=0.1)`, `torch.rand`):
+    # api is the description (`method_behaviour.random_call`); a region running it is random.
+    DRAWS_RANDOM = "draws random numbers"
 
 
 # The kinds that say what happens to a Hugging Face model (see `hf_events`).

@@ -400,6 +400,17 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
                 return path, wrapped
         return None
 
+    def function_randomness(self, name: str) -> tuple[str, ...]:
+        """The random operations a function outside classes draws in its own code, described
+        (`EventKind.DRAWS_RANDOM`)."""
+        path = self.path_of(name)
+        facts = self.files.get(path) if path is not None else None
+        function = next((f for f in facts.functions if f.name == name), None) if facts is not None else None
+        return tuple(
+            f"{e.api} (line {e.line})" for e in (function.events if function is not None else ())
+            if e.kind is EventKind.DRAWS_RANDOM
+        )
+
     def class_method(self, name: str, method: str) -> MethodFacts | None:
         for ancestor in self.ancestors(name):
             facts = self.class_named(ancestor)
