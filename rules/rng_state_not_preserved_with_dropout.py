@@ -27,8 +27,10 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `checkpoint_wrapper(Block(...), preserve_rng_state=False)` /
     `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
     preserve_rng_state=False), check_fn=lambda m: isinstance(m, Block))` (the partial inline or
-    bound to a name in the file; the wrapper passes the keyword on to `checkpoint`), whose
-    region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`, the
+    bound to a name in the file; the wrapper passes the keyword on to `checkpoint`; also
+    `preserve_rng_state=flag` where the project passes the helper holding it False, or a call
+    leaves out a parameter whose default is False: `def apply_ac(model, preserve_rng=False)`
+    called as `apply_ac(model)`), whose region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`, the
     children of torchvision models that hold dropout or stochastic depth (`convnext_tiny()
     .features`, `efficientnet_b0().classifier`),
     `F.dropout*`, torch's random sampling functions (`torch.rand`, `rand_like`, `randn`,
@@ -236,15 +238,21 @@ class RngStateNotPreservedWithDropout(RegionRule):
                             sites = self._falsy_sites(call, arg.value.value)
                             if sites:
                                 return call, arg, f" as passed at {sites}"
+                            if all(isinstance(v, Constant) and v.value is False for v in values):
+                                sites = self._falsy_sites(call, arg.value.value, by_default=True)
+                                if sites:
+                                    return call, arg, f" by default, as called at {sites}"
         return None
 
-    def _falsy_sites(self, call: cst.Call, parameter: str) -> str:
-        """Where the project passes False for a parameter of the function holding `call`."""
+    def _falsy_sites(self, call: cst.Call, parameter: str, by_default: bool = False) -> str:
+        """Where the project passes False for a parameter of the function holding `call`
+        (`by_default`: where it leaves out a parameter whose default is False)."""
         scopes = self._call_scopes.get(call, ())
         if not scopes or scopes[-1][0] != "function":
             return ""
         function = ".".join([self._module, *(name for _, name in scopes)])
-        sites = self.context.project.denotation.falsy_passed_at(function, parameter)
+        denotation = self.context.project.denotation
+        sites = denotation.default_runs_at(function, parameter) if by_default else denotation.falsy_passed_at(function, parameter)
         return ", ".join(f"{path}:{line}" for path, line in sites[:3]) + (" and more" if len(sites) > 3 else "")
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
@@ -271,6 +279,29 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # A helper's `preserve_rng_state` parameter whose False default no call leaves in place.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return x + self.drop(self.fc(x))
+
+            def apply_ac(model, preserve_rng=False):
+                for name, block in list(model.named_children()):
+                    model.register_module(name, checkpoint_wrapper(block, preserve_rng_state=preserve_rng))
+                return model
+
+            model = apply_ac(nn.Sequential(Block(), Block()), preserve_rng=True)
+            """
+        ),
         # A function region whose dropout is off (`training=False`), and dropout run by the
         # caller on the region's output.
         Valid(
@@ -452,6 +483,32 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # ... and one a call leaves in place (lingua / torchtune-style AC helpers).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return x + self.drop(self.fc(x))
+
+            def apply_ac(model, preserve_rng=False):
+                for name, block in list(model.named_children()):
+                    model.register_module(name, checkpoint_wrapper(block, preserve_rng_state=preserve_rng))
+                return model
+
+            model = apply_ac(nn.Sequential(Block(), Block()))
+            """,
+            line=15,
+            column=37,
+            message_contains="False by default, as called at",
+        ),
         # A module-level function checkpointed on its own: its dropout draws a new mask.
         Invalid(
             """

@@ -306,6 +306,39 @@ class CallSiteResolution:
         evaluations so far found them."""
         return tuple(self._falsy_at.get((function, parameter), ()))
 
+    def default_runs_at(self, function: str, parameter: str) -> tuple[tuple[str, int], ...]:
+        """The call sites (path, line) of a function that leave `parameter` out, so that its
+        default runs there: no keyword of that name, too few positional arguments, no `*` /
+        `**` splat (a call passing only constants, which the summaries keep without its
+        arguments, is not known to)."""
+        summary = self.summary(function)
+        module = self._module_of(function)
+        if summary is None or module is None:
+            return ()
+        positional = [p.name for p in summary.parameters if p.kind == "positional"]
+        if positional and positional[0] in (summary.self_name, "cls"):
+            positional = positional[1:]
+        if parameter not in positional and not any(p.name == parameter for p in summary.parameters):
+            return ()
+        sites = []
+        try:
+            for path, caller, callee, line in self._call_sites.calls_of(function, module):
+                frame = replace(self._entry_frame(caller.name), before=line + 1)
+                if not self._calls_function(callee, summary, frame):
+                    continue
+                for call, at in caller.passes:
+                    if at != line or call[1] != callee or not (call[2] or call[3]):
+                        continue
+                    arguments, keywords = call[2], call[3]
+                    if any(a[0] == "star" for a in arguments) or any(k is None or k == parameter for k, _ in keywords):
+                        continue
+                    if parameter in positional and len(arguments) > positional.index(parameter):
+                        continue
+                    sites.append((path, line))
+        except OutOfBudget:
+            return ()
+        return tuple(sorted(set(sites)))
+
     def passed_at_every_call(self, summary: FunctionSummary, parameter: str) -> frozenset | None:
         """The constants the project's calls of a function pass for `parameter` when every
         call passes one (`Net(reentrant=True)` wherever a `Net` is built: its default never
