@@ -333,7 +333,9 @@ class _Extractor:
                 text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
                 configures = any(word in text for word in CHECKPOINTING_SETTINGS)
                 self.classes.append(ClassFacts(
-                    qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked, self._module_functions), configures,
+                    qualified, node.lineno, bases, methods_of(
+                        node, self.lines, self.resolve, self._checked, self._module_functions, self.module_assigned,
+                    ), configures,
                     batchnorm_frozen_under(node, self.resolve),
                 ))
                 if any(_is_module_class(base) for base in bases):
