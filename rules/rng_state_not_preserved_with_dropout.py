@@ -11,7 +11,7 @@ from ckptlint.analysis.hf_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import checkpointed_lora_dropout
-from ckptlint.model.library import GET_PEFT_MODEL, transformers_random_layer
+from ckptlint.model.library import GET_PEFT_MODEL, transformers_random_checkpoint, transformers_random_layer
 from ckptlint.model.values import Constant
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -46,7 +46,10 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state":
     False})` on a transformers model whose layers draw dropout masks under their
     configuration's defaults (BERT, RoBERTa, GPT-2, T5, BART, OPT...: the table in
-    `ckptlint/model/library.py`, read from the configs of transformers 5.17.0 and 4.46.3;
+    `ckptlint/model/library.py`; an Auto class counts by the Hub checkpoint it loads, written
+    as a literal and named as its family publishes it, `bert-base-uncased`, `gpt2`,
+    `facebook/opt-125m`, not `sentence-transformers/all-MiniLM-L6-v2`; the families read
+    from the configs of transformers 5.17.0 and 4.46.3;
     not Llama, Mistral, Qwen2 or ViT, whose dropout defaults to 0), unless the file sets
     dropout itself; the same on any model given LoRA adapters with a non-zero `lora_dropout`
     (`get_peft_model(model, LoraConfig(lora_dropout=0.05))`, `model.add_adapter(config)`, the
@@ -101,7 +104,10 @@ class RngStateNotPreservedWithDropout(RegionRule):
     (`x + randn_like(x)`), 0.62 (`randn`, `normal`), 0.39 (`rand`), 1.28 (`randint`,
     `randint_like`), 1.67 (`poisson`), 1.94 / 1.18 (`randperm` / `multinomial` indices), 0.016
     (`gumbel_softmax`), 1.23 / 0.27 (`exponential_` / `cauchy_`); 0 with the default. The list
-    of samplers is the "Random sampling" section of the torch 2.13 reference.
+    of samplers is the "Random sampling" section of the torch 2.13 reference. Hub checkpoints:
+    transformers 5.17's configuration docstrings name the checkpoint each family's defaults
+    reproduce (`google-bert/bert-base-uncased`, `openai-community/gpt2`, `google-t5/t5-small`,
+    `facebook/opt-350m`, ...), the names the checkpoint table follows.
     """
 
     code = "CKPT033"
@@ -166,6 +172,12 @@ class RngStateNotPreservedWithDropout(RegionRule):
         sets_dropout = bool(_SETS_DROPOUT.search(self.context.text))
         for history in script_models(self.context).histories:
             layer = transformers_random_layer(history.model_class.name) if history.model_class is not None else None
+            loaded = ""
+            if layer is None and history.model_class is not None and history.checkpoint is not None and (
+                history.model_class.short_name.startswith("AutoModel")
+            ):
+                layer = transformers_random_checkpoint(history.checkpoint)
+                loaded = f" loaded from `{history.checkpoint}`"
             for step in history.of_kind(StepKind.GC_ENABLED, StepKind.TRAINER):
                 if step.kind is StepKind.TRAINER and step.enables_checkpointing is not True:
                     continue
@@ -173,7 +185,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                 if entry is None:
                     continue
                 if layer is not None and not sets_dropout:
-                    random = (f"the layers of `{history.model_class.short_name}`, which draw random numbers "
+                    random = (f"the layers of `{history.model_class.short_name}`{loaded}, which draw random numbers "
                               f"(({layer}: dropout on under its configuration's defaults))")
                 else:
                     dropout = self._lora_dropout(history, step)
@@ -279,6 +291,29 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # Auto classes loading a checkpoint whose layers draw nothing (Llama), one whose name
+        # says nothing of its family, and a BERT checkpoint loaded with its dropout off.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+            kwargs = {"use_reentrant": False, "preserve_rng_state": False}
+            llama = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")
+            llama.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            minilm = AutoModelForSequenceClassification.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+            minilm.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            """
+        ),
+        Valid(
+            """
+            from transformers import AutoModelForSequenceClassification
+
+            bert = AutoModelForSequenceClassification.from_pretrained(
+                "bert-base-uncased", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+            )
+            bert.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state": False})
+            """
+        ),
         # A helper's `preserve_rng_state` parameter whose False default no call leaves in place.
         Valid(
             """
@@ -483,6 +518,36 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # An Auto class loading a BERT checkpoint (`hidden_dropout_prob` 0.1).
+        Invalid(
+            """
+            from transformers import AutoModelForSequenceClassification
+
+            GC_KWARGS = {"use_reentrant": False, "preserve_rng_state": False}
+
+            def main(loader):
+                model = AutoModelForSequenceClassification.from_pretrained("google-bert/bert-base-uncased", num_labels=3)
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=GC_KWARGS)
+                model.train()
+                for batch in loader:
+                    model(**batch).loss.backward()
+            """,
+            line=7,
+            column=5,
+            message_contains="`AutoModelForSequenceClassification` loaded from `google-bert/bert-base-uncased`",
+            expected_fix="""
+            from transformers import AutoModelForSequenceClassification
+
+            GC_KWARGS = {"use_reentrant": False}
+
+            def main(loader):
+                model = AutoModelForSequenceClassification.from_pretrained("google-bert/bert-base-uncased", num_labels=3)
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=GC_KWARGS)
+                model.train()
+                for batch in loader:
+                    model(**batch).loss.backward()
+            """,
+        ),
         # ... and one a call leaves in place (lingua / torchtune-style AC helpers).
         Invalid(
             """

@@ -168,6 +168,37 @@ _RANDOM_MODEL_CLASS = re.compile(
 )
 
 
+# The Hub checkpoints of those families, by the name after the organisation, that an Auto class
+# (`AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")`) loads with the
+# family's dropout: transformers 5.17's configuration docstrings say the defaults give the
+# configuration of `google-bert/bert-base-uncased`, `FacebookAI/roberta-base`,
+# `google/distilbert-base-uncased`, `google/electra-small-discriminator`, `microsoft/mpnet-base`,
+# `allenai/longformer-base-4096`, `openai-community/gpt2`, `google-t5/t5-small`,
+# `google/mt5-small`, `facebook/bart-large`, `facebook/mbart-large-cc25`,
+# `google/pegasus-large`, `facebook/opt-350m`, `facebook/wav2vec2-base-960h`; the other sizes
+# of each release share their dropout. A name not listed (a fine-tuned copy under another
+# name, `sentence-transformers/all-MiniLM-L6-v2`) says nothing.
+_RANDOM_CHECKPOINTS = {
+    family: re.compile(pattern)
+    for family, pattern in (
+        ("bert", r"bert-(base|large)-"), ("roberta", r"roberta-(base|large)\b"),
+        ("xlm_roberta", r"xlm-roberta-(base|large)\b"), ("distilbert", r"distilbert-base-"),
+        ("electra", r"electra-(small|base|large)-"), ("deberta_v2", r"deberta-v[23]-"), ("mpnet", r"mpnet-base$"),
+        ("longformer", r"longformer-(base|large)-"), ("gpt2", r"(distil)?gpt2(-medium|-large|-xl)?$"),
+        ("t5", r"t5-(small|base|large|3b|11b)$"), ("mt5", r"mt5-(small|base|large|xl|xxl)$"),
+        ("bart", r"bart-(base|large)\b"), ("mbart", r"mbart-large-"), ("pegasus", r"pegasus-"),
+        ("opt", r"opt-\d+(\.\d+)?[mb]$"), ("wav2vec2", r"wav2vec2-(base|large)\b"),
+    )
+}
+
+
+def transformers_random_checkpoint(model_id: str) -> str | None:
+    """The layer of the family a Hub checkpoint id names, when its layers draw dropout masks
+    (`bert-base-uncased`, `google-bert/bert-base-uncased` -> `...modeling_bert.BertLayer`)."""
+    name = model_id.rsplit("/", 1)[-1]
+    return next((_RANDOM_FAMILIES[f] for f, pattern in _RANDOM_CHECKPOINTS.items() if pattern.match(name)), None)
+
+
 def transformers_random_layer(model_class: str) -> str | None:
     """The layer of a transformers model class whose family draws dropout masks under its
     configuration's defaults (`BertForMaskedLM` -> `...modeling_bert.BertLayer`), else None."""
