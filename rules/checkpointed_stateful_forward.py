@@ -19,9 +19,9 @@ class CheckpointedStatefulForward(RegionRule):
     `global` / `nonlocal` write, an element added (`append` / `extend` / `insert`) to a list
     the module holds (`ACT.append(...)`, `stats.ACT_NORMS.append(...)` on an imported project
     module; not a name the method binds itself, not a library's such as `sys.path`, not a
-    dict or set written by key, which a recomputation writes again with the same value); a module wrapped by the legacy `torch.nn.utils.
-    spectral_norm` (its hook updates `weight_u` / `weight_v` on every training forward). The
-    message names the write and the path to it.
+    dict or set written by key, which a recomputation writes again with the same value); a
+    module wrapped by the legacy `torch.nn.utils.spectral_norm` (its hook updates `weight_u`
+    / `weight_v` on every training forward). The message names the write and the path to it.
 
     ## Why is this bad?
     The recomputation in backward runs the region's forward again: every write happens

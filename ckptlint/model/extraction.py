@@ -23,19 +23,9 @@ from ckptlint.model.hf_events import (
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import (
-    checked_attributes,
-    definitions,
-    dotted,
-    keyword_argument,
-    methods_of,
-    random_call,
+    checked_attributes, definitions, dotted, keyword_argument, methods_of, random_call,
 )
-from ckptlint.model.norm_freezing import (
-    batchnorm_frozen_under,
-    converted_parameter,
-    frozen_parameter,
-    frozen_when_applied,
-)
+from ckptlint.model.norm_freezing import batchnorm_frozen_under, converted_parameter, frozen_parameter, frozen_when_applied
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
     DEFAULT_KWARGS,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.fsdp_queries import FSDP_KIND, FsdpQueries
+from ckptlint.model.norm_freezing_queries import NORM_FREEZING_KIND, NormFreezingQueries, freezes_batchnorm
 from ckptlint.model.registries import registered_classes
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
@@ -47,7 +48,6 @@ if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a
 
 WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
 REGISTRY_KIND = "registries"
-NORM_FREEZING_KIND = "norm_freezing"
 CHECKPOINT_IMPORT_KIND = "checkpoint_imports"  # files importing torch's checkpoint functions
 REEXPORT_KIND = "reexports"  # package `__init__` files importing names from other modules
 HF_CHECKPOINTING_KIND = "hf_checkpointing"  # files calling `gradient_checkpointing_enable`
@@ -76,9 +76,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(OPTIONS_KIND)
     if facts.registrars or facts.registrations:
         kinds.append(REGISTRY_KIND)
-    if any(c.batchnorm_frozen_under is not None for c in facts.classes) or any(
-        e.kind in (EventKind.FREEZES_BATCHNORM, EventKind.FREEZES_BATCHNORM_APPLIED) for f in facts.functions for e in f.events
-    ):
+    if freezes_batchnorm(facts):
         kinds.append(NORM_FREEZING_KIND)
     if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names):
         kinds.append(CHECKPOINT_IMPORT_KIND)
@@ -130,7 +128,7 @@ class LazyFacts(Mapping):
 
 
 @dataclass
-class ProjectIndex(ForwardingQueries, FsdpQueries):
+class ProjectIndex(ForwardingQueries, FsdpQueries, NormFreezingQueries):
     root: Path
     files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
     # relative path -> content digest of the text the facts were extracted from
@@ -179,15 +177,6 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
         )
 
     @cached_property
-    def batchnorm_freezers(self) -> tuple[ClassFacts, ...]:
-        """The classes whose `train()` puts every BatchNorm below them in eval mode
-        (`ckptlint.model.norm_freezing`)."""
-        return tuple(
-            c for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for c in facts.classes
-            if c.batchnorm_frozen_under is not None
-        )
-
-    @cached_property
     def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple]]:
         from ckptlint.model.checkpoint_aliases import checkpoint_aliases
 
@@ -219,24 +208,6 @@ class ProjectIndex(ForwardingQueries, FsdpQueries):
             if a != f"{facts.module}.{local}" and not a.startswith("torch.") and self.path_of(a) in defining
         ]
         return bool(imported) and any(a in self.checkpoint_aliases for a in imported)
-
-    @cached_property
-    def batchnorm_freezing_functions(self) -> tuple[tuple[str, str], ...]:
-        """(function, parameter): functions that put every BatchNorm below their parameter in
-        eval mode (`freeze_bn(model)`; `ckptlint.model.norm_freezing.frozen_parameter`)."""
-        return tuple(
-            (f.name, e.target) for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
-            for e in f.events if e.kind is EventKind.FREEZES_BATCHNORM
-        )
-
-    @cached_property
-    def batchnorm_freezers_applied(self) -> tuple[str, ...]:
-        """Functions that put the module they are given in eval mode when it is a BatchNorm,
-        for `Module.apply` (`set_bn_eval`; `ckptlint.model.norm_freezing.frozen_when_applied`)."""
-        return tuple(
-            f.name for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
-            if any(e.kind is EventKind.FREEZES_BATCHNORM_APPLIED for e in f.events)
-        )
 
     @cached_property
     def classes(self) -> dict[str, ClassFacts]:
