@@ -55,6 +55,14 @@ class CheckpointedBatchnorm(RegionRule):
     that puts every BatchNorm below its argument in eval mode (`def freeze_bn(m): for x in
     m.modules(): if isinstance(x, nn.BatchNorm2d): x.eval()`, called as `freeze_bn(head)`),
     and the modules below it; a helper that only reads them (counts them) freezes nothing.
+    The same for a module the project runs such a function on with `Module.apply`
+    (`model.apply(set_bn_eval)` after `model.train()`, where `set_bn_eval(m)` puts `m` in eval
+    mode when `isinstance(m, _BatchNorm)` or its class name holds "BatchNorm"), and for one
+    whose BatchNorms are replaced by frozen copies: detectron2's
+    `FrozenBatchNorm2d.convert_frozen_batchnorm(model)`, timm's `freeze_batch_norm_2d(model)`,
+    or a project function of the same shape (a BatchNorm replaced by a `Frozen...Norm`, the
+    children walked). A function that only sets `requires_grad=False` on them, initialises
+    them, or converts them to `SyncBatchNorm` freezes nothing.
 
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and
@@ -93,6 +101,12 @@ class CheckpointedBatchnorm(RegionRule):
     layer)` and `ConvModule`'s `with_norm = norm_cfg is not None`; the freezing `train()` is
     mmdet's / mmseg's `ResNet.train` (norm_eval: True in mmdet's ResNet, False in mmseg's,
     mmpose's and mmaction2's).
+    torch 2.13 (CPU): a BatchNorm put in eval mode by `model.apply(set_bn_eval)` after
+    `model.train()` and run under `checkpoint` keeps `num_batches_tracked == 0`; one whose
+    parameters only have `requires_grad=False` still counts 1 per forward. detectron2
+    (`detectron2/layers/batch_norm.py`) and timm (`timm/layers/norm_act.py`), read: their
+    converters replace `BatchNorm2d` / `SyncBatchNorm` by `FrozenBatchNorm2d`, which holds
+    buffers only and updates none.
     `checkpoint_sequential(seq, segments, x)` checkpoints the first `segments - 1` segments
     of `len(seq) // segments` members and runs the rest plainly: a BatchNorm there is updated
     once (measured: 1 in the last segment, 2 in the first), so with `seq` written member by
@@ -149,6 +163,43 @@ class CheckpointedBatchnorm(RegionRule):
         )
 
     valid = [
+        # BatchNorm frozen at runtime: `model.apply(set_bn_eval)` after `model.train()`
+        # (faster-rcnn.pytorch), and a backbone converted by detectron2's converter.
+        Valid(
+            """
+            import torch.nn as nn
+            from detectron2.layers import FrozenBatchNorm2d
+            from torch.utils.checkpoint import checkpoint
+
+            class Stage(nn.Module):
+                def __init__(self, c=32):
+                    super().__init__()
+                    self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False)
+
+            class Stem(nn.Module):
+                def __init__(self, c=32):
+                    super().__init__()
+                    self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+                    FrozenBatchNorm2d.convert_frozen_batchnorm(self)
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False)
+
+            def set_bn_eval(m):
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+
+            def train(loader):
+                stem, stage = Stem(), Stage()
+                for x in loader:
+                    stage.train()
+                    stage.apply(set_bn_eval)
+                    stage(stem(x)).mean().backward()
+            """
+        ),
         # OpenMMLab blocks: a GroupNorm config, a ConvModule without a norm, and BatchNorm
         # kept in eval mode by the backbone's `norm_eval`.
         Valid(
@@ -270,6 +321,35 @@ class CheckpointedBatchnorm(RegionRule):
         ),
     ]
     invalid = [
+        # `.apply` of a function that initialises BatchNorm (its mode untouched), and a converter
+        # whose replacement still updates statistics (`convert_sync_batchnorm`).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Stage(nn.Module):
+                def __init__(self, c=32):
+                    super().__init__()
+                    self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False)
+
+            def init_bn(m):
+                if isinstance(m, nn.BatchNorm2d):
+                    nn.init.ones_(m.weight)
+
+            def train(loader):
+                stage = nn.SyncBatchNorm.convert_sync_batchnorm(Stage())
+                stage.apply(init_bn)
+                for x in loader:
+                    stage(x).mean().backward()
+            """,
+            line=10,
+            column=16,
+            message_contains="Stage.block -> (torch.nn.BatchNorm2d)",
+        ),
         # The OpenMMLab `with_cp` idiom over norm layers built from `norm_cfg`.
         Invalid(
             """

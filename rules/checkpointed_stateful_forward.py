@@ -16,9 +16,12 @@ class CheckpointedStatefulForward(RegionRule):
     `self.<attr>` outside `__init__`, an in-place tensor method on a buffer or attribute
     (`self.count.add_(1)`, `mul_`, `copy_`, `fill_`, `zero_`, index assignment),
     `append` / `extend` / `update` / item assignment on a container held by `self`, or a
-    `global` / `nonlocal` write; a module wrapped by the legacy `torch.nn.utils.
-    spectral_norm` (its hook updates `weight_u` / `weight_v` on every training forward). The
-    message names the write and the path to it.
+    `global` / `nonlocal` write, an element added (`append` / `extend` / `insert`) to a list
+    the module holds (`ACT.append(...)`, `stats.ACT_NORMS.append(...)` on an imported project
+    module; not a name the method binds itself, not a library's such as `sys.path`, not a
+    dict or set written by key, which a recomputation writes again with the same value); a
+    module wrapped by the legacy `torch.nn.utils.spectral_norm` (its hook updates `weight_u`
+    / `weight_v` on every training forward). The message names the write and the path to it.
 
     ## Why is this bad?
     The recomputation in backward runs the region's forward again: every write happens
@@ -72,7 +75,9 @@ class CheckpointedStatefulForward(RegionRule):
     spectral_norm`, checkpointed (non-reentrant): input gradients 0.09 away from the
     unchecked step, `weight_v` 0.26 (the recomputation runs another power iteration); with
     `torch.nn.utils.parametrizations.spectral_norm` (15 iterations at registration) 2e-7 and
-    4e-6: not reported.
+    4e-6: not reported. A module whose forward appends to a module-level list, three of
+    them checkpointed in a row: 3 entries after the forward, 6 after backward, with either
+    implementation.
     """
 
     code = "CKPT011"
@@ -94,6 +99,34 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # Lists the forward builds itself (one shadowing a module-level name), a module-level
+        # cache written by key, and `sys.path`.
+        Valid(
+            """
+            import sys
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            feats = []
+            _MASKS = {}
+
+            class Block(nn.Module):
+                def __init__(self, d=16):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    feats = []
+                    feats.append(x)
+                    _MASKS.setdefault(x.shape[-1], x.new_ones(x.shape[-1]))
+                    if "." not in sys.path:
+                        sys.path.append(".")
+                    return x + self.fc(x).relu() * _MASKS[x.shape[-1]] + feats[0]
+
+                def run(self, x):
+                    return checkpoint(self, x, use_reentrant=False)
+            """
+        ),
         # The parametrization starts converged: another iteration changes nothing measurable.
         Valid(
             """
@@ -339,6 +372,37 @@ class CheckpointedStatefulForward(RegionRule):
         ),
     ]
     invalid = [
+        # Activation statistics logged into a module-level list (and one of another module).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            ACT_NORMS = []
+
+            class Block(nn.Module):
+                def __init__(self, d=16):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    ACT_NORMS.append(x.detach().norm().item())
+                    return x + self.fc(x).relu()
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block(), Block()])
+
+                def forward(self, x):
+                    for b in self.blocks:
+                        x = checkpoint(b, x, use_reentrant=False)
+                    return x
+            """,
+            line=22,
+            column=17,
+            message_contains="Block.forward: `ACT_NORMS.append(...)` on a module-level list",
+        ),
         # The legacy spectral norm's power iteration runs again in the recomputation.
         Invalid(
             """

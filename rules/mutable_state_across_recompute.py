@@ -280,7 +280,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         for cls in sorted({value.cls for value in values if isinstance(value, Instance)}):
             path = project.path_of(f"{cls}.forward") or project.path_of(cls) or "?"
             for line, region in forward_regions(project, cls):
-                for label, paths in (("dropout", region_randomness(region, project)),
+                for label, paths in (("dropout", region_randomness(region, project, mode_dependent=True)),
                                      ("BatchNorm", region_running_stats(region, project))):
                     if paths:
                         found.append((f"{path}:{line}", f"{cls.rsplit('.', 1)[-1]}.forward", f"{label} ({paths[0]})"))

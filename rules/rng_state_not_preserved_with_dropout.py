@@ -11,7 +11,7 @@ from ckptlint.analysis.hf_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import checkpointed_lora_dropout
-from ckptlint.model.library import GET_PEFT_MODEL, transformers_random_layer
+from ckptlint.model.library import GET_PEFT_MODEL, transformers_random_checkpoint, transformers_random_layer
 from ckptlint.model.values import Constant
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -27,19 +27,29 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `checkpoint_wrapper(Block(...), preserve_rng_state=False)` /
     `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
     preserve_rng_state=False), check_fn=lambda m: isinstance(m, Block))` (the partial inline or
-    bound to a name in the file; the wrapper passes the keyword on to `checkpoint`), whose
-    region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`, the
+    bound to a name in the file; the wrapper passes the keyword on to `checkpoint`; also
+    `preserve_rng_state=flag` where the project passes the helper holding it False, or a call
+    leaves out a parameter whose default is False: `def apply_ac(model, preserve_rng=False)`
+    called as `apply_ac(model)`), whose region holds randomness: `nn.Dropout*`, `nn.AlphaDropout`, timm's `DropPath`, the
     children of torchvision models that hold dropout or stochastic depth (`convnext_tiny()
     .features`, `efficientnet_b0().classifier`),
-    `F.dropout*`, `torch.bernoulli` / `torch.rand`, or `scaled_dot_product_attention` with a
-    non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
+    `F.dropout*`, torch's random sampling functions (`torch.rand`, `rand_like`, `randn`,
+    `randn_like`, `randint`, `randint_like`, `randperm`, `normal`, `bernoulli`, `poisson`,
+    `multinomial`), `F.gumbel_softmax`, the in-place samplers (`x.normal_()`, `uniform_`,
+    `bernoulli_`, `random_`, `exponential_`, `geometric_`, `cauchy_`, `log_normal_`), or
+    `scaled_dot_product_attention` with a non-zero `dropout_p`, in the region's own code or in the modules it runs (transitively,
     across the project's files). The region is resolved through the project index:
     `checkpoint(self.block, x)`, `checkpoint(self._forward, x)`, a lambda using `self.<attr>`,
-    a loop over `self.blocks`. Where it cannot be resolved, nothing is reported. Also
+    a loop over `self.blocks`, a function outside classes (`checkpoint(attn_core, q, k, v)`:
+    its own random calls and those of what it calls). Where it cannot be resolved, nothing is
+    reported. Also
     `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state":
     False})` on a transformers model whose layers draw dropout masks under their
     configuration's defaults (BERT, RoBERTa, GPT-2, T5, BART, OPT...: the table in
-    `ckptlint/model/library.py`, read from the configs of transformers 5.17.0 and 4.46.3;
+    `ckptlint/model/library.py`; an Auto class counts by the Hub checkpoint it loads, written
+    as a literal and named as its family publishes it, `bert-base-uncased`, `gpt2`,
+    `facebook/opt-125m`, not `sentence-transformers/all-MiniLM-L6-v2`; the families read
+    from the configs of transformers 5.17.0 and 4.46.3;
     not Llama, Mistral, Qwen2 or ViT, whose dropout defaults to 0), unless the file sets
     dropout itself; the same on any model given LoRA adapters with a non-zero `lora_dropout`
     (`get_peft_model(model, LoraConfig(lora_dropout=0.05))`, `model.add_adapter(config)`, the
@@ -89,6 +99,15 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `layers[0]._gradient_checkpointing_func` and gradients 0.128 away from the unchecked run
     (0.0 with the default). LoRA: peft's `LoraLayer.update_layer` makes `lora_dropout` an
     `nn.Dropout(p)` when `p > 0` (else `nn.Identity`), run inside the checkpointed layer.
+    Random sampling (torch 2.13, CPU, `tanh(op(Linear(x)))` under non-reentrant `checkpoint`
+    with `preserve_rng_state=False`): input gradients differ from the unchecked step by 0.36
+    (`x + randn_like(x)`), 0.62 (`randn`, `normal`), 0.39 (`rand`), 1.28 (`randint`,
+    `randint_like`), 1.67 (`poisson`), 1.94 / 1.18 (`randperm` / `multinomial` indices), 0.016
+    (`gumbel_softmax`), 1.23 / 0.27 (`exponential_` / `cauchy_`); 0 with the default. The list
+    of samplers is the "Random sampling" section of the torch 2.13 reference. Hub checkpoints:
+    transformers 5.17's configuration docstrings name the checkpoint each family's defaults
+    reproduce (`google-bert/bert-base-uncased`, `openai-community/gpt2`, `google-t5/t5-small`,
+    `facebook/opt-350m`, ...), the names the checkpoint table follows.
     """
 
     code = "CKPT033"
@@ -153,6 +172,12 @@ class RngStateNotPreservedWithDropout(RegionRule):
         sets_dropout = bool(_SETS_DROPOUT.search(self.context.text))
         for history in script_models(self.context).histories:
             layer = transformers_random_layer(history.model_class.name) if history.model_class is not None else None
+            loaded = ""
+            if layer is None and history.model_class is not None and history.checkpoint is not None and (
+                history.model_class.short_name.startswith("AutoModel")
+            ):
+                layer = transformers_random_checkpoint(history.checkpoint)
+                loaded = f" loaded from `{history.checkpoint}`"
             for step in history.of_kind(StepKind.GC_ENABLED, StepKind.TRAINER):
                 if step.kind is StepKind.TRAINER and step.enables_checkpointing is not True:
                     continue
@@ -160,7 +185,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                 if entry is None:
                     continue
                 if layer is not None and not sets_dropout:
-                    random = (f"the layers of `{history.model_class.short_name}`, which draw random numbers "
+                    random = (f"the layers of `{history.model_class.short_name}`{loaded}, which draw random numbers "
                               f"(({layer}: dropout on under its configuration's defaults))")
                 else:
                     dropout = self._lora_dropout(history, step)
@@ -225,15 +250,21 @@ class RngStateNotPreservedWithDropout(RegionRule):
                             sites = self._falsy_sites(call, arg.value.value)
                             if sites:
                                 return call, arg, f" as passed at {sites}"
+                            if all(isinstance(v, Constant) and v.value is False for v in values):
+                                sites = self._falsy_sites(call, arg.value.value, by_default=True)
+                                if sites:
+                                    return call, arg, f" by default, as called at {sites}"
         return None
 
-    def _falsy_sites(self, call: cst.Call, parameter: str) -> str:
-        """Where the project passes False for a parameter of the function holding `call`."""
+    def _falsy_sites(self, call: cst.Call, parameter: str, by_default: bool = False) -> str:
+        """Where the project passes False for a parameter of the function holding `call`
+        (`by_default`: where it leaves out a parameter whose default is False)."""
         scopes = self._call_scopes.get(call, ())
         if not scopes or scopes[-1][0] != "function":
             return ""
         function = ".".join([self._module, *(name for _, name in scopes)])
-        sites = self.context.project.denotation.falsy_passed_at(function, parameter)
+        denotation = self.context.project.denotation
+        sites = denotation.default_runs_at(function, parameter) if by_default else denotation.falsy_passed_at(function, parameter)
         return ", ".join(f"{path}:{line}" for path, line in sites[:3]) + (" and more" if len(sites) > 3 else "")
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
@@ -260,6 +291,101 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # Auto classes loading a checkpoint whose layers draw nothing (Llama), one whose name
+        # says nothing of its family, and a BERT checkpoint loaded with its dropout off.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+            kwargs = {"use_reentrant": False, "preserve_rng_state": False}
+            llama = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")
+            llama.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            minilm = AutoModelForSequenceClassification.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+            minilm.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            """
+        ),
+        Valid(
+            """
+            from transformers import AutoModelForSequenceClassification
+
+            bert = AutoModelForSequenceClassification.from_pretrained(
+                "bert-base-uncased", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+            )
+            bert.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state": False})
+            """
+        ),
+        # A helper's `preserve_rng_state` parameter whose False default no call leaves in place.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return x + self.drop(self.fc(x))
+
+            def apply_ac(model, preserve_rng=False):
+                for name, block in list(model.named_children()):
+                    model.register_module(name, checkpoint_wrapper(block, preserve_rng_state=preserve_rng))
+                return model
+
+            model = apply_ac(nn.Sequential(Block(), Block()), preserve_rng=True)
+            """
+        ),
+        # A function region whose dropout is off (`training=False`), and dropout run by the
+        # caller on the region's output.
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def attn_core(q, k, v, p_drop):
+                probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+                probs = F.dropout(probs, p=p_drop, training=False)
+                return probs @ v
+
+            def mlp(x, w):
+                return torch.relu(x @ w)
+
+            def block(q, k, v, w):
+                h = checkpoint(attn_core, q, k, v, 0.1, use_reentrant=False, preserve_rng_state=False)
+                h = checkpoint(mlp, h, w, use_reentrant=False, preserve_rng_state=False)
+                return F.dropout(h, p=0.1, training=True)
+            """
+        ),
+        # Noise drawn outside the region (its tensor is an input, saved as it is) and a
+        # permutation drawn when the module is built.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Shuffle(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.register_buffer("perm", torch.randperm(d))
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    return self.fc(x[:, self.perm])
+
+            class Net(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.block = Shuffle(d)
+
+                def forward(self, x):
+                    x = x + 0.1 * torch.randn_like(x)
+                    return checkpoint(self.block, x, use_reentrant=False, preserve_rng_state=False)
+            """
+        ),
         # A splatted dict that is not one literal: what it holds is not known.
         Valid(
             """
@@ -392,6 +518,148 @@ class RngStateNotPreservedWithDropout(RegionRule):
         ),
     ]
     invalid = [
+        # An Auto class loading a BERT checkpoint (`hidden_dropout_prob` 0.1).
+        Invalid(
+            """
+            from transformers import AutoModelForSequenceClassification
+
+            GC_KWARGS = {"use_reentrant": False, "preserve_rng_state": False}
+
+            def main(loader):
+                model = AutoModelForSequenceClassification.from_pretrained("google-bert/bert-base-uncased", num_labels=3)
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=GC_KWARGS)
+                model.train()
+                for batch in loader:
+                    model(**batch).loss.backward()
+            """,
+            line=7,
+            column=5,
+            message_contains="`AutoModelForSequenceClassification` loaded from `google-bert/bert-base-uncased`",
+            expected_fix="""
+            from transformers import AutoModelForSequenceClassification
+
+            GC_KWARGS = {"use_reentrant": False}
+
+            def main(loader):
+                model = AutoModelForSequenceClassification.from_pretrained("google-bert/bert-base-uncased", num_labels=3)
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=GC_KWARGS)
+                model.train()
+                for batch in loader:
+                    model(**batch).loss.backward()
+            """,
+        ),
+        # ... and one a call leaves in place (lingua / torchtune-style AC helpers).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Block(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, x):
+                    return x + self.drop(self.fc(x))
+
+            def apply_ac(model, preserve_rng=False):
+                for name, block in list(model.named_children()):
+                    model.register_module(name, checkpoint_wrapper(block, preserve_rng_state=preserve_rng))
+                return model
+
+            model = apply_ac(nn.Sequential(Block(), Block()))
+            """,
+            line=15,
+            column=37,
+            message_contains="False by default, as called at",
+        ),
+        # A module-level function checkpointed on its own: its dropout draws a new mask.
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def attn_core(q, k, v, p_drop):
+                probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+                probs = F.dropout(probs, p=p_drop, training=True)
+                return probs @ v
+
+            def attention(q, k, v):
+                return checkpoint(attn_core, q, k, v, 0.1, use_reentrant=False, preserve_rng_state=False)
+            """,
+            line=11,
+            column=12,
+            message_contains="attn_core: `dropout` (line 7)",
+            expected_fix="""
+            import torch
+            import torch.nn.functional as F
+            from torch.utils.checkpoint import checkpoint
+
+            def attn_core(q, k, v, p_drop):
+                probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+                probs = F.dropout(probs, p=p_drop, training=True)
+                return probs @ v
+
+            def attention(q, k, v):
+                return checkpoint(attn_core, q, k, v, 0.1, use_reentrant=False)
+            """,
+        ),
+        # Noise injection: `torch.randn_like` in the checkpointed module's forward.
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Noisy(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    h = self.fc(x)
+                    if self.training:
+                        h = h + 0.05 * torch.randn_like(h)
+                    return torch.tanh(h)
+
+            class Net(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.block = Noisy(d)
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False, preserve_rng_state=False)
+            """,
+            line=22,
+            column=16,
+            message_contains="Net.block -> Noisy.forward: `randn_like`",
+            expected_fix="""
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Noisy(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    h = self.fc(x)
+                    if self.training:
+                        h = h + 0.05 * torch.randn_like(h)
+                    return torch.tanh(h)
+
+            class Net(nn.Module):
+                def __init__(self, d=32):
+                    super().__init__()
+                    self.block = Noisy(d)
+
+                def forward(self, x):
+                    return checkpoint(self.block, x, use_reentrant=False)
+            """,
+        ),
         # A generic helper's parameter decides it: the project passes False.
         Invalid(
             """

@@ -14,6 +14,7 @@ from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import (
     NORMS_WITH_RUNNING_STATS,
     RANDOM_MODULES,
+    RANDOM_SAMPLING_FUNCTIONS,
     RANDOM_TENSOR_METHODS,
     STATE_UPDATING_WRAPPERS,
     TRANSFORMERS_RANDOM_LAYERS,
@@ -25,6 +26,7 @@ from ckptlint.model.openmmlab import conv_module_norms
 from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
 
 _MAX_CALL_DEPTH = 6
+_SAMPLERS = frozenset(name.rsplit(".", 1)[-1] for name in RANDOM_SAMPLING_FUNCTIONS)
 
 @dataclass(frozen=True)
 class Region:
@@ -83,9 +85,14 @@ def region_running_stats(region: Region, project: ProjectIndex, extra: frozenset
     return _RegionPaths(project, "statistics", extra).of(region)
 
 
-def region_randomness(region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset()) -> list[str]:
-    """Paths to the random operations the region runs (a module put in eval mode draws none)."""
-    return _RegionPaths(project, "randomness", extra).of(region)
+def region_randomness(
+    region: Region, project: ProjectIndex, extra: frozenset[str] = frozenset(), *, mode_dependent: bool = False
+) -> list[str]:
+    """Paths to the random operations the region runs (a module put in eval mode draws none);
+    `mode_dependent`: only those eval mode turns off (dropout, not `torch.randn_like`)."""
+    paths = _RegionPaths(project, "randomness", extra)
+    paths.mode_dependent = mode_dependent
+    return paths.of(region)
 
 
 def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
@@ -113,6 +120,7 @@ class _RegionPaths:
         self.denotation: Denotation = project.denotation
         self.kind = kind
         self.extra = extra
+        self.mode_dependent = False  # `randomness`: only what eval mode turns off
         self._memo: dict = {}
 
     def of(self, region: Region) -> list[str]:
@@ -248,6 +256,8 @@ class _RegionPaths:
         default 0.0): dropout with p=0 draws no random numbers (measured on torch 2.13)."""
         zero_attributes = dict(method.random_attributes)
         for description in method.random:
+            if self.mode_dependent and _draws_in_eval(description):
+                continue
             attribute = zero_attributes.get(description)
             if attribute is not None and owner is not None:
                 values = self.denotation.attribute(owner, attribute)
@@ -279,7 +289,12 @@ class _RegionPaths:
         if summary is None:
             return
         if facts is None and self.kind == "randomness":
-            # A module-level function (a hand-written `drop_path`): its in-place random draws.
+            # A function outside classes: its random calls (`F.dropout`, `torch.rand`), and its
+            # in-place random draws (a hand-written `drop_path`).
+            yield from (
+                f"{prefix}: {r}" for r in self.project.function_randomness(function.name)
+                if not (self.mode_dependent and _draws_in_eval(r))
+            )
             yield from (
                 f"{prefix}: `{callee[2]}` (line {line})" for callee, line in summary.calls
                 if callee[0] == "attr" and callee[2] in RANDOM_TENSOR_METHODS
@@ -301,6 +316,13 @@ class _RegionPaths:
         elif isinstance(value, Sequence):
             for element in sorted(value.elements, key=repr):
                 yield from self.callee(element, label, depth)
+
+
+def _draws_in_eval(description: str) -> bool:
+    """A random operation described as `` `randn_like` (line 4) ``: torch's samplers draw in
+    eval mode too (dropout does not)."""
+    quoted = description.split("`")
+    return len(quoted) > 1 and quoted[1] in _SAMPLERS
 
 
 def _constructed_at(denotation: Denotation, owner: str | None, paths: list[str] = ()) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.names import is_test_path
-from ckptlint.model.summary import Expr, FunctionSummary
+from ckptlint.model.summary import Expr, FunctionSummary, dotted_absolute
 from ckptlint.model.values import NOTHING, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy
 
 if TYPE_CHECKING:
@@ -49,6 +49,32 @@ class CallSites:
                     # Also a class handed to a builder and called there by its parameter's
                     # name (`block(...)` in `make_res_layer(block, ...)`).
                     if _last_name(callee) == short or (callee[0] == "name" and callee[1] in parameters):
+                        yield path, caller, call, line
+
+    def applications(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
+        """(path, calling function, call, line) for every `<module>.apply(function)` (torch
+        runs `function` on each module below), in the files that can name it."""
+        short = function.rsplit(".", 1)[-1]
+        for path in self.candidates(function, module):
+            facts = self.index.files.get(path)
+            for caller in facts.summaries if facts is not None else ():
+                for call, line in caller.passes:
+                    callee, arguments = call[1], call[2]
+                    if callee[0] == "attr" and callee[2] == "apply" and len(arguments) == 1 and _last_name(arguments[0]) == short:
+                        yield path, caller, call, line
+
+    def library_calls(self, function: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
+        """(path, calling function, call, line) for every call passing something to a library
+        `function` (absolute), as the calling file's imports name it."""
+        module = function.rsplit(".", 1)[0]
+        for path in self.candidates(function, module):
+            facts = self.index.files.get(path)
+            if facts is None:
+                continue
+            names = dict(facts.names)
+            for caller in facts.summaries:
+                for call, line in caller.passes:
+                    if dotted_absolute(call[1], names) == function:
                         yield path, caller, call, line
 
     def calls_of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
@@ -280,6 +306,39 @@ class CallSiteResolution:
         evaluations so far found them."""
         return tuple(self._falsy_at.get((function, parameter), ()))
 
+    def default_runs_at(self, function: str, parameter: str) -> tuple[tuple[str, int], ...]:
+        """The call sites (path, line) of a function that leave `parameter` out, so that its
+        default runs there: no keyword of that name, too few positional arguments, no `*` /
+        `**` splat (a call passing only constants, which the summaries keep without its
+        arguments, is not known to)."""
+        summary = self.summary(function)
+        module = self._module_of(function)
+        if summary is None or module is None:
+            return ()
+        positional = [p.name for p in summary.parameters if p.kind == "positional"]
+        if positional and positional[0] in (summary.self_name, "cls"):
+            positional = positional[1:]
+        if parameter not in positional and not any(p.name == parameter for p in summary.parameters):
+            return ()
+        sites = []
+        try:
+            for path, caller, callee, line in self._call_sites.calls_of(function, module):
+                frame = replace(self._entry_frame(caller.name), before=line + 1)
+                if not self._calls_function(callee, summary, frame):
+                    continue
+                for call, at in caller.passes:
+                    if at != line or call[1] != callee or not (call[2] or call[3]):
+                        continue
+                    arguments, keywords = call[2], call[3]
+                    if any(a[0] == "star" for a in arguments) or any(k is None or k == parameter for k, _ in keywords):
+                        continue
+                    if parameter in positional and len(arguments) > positional.index(parameter):
+                        continue
+                    sites.append((path, line))
+        except OutOfBudget:
+            return ()
+        return tuple(sorted(set(sites)))
+
     def passed_at_every_call(self, summary: FunctionSummary, parameter: str) -> frozenset | None:
         """The constants the project's calls of a function pass for `parameter` when every
         call passes one (`Net(reentrant=True)` wherever a `Net` is built: its default never
@@ -380,7 +439,8 @@ class CallSiteResolution:
                     bound = callee.frame is not None and callee.frame.self_instance is not None
                     matched.append(self._match(
                         summary, [*callee.positional, *positional], {**dict(callee.bound), **named}, opaque,
-                        skip_self=bound or summary.self_name is not None,
+                        # a classmethod's `cls` (by convention) is given by Python
+                        skip_self=bound or summary.self_name is not None or _is_classmethod(summary),
                     ))
         return {v for arguments in matched for name, values in arguments if name == parameter for v in values}
 
@@ -455,6 +515,10 @@ def _names_as_value(expr: Expr, name: str) -> bool:
             return True
         return any(_names_as_value(part, name) for part in (*expr[2], *(value for _, value in expr[3])))
     return any(_names_as_value(part, name) for part in expr[1:] if isinstance(part, tuple))
+
+
+def _is_classmethod(summary: FunctionSummary) -> bool:
+    return bool(summary.parameters) and summary.parameters[0].name == "cls"
 
 
 def _last_name(callee: Expr) -> str | None:

@@ -318,12 +318,23 @@ class _Summarizer:
         name = self.resolve(call.func)
         return name is not None and not name.startswith(LIBRARY_PREFIXES)
 
+    def _applies_project_function(self, call: ast.Call, callee: Expr) -> bool:
+        """`model.apply(set_bn_eval)`: torch runs a project function on every module below
+        `model` (`CallSites.applications`)."""
+        if not (callee[0] == "attr" and callee[2] == "apply" and len(call.args) == 1 and not call.keywords):
+            return False
+        function = call.args[0]
+        name = self.resolve(function) if isinstance(function, (ast.Name, ast.Attribute)) else None
+        return name is not None and not name.startswith(LIBRARY_PREFIXES)
+
     def _passes_to_project(self, call: ast.Call, callee: Expr) -> bool:
         """A call of a global function or a method of `self` that passes it a name, an
         attribute or a call's result, or a flag by keyword (`Backbone(norm_eval=False)`);
         not one passing only other constants."""
         own_method = callee[0] == "attr" and callee[1] == ("name", self.self_name) and self.self_name is not None
         through_parameter = callee[0] == "name" and callee[1] in self.parameter_names
+        if self._applies_project_function(call, callee):
+            return True
         if not own_method and not through_parameter and not _is_super_init(callee) and self.resolve(call.func) is None:
             return False
         passed = [*call.args, *(k.value for k in call.keywords)]

@@ -559,7 +559,8 @@ class Denotation(ModuleSemantics, ContainerSemantics, CallSiteResolution, Condit
         """The arguments of a call by parameter name. After a `*` splat positions are not
         known: the parameters from there on are unknown (an empty set)."""
         parameters = list(summary.parameters)
-        if skip_self and parameters and parameters[0].kind == "positional" and parameters[0].name == summary.self_name:
+        # (a classmethod's `cls`, by convention, is given by Python too)
+        if skip_self and parameters and parameters[0].kind == "positional" and parameters[0].name in (summary.self_name, "cls"):
             parameters = parameters[1:]
         slots = [p for p in parameters if p.kind == "positional"]
         found: dict[str, frozenset] = {}

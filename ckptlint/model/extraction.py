@@ -22,8 +22,10 @@ from ckptlint.model.hf_events import (
     HF_WORDS, HfEvents, call_arguments, parameter_guards, passed_result, unchanged_parameters,
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
-from ckptlint.model.method_behaviour import checked_attributes, definitions, dotted, keyword_argument, methods_of
-from ckptlint.model.norm_freezing import batchnorm_frozen_under, frozen_parameter
+from ckptlint.model.method_behaviour import (
+    checked_attributes, definitions, dotted, keyword_argument, methods_of, random_call,
+)
+from ckptlint.model.norm_freezing import batchnorm_frozen_under, converted_parameter, frozen_parameter, frozen_when_applied
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.facts import (
     DEFAULT_KWARGS,
@@ -76,6 +78,8 @@ INDEX_TRIGGERS = (
 # of extraction instead of 5.3 s for every such file).
 PASSING_WORDS = ("model", "register")
 _SMALL_FILE = 8_000
+_RANDOM_WORDS = ("dropout", "rand", "normal", "bernoulli", "poisson", "multinomial", "gumbel", "drop_path",
+                 "scaled_dot_product_attention")
 
 
 # The node classes the walks of `_Extractor.run` and `_function` act on (`ast.parse` makes no
@@ -119,6 +123,8 @@ def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> F
 class _Extractor:
     def __init__(self, module: str, relative_path: str, text: str = "") -> None:
         self.lines = text.splitlines()
+        # Only such files can hold a random call (`method_behaviour.random_call`).
+        self._may_draw = any(word in text for word in _RANDOM_WORDS)
         self.module = module
         self.path = relative_path
         self.is_package = relative_path.endswith("__init__.py")
@@ -317,7 +323,9 @@ class _Extractor:
                 text = "\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
                 configures = any(word in text for word in CHECKPOINTING_SETTINGS)
                 self.classes.append(ClassFacts(
-                    qualified, node.lineno, bases, methods_of(node, self.lines, self.resolve, self._checked, self._module_functions), configures,
+                    qualified, node.lineno, bases, methods_of(
+                        node, self.lines, self.resolve, self._checked, self._module_functions, self.module_assigned,
+                    ), configures,
                     batchnorm_frozen_under(node, self.resolve),
                 ))
                 if any(_is_module_class(base) for base in bases):
@@ -330,6 +338,8 @@ class _Extractor:
                         loop_sources[target] = source
             elif isinstance(node, ast.Call):
                 self._call(node, events, loop_sources, enclosing_class)
+                if enclosing_class is None and self._may_draw and (drawn := random_call(node, self.resolve)):
+                    events.append(Event(EventKind.DRAWS_RANDOM, "", node.lineno, node.col_offset, api=drawn))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 self._assignment(node, events, enclosing_class)
         self._parameters.pop()
@@ -337,9 +347,15 @@ class _Extractor:
         self._unchanged_parameters.pop()
         if hf is not None:
             events.extend(hf.finish(events, method=enclosing_class is not None and not in_class_body))
-        frozen = frozen_parameter(body, parameters, lambda expr: self.resolve(expr, enclosing_class)) if parameters else None
+        resolve_here = lambda expr: self.resolve(expr, enclosing_class)  # noqa: E731
+        frozen = (
+            frozen_parameter(body, parameters, resolve_here)
+            or converted_parameter(body, parameters, resolve_here, enclosing_class and enclosing_class.rsplit(".", 1)[-1])
+        ) if parameters else None
         if frozen is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
+        elif enclosing_class is None and (applied := frozen_when_applied(body, parameters, self.resolve)) is not None:
+            events.append(Event(EventKind.FREEZES_BATCHNORM_APPLIED, applied, body[0].lineno, 0))
         if hf is not None and parameters:
             guards = parameter_guards(list(body), parameters)
             events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]

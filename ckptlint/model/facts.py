@@ -47,6 +47,12 @@ class EventKind(str, enum.Enum):
     # `def freeze_bn(model): for m in model.modules(): if isinstance(m, BN): m.eval()`: the
     # target parameter's BatchNorms are put in eval mode (`ckptlint.model.norm_freezing`).
     FREEZES_BATCHNORM = "BatchNorm put in eval mode"
+    # `def set_bn_eval(m): if isinstance(m, _BatchNorm): m.eval()`: the target parameter is
+    # put in eval mode when it is a BatchNorm; `model.apply(set_bn_eval)` freezes the model's.
+    FREEZES_BATCHNORM_APPLIED = "BatchNorm put in eval mode by Module.apply"
+    # A function outside classes draws random numbers (`F.dropout(p, p=0.1)`, `torch.rand`):
+    # api is the description (`method_behaviour.random_call`); a region running it is random.
+    DRAWS_RANDOM = "draws random numbers"
 
 
 # The kinds that say what happens to a Hugging Face model (see `hf_events`).

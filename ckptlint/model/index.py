@@ -14,6 +14,7 @@ from pathlib import Path
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
 from ckptlint.model.fsdp_queries import FSDP_KIND, FsdpQueries
+from ckptlint.model.norm_freezing_queries import NORM_FREEZING_KIND, NormFreezingQueries, freezes_batchnorm
 from ckptlint.model.registries import registered_classes
 from ckptlint.model.summary import FunctionSummary
 from ckptlint.model.facts import (
@@ -48,7 +49,6 @@ if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a
 
 WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
 REGISTRY_KIND = "registries"
-NORM_FREEZING_KIND = "norm_freezing"
 HF_CHECKPOINTING_KIND = "hf_checkpointing"  # files calling `gradient_checkpointing_enable`
 RECOMPUTE_KIND = "recomputes"  # classes whose checkpointed regions read names or `self` (`recompute_reads`)
 
@@ -75,9 +75,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(OPTIONS_KIND)
     if facts.registrars or facts.registrations:
         kinds.append(REGISTRY_KIND)
-    if any(c.batchnorm_frozen_under is not None for c in facts.classes) or any(
-        e.kind is EventKind.FREEZES_BATCHNORM for f in facts.functions for e in f.events
-    ):
+    if freezes_batchnorm(facts):
         kinds.append(NORM_FREEZING_KIND)
     if any(absolute in TORCH_CHECKPOINT_FUNCTIONS for _, absolute in facts.names) or returns_checkpoint(facts):
         kinds.append(CHECKPOINT_IMPORT_KIND)
@@ -129,7 +127,7 @@ class LazyFacts(Mapping):
 
 
 @dataclass
-class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries):
+class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQueries):
     root: Path
     files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
     # relative path -> content digest of the text the facts were extracted from
@@ -175,24 +173,6 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries):
         return registered_classes(
             {function: registry for facts in holding for function, registry in facts.registrars},
             [registration for facts in holding for registration in facts.registrations],
-        )
-
-    @cached_property
-    def batchnorm_freezers(self) -> tuple[ClassFacts, ...]:
-        """The classes whose `train()` puts every BatchNorm below them in eval mode
-        (`ckptlint.model.norm_freezing`)."""
-        return tuple(
-            c for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for c in facts.classes
-            if c.batchnorm_frozen_under is not None
-        )
-
-    @cached_property
-    def batchnorm_freezing_functions(self) -> tuple[tuple[str, str], ...]:
-        """(function, parameter): functions that put every BatchNorm below their parameter in
-        eval mode (`freeze_bn(model)`; `ckptlint.model.norm_freezing.frozen_parameter`)."""
-        return tuple(
-            (f.name, e.target) for _, facts in self._files_of_kind(NORM_FREEZING_KIND) for f in facts.functions
-            for e in f.events if e.kind is EventKind.FREEZES_BATCHNORM
         )
 
     @cached_property
@@ -356,6 +336,17 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries):
             if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
                 return path, wrapped
         return None
+
+    def function_randomness(self, name: str) -> tuple[str, ...]:
+        """The random operations a function outside classes draws in its own code, described
+        (`EventKind.DRAWS_RANDOM`)."""
+        path = self.path_of(name)
+        facts = self.files.get(path) if path is not None else None
+        function = next((f for f in facts.functions if f.name == name), None) if facts is not None else None
+        return tuple(
+            f"{e.api} (line {e.line})" for e in (function.events if function is not None else ())
+            if e.kind is EventKind.DRAWS_RANDOM
+        )
 
     def class_method(self, name: str, method: str) -> MethodFacts | None:
         for ancestor in self.ancestors(name):

@@ -175,6 +175,37 @@ _RANDOM_MODEL_CLASS = re.compile(
 )
 
 
+# The Hub checkpoints of those families, by the name after the organisation, that an Auto class
+# (`AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")`) loads with the
+# family's dropout: transformers 5.17's configuration docstrings say the defaults give the
+# configuration of `google-bert/bert-base-uncased`, `FacebookAI/roberta-base`,
+# `google/distilbert-base-uncased`, `google/electra-small-discriminator`, `microsoft/mpnet-base`,
+# `allenai/longformer-base-4096`, `openai-community/gpt2`, `google-t5/t5-small`,
+# `google/mt5-small`, `facebook/bart-large`, `facebook/mbart-large-cc25`,
+# `google/pegasus-large`, `facebook/opt-350m`, `facebook/wav2vec2-base-960h`; the other sizes
+# of each release share their dropout. A name not listed (a fine-tuned copy under another
+# name, `sentence-transformers/all-MiniLM-L6-v2`) says nothing.
+_RANDOM_CHECKPOINTS = {
+    family: re.compile(pattern)
+    for family, pattern in (
+        ("bert", r"bert-(base|large)-"), ("roberta", r"roberta-(base|large)\b"),
+        ("xlm_roberta", r"xlm-roberta-(base|large)\b"), ("distilbert", r"distilbert-base-"),
+        ("electra", r"electra-(small|base|large)-"), ("deberta_v2", r"deberta-v[23]-"), ("mpnet", r"mpnet-base$"),
+        ("longformer", r"longformer-(base|large)-"), ("gpt2", r"(distil)?gpt2(-medium|-large|-xl)?$"),
+        ("t5", r"t5-(small|base|large|3b|11b)$"), ("mt5", r"mt5-(small|base|large|xl|xxl)$"),
+        ("bart", r"bart-(base|large)\b"), ("mbart", r"mbart-large-"), ("pegasus", r"pegasus-"),
+        ("opt", r"opt-\d+(\.\d+)?[mb]$"), ("wav2vec2", r"wav2vec2-(base|large)\b"),
+    )
+}
+
+
+def transformers_random_checkpoint(model_id: str) -> str | None:
+    """The layer of the family a Hub checkpoint id names, when its layers draw dropout masks
+    (`bert-base-uncased`, `google-bert/bert-base-uncased` -> `...modeling_bert.BertLayer`)."""
+    name = model_id.rsplit("/", 1)[-1]
+    return next((_RANDOM_FAMILIES[f] for f, pattern in _RANDOM_CHECKPOINTS.items() if pattern.match(name)), None)
+
+
 def transformers_random_layer(model_class: str) -> str | None:
     """The layer of a transformers model class whose family draws dropout masks under its
     configuration's defaults (`BertForMaskedLM` -> `...modeling_bert.BertLayer`), else None."""
@@ -183,11 +214,22 @@ def transformers_random_layer(model_class: str) -> str | None:
         return None
     family = next(f for f, prefix in _FAMILY_PREFIXES.items() if prefix == match["prefix"])
     return _RANDOM_FAMILIES.get(family)
-RANDOM_FUNCTIONS = frozenset(
+# Random functions with a probability (`p`, the second positional argument): none drawn at 0.
+DROPOUT_FUNCTIONS = frozenset(
     {f"torch.nn.functional.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                                                 "feature_alpha_dropout")}
-    | {"torch.dropout", "torch.bernoulli", "torch.rand", "torch.rand_like", "timm.layers.drop_path",
-       "timm.layers.drop.drop_path"}
+    | {"torch.dropout", "torch.bernoulli", "timm.layers.drop_path", "timm.layers.drop.drop_path"}
+)
+# torch's random sampling functions (the "Random sampling" section of the torch reference,
+# torch 2.13: `bernoulli`, `multinomial`, `normal`, `poisson`, `rand`, `rand_like`, `randint`,
+# `randint_like`, `randn`, `randn_like`, `randperm`) and `F.gumbel_softmax`: each draws from
+# the global generator, so a recomputation without the saved RNG state draws other numbers
+# (measured: `x + torch.randn_like(x)` before `tanh` under `checkpoint(...,
+# preserve_rng_state=False)` gives other gradients than the unchecked step).
+RANDOM_SAMPLING_FUNCTIONS = frozenset(
+    {f"torch.{name}" for name in ("multinomial", "normal", "poisson", "rand", "rand_like", "randint", "randint_like",
+                                  "randn", "randn_like", "randperm")}
+    | {"torch.nn.functional.gumbel_softmax"}
 )
 # Tensor methods that draw random numbers in place (a hand-written `drop_path`:
 # `x.new_empty(shape).bernoulli_(keep_prob)`, copied from timm into Swin, DeiT, ConvNeXt...).
@@ -294,6 +336,19 @@ PREPARE_FOR_KBIT = frozenset(
 
 # Library functions whose result the model follows (`ckptlint.model.denotation`): every
 # other library function returns nothing a rule looks at (a tensor).
+# Functions that replace every `BatchNorm2d` / `SyncBatchNorm` below the module they are given
+# by a `FrozenBatchNorm2d` (buffers only, normalising with fixed statistics; in place where the
+# module is not itself a BatchNorm), read from their sources: detectron2's classmethod
+# (`detectron2/layers/batch_norm.py`, re-exported by `detectron2.layers`), timm's
+# `freeze_batch_norm_2d` (`timm/layers/norm_act.py`, re-exported by `timm.layers`, and by
+# `timm.utils` through `timm/utils/model.py`). A project's own copy of either is recognised by
+# its body (`ckptlint.model.norm_freezing.converted_parameter`).
+BATCHNORM_FREEZING_CONVERTERS = frozenset({
+    "detectron2.layers.FrozenBatchNorm2d.convert_frozen_batchnorm",
+    "detectron2.layers.batch_norm.FrozenBatchNorm2d.convert_frozen_batchnorm",
+    "timm.layers.freeze_batch_norm_2d", "timm.layers.norm_act.freeze_batch_norm_2d",
+    "timm.utils.freeze_batch_norm_2d", "timm.utils.model.freeze_batch_norm_2d",
+})
 INTERPRETED_FUNCTIONS = frozenset({"functools.partial", "itertools.chain", "itertools.chain.from_iterable"}) | STATE_UPDATING_WRAPPERS
 
 # Calls into these are not the project's: what they do to a model is in the tables above

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from ckptlint.model.ast_walk import walk
 from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.library import (
-    CONTAINER_MUTATORS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, RANDOM_FUNCTIONS, RANDOM_TENSOR_METHODS,
-    TORCH_CHECKPOINT_FUNCTIONS,
+    CONTAINER_MUTATORS, DROPOUT_FUNCTIONS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, LIBRARY_PREFIXES,
+    RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, TORCH_CHECKPOINT_FUNCTIONS,
 )
 
 
@@ -133,11 +133,15 @@ def in_training(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset
 
 
 def state_mutations(
-    body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset(), checked: frozenset[str] = frozenset()
+    body: Sequence[ast.stmt],
+    never_true: frozenset[str] = frozenset(),
+    checked: frozenset[str] = frozenset(),
+    module_level: Callable[[ast.AST], bool] | None = None,
 ) -> list[str]:
-    """Writes to `self` state (assignments, in-place tensor methods, container mutators) and
-    `global` / `nonlocal` writes that can run in training; a plain assignment to a `checked`
-    attribute (set once its check passes) is not one."""
+    """Writes to `self` state (assignments, in-place tensor methods, container mutators),
+    `global` / `nonlocal` writes, and elements added to a list the module holds
+    (`module_level`: `ACT.append(x)`, `stats.NORMS.append(x)`) that can run in training; a
+    plain assignment to a `checked` attribute (set once its check passes) is not one."""
     found: list[str] = []
     declared: set[str] = set()
     read_from = _first_reads(body)
@@ -162,7 +166,31 @@ def state_mutations(
             elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
                 if self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
                     found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
+                elif inner.func.attr in _GROWING and module_level is not None and module_level(inner.func.value):
+                    # A list of the module's grows by one more element in the recomputation (a
+                    # dict or set written again with the same key is not counted: a cache).
+                    found.append(f"`{ast.unparse(inner.func)}(...)` on a module-level list (line {inner.lineno})")
     return list(dict.fromkeys(found))
+
+
+_GROWING = frozenset({"append", "extend", "insert"})
+
+
+def bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names a function binds itself (parameters, assignments, loop and `with` targets,
+    imports), less those it declares `global` / `nonlocal`."""
+    arguments = function.args
+    names = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    declared: set[str] = set()
+    for node in walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+    return frozenset(names - declared)
 
 
 def _sets_checked(assignment: ast.AST, target: ast.AST, checked: frozenset[str]) -> bool:
@@ -318,6 +346,7 @@ def methods_of(
     resolve: Callable[[ast.AST], str | None],
     checked: Callable[[], frozenset[str]] = frozenset,
     module_functions: Mapping[str, ast.FunctionDef] | None = None,
+    module_names: frozenset[str] = frozenset(),
 ) -> tuple[MethodFacts, ...]:
     """What each method of a class (and each function nested in one) does when it runs in
     training: the random operations it runs (also in the module-level functions of the file
@@ -387,12 +416,34 @@ def methods_of(
         methods.append(
             MethodFacts(
                 name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),
-                tuple(state_mutations(method.body, never_true, checked_here)),
+                tuple(state_mutations(method.body, never_true, checked_here, _module_level_list(method, resolve, module_names))),
                 tuple(checkpoint_calls(method.body, resolve)),
                 tuple(random_attributes),
             )
         )
     return tuple(methods)
+
+
+def _module_level_list(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Callable[[ast.AST], str | None], module_names: frozenset[str]
+):
+    """Whether an expression in `method` is a name the module assigns (`module_names`) and
+    the method does not bind, or a name imported from the project (`stats.ACT_NORMS`); not a
+    library's (`sys.path`)."""
+    local = bound_names(method)
+
+    def module_level(expr: ast.AST) -> bool:
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id in local or root.id == "self":
+            return False
+        if root.id in module_names:
+            return True
+        name = resolve(expr)
+        return name is not None and not name.startswith(LIBRARY_PREFIXES) and not name.startswith("builtins")
+
+    return module_level
 
 
 def checkpoint_calls(
@@ -481,7 +532,7 @@ def guard_flags(test: ast.AST, other: str | None = None, ignored: frozenset[str]
 def probability_attribute(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
     """The `self` attribute a dropout call takes its probability from (`p=self.drop`), else None."""
     name = resolve(call.func) or ""
-    if name not in RANDOM_FUNCTIONS:
+    if name not in DROPOUT_FUNCTIONS:
         return None
     probability = keyword_argument(call, "p") or (call.args[1] if len(call.args) > 1 else None)
     if isinstance(probability, ast.Attribute) and isinstance(probability.value, ast.Name) and probability.value.id == "self":
@@ -494,7 +545,9 @@ def random_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str
     `scaled_dot_product_attention(dropout_p=...)`), described; else None."""
     name = resolve(call.func) or ""
     short = name.rsplit(".", 1)[-1]
-    if name in RANDOM_FUNCTIONS:
+    if name in RANDOM_SAMPLING_FUNCTIONS:
+        return f"`{short}`"
+    if name in DROPOUT_FUNCTIONS:
         probability = keyword_argument(call, "p") or (call.args[1] if len(call.args) > 1 else None)
         if is_zero(probability) or is_false(keyword_argument(call, "training")):
             return None

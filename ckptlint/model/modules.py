@@ -13,7 +13,13 @@ import itertools
 from collections import Counter
 from dataclasses import replace
 
-from ckptlint.model.library import CHILDREN_METHODS, MODULE_METHODS_RETURNING_SELF, STRING_METHODS, torchvision_model
+from ckptlint.model.library import (
+    BATCHNORM_FREEZING_CONVERTERS,
+    CHILDREN_METHODS,
+    MODULE_METHODS_RETURNING_SELF,
+    STRING_METHODS,
+    torchvision_model,
+)
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
@@ -108,6 +114,26 @@ class ModuleSemantics:
                     for value in self._argument_at(summary, parameter, call, frame):
                         if isinstance(value, Instance) and self.index.class_named(value.cls) is not None:
                             found |= self._classes_below(value)
+            except OutOfBudget:
+                pass
+        # What the project runs such a function on with `Module.apply` (`model.apply(set_bn_eval)`),
+        # and hands to a library converter (`FrozenBatchNorm2d.convert_frozen_batchnorm(model)`).
+        sites = [
+            (call, line, caller, call[1][1])
+            for function in self.index.batchnorm_freezers_applied if (module := self._module_of(function)) is not None
+            for _, caller, call, line in self._call_sites.applications(function, module)
+        ] + [
+            (call, line, caller, call[2][0])
+            for converter in sorted(BATCHNORM_FREEZING_CONVERTERS)
+            for _, caller, call, line in self._call_sites.library_calls(converter)
+            if call[2] and call[2][0][0] != "star"
+        ]
+        for call, line, caller, frozen in sites:
+            try:
+                frame = replace(self._entry_frame(caller.name), before=line + 1)
+                for value in self._eval(frozen, frame):
+                    if isinstance(value, Instance) and self.index.class_named(value.cls) is not None:
+                        found |= self._classes_below(value)
             except OutOfBudget:
                 pass
         result = frozenset(found)

@@ -339,6 +339,12 @@ class Calls:
             self._step(part, StepKind.USE_CACHE_OFF, call, frame)
         config_arg = keyword_value(call, "config")
         loads_weights = isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"
+        if loads_weights:
+            source = keyword_value(call, "pretrained_model_name_or_path")
+            if source is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+                source = call.args[0].value
+            if isinstance(source, cst.SimpleString) and isinstance(source.evaluated_value, str):
+                obj.checkpoint = source.evaluated_value
         if config_arg is None and call.args and call.args[0].keyword is None and not loads_weights:
             config_arg = call.args[0].value  # `LlamaForCausalLM(config)`, `from_config(config)`
         if config_arg is not None:

@@ -251,7 +251,9 @@ class Interpreter(Calls):
             if function not in self.ran and function not in self.class_of_function:
                 self._run_entry(function)
         histories = tuple(
-            ModelHistory(obj.model_class, obj.quantized, tuple(obj.steps), obj.context.training_starts, obj.remote_code)
+            ModelHistory(
+                obj.model_class, obj.quantized, tuple(obj.steps), obj.context.training_starts, obj.remote_code, obj.checkpoint
+            )
             for obj in self.objects
             if obj.steps
         )

@@ -35,6 +35,7 @@ class ModelObject:
         self.steps: list[ModelStep] = []
         self.origin: object = None  # ReturnedModel: returned by a project function of another module
         self.remote_code = False  # loaded with `trust_remote_code=True`: the Hub's code is the model
+        self.checkpoint: str | None = None  # `from_pretrained("bert-base-uncased")`: the id, a literal
         # Objects another branch of an `if` bound to the same name: they get this one's later steps.
         self.merged: list[ModelObject] = []
 

@@ -73,6 +73,7 @@ class ModelHistory:
     # or Lightning's `training_step`); None when the context does not train.
     training_starts: int | None
     remote_code: bool = False  # loaded with `trust_remote_code=True`
+    checkpoint: str | None = None  # the Hub id it is loaded from, when a literal
 
     @property
     def trained_here(self) -> bool:
