@@ -294,8 +294,8 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         args_only = [call for call in self._hf_calls if self._args_only_checkpointing_func(call) is not None]
         for call in args_only:
             keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
-            if not keywords or any(arg.star == "**" for arg in call.args):
-                continue
+            if not keywords:
+                continue  # a `**kwargs` splat alone may be empty
             where = self._args_only_checkpointing_func(call)
             self.report(
                 call,
@@ -977,6 +977,25 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             line=10,
             column=33,
             message_contains="which diffusers' `ModelMixin.enable_gradient_checkpointing` defines as `(module, *args)`",
+        ),
+        # Beside a `**block_kwargs` splat, a keyword written at the call is still one.
+        Invalid(
+            """
+            import torch
+            from diffusers.models.modeling_utils import ModelMixin
+
+            class AnimateTransformer(ModelMixin):
+                def forward(self, hidden_states, kv_cache, block_kwargs):
+                    for index, block in enumerate(self.blocks):
+                        if torch.is_grad_enabled() and self.gradient_checkpointing:
+                            hidden_states = self._gradient_checkpointing_func(
+                                block, hidden_states, kv_cache=kv_cache.get(index), **block_kwargs
+                            )
+                    return hidden_states
+            """,
+            line=8,
+            column=33,
+            message_contains="keyword argument `kv_cache` passed to `_gradient_checkpointing_func`",
         ),
         # The keywords collected with `dict(...)`, then splatted: their names are known.
         Invalid(
