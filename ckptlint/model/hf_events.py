@@ -14,7 +14,8 @@ these events, which `ProjectIndex.model_fate` and `ProjectIndex.returned_model` 
 - `TRAINER`: `Trainer(model=m, ...)`;
 - `USE_CACHE_OFF`: `m.config.use_cache = False`, `setattr(m.config, "use_cache", ...)`,
   `m(..., use_cache=False)`, `from_pretrained(..., use_cache=False)`, a config passed in;
-- `INPUT_GRADS`: `m.enable_input_require_grads()`, a hook on `m.get_input_embeddings()`;
+- `INPUT_GRADS`: `m.enable_input_require_grads()`, a hook on `m.get_input_embeddings()` or on
+  an embeddings part (`m.vision_model.embeddings`);
 - `PEFT`, `KBIT`: `get_peft_model(m, ...)`, `prepare_model_for_kbit_training(m)`.
 
 Names bound from the same model (`m = get_peft_model(m, cfg)`, `m.to(device)`) are the
@@ -39,7 +40,7 @@ from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).
 HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training_step", "Trainer",
-            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
+            "enable_input_require_grads", "register_forward_hook", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
 PASSED_RESULT = "<passed@"  # `enable(load(name))`: the inner call's value, named by its place
@@ -167,11 +168,10 @@ class HfEvents:
                 self._add(EventKind.BACKWARD, owner or "", call)
             elif func.attr == "enable_input_require_grads" and owner is not None:
                 self._add(EventKind.INPUT_GRADS, _strip_parts(owner), call)
-            elif func.attr == "register_forward_hook" and isinstance(func.value, ast.Call):
-                # `model.get_input_embeddings().register_forward_hook(make_inputs_require_grad)`
-                inner = func.value.func
-                if isinstance(inner, ast.Attribute) and EMBEDDING_PARTS.search(inner.attr) and dotted(inner.value):
-                    self._add(EventKind.INPUT_GRADS, _strip_parts(dotted(inner.value)), call)
+            elif func.attr == "register_forward_hook":
+                hooked = _embeddings_owner(func.value)
+                if hooked is not None:
+                    self._add(EventKind.INPUT_GRADS, hooked, call)
             elif func.attr == "requires_grad_" and owner is not None and EMBEDDING_PARTS.search(owner):
                 self._add(EventKind.INPUT_GRADS, owner.split(".")[0], call)
             elif func.attr == "forward" and owner is not None:
@@ -372,6 +372,23 @@ def _cache_off_at_load(call: ast.Call) -> bool:
     if keyword_argument(call, "config") is not None:
         return True
     return any(keyword.arg is None for keyword in call.keywords)
+
+
+def _embeddings_owner(hooked: ast.AST) -> str | None:
+    """The model whose input embeddings `hooked` is, for a forward hook registered on it:
+    `model.get_input_embeddings()`, or an attribute path through an embeddings part
+    (`model.vision_model.embeddings`, `self.model.embed_tokens`)."""
+    if isinstance(hooked, ast.Call):
+        inner = hooked.func
+        if isinstance(inner, ast.Attribute) and EMBEDDING_PARTS.search(inner.attr) and dotted(inner.value):
+            return _strip_parts(dotted(inner.value))
+        return None
+    path = dotted(hooked)
+    parts = path.split(".") if path is not None else []
+    root = 2 if parts[:1] == ["self"] else 1
+    if len(parts) > root and any(EMBEDDING_PARTS.search(part) for part in parts[root:]):
+        return ".".join(parts[:root])
+    return None
 
 
 def _strip_parts(name: str) -> str:
