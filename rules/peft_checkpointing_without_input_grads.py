@@ -78,8 +78,11 @@ class PeftCheckpointingWithoutInputGrads(Rule):
       `prepare_model_for_int8_training`, checkpointing enabled before `get_peft_model` on a
       model that is not quantized (PEFT then calls `enable_input_require_grads` itself),
       `add_adapter` before the checkpointing call (transformers then does), an embedding's
-      `requires_grad_(True)` / `weight.requires_grad = True`, or a forward hook on the
-      embeddings that sets `requires_grad`; and transformers does not do it itself (it does
+      `requires_grad_(True)` / `weight.requires_grad = True`, a forward hook on the
+      embeddings that sets `requires_grad` (on `get_input_embeddings()` or by attribute
+      path, `model.vision_model.embeddings`), or a PEFT config that makes the input
+      embeddings trainable (`modules_to_save=["embed_tokens", "lm_head"]`,
+      `trainable_token_indices`, as literals); and transformers does not do it itself (it does
       from 5.0, but only for models whose `main_input_name` is `input_ids`: ViT, CLIP or
       SigLIP vision towers, Whisper, Wav2Vec2 stay exposed).
 
@@ -100,8 +103,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     states entering the first layer come from frozen embeddings, so no layer output requires
     grad: the LoRA weights inside the layers get no gradient. torch only warns "None of the
     inputs have requires_grad=True. Gradients will be None" (from a line inside torch). If
-    something outside the layers is trainable (a classifier head, `modules_to_save`, the
-    UNet beside a text encoder) the loss still backpropagates and training runs, silently
+    something after the layers is trainable (a classifier head, `modules_to_save=["lm_head"]`,
+    the UNet beside a text encoder) the loss still backpropagates and training runs, silently
     without updating the adapters; otherwise backward fails with `RuntimeError: element 0
     of tensors does not require grad and does not have a grad_fn`.
 
@@ -160,6 +163,15 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     | ViT, then `{"use_reentrant": True}` or `{"preserve_rng_state": False}` | grads 0/8 | grads 0/8, only the warning |
     | ViT, `enable_input_require_grads()` then `{"use_reentrant": True}` | grads 8/8 | grads 8/8 |
     | ViT, `gradient_checkpointing_enable({"use_reentrant": True})` then `add_adapter` (nothing else trainable) | the RuntimeError | the RuntimeError |
+
+    Trainable input embeddings (torch 2.13, transformers 5.17.0, peft 0.21.2; Llama,
+    `{"use_reentrant": True}`, then `disable_input_require_grads()` to take away the hook
+    transformers 5 adds for `input_ids` models, which is what transformers < 5 runs):
+    `modules_to_save=["lm_head"]`: grads 0/8, the warning; no `modules_to_save`: the
+    RuntimeError; `modules_to_save=["embed_tokens", "lm_head"]`, `["embed_tokens"]`,
+    `trainable_token_indices=[0, 1]` or `{"embed_tokens": [0, 1]}`: grads 8/8, no warning.
+    peft 0.17.1 and 0.21.2 `_set_trainable` (`utils/other.py`) wrap every module whose name
+    ends with a `modules_to_save` entry in a trainable copy.
 
     Frozen base, no PEFT (same set-up; "grads" = trainable tensors with `.grad` after backward):
 
@@ -503,8 +515,56 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             """,
             target_versions={"transformers": "4.46"},
         ),
+        # New tokens: PEFT trains a copy of the input embeddings (`modules_to_save`,
+        # `trainable_token_indices`), whose output requires grad.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("m")
+            model.resize_token_embeddings(len(tok))
+            cfg = LoraConfig(r=16, target_modules=["q_proj", "v_proj"], modules_to_save=["embed_tokens", "lm_head"])
+            model = get_peft_model(model, cfg)
+            Trainer(model=model, args=TrainingArguments("out", gradient_checkpointing=True)).train()
+            tokens = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8, trainable_token_indices=[0, 1]))
+            tokens.gradient_checkpointing_enable()
+            for batch in loader:
+                tokens(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
     ]
     invalid = [
+        # Only the head is saved: the embeddings stay frozen (a GPT-NeoX head named `embed_out`
+        # is no embedding either).
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-160m")
+            cfg = LoraConfig(r=16, target_modules=["query_key_value"], modules_to_save=["embed_out"])
+            model = get_peft_model(model, cfg)
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            Trainer(model=model, args=args).train()
+            """,
+            line=7,
+            column=8,
+            target_versions={"transformers": "4.46"},
+            message_contains="after `get_peft_model` (line 6)",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-160m")
+            cfg = LoraConfig(r=16, target_modules=["query_key_value"], modules_to_save=["embed_out"])
+            model = get_peft_model(model, cfg)
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            model.enable_input_require_grads()
+            Trainer(model=model, args=args).train()
+            """,
+        ),
         # No adapters: the base frozen, its last layers trainable again, reentrant by default.
         Invalid(
             """

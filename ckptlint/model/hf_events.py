@@ -32,9 +32,12 @@ from ckptlint.model.library import (
     EMBEDDING_PARTS,
     GET_PEFT_MODEL,
     LIBRARY_PREFIXES,
+    PEFT_TRAINABLE_MODULES,
     PREPARE_FOR_KBIT,
     SAME_MODEL_METHODS,
     is_model_class_name,
+    is_peft_config,
+    trains_input_embeddings,
 )
 from ckptlint.model.method_behaviour import dotted, keyword_argument
 
@@ -89,6 +92,7 @@ class HfEvents:
         self.called: list[tuple[str, int, int]] = []  # (name, line, column) of `name(...)` calls
         self.trains = name.rsplit(".", 1)[-1] == "training_step"  # Lightning runs backward after it
         self.unchanged: frozenset[str] = frozenset()  # parameters never rebound (`unchanged_parameters`)
+        self.embedding_configs: set[str] = set()  # names bound to a PEFT config training the embeddings
 
     def statement(self, node: ast.AST) -> None:
         if isinstance(node, ast.Return) and node.value is not None:
@@ -124,6 +128,10 @@ class HfEvents:
             elif written is not None and written.endswith(".requires_grad") and EMBEDDING_PARTS.search(written) and not _is_false(value):
                 self._add(EventKind.INPUT_GRADS, written.split(".")[0], node)
         bound = [(index, name) for target in targets for index, name in _bound_names(target)]
+        for _, name in bound:
+            self.embedding_configs.discard(name)
+            if self._trains_embeddings(value):
+                self.embedding_configs.add(name)
         if isinstance(value, ast.Call) and loaded_class(self.resolve(value.func)) is not None:
             self._loaded(value, bound, node)
             return
@@ -136,6 +144,23 @@ class HfEvents:
             if callee is not None:
                 for index, name in bound:
                     self._add(EventKind.RESULT, name, node, callee=callee, parameter=index, arguments=call_arguments(call, self.unchanged))
+
+    def _trains_embeddings(self, config: ast.AST | None) -> bool:
+        """`LoraConfig(..., modules_to_save=["embed_tokens"])`: a PEFT config whose literals
+        make the input embeddings trainable."""
+        if not isinstance(config, ast.Call) or not is_peft_config(self.resolve(config.func) or ""):
+            return False
+        trains = False
+        for keyword in PEFT_TRAINABLE_MODULES:
+            value = keyword_argument(config, keyword)
+            if isinstance(value, (ast.List, ast.Tuple)):
+                names = tuple(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                indices = keyword == "trainable_token_indices" and value.elts and not names
+                trains |= trains_input_embeddings(keyword, None if indices else names)
+            elif isinstance(value, ast.Dict):
+                keys = tuple(k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+                trains |= trains_input_embeddings(keyword, keys)
+        return trains
 
     def _project_callee(self, call: ast.Call) -> str | None:
         """The function a call runs when it may be the project's own (not a library's, not a
@@ -186,6 +211,10 @@ class HfEvents:
         first_name = dotted(first) if first is not None else None
         if callee in GET_PEFT_MODEL and first_name is not None:
             self._add(EventKind.PEFT, first_name, call)
+            # A trainable copy of the input embeddings (`modules_to_save`): input grads.
+            config = call.args[1] if len(call.args) > 1 else keyword_argument(call, "peft_config")
+            if self._trains_embeddings(config) or (isinstance(config, ast.Name) and config.id in self.embedding_configs):
+                self._add(EventKind.INPUT_GRADS, first_name, call)
         elif callee in PREPARE_FOR_KBIT and first_name is not None:
             enables = keyword_argument(call, "use_gradient_checkpointing")
             self._add(EventKind.KBIT, first_name, call, source="" if enables is None or not _is_false(enables) else "off")

@@ -272,6 +272,29 @@ LORA_CONFIGS = frozenset({"peft.LoraConfig", "peft.tuners.LoraConfig", "peft.tun
 # Modules LoRA may target that sit outside the layer stack gradient checkpointing wraps.
 OUTSIDE_CHECKPOINTED_LAYERS = frozenset({"lm_head", "embed_tokens", "wte", "wpe", "word_embeddings", "embed_out",
                                          "score", "classifier", "shared"})
+# peft (0.17.1, 0.21.2) `utils/other.py` `_set_trainable`: each module whose name ends with an
+# entry of `modules_to_save` is wrapped in a trainable copy; `trainable_token_indices` (a list:
+# the input embeddings; a dict: the named embedding modules) makes some of its rows trainable.
+# Either on the input embeddings makes their output require grad, so a reentrant checkpoint's
+# first layer records a gradient path (measured, torch 2.13: CKPT021's Evidence).
+PEFT_TRAINABLE_MODULES = ("modules_to_save", "trainable_token_indices")
+
+
+def is_peft_config(callee: str) -> bool:
+    """A PEFT adapter configuration class (`peft.LoraConfig`, `peft.tuners.lora.LoraConfig`)."""
+    return callee.startswith("peft.") and callee.endswith("Config") and callee.rsplit(".", 1)[-1] != "PeftConfig"
+
+
+def trains_input_embeddings(keyword: str, names: tuple[str, ...] | None) -> bool:
+    """Whether a PEFT config keyword of `PEFT_TRAINABLE_MODULES` makes the input embeddings
+    trainable, from the module names it lists (`names`: None when the value is a bare list of
+    token indices, which peft applies to the input embeddings). GPT-NeoX's `embed_out` is its
+    output head."""
+    if keyword == "trainable_token_indices" and names is None:
+        return True
+    return any(EMBEDDING_PARTS.search(short) and short != "embed_out" for short in (n.rsplit(".", 1)[-1] for n in names or ()))
+
+
 # peft 0.13 `utils/other.py`: `prepare_model_for_kbit_training(model,
 # use_gradient_checkpointing=True, gradient_checkpointing_kwargs=None)` enables gradient
 # checkpointing and input grads.

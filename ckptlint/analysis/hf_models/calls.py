@@ -10,9 +10,9 @@ from libcst.metadata import QualifiedNameSource
 from ckptlint.analysis.branches import literal_truth
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_models.objects import (
-    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, Scope, ScriptValue, TrainingArgumentsValue,
-    TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values, parts_of,
-    quantized_at_load, training_arguments_of,
+    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, PeftConfigValue, Scope, ScriptValue,
+    TrainingArgumentsValue, TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values,
+    parts_of, peft_config_at, quantized_at_load, training_arguments_of,
 )
 from ckptlint.analysis.hf_models.steps import ModelStep, StepKind, TrainerKind
 from ckptlint.analysis.hf_models.syntax import (
@@ -23,7 +23,7 @@ from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingK
 from ckptlint.model.library import (
     ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
     LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
-    is_model_class_name,
+    is_model_class_name, is_peft_config,
 )
 from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
 from ckptlint.model.names import module_name
@@ -247,7 +247,14 @@ class Calls:
             model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
             if isinstance(model, ModelPart):
                 self._step(model, StepKind.PEFT_WRAPPED, call, frame)
+                # A trainable copy of the input embeddings (`modules_to_save`): their output
+                # requires grad, as with `enable_input_require_grads()`.
+                second = args[1] if len(args) > 1 and call.args[1].keyword is None else argument_value(call, args, "peft_config")
+                if isinstance(second, PeftConfigValue) and second.trains_embeddings:
+                    self._step(model, StepKind.INPUT_GRADS, call, frame)
             return True, model
+        if names and all(is_peft_config(name) for name in names):
+            return True, peft_config_at(call)
         if names <= PREPARE_FOR_KBIT:
             model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
             if isinstance(model, ModelPart):
