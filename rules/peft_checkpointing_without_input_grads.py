@@ -84,7 +84,9 @@ class PeftCheckpointingWithoutInputGrads(Rule):
       embeddings trainable (`modules_to_save=["embed_tokens", "lm_head"]`,
       `trainable_token_indices`, as literals); and transformers does not do it itself (it does
       from 5.0, but only for models whose `main_input_name` is `input_ids`: ViT, CLIP or
-      SigLIP vision towers, Whisper, Wav2Vec2 stay exposed).
+      SigLIP vision towers, Whisper, Wav2Vec2 stay exposed; `AutoModelForSpeechSeq2Seq`
+      maps to both kinds, and counts as taking other inputs when the literal checkpoint id it
+      loads names Whisper, Speech2Text or SeamlessM4T).
 
     The model must be trained in the same script: a manual loop (`loss.backward()`) or
     transformers' `Trainer`. Helpers of other modules of the project are read through the
@@ -163,6 +165,12 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     | ViT, then `{"use_reentrant": True}` or `{"preserve_rng_state": False}` | grads 0/8 | grads 0/8, only the warning |
     | ViT, `enable_input_require_grads()` then `{"use_reentrant": True}` | grads 8/8 | grads 8/8 |
     | ViT, `gradient_checkpointing_enable({"use_reentrant": True})` then `add_adapter` (nothing else trainable) | the RuntimeError | the RuntimeError |
+
+    Whisper (transformers 5.17.0, peft 0.21.2, `main_input_name` `input_features`), LoRA
+    then `{"use_reentrant": True}`: grads 0/24 and the RuntimeError; `{"use_reentrant":
+    False}`: grads 24/24. transformers 5.17's `AutoModelForSpeechSeq2Seq` mapping holds
+    Whisper, Speech2Text, SeamlessM4T (`input_features`), Moonshine, SpeechT5
+    (`input_values`) and Voxtral, Granite Speech, Qwen3 ASR (`input_ids`).
 
     Trainable input embeddings (torch 2.13, transformers 5.17.0, peft 0.21.2; Llama,
     `{"use_reentrant": True}`, then `disable_input_require_grads()` to take away the hook
@@ -515,6 +523,24 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             """,
             target_versions={"transformers": "4.46"},
         ),
+        # transformers >= 5.0: the speech auto class with a Voxtral checkpoint (it takes
+        # `input_ids`, and transformers enables input grads), or a checkpoint only known at runtime.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForSpeechSeq2Seq
+
+            model = AutoModelForSpeechSeq2Seq.from_pretrained("mistralai/Voxtral-Mini-3B-2507")
+            model = get_peft_model(model, LoraConfig(r=32, target_modules=["q_proj", "v_proj"]))
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            other = get_peft_model(AutoModelForSpeechSeq2Seq.from_pretrained(args.model), LoraConfig(r=8))
+            other.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+                other(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "5.17"},
+        ),
         # New tokens: PEFT trains a copy of the input embeddings (`modules_to_save`,
         # `trainable_token_indices`), whose output requires grad.
         Valid(
@@ -783,6 +809,33 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             model = get_peft_model(AutoModelForCausalLM.from_pretrained("m", use_cache=False), lora_config)
             model.base_model.model.enable_input_require_grads()
             model.base_model.model.gradient_checkpointing_enable({"preserve_rng_state": False})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+        # transformers >= 5.0: a Whisper checkpoint loaded through the speech auto class.
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForSpeechSeq2Seq
+
+            model = AutoModelForSpeechSeq2Seq.from_pretrained("openai/whisper-small")
+            model = get_peft_model(model, LoraConfig(r=32, target_modules=["q_proj", "v_proj"]))
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=6,
+            target_versions={"transformers": "5.17"},
+            message_contains="`AutoModelForSpeechSeq2Seq` takes other inputs",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForSpeechSeq2Seq
+
+            model = AutoModelForSpeechSeq2Seq.from_pretrained("openai/whisper-small")
+            model = get_peft_model(model, LoraConfig(r=32, target_modules=["q_proj", "v_proj"]))
+            model.enable_input_require_grads()
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
             for batch in loader:
                 model(**batch).loss.backward()
             """,

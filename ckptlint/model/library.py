@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ckptlint.model.openmmlab import MMCV_NORMS_WITH_RUNNING_STATS
 
@@ -499,6 +499,24 @@ def classify_model_class(name: str, *, main_input_name: str | None = None) -> Mo
         main_input = MainInput.UNKNOWN
     return ModelClass(name, generative, main_input)
 
+
+
+# Auto classes whose families differ in main input, where a literal checkpoint id names the
+# family: transformers 5.17 maps AutoModelForSpeechSeq2Seq to Whisper, Speech2Text and
+# SeamlessM4T heads (`input_features`) but also to Voxtral or Granite Speech (`input_ids`);
+# "openai/whisper-small", "facebook/s2t-small-librispeech-asr" load the former.
+_CHECKPOINT_FAMILIES = {
+    "AutoModelForSpeechSeq2Seq": re.compile(r"whisper|speech[-_]?to[-_]?text|(^|/)s2t-|seamless-m4t", re.IGNORECASE),
+}
+
+
+def with_checkpoint(model_class: ModelClass, checkpoint: str) -> ModelClass:
+    """`model_class` loaded from the literal checkpoint id `checkpoint`: its main input where
+    the id names a family the auto class maps to a head taking other inputs."""
+    family = _CHECKPOINT_FAMILIES.get(model_class.short_name)
+    if model_class.main_input is MainInput.UNKNOWN and family is not None and family.search(checkpoint):
+        return replace(model_class, main_input=MainInput.OTHER)
+    return model_class
 
 
 ADAPTER_METHODS = frozenset({"add_adapter", "load_adapter"})

@@ -23,7 +23,7 @@ from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingK
 from ckptlint.model.library import (
     ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
     LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
-    is_model_class_name, is_peft_config,
+    is_model_class_name, is_peft_config, with_checkpoint,
 )
 from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
 from ckptlint.model.names import module_name
@@ -298,7 +298,12 @@ class Calls:
             return True, None
         model_classes = {self._model_class_of(name) for name in names}
         if len(model_classes) == 1 and None not in model_classes:
-            return True, self._new_model(model_classes.pop(), call, frame)
+            model_class = model_classes.pop()
+            checkpoint = call.args[0].value if call.args and call.args[0].keyword is None else keyword_value(
+                call, "pretrained_model_name_or_path")
+            if isinstance(checkpoint, cst.SimpleString):
+                model_class = with_checkpoint(model_class, str(checkpoint.evaluated_value))
+            return True, self._new_model(model_class, call, frame)
         if all(is_config_class(name) for name in names):
             return True, config_at(call, frame)
         return False, None
