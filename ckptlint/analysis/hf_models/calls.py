@@ -26,6 +26,7 @@ from ckptlint.model.library import (
     is_model_class_name, is_peft_config, with_checkpoint,
 )
 from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
+from ckptlint.model.fates import ReturnedModel
 from ckptlint.model.names import module_name
 
 MAX_INLINE_DEPTH = 8
@@ -400,9 +401,16 @@ class Calls:
         already. Checkpointing it enabled is that file's to report."""
         if len(names) != 1:
             return None
-        returned = self.context.project.returned_model(next(iter(names)), -1, call_arguments(call, frame))
-        if returned is None:
-            return None
+        function, arguments = next(iter(names)), call_arguments(call, frame)
+        returned = self.context.project.returned_model(function, -1, arguments)
+        if returned is None and self.unpacked is not None and self.unpacked[0] is call:
+            # `policy, reference = load_models(name)`: each item the function returns.
+            items = [self.context.project.returned_model(function, i, arguments) for i in range(self.unpacked[1])]
+            if any(item is not None for item in items):
+                return TupleValue(tuple(self._returned_part(item, call, frame) if item else None for item in items))
+        return self._returned_part(returned, call, frame) if returned is not None else None
+
+    def _returned_part(self, returned: ReturnedModel, call: cst.Call, frame: Scope) -> ModelPart:
         obj = ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
         obj.origin = returned
         obj.remote_code = returned.remote_code
