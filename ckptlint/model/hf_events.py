@@ -93,6 +93,8 @@ class HfEvents:
         self.trains = name.rsplit(".", 1)[-1] == "training_step"  # Lightning runs backward after it
         self.unchanged: frozenset[str] = frozenset()  # parameters never rebound (`unchanged_parameters`)
         self.embedding_configs: set[str] = set()  # names bound to a PEFT config training the embeddings
+        # Names bound to a model config built here (`cfg = LlamaConfig(...)`): whether its cache may be off.
+        self.model_configs: dict[str, bool] = {}
 
     def statement(self, node: ast.AST) -> None:
         if isinstance(node, ast.Return) and node.value is not None:
@@ -128,10 +130,17 @@ class HfEvents:
             elif written is not None and written.endswith(".requires_grad") and EMBEDDING_PARTS.search(written) and not _is_false(value):
                 self._add(EventKind.INPUT_GRADS, written.split(".")[0], node)
         bound = [(index, name) for target in targets for index, name in _bound_names(target)]
-        for _, name in bound:
+        for index, name in bound:
             self.embedding_configs.discard(name)
+            self.model_configs.pop(name, None)
             if self._trains_embeddings(value):
                 self.embedding_configs.add(name)
+            if isinstance(value, ast.Call) and (self.resolve(value.func) or "").endswith("Config") and index == -1:
+                self.model_configs[name] = _cache_off_at_load(value)
+        for target in targets:
+            written = dotted(target)
+            if written is not None and written.endswith(".use_cache") and written[:-10] in self.model_configs and not _is_true(value):
+                self.model_configs[written.removesuffix(".use_cache")] = True
         if isinstance(value, ast.Call) and loaded_class(self.resolve(value.func)) is not None:
             self._loaded(value, bound, node)
             return
@@ -144,6 +153,15 @@ class HfEvents:
             if callee is not None:
                 for index, name in bound:
                     self._add(EventKind.RESULT, name, node, callee=callee, parameter=index, arguments=call_arguments(call, self.unchanged))
+
+    def _config_without_cache(self, call: ast.Call) -> bool:
+        """`LlamaForCausalLM(cfg)`, `from_config(cfg)`: the config handed over positionally
+        may turn the cache off (built here with `use_cache=False` or `**kwargs`, or set so
+        after). A config from elsewhere counts as leaving it on, as before."""
+        config = call.args[0] if call.args else None
+        if isinstance(config, ast.Call):
+            return _cache_off_at_load(config)
+        return isinstance(config, ast.Name) and self.model_configs.get(config.id, False)
 
     def _trains_embeddings(self, config: ast.AST | None) -> bool:
         """`LoraConfig(..., modules_to_save=["embed_tokens"])`: a PEFT config whose literals
@@ -179,7 +197,7 @@ class HfEvents:
                 remote = keyword_argument(call, "trust_remote_code")
                 flags = ("quantized",) * quantized + ("remote",) * (remote is not None and not _is_false(remote))
                 self._add(EventKind.LOADED, name, node, api=model_class, source=" ".join(flags))
-                if _cache_off_at_load(call):
+                if _cache_off_at_load(call) or self._config_without_cache(call):
                     self._add(EventKind.USE_CACHE_OFF, name, node)
 
     def _call(self, call: ast.Call) -> None:
