@@ -4,11 +4,12 @@ from functools import cached_property
 
 import libcst as cst
 
+from ckptlint.analysis.accelerate_plugin import plugin_checkpointed
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
-from ckptlint.analysis.huggingface import gc_enable_kwargs
+from ckptlint.analysis.huggingface import GC_ENABLE, gc_enable_kwargs
 from ckptlint.analysis.region_paths import region_checkpoints, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.facts import EventKind, Impl
@@ -51,6 +52,12 @@ class DoubleCheckpointing(RegionRule):
       resolved with the outer site's guard taken to hold (a block built with `with_cp=True`
       passes it on); an inner module built with its flag off (`with_cp=False`) is not
       reported.
+
+    - Hugging Face `model.gradient_checkpointing_enable()` on a model that an `Accelerator`
+      built with `FullyShardedDataParallelPlugin(activation_checkpointing=True)` prepares
+      in the same function (`accelerator.prepare(model, ...)`): accelerate applies torch's
+      `apply_activation_checkpointing` with a `NO_REENTRANT` wrapper to the layers its wrap
+      policy selects, so the rule below decides by the Hugging Face side.
 
     - a module wrapped by `checkpoint_wrapper` / `apply_activation_checkpointing` whose
       children checkpoint again in their forward (a layer's attention calling `checkpoint`
@@ -128,6 +135,13 @@ class DoubleCheckpointing(RegionRule):
     and 5): checkpoints met during a recomputation are still respected, and a non-reentrant
     recomputation stops once it has recomputed the tensors it needs.
 
+    accelerate 1.15.0 `Accelerator.prepare_model` (FSDP1, `fsdp_plugin.activation_checkpointing`)
+    calls `apply_activation_checkpointing(model, checkpoint_wrapper_fn=partial(checkpoint_wrapper,
+    checkpoint_impl=CheckpointImpl.NO_REENTRANT), auto_wrap_policy=...)`; with FSDP2
+    `fsdp2_apply_ac` wraps each layer in `checkpoint_wrapper(layer, preserve_rng_state=False)`
+    (`NO_REENTRANT` by default). The Llama rows above (HF reentrant inside the `NO_REENTRANT`
+    wrapper 6, both non-reentrant 4) are that case.
+
     An earlier version of this page said non-reentrant nested in non-reentrant always
     recomputes once on torch >= 2.1; that holds only for the inner checkpoint as the outer
     region's last computation (a held-out FSDP2 project whose attention checkpointed its
@@ -145,6 +159,14 @@ class DoubleCheckpointing(RegionRule):
         super().__init__(context)
         self._flag_guards: list[cst.If] = []  # the enclosing `if`s whose test reads a checkpointing flag
         self._behind_flag: dict[cst.Call, tuple[cst.If, ...]] = {}
+        # (scopes, plain name) -> what the file binds to the name there
+        self._assigned: dict[tuple, list[cst.BaseExpression]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._assigned.setdefault((tuple(self._scopes), target.target.value), []).append(node.value)
 
     def visit_If(self, node: cst.If) -> None:
         if _reads_flag(node.test):
@@ -284,10 +306,12 @@ class DoubleCheckpointing(RegionRule):
             bool(_same_model_twice(project, relative_path))
             or any(project.wrapping_of(cls_facts.name) is not None for cls_facts in facts.classes)
             or mentions_checkpointing(project, relative_path, settings, text)
+            or all(word in text for word in ("FullyShardedDataParallelPlugin", "activation_checkpointing", GC_ENABLE))
         )
 
     def finish(self) -> None:
         super().finish()
+        self._check_accelerate_plugin()
         path = self.context.relative_path
         for step, other in _same_model_twice(self.context.project, path):
             node = call_at(self.context, self._calls, step.event.line, step.event.column)
@@ -302,6 +326,29 @@ class DoubleCheckpointing(RegionRule):
                 f"`{_describe(step)}` on `{step.name}` (at {step.where(path)}) after `{_describe(other)}` on the "
                 f"same model (at {other.where(path)}): its layers are checkpointed twice and each is recomputed "
                 "twice in backward; keep one of the two",
+            )
+
+    def _check_accelerate_plugin(self) -> None:
+        """Hugging Face checkpointing on a model an accelerator with a checkpointing FSDP plugin
+        prepares: accelerate wraps its layers with a `NO_REENTRANT` checkpoint wrapper."""
+        for found in plugin_checkpointed(self.context, self._calls, self._call_scopes, self._assigned):
+            reentrancy, applies = gc_enable_kwargs(found.enabling).reentrancy(self.context.versions)
+            hf_reentrant = reentrancy.is_reentrant
+            paths = self._branch_paths
+            if not self._recomputes_twice(hf_reentrant, False) or any(
+                node in paths and found.enabling in paths and paths[node].exclusive_with(paths[found.enabling])
+                for node in (found.plugin, found.prepare)
+            ):
+                continue
+            line = self.context.position
+            how = " (reentrant here" + ("; affects transformers<5.0, target version unknown)" if applies is Applies.UNKNOWN else ")")
+            self.report(
+                found.enabling,
+                f"`gradient_checkpointing_enable()`{how if hf_reentrant else ''} on a model that "
+                f"`{cst.Module([]).code_for_node(found.prepare.func)}` "
+                f"(line {line(found.prepare).start.line}) hands to accelerate's FSDP plugin with `activation_checkpointing=True` "
+                f"(line {line(found.plugin).start.line}), which wraps its layers in torch's checkpoint wrapper: each layer is "
+                "recomputed twice in backward; keep one of the two (the plugin's, and drop this call)",
             )
 
     @cached_property
@@ -334,6 +381,34 @@ class DoubleCheckpointing(RegionRule):
         )
 
     valid = [
+        # accelerate's FSDP plugin: non-reentrant on both sides (transformers >= 5.0) recomputes
+        # once; a plugin without activation checkpointing; a model this accelerator never prepares.
+        Valid(
+            """
+            from accelerate import Accelerator, FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM
+
+            def main(loader):
+                accelerator = Accelerator(fsdp_plugin=FullyShardedDataParallelPlugin(activation_checkpointing=True))
+                model = AutoModelForCausalLM.from_pretrained("m", use_cache=False)
+                model.gradient_checkpointing_enable()
+                model = accelerator.prepare(model)
+
+            def plain(loader):
+                accelerator = Accelerator(fsdp_plugin=FullyShardedDataParallelPlugin(activation_checkpointing=False))
+                model = AutoModelForCausalLM.from_pretrained("m", use_cache=False)
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+                model = accelerator.prepare(model)
+
+            def teacher(loader):
+                accelerator = Accelerator(fsdp_plugin=FullyShardedDataParallelPlugin(activation_checkpointing=True))
+                student = AutoModelForCausalLM.from_pretrained("s", use_cache=False)
+                teacher = AutoModelForCausalLM.from_pretrained("t")
+                teacher.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+                student = accelerator.prepare(student)
+            """,
+            target_versions={"transformers": "5.17", "torch": "2.13"},
+        ),
         # The two on branches that never both run: FSDP's wrapper or Hugging Face's own.
         Valid(
             """
@@ -457,6 +532,27 @@ class DoubleCheckpointing(RegionRule):
         ),
     ]
     invalid = [
+        # accelerate's FSDP plugin checkpoints the layers, and transformers < 5.0 checkpoints
+        # them again, reentrant by default.
+        Invalid(
+            """
+            from accelerate import Accelerator, FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM
+
+            def main(loader):
+                plugin = FullyShardedDataParallelPlugin(activation_checkpointing=True, auto_wrap_policy="transformer_based_wrap")
+                accelerator = Accelerator(fsdp_plugin=plugin)
+                model = AutoModelForCausalLM.from_pretrained("m", use_cache=False)
+                model.gradient_checkpointing_enable()
+                model, opt = accelerator.prepare(model, opt)
+                for batch in loader:
+                    accelerator.backward(model(**batch).loss)
+            """,
+            line=8,
+            column=5,
+            target_versions={"transformers": "4.46", "torch": "2.4"},
+            message_contains="accelerator.prepare` (line 9) hands to accelerate's FSDP plugin",
+        ),
         # Non-reentrant in non-reentrant, with work after the inner checkpoint: its layers
         # run in the outer recomputation and again in its own backward.
         Invalid(

@@ -7,8 +7,10 @@ import libcst as cst
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import set_dict_key
 from ckptlint.analysis.huggingface import keyword_value
+from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
-from ckptlint.rule import Invalid, Replacement, Rule, Valid
+from ckptlint.model.values import Constant, Sequence
+from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 
 SHARDING_OPTIONS = frozenset({"full_shard", "hybrid_shard", "hybrid_shard_zero2"})
@@ -18,7 +20,7 @@ _ENABLED_KEYWORD = re.compile(r"\bgradient_checkpointing[\s\\]*=[\s\\]*True\b")
 _FSDP_KEYWORD = re.compile(r"\bfsdp[\s\\]*=(?!=)")
 
 
-class HfCheckpointingWithFsdpFullShard(Rule):
+class HfCheckpointingWithFsdpFullShard(SiteScopes):
     """`TrainingArguments(gradient_checkpointing=True, fsdp="full_shard ...")`.
 
     ## What it does
@@ -26,7 +28,9 @@ class HfCheckpointingWithFsdpFullShard(Rule):
     built on it such as `SFTConfig` / `DPOConfig` / `GRPOConfig`, and the project's own
     subclasses of any of them) that turn on `gradient_checkpointing=True` together with an
     `fsdp` value containing `full_shard` or `hybrid_shard` (a string such as
-    `"full_shard auto_wrap"`, a list of strings, or `FSDPOption.FULL_SHARD`).
+    `"full_shard auto_wrap"`, a list of strings, or `FSDPOption.FULL_SHARD`), written there
+    or held by a constant the project model evaluates (`FSDP_MODE = "full_shard auto_wrap"`,
+    in the module or imported from another; every value it may have must shard).
 
     ## Why is this bad?
     With parameters sharded, transformers' own gradient checkpointing recomputes each layer
@@ -96,29 +100,38 @@ class HfCheckpointingWithFsdpFullShard(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._calls: list[cst.Call] = []
+        self._enabling: list[cst.Call] = []
 
     @classmethod
     def may_apply_to(cls, text: str) -> bool:
         return super().may_apply_to(text) and bool(_ENABLED_KEYWORD.search(text) and _FSDP_KEYWORD.search(text))
 
     def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
         enabled = keyword_value(node, "gradient_checkpointing")
-        if isinstance(enabled, cst.Name) and enabled.value == "True" and _shards_parameters(keyword_value(node, "fsdp")):
-            self._calls.append(node)
+        if isinstance(enabled, cst.Name) and enabled.value == "True" and keyword_value(node, "fsdp") is not None:
+            self._enabling.append(node)
 
     def finish(self) -> None:
-        for call in self._calls:
+        for call in self._enabling:
+            fsdp = keyword_value(call, "fsdp")
+            if not _shards_parameters(fsdp) and not (isinstance(fsdp, (cst.Name, cst.Attribute)) and self._evaluates_to_sharding(call, fsdp)):
+                continue
             names = absolute_names(self.context, call.func)
             if not names or not all(self.context.project.is_training_arguments(name) for name in names):
                 continue
-            fsdp = keyword_value(call, "fsdp")
             self.report(
                 call,
                 self.message.format(callee=_callee(call), fsdp=cst.Module([]).code_for_node(fsdp)),
                 replacements=_fix(call),
                 fix_message='Move checkpointing to `fsdp_config={"activation_checkpointing": True}`',
             )
+
+    def _evaluates_to_sharding(self, call: cst.Call, fsdp: cst.BaseExpression) -> bool:
+        """`fsdp=FSDP_MODE`: every value the project model finds for the name at the call is a
+        string (or list of strings) naming full or hybrid sharding."""
+        _, values = self.values_at(call, fsdp)
+        return bool(values) and all(_sharding_value(value) for value in values)
 
     valid = [
         Valid(
@@ -140,6 +153,24 @@ class HfCheckpointingWithFsdpFullShard(Rule):
 
             args = TrainingArguments("out", fsdp=cli.fsdp, gradient_checkpointing=True)
             run = RunConfig(fsdp="full_shard", gradient_checkpointing=True)
+            """
+        ),
+        # Module constants: ZeRO-2 style sharding, or a mode only one branch shards with.
+        Valid(
+            """
+            import os
+            from transformers import TrainingArguments
+
+            ZERO2 = "shard_grad_op auto_wrap"
+            if os.environ.get("FULL"):
+                MODE = "full_shard auto_wrap"
+            else:
+                MODE = ""
+
+            def build():
+                zero2 = TrainingArguments("out", fsdp=ZERO2, gradient_checkpointing=True)
+                either = TrainingArguments("out", fsdp=MODE, gradient_checkpointing=True)
+                return zero2, either
             """
         ),
     ]
@@ -190,6 +221,28 @@ class HfCheckpointingWithFsdpFullShard(Rule):
             )
             """,
         ),
+        # The sharding mode held by a module constant.
+        Invalid(
+            """
+            from transformers import TrainingArguments
+
+            FSDP_MODE = "hybrid_shard auto_wrap"
+
+            def build():
+                return TrainingArguments(output_dir="out", fsdp=FSDP_MODE, gradient_checkpointing=True)
+            """,
+            line=6,
+            column=12,
+            message_contains="fsdp=FSDP_MODE",
+            expected_fix="""
+            from transformers import TrainingArguments
+
+            FSDP_MODE = "hybrid_shard auto_wrap"
+
+            def build():
+                return TrainingArguments(output_dir="out", fsdp=FSDP_MODE, fsdp_config={"activation_checkpointing": True})
+            """,
+        ),
         # The project's own subclass; fsdp_config from a file: reported, no fix.
         Invalid(
             """
@@ -216,6 +269,16 @@ def _shards_parameters(value: cst.BaseExpression | None) -> bool:
         return any(_shards_parameters(element.value) for element in value.elements)
     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "FSDPOption":
         return value.attr.value.lower() in SHARDING_OPTIONS
+    return False
+
+
+def _sharding_value(value) -> bool:
+    """A value of the project model naming full or hybrid sharding (`"full_shard auto_wrap"`,
+    `["hybrid_shard", "auto_wrap"]`)."""
+    if isinstance(value, Constant):
+        return isinstance(value.value, str) and bool(SHARDING_OPTIONS & set(value.value.lower().split()))
+    if isinstance(value, Sequence):
+        return any(_sharding_value(element) for element in value.elements)
     return False
 
 

@@ -78,10 +78,15 @@ class PeftCheckpointingWithoutInputGrads(Rule):
       `prepare_model_for_int8_training`, checkpointing enabled before `get_peft_model` on a
       model that is not quantized (PEFT then calls `enable_input_require_grads` itself),
       `add_adapter` before the checkpointing call (transformers then does), an embedding's
-      `requires_grad_(True)` / `weight.requires_grad = True`, or a forward hook on the
-      embeddings that sets `requires_grad`; and transformers does not do it itself (it does
+      `requires_grad_(True)` / `weight.requires_grad = True`, a forward hook on the
+      embeddings that sets `requires_grad` (on `get_input_embeddings()` or by attribute
+      path, `model.vision_model.embeddings`), or a PEFT config that makes the input
+      embeddings trainable (`modules_to_save=["embed_tokens", "lm_head"]`,
+      `trainable_token_indices`, as literals); and transformers does not do it itself (it does
       from 5.0, but only for models whose `main_input_name` is `input_ids`: ViT, CLIP or
-      SigLIP vision towers, Whisper, Wav2Vec2 stay exposed).
+      SigLIP vision towers, Whisper, Wav2Vec2 stay exposed; `AutoModelForSpeechSeq2Seq`
+      maps to both kinds, and counts as taking other inputs when the literal checkpoint id it
+      loads names Whisper, Speech2Text or SeamlessM4T).
 
     The model must be trained in the same script: a manual loop (`loss.backward()`) or
     transformers' `Trainer`. Helpers of other modules of the project are read through the
@@ -100,8 +105,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     states entering the first layer come from frozen embeddings, so no layer output requires
     grad: the LoRA weights inside the layers get no gradient. torch only warns "None of the
     inputs have requires_grad=True. Gradients will be None" (from a line inside torch). If
-    something outside the layers is trainable (a classifier head, `modules_to_save`, the
-    UNet beside a text encoder) the loss still backpropagates and training runs, silently
+    something after the layers is trainable (a classifier head, `modules_to_save=["lm_head"]`,
+    the UNet beside a text encoder) the loss still backpropagates and training runs, silently
     without updating the adapters; otherwise backward fails with `RuntimeError: element 0
     of tensors does not require grad and does not have a grad_fn`.
 
@@ -160,6 +165,21 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     | ViT, then `{"use_reentrant": True}` or `{"preserve_rng_state": False}` | grads 0/8 | grads 0/8, only the warning |
     | ViT, `enable_input_require_grads()` then `{"use_reentrant": True}` | grads 8/8 | grads 8/8 |
     | ViT, `gradient_checkpointing_enable({"use_reentrant": True})` then `add_adapter` (nothing else trainable) | the RuntimeError | the RuntimeError |
+
+    Whisper (transformers 5.17.0, peft 0.21.2, `main_input_name` `input_features`), LoRA
+    then `{"use_reentrant": True}`: grads 0/24 and the RuntimeError; `{"use_reentrant":
+    False}`: grads 24/24. transformers 5.17's `AutoModelForSpeechSeq2Seq` mapping holds
+    Whisper, Speech2Text, SeamlessM4T (`input_features`), Moonshine, SpeechT5
+    (`input_values`) and Voxtral, Granite Speech, Qwen3 ASR (`input_ids`).
+
+    Trainable input embeddings (torch 2.13, transformers 5.17.0, peft 0.21.2; Llama,
+    `{"use_reentrant": True}`, then `disable_input_require_grads()` to take away the hook
+    transformers 5 adds for `input_ids` models, which is what transformers < 5 runs):
+    `modules_to_save=["lm_head"]`: grads 0/8, the warning; no `modules_to_save`: the
+    RuntimeError; `modules_to_save=["embed_tokens", "lm_head"]`, `["embed_tokens"]`,
+    `trainable_token_indices=[0, 1]` or `{"embed_tokens": [0, 1]}`: grads 8/8, no warning.
+    peft 0.17.1 and 0.21.2 `_set_trainable` (`utils/other.py`) wrap every module whose name
+    ends with a `modules_to_save` entry in a trainable copy.
 
     Frozen base, no PEFT (same set-up; "grads" = trainable tensors with `.grad` after backward):
 
@@ -503,8 +523,74 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             """,
             target_versions={"transformers": "4.46"},
         ),
+        # transformers >= 5.0: the speech auto class with a Voxtral checkpoint (it takes
+        # `input_ids`, and transformers enables input grads), or a checkpoint only known at runtime.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForSpeechSeq2Seq
+
+            model = AutoModelForSpeechSeq2Seq.from_pretrained("mistralai/Voxtral-Mini-3B-2507")
+            model = get_peft_model(model, LoraConfig(r=32, target_modules=["q_proj", "v_proj"]))
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            other = get_peft_model(AutoModelForSpeechSeq2Seq.from_pretrained(args.model), LoraConfig(r=8))
+            other.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+                other(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "5.17"},
+        ),
+        # New tokens: PEFT trains a copy of the input embeddings (`modules_to_save`,
+        # `trainable_token_indices`), whose output requires grad.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("m")
+            model.resize_token_embeddings(len(tok))
+            cfg = LoraConfig(r=16, target_modules=["q_proj", "v_proj"], modules_to_save=["embed_tokens", "lm_head"])
+            model = get_peft_model(model, cfg)
+            Trainer(model=model, args=TrainingArguments("out", gradient_checkpointing=True)).train()
+            tokens = get_peft_model(AutoModelForCausalLM.from_pretrained("m"), LoraConfig(r=8, trainable_token_indices=[0, 1]))
+            tokens.gradient_checkpointing_enable()
+            for batch in loader:
+                tokens(**batch).loss.backward()
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
     ]
     invalid = [
+        # Only the head is saved: the embeddings stay frozen (a GPT-NeoX head named `embed_out`
+        # is no embedding either).
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-160m")
+            cfg = LoraConfig(r=16, target_modules=["query_key_value"], modules_to_save=["embed_out"])
+            model = get_peft_model(model, cfg)
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            Trainer(model=model, args=args).train()
+            """,
+            line=7,
+            column=8,
+            target_versions={"transformers": "4.46"},
+            message_contains="after `get_peft_model` (line 6)",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-160m")
+            cfg = LoraConfig(r=16, target_modules=["query_key_value"], modules_to_save=["embed_out"])
+            model = get_peft_model(model, cfg)
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            model.enable_input_require_grads()
+            Trainer(model=model, args=args).train()
+            """,
+        ),
         # No adapters: the base frozen, its last layers trainable again, reentrant by default.
         Invalid(
             """
@@ -723,6 +809,33 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             model = get_peft_model(AutoModelForCausalLM.from_pretrained("m", use_cache=False), lora_config)
             model.base_model.model.enable_input_require_grads()
             model.base_model.model.gradient_checkpointing_enable({"preserve_rng_state": False})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+        ),
+        # transformers >= 5.0: a Whisper checkpoint loaded through the speech auto class.
+        Invalid(
+            """
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForSpeechSeq2Seq
+
+            model = AutoModelForSpeechSeq2Seq.from_pretrained("openai/whisper-small")
+            model = get_peft_model(model, LoraConfig(r=32, target_modules=["q_proj", "v_proj"]))
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            line=6,
+            target_versions={"transformers": "5.17"},
+            message_contains="`AutoModelForSpeechSeq2Seq` takes other inputs",
+            expected_fix="""
+            from peft import LoraConfig, get_peft_model
+            from transformers import AutoModelForSpeechSeq2Seq
+
+            model = AutoModelForSpeechSeq2Seq.from_pretrained("openai/whisper-small")
+            model = get_peft_model(model, LoraConfig(r=32, target_modules=["q_proj", "v_proj"]))
+            model.enable_input_require_grads()
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
             for batch in loader:
                 model(**batch).loss.backward()
             """,

@@ -169,6 +169,7 @@ def _is_property(node: ast.AST) -> bool:
     )
 
 
+_SHORT_STRING = 100  # longer module-level strings (templates, prompts) are no option values
 _PROPERTIES = frozenset({"property", "cached_property"})
 
 
@@ -301,7 +302,11 @@ class _Summarizer:
     def _kept_constant(self, value: Expr) -> bool:
         if value[0] != "const":
             return False
-        return self.keeps_constants or (self.keeps_flags and isinstance(value[1], bool))
+        # A module's flags and short strings (`FSDP_MODE = "full_shard auto_wrap"`), read by
+        # other functions as globals.
+        return self.keeps_constants or (
+            self.keeps_flags and (isinstance(value[1], bool) or (isinstance(value[1], str) and len(value[1]) <= _SHORT_STRING))
+        )
 
     def _library_function(self, func: ast.AST) -> bool:
         if not isinstance(func, (ast.Name, ast.Attribute)):

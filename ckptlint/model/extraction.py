@@ -12,6 +12,7 @@ function of the project.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -80,6 +81,7 @@ PASSING_WORDS = ("model", "register")
 _SMALL_FILE = 8_000
 _RANDOM_WORDS = ("dropout", "rand", "normal", "bernoulli", "poisson", "multinomial", "gumbel", "drop_path",
                  "scaled_dot_product_attention")
+_MODEL_CONSTRUCTED = re.compile(r"[a-z0-9](Model|For[A-Z]\w*)\(")
 
 
 # The node classes the walks of `_Extractor.run` and `_function` act on (`ast.parse` makes no
@@ -150,7 +152,12 @@ class _Extractor:
         # What functions do to Hugging Face models: only in files that can say anything of it.
         # (A file without torch modules that names a model may pass one on: `setup()`
         # returning `load_model()`'s model; modeling files need the words themselves.)
-        self.hf_models = any(word in text for word in HF_WORDS) or ("model" in text and "Module" not in text)
+        # A transformers model built from its class (`LlamaForCausalLM(cfg)`) needs none of them.
+        self.hf_models = (
+            any(word in text for word in HF_WORDS)
+            or ("model" in text and "Module" not in text)
+            or ("transformers" in text and _MODEL_CONSTRUCTED.search(text) is not None)
+        )
         self.module_classes: set[str] = set()  # classes of this file that are torch modules
         # Configuration options that decide reentrancy (`ckptlint.model.options`).
         self.names_reentrancy = "reentrant" in text

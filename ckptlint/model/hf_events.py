@@ -14,7 +14,8 @@ these events, which `ProjectIndex.model_fate` and `ProjectIndex.returned_model` 
 - `TRAINER`: `Trainer(model=m, ...)`;
 - `USE_CACHE_OFF`: `m.config.use_cache = False`, `setattr(m.config, "use_cache", ...)`,
   `m(..., use_cache=False)`, `from_pretrained(..., use_cache=False)`, a config passed in;
-- `INPUT_GRADS`: `m.enable_input_require_grads()`, a hook on `m.get_input_embeddings()`;
+- `INPUT_GRADS`: `m.enable_input_require_grads()`, a hook on `m.get_input_embeddings()` or on
+  an embeddings part (`m.vision_model.embeddings`);
 - `PEFT`, `KBIT`: `get_peft_model(m, ...)`, `prepare_model_for_kbit_training(m)`.
 
 Names bound from the same model (`m = get_peft_model(m, cfg)`, `m.to(device)`) are the
@@ -31,15 +32,18 @@ from ckptlint.model.library import (
     EMBEDDING_PARTS,
     GET_PEFT_MODEL,
     LIBRARY_PREFIXES,
+    PEFT_TRAINABLE_MODULES,
     PREPARE_FOR_KBIT,
     SAME_MODEL_METHODS,
     is_model_class_name,
+    is_peft_config,
+    trains_input_embeddings,
 )
 from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).
 HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training_step", "Trainer",
-            "enable_input_require_grads", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
+            "enable_input_require_grads", "register_forward_hook", "get_peft_model", "prepare_model_for_kbit_training", "gradient_checkpointing")
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
 PASSED_RESULT = "<passed@"  # `enable(load(name))`: the inner call's value, named by its place
@@ -88,6 +92,9 @@ class HfEvents:
         self.called: list[tuple[str, int, int]] = []  # (name, line, column) of `name(...)` calls
         self.trains = name.rsplit(".", 1)[-1] == "training_step"  # Lightning runs backward after it
         self.unchanged: frozenset[str] = frozenset()  # parameters never rebound (`unchanged_parameters`)
+        self.embedding_configs: set[str] = set()  # names bound to a PEFT config training the embeddings
+        # Names bound to a model config built here (`cfg = LlamaConfig(...)`): whether its cache may be off.
+        self.model_configs: dict[str, bool] = {}
 
     def statement(self, node: ast.AST) -> None:
         if isinstance(node, ast.Return) and node.value is not None:
@@ -123,6 +130,17 @@ class HfEvents:
             elif written is not None and written.endswith(".requires_grad") and EMBEDDING_PARTS.search(written) and not _is_false(value):
                 self._add(EventKind.INPUT_GRADS, written.split(".")[0], node)
         bound = [(index, name) for target in targets for index, name in _bound_names(target)]
+        for index, name in bound:
+            self.embedding_configs.discard(name)
+            self.model_configs.pop(name, None)
+            if self._trains_embeddings(value):
+                self.embedding_configs.add(name)
+            if isinstance(value, ast.Call) and (self.resolve(value.func) or "").endswith("Config") and index == -1:
+                self.model_configs[name] = _cache_off_at_load(value)
+        for target in targets:
+            written = dotted(target)
+            if written is not None and written.endswith(".use_cache") and written[:-10] in self.model_configs and not _is_true(value):
+                self.model_configs[written.removesuffix(".use_cache")] = True
         if isinstance(value, ast.Call) and loaded_class(self.resolve(value.func)) is not None:
             self._loaded(value, bound, node)
             return
@@ -135,6 +153,32 @@ class HfEvents:
             if callee is not None:
                 for index, name in bound:
                     self._add(EventKind.RESULT, name, node, callee=callee, parameter=index, arguments=call_arguments(call, self.unchanged))
+
+    def _config_without_cache(self, call: ast.Call) -> bool:
+        """`LlamaForCausalLM(cfg)`, `from_config(cfg)`: the config handed over positionally
+        may turn the cache off (built here with `use_cache=False` or `**kwargs`, or set so
+        after). A config from elsewhere counts as leaving it on, as before."""
+        config = call.args[0] if call.args else None
+        if isinstance(config, ast.Call):
+            return _cache_off_at_load(config)
+        return isinstance(config, ast.Name) and self.model_configs.get(config.id, False)
+
+    def _trains_embeddings(self, config: ast.AST | None) -> bool:
+        """`LoraConfig(..., modules_to_save=["embed_tokens"])`: a PEFT config whose literals
+        make the input embeddings trainable."""
+        if not isinstance(config, ast.Call) or not is_peft_config(self.resolve(config.func) or ""):
+            return False
+        trains = False
+        for keyword in PEFT_TRAINABLE_MODULES:
+            value = keyword_argument(config, keyword)
+            if isinstance(value, (ast.List, ast.Tuple)):
+                names = tuple(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                indices = keyword == "trainable_token_indices" and value.elts and not names
+                trains |= trains_input_embeddings(keyword, None if indices else names)
+            elif isinstance(value, ast.Dict):
+                keys = tuple(k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+                trains |= trains_input_embeddings(keyword, keys)
+        return trains
 
     def _project_callee(self, call: ast.Call) -> str | None:
         """The function a call runs when it may be the project's own (not a library's, not a
@@ -153,7 +197,7 @@ class HfEvents:
                 remote = keyword_argument(call, "trust_remote_code")
                 flags = ("quantized",) * quantized + ("remote",) * (remote is not None and not _is_false(remote))
                 self._add(EventKind.LOADED, name, node, api=model_class, source=" ".join(flags))
-                if _cache_off_at_load(call):
+                if _cache_off_at_load(call) or self._config_without_cache(call):
                     self._add(EventKind.USE_CACHE_OFF, name, node)
 
     def _call(self, call: ast.Call) -> None:
@@ -167,11 +211,10 @@ class HfEvents:
                 self._add(EventKind.BACKWARD, owner or "", call)
             elif func.attr == "enable_input_require_grads" and owner is not None:
                 self._add(EventKind.INPUT_GRADS, _strip_parts(owner), call)
-            elif func.attr == "register_forward_hook" and isinstance(func.value, ast.Call):
-                # `model.get_input_embeddings().register_forward_hook(make_inputs_require_grad)`
-                inner = func.value.func
-                if isinstance(inner, ast.Attribute) and EMBEDDING_PARTS.search(inner.attr) and dotted(inner.value):
-                    self._add(EventKind.INPUT_GRADS, _strip_parts(dotted(inner.value)), call)
+            elif func.attr == "register_forward_hook":
+                hooked = _embeddings_owner(func.value)
+                if hooked is not None:
+                    self._add(EventKind.INPUT_GRADS, hooked, call)
             elif func.attr == "requires_grad_" and owner is not None and EMBEDDING_PARTS.search(owner):
                 self._add(EventKind.INPUT_GRADS, owner.split(".")[0], call)
             elif func.attr == "forward" and owner is not None:
@@ -186,6 +229,10 @@ class HfEvents:
         first_name = dotted(first) if first is not None else None
         if callee in GET_PEFT_MODEL and first_name is not None:
             self._add(EventKind.PEFT, first_name, call)
+            # A trainable copy of the input embeddings (`modules_to_save`): input grads.
+            config = call.args[1] if len(call.args) > 1 else keyword_argument(call, "peft_config")
+            if self._trains_embeddings(config) or (isinstance(config, ast.Name) and config.id in self.embedding_configs):
+                self._add(EventKind.INPUT_GRADS, first_name, call)
         elif callee in PREPARE_FOR_KBIT and first_name is not None:
             enables = keyword_argument(call, "use_gradient_checkpointing")
             self._add(EventKind.KBIT, first_name, call, source="" if enables is None or not _is_false(enables) else "off")
@@ -372,6 +419,23 @@ def _cache_off_at_load(call: ast.Call) -> bool:
     if keyword_argument(call, "config") is not None:
         return True
     return any(keyword.arg is None for keyword in call.keywords)
+
+
+def _embeddings_owner(hooked: ast.AST) -> str | None:
+    """The model whose input embeddings `hooked` is, for a forward hook registered on it:
+    `model.get_input_embeddings()`, or an attribute path through an embeddings part
+    (`model.vision_model.embeddings`, `self.model.embed_tokens`)."""
+    if isinstance(hooked, ast.Call):
+        inner = hooked.func
+        if isinstance(inner, ast.Attribute) and EMBEDDING_PARTS.search(inner.attr) and dotted(inner.value):
+            return _strip_parts(dotted(inner.value))
+        return None
+    path = dotted(hooked)
+    parts = path.split(".") if path is not None else []
+    root = 2 if parts[:1] == ["self"] else 1
+    if len(parts) > root and any(EMBEDDING_PARTS.search(part) for part in parts[root:]):
+        return ".".join(parts[:root])
+    return None
 
 
 def _strip_parts(name: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ckptlint.model.openmmlab import MMCV_NORMS_WITH_RUNNING_STATS
 
@@ -321,6 +321,29 @@ LORA_CONFIGS = frozenset({"peft.LoraConfig", "peft.tuners.LoraConfig", "peft.tun
 # Modules LoRA may target that sit outside the layer stack gradient checkpointing wraps.
 OUTSIDE_CHECKPOINTED_LAYERS = frozenset({"lm_head", "embed_tokens", "wte", "wpe", "word_embeddings", "embed_out",
                                          "score", "classifier", "shared"})
+# peft (0.17.1, 0.21.2) `utils/other.py` `_set_trainable`: each module whose name ends with an
+# entry of `modules_to_save` is wrapped in a trainable copy; `trainable_token_indices` (a list:
+# the input embeddings; a dict: the named embedding modules) makes some of its rows trainable.
+# Either on the input embeddings makes their output require grad, so a reentrant checkpoint's
+# first layer records a gradient path (measured, torch 2.13: CKPT021's Evidence).
+PEFT_TRAINABLE_MODULES = ("modules_to_save", "trainable_token_indices")
+
+
+def is_peft_config(callee: str) -> bool:
+    """A PEFT adapter configuration class (`peft.LoraConfig`, `peft.tuners.lora.LoraConfig`)."""
+    return callee.startswith("peft.") and callee.endswith("Config") and callee.rsplit(".", 1)[-1] != "PeftConfig"
+
+
+def trains_input_embeddings(keyword: str, names: tuple[str, ...] | None) -> bool:
+    """Whether a PEFT config keyword of `PEFT_TRAINABLE_MODULES` makes the input embeddings
+    trainable, from the module names it lists (`names`: None when the value is a bare list of
+    token indices, which peft applies to the input embeddings). GPT-NeoX's `embed_out` is its
+    output head."""
+    if keyword == "trainable_token_indices" and names is None:
+        return True
+    return any(EMBEDDING_PARTS.search(short) and short != "embed_out" for short in (n.rsplit(".", 1)[-1] for n in names or ()))
+
+
 # peft 0.13 `utils/other.py`: `prepare_model_for_kbit_training(model,
 # use_gradient_checkpointing=True, gradient_checkpointing_kwargs=None)` enables gradient
 # checkpointing and input grads.
@@ -538,6 +561,24 @@ def classify_model_class(name: str, *, main_input_name: str | None = None) -> Mo
         main_input = MainInput.UNKNOWN
     return ModelClass(name, generative, main_input)
 
+
+
+# Auto classes whose families differ in main input, where a literal checkpoint id names the
+# family: transformers 5.17 maps AutoModelForSpeechSeq2Seq to Whisper, Speech2Text and
+# SeamlessM4T heads (`input_features`) but also to Voxtral or Granite Speech (`input_ids`);
+# "openai/whisper-small", "facebook/s2t-small-librispeech-asr" load the former.
+_CHECKPOINT_FAMILIES = {
+    "AutoModelForSpeechSeq2Seq": re.compile(r"whisper|speech[-_]?to[-_]?text|(^|/)s2t-|seamless-m4t", re.IGNORECASE),
+}
+
+
+def with_checkpoint(model_class: ModelClass, checkpoint: str) -> ModelClass:
+    """`model_class` loaded from the literal checkpoint id `checkpoint`: its main input where
+    the id names a family the auto class maps to a head taking other inputs."""
+    family = _CHECKPOINT_FAMILIES.get(model_class.short_name)
+    if model_class.main_input is MainInput.UNKNOWN and family is not None and family.search(checkpoint):
+        return replace(model_class, main_input=MainInput.OTHER)
+    return model_class
 
 
 ADAPTER_METHODS = frozenset({"add_adapter", "load_adapter"})

@@ -10,9 +10,9 @@ from libcst.metadata import QualifiedNameSource
 from ckptlint.analysis.branches import literal_truth
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_models.objects import (
-    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, Scope, ScriptValue, TrainingArgumentsValue,
-    TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values, parts_of,
-    quantized_at_load, training_arguments_of,
+    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, PeftConfigValue, Scope, ScriptValue,
+    TrainingArgumentsValue, TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values,
+    parts_of, peft_config_at, quantized_at_load, training_arguments_of,
 )
 from ckptlint.analysis.hf_models.steps import ModelStep, StepKind, TrainerKind
 from ckptlint.analysis.hf_models.syntax import (
@@ -23,9 +23,10 @@ from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingK
 from ckptlint.model.library import (
     ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
     LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
-    is_model_class_name,
+    is_model_class_name, is_peft_config, with_checkpoint,
 )
 from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
+from ckptlint.model.fates import ReturnedModel
 from ckptlint.model.names import module_name
 
 MAX_INLINE_DEPTH = 8
@@ -247,7 +248,14 @@ class Calls:
             model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
             if isinstance(model, ModelPart):
                 self._step(model, StepKind.PEFT_WRAPPED, call, frame)
+                # A trainable copy of the input embeddings (`modules_to_save`): their output
+                # requires grad, as with `enable_input_require_grads()`.
+                second = args[1] if len(args) > 1 and call.args[1].keyword is None else argument_value(call, args, "peft_config")
+                if isinstance(second, PeftConfigValue) and second.trains_embeddings:
+                    self._step(model, StepKind.INPUT_GRADS, call, frame)
             return True, model
+        if names and all(is_peft_config(name) for name in names):
+            return True, peft_config_at(call)
         if names <= PREPARE_FOR_KBIT:
             model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
             if isinstance(model, ModelPart):
@@ -291,7 +299,12 @@ class Calls:
             return True, None
         model_classes = {self._model_class_of(name) for name in names}
         if len(model_classes) == 1 and None not in model_classes:
-            return True, self._new_model(model_classes.pop(), call, frame)
+            model_class = model_classes.pop()
+            checkpoint = call.args[0].value if call.args and call.args[0].keyword is None else keyword_value(
+                call, "pretrained_model_name_or_path")
+            if isinstance(checkpoint, cst.SimpleString):
+                model_class = with_checkpoint(model_class, str(checkpoint.evaluated_value))
+            return True, self._new_model(model_class, call, frame)
         if all(is_config_class(name) for name in names):
             return True, config_at(call, frame)
         return False, None
@@ -394,9 +407,16 @@ class Calls:
         already. Checkpointing it enabled is that file's to report."""
         if len(names) != 1:
             return None
-        returned = self.context.project.returned_model(next(iter(names)), -1, call_arguments(call, frame))
-        if returned is None:
-            return None
+        function, arguments = next(iter(names)), call_arguments(call, frame)
+        returned = self.context.project.returned_model(function, -1, arguments)
+        if returned is None and self.unpacked is not None and self.unpacked[0] is call:
+            # `policy, reference = load_models(name)`: each item the function returns.
+            items = [self.context.project.returned_model(function, i, arguments) for i in range(self.unpacked[1])]
+            if any(item is not None for item in items):
+                return TupleValue(tuple(self._returned_part(item, call, frame) if item else None for item in items))
+        return self._returned_part(returned, call, frame) if returned is not None else None
+
+    def _returned_part(self, returned: ReturnedModel, call: cst.Call, frame: Scope) -> ModelPart:
         obj = ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
         obj.origin = returned
         obj.remote_code = returned.remote_code

@@ -66,6 +66,8 @@ class Interpreter(Calls):
         self.context = context
         self.module = context.module
         self.order = 0
+        # The call a statement unpacks into this many names (`policy, ref = load(name)`).
+        self.unpacked: tuple[cst.BaseExpression, int] | None = None
         self.objects: list[ModelObject] = []
         self.functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, cst.ClassDef] = {}
@@ -410,7 +412,13 @@ class Interpreter(Calls):
 
     def _run_small(self, small: cst.BaseSmallStatement, frame: Scope) -> None:
         if isinstance(small, cst.Assign):
+            target = small.targets[0].target
+            if len(small.targets) == 1 and isinstance(target, (cst.Tuple, cst.List)) and not any(
+                isinstance(e, cst.StarredElement) for e in target.elements
+            ):
+                self.unpacked = (small.value, len(target.elements))
             value = self._eval(small.value, frame)
+            self.unpacked = None
             for target in small.targets:
                 self._assign(target.target, value, small.value, small, frame)
         elif isinstance(small, cst.AnnAssign):

@@ -12,9 +12,9 @@ import libcst as cst
 
 from ckptlint.analysis.branches import Branches, Conditions
 from ckptlint.analysis.hf_models.steps import ModelStep
-from ckptlint.analysis.hf_models.syntax import is_false, is_true, literal_value
+from ckptlint.analysis.hf_models.syntax import dict_keys, is_false, is_true, literal_value
 from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, KwargsShape, keyword_value
-from ckptlint.model.library import EMBEDDING_PARTS, ModelClass
+from ckptlint.model.library import EMBEDDING_PARTS, PEFT_TRAINABLE_MODULES, ModelClass, trains_input_embeddings
 
 
 class TrainingContext:
@@ -103,7 +103,17 @@ class ObjectOfClass:
         self.attributes: dict[str, ScriptValue] = {}
 
 
-ScriptValue = Union[ModelPart, ConfigValue, TrainingArgumentsValue, DictValue, TupleValue, ObjectOfClass, None]
+@dataclass(frozen=True)
+class PeftConfigValue:
+    """A PEFT adapter configuration built in the script (`LoraConfig(...)`): whether it makes
+    the input embeddings trainable (`modules_to_save=["embed_tokens"]`)."""
+
+    trains_embeddings: bool
+
+
+ScriptValue = Union[
+    ModelPart, ConfigValue, TrainingArgumentsValue, DictValue, TupleValue, ObjectOfClass, PeftConfigValue, None
+]
 
 
 class Scope:
@@ -230,6 +240,21 @@ def config_at(call: cst.Call, frame: Scope) -> ConfigValue:
     if any(arg.star == "**" for arg in call.args):
         return ConfigValue(None)
     return ConfigValue(use_cache is not None and not is_true(use_cache))
+
+
+def peft_config_at(call: cst.Call) -> PeftConfigValue:
+    """What a PEFT config call makes trainable, from the literals it is given (a module list
+    in a variable counts as not naming the embeddings)."""
+    trains = False
+    for keyword in PEFT_TRAINABLE_MODULES:
+        value = keyword_value(call, keyword)
+        if isinstance(value, (cst.List, cst.Tuple)):
+            names = tuple(str(e.value.evaluated_value) for e in value.elements if isinstance(e.value, cst.SimpleString))
+            indices = keyword == "trainable_token_indices" and value.elements and not names
+            trains |= trains_input_embeddings(keyword, None if indices else names)
+        elif value is not None and dict_keys(value) is not None:
+            trains |= trains_input_embeddings(keyword, tuple(dict_keys(value)))
+    return PeftConfigValue(trains)
 
 
 def quantized_at_load(call: cst.Call, frame: Scope) -> bool | None:
