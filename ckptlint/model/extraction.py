@@ -341,7 +341,7 @@ class _Extractor:
         if frozen is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
         if hf is not None and parameters:
-            guards = parameter_guards(list(body), parameters)
+            guards = parameter_guards(list(body), parameters, unchanged)
             events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]
         events.sort(key=lambda e: (e.line, e.column))
         if events:
