@@ -15,7 +15,7 @@ import re
 import sys
 import threading
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -185,7 +185,11 @@ def _lint_text(
         )
     if not (rules or gated) and _parsed_by_index(project, relative_path, text):
         return LintOutcome(())  # valid Python (the index parsed this very text), and no rule to run
-    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits)
+
+    def libcst_needed(tree: ast.Module) -> bool:
+        return any(rule.may_apply_to_syntax(tree, text, project) for rule in (*rules, *gated))
+
+    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits, needed=libcst_needed)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:
@@ -305,11 +309,18 @@ _PATHOLOGICAL = ("too many nested parentheses", "too many levels of indentation"
 
 
 def parse_module(
-    text: str, display: str, *, with_libcst: bool, limits: AnalysisLimits = AnalysisLimits()
+    text: str,
+    display: str,
+    *,
+    with_libcst: bool,
+    limits: AnalysisLimits = AnalysisLimits(),
+    needed: Callable[[ast.Module], bool] | None = None,
 ) -> cst.Module | Diagnostic | None:
     """CPython's parser decides whether the file is valid Python (its messages and lines
     are the ones users know); libcst then builds the tree the rules work on, unless the
-    file's shape is beyond what libcst parses within `limits`.
+    file's shape is beyond what libcst parses within `limits`, or `needed` finds in
+    CPython's tree nothing for the rules (`Rule.may_apply_to_syntax`; the shape is judged
+    first, as without it).
 
     A generic SyntaxError may only mean the file uses syntax newer than the running
     Python: libcst (which knows newer grammars) gets the last word on those."""
@@ -333,11 +344,13 @@ def parse_module(
     if not with_libcst:
         return None
     depth, nodes = syntax_shape(tree)
-    del tree
     if depth > MAX_SYNTAX_DEPTH:
         return _parse_error(display, 1, 1, describe_depth(depth), kind="")
     if limits.exceeds_memory(nodes):
         return _parse_error(display, 1, 1, limits.describe_nodes(nodes), kind="")
+    if needed is not None and not needed(tree):
+        return None
+    del tree
     import libcst as cst
 
     try:

@@ -33,15 +33,17 @@ from ckptlint.discovery import (
 from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
-from ckptlint.worker_pool import TaskFailure, WorkerPool
+from ckptlint.worker_pool import TaskFailure, WorkerPool, workers_for
 from ckptlint.model.facts import FileFacts
 from ckptlint.model.fingerprints import exported_digest, fingerprint_of
 from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds
 from ckptlint.model.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
-# Below this many files to extract, a second worker process costs more than it saves.
+# Below this many files to extract, or bytes of them, a second worker process costs more
+# than it saves.
 PARALLEL_EXTRACTION_THRESHOLD = 256
+PARALLEL_EXTRACTION_BYTES = 256 << 10
 
 
 def _has_marker(directory: str | Path, listings: Mapping[str, frozenset[str]] | None = None) -> bool:
@@ -240,6 +242,7 @@ def build_index(
     empty: set[str] = set()  # files known to have no facts (nothing cached to read for them)
     kinds: dict[str, list[str]] = {}  # relative path -> its `cross_file_kinds`
     pending: list[tuple[str, str]] = []
+    sizes: list[int] = []  # of the pending files
     paths: dict[str, str] = {}
     if files is None:
         files = project_files(root, settings, cache.directory if cache is not None else None)
@@ -260,11 +263,13 @@ def build_index(
             continue  # generated code: never read (`check_file` says so when it matters)
         if cache is None:
             pending.append((path, relative))
+            sizes.append(status.st_size)
             continue
         stats[relative] = stat_key(status) if status.st_mtime_ns < trusted_before else None
         entry = cache.entry(relative)
         if entry is None or entry.get("stopped", stopped_under) != stopped_under:
             pending.append((path, relative))  # never indexed (or under other limits): read once, by the extraction
+            sizes.append(status.st_size)
             continue
         if stats[relative] is not None and entry["stat"] == stats[relative]:
             take_cached(relative, entry)  # unchanged since it was indexed: not even read
@@ -278,12 +283,13 @@ def build_index(
             cache.remember(relative, digest, exported[relative], stats[relative], relative in empty, kinds[relative], entry.get("stopped"))
             continue
         pending.append((path, relative))
+        sizes.append(status.st_size)
 
-    workers = (jobs or os.cpu_count() or 1) if len(pending) >= PARALLEL_EXTRACTION_THRESHOLD else 1
+    workers = workers_for(sizes, jobs, min_files=PARALLEL_EXTRACTION_THRESHOLD, min_bytes=PARALLEL_EXTRACTION_BYTES)
     extracted: list = []
     if pending:
         with WorkerPool(_extract, workers=workers, limits=limits.for_workers) as pool:
-            extracted = pool.map(pending)
+            extracted = pool.map(pending, weights=sizes)  # the largest files first: none left for last
     errors: list[str] = []
     for (path, relative), result in zip(pending, extracted):
         stopped = None

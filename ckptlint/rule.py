@@ -10,6 +10,7 @@ higher-level facts from the engine (`visit_checkpoint_site`).
 
 from __future__ import annotations
 
+import ast
 import inspect
 import traceback
 import textwrap
@@ -224,6 +225,13 @@ class Rule(cst.BatchableCSTVisitor):
         """For rules that use the project: whether the index (with this file's facts) and
         the text leave anything for the rule to find in the file. False skips the file's
         libcst parse."""
+        return True
+
+    @classmethod
+    def may_apply_to_syntax(cls, tree: ast.Module, text: str, project: ProjectIndex) -> bool:
+        """Whether CPython's syntax tree of the file (parsed anyway, to check the syntax)
+        leaves the rule something to find. When no rule of the file's does, its libcst
+        parse is skipped; so False must mean that the rule would report nothing."""
         return True
 
     @classmethod

@@ -23,11 +23,12 @@ from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, m
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult, fixable
 from ckptlint.walk_cache import discover_remembered
-from ckptlint.worker_pool import TaskFailure, WorkerPool
+from ckptlint.worker_pool import TaskFailure, WorkerPool, workers_for
 from ckptlint.writer import ChangedOnDisk, replace_atomically
 
-# Below this many files a second worker process costs more than it saves.
+# Below this many files, or bytes of them, a second worker process costs more than it saves.
 PARALLEL_THRESHOLD = 64
+PARALLEL_BYTES = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -199,16 +200,15 @@ def analyse_in_workers(
     writes the fixes, in order."""
     if not work:
         return []
-    jobs = options.jobs or os.cpu_count() or 1
-    workers = jobs if len(work) >= PARALLEL_THRESHOLD else 1
+    sizes = [_size(path) for path, _, _, _ in work]
     with WorkerPool(
         _check_one,
-        workers=workers,
+        workers=workers_for(sizes, options.jobs, min_files=PARALLEL_THRESHOLD, min_bytes=PARALLEL_BYTES),
         limits=options.limits.for_workers,
         initializer=_install_indexes,
         initargs=(indexes,),
     ) as pool:
-        outcomes = pool.map(work)
+        outcomes = pool.map(work, weights=sizes)  # the largest files first: none left for last
     results = []
     for (path, file_settings, _, _), outcome in zip(work, outcomes):
         if isinstance(outcome, TaskFailure):
@@ -217,6 +217,13 @@ def analyse_in_workers(
         result, fixed = outcome
         results.append(write_fixes(path, result, fixed) if fixed is not None else result)
     return results
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # `check_file` reports it
 
 
 def projects_for_run(settings: Settings, options: RunOptions) -> Projects:

@@ -40,6 +40,8 @@ _MEMORY_POLL_SECONDS = 0.1
 # one file left behind (fragmentation) must not count against the next.
 _RECYCLE_SHARE = 0.5
 _HEADER = struct.Struct("<Q")
+# A worker's young-generation collection threshold (objects allocated and not yet freed).
+_YOUNG_OBJECTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,15 @@ def resident_memory(pid: int) -> int | None:
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+def workers_for(sizes: Sequence[int], jobs: int | None, *, min_files: int, min_bytes: int) -> int:
+    """How many workers a batch of files is worth: `jobs` (default: the cores) from
+    `min_files` files or `min_bytes` bytes on (a few large files are as much work as many
+    small ones), else one: below that a second process costs more than it saves."""
+    if len(sizes) >= min_files or sum(sizes) >= min_bytes:
+        return jobs or os.cpu_count() or 1
+    return 1
+
+
 class WorkerPool:
     """`map(items)` runs `function(item)` for each item in up to `workers` processes and
     returns the results in order, a `TaskFailure` in place of each task that did not return.
@@ -145,11 +156,17 @@ class WorkerPool:
     def __exit__(self, *exc_info) -> None:
         self.close(graceful=exc_info[0] is None)
 
-    def map(self, items: Sequence[Any]) -> list[Any]:
+    def map(self, items: Sequence[Any], *, weights: Sequence[int] | None = None) -> list[Any]:
+        """With `weights` (a task's expected cost, e.g. its file's size), the heaviest
+        tasks are handed out first, so that no worker starts a large file when the others
+        are about to finish; the results stay in the order of `items`."""
         if not hasattr(os, "fork"):
             return [self._run_here(item) for item in items]
         results: list[Any] = [None] * len(items)
-        queue = deque(range(len(items)))
+        order = range(len(items))
+        if weights is not None:
+            order = sorted(order, key=lambda index: -weights[index])  # stable: ties keep their order
+        queue = deque(order)
         busy: dict[int, _Worker] = {}  # results fd -> worker
         idle = [worker for worker in self._live if worker.index is None]
         while queue or busy:
@@ -339,6 +356,11 @@ def _serve(function, tasks: int, results: int, parent: int, initializer, initarg
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with(parent)
+    # A task builds a syntax tree of a few hundred thousand objects that mostly dies with
+    # it, freed by reference counting; at Python's default threshold (700) the collector
+    # runs thousands of times per large file, and its older generations re-walk the growing
+    # tree (a fifth of a large file's lint). Cycles left behind are still collected, later.
+    gc.set_threshold(_YOUNG_OBJECTS, *gc.get_threshold()[1:])
     if initializer is not None:
         initializer(*initargs)
     while True:

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites
 from ckptlint.analysis.fsdp import (
     absolute_names,
     checkpoint_wrapper_impl,
@@ -15,6 +17,7 @@ from ckptlint.analysis.fsdp import (
 )
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import (
+    GC_ENABLE,
     GC_KWARGS,
     REENTRANT_DEFAULT_VERSIONS,
     HfCheckpointingKwargs,
@@ -36,6 +39,21 @@ WHY = (
     "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
     "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"
 )
+
+
+def _collected(node: ast.AST) -> bool:
+    """What `visit_Call` and `visit_Assign` collect, in CPython's tree (and a little more:
+    `gradient_checkpointing_enable` called by a bare name)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return (
+            name in ("checkpoint_wrapper", "partial", GC_ENABLE) or "checkpoint_wrapper" in name
+            or any(keyword.arg == "gradient_checkpointing" for keyword in node.keywords)
+        )
+    return isinstance(node, ast.Assign) and any(
+        isinstance(target, ast.Attribute) and target.attr == GC_KWARGS for target in node.targets
+    )
 
 
 class ReentrantCheckpointUnderFsdp(SiteScopes):
@@ -174,6 +192,12 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         return settings.fsdp == "yes" or (settings.fsdp == "auto" and bool(project.fsdp_uses_reaching(relative_path)))
+
+    @classmethod
+    def may_apply_to_syntax(cls, tree, text, project) -> bool:
+        # What it reports: checkpoint sites, and the calls and assignments `visit_Call` and
+        # `visit_Assign` collect (torch's FSDP modules name `checkpoint_wrapper` in imports only).
+        return may_hold_sites(tree, project.checkpoint_aliases) or any(map(_collected, ast.walk(tree)))
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -80,6 +80,43 @@ def test_fsdp_in_another_file_makes_the_checkpoint_call_ckpt002(cli, make_projec
     assert run(cli, root, "pkg/model.py") == whole
 
 
+# torch's own FSDP modules: `checkpoint_wrapper` (a CKPT002 trigger word) in an import, and
+# checkpoints of another kind in docstrings.
+STATE_DICT_HELPERS = """
+import torch.distributed.algorithms._checkpoint.checkpoint_wrapper as checkpoint_wrapper
+
+
+def clean(name):
+    \"""Names in a state-dict checkpoint, without the wrapper's prefix.\"""
+    return name.replace(checkpoint_wrapper._CHECKPOINT_PREFIX, "")
+"""
+# A site written without any of the site trigger words, found by name resolution.
+UNUSUAL_IMPORT = """
+import torch.nn as nn
+from torch import nn, utils as U
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return U.checkpoint.checkpoint(self.mlp, x)
+"""
+
+
+def test_libcst_parses_only_files_the_fsdp_rule_can_report_in(cli, make_project, record_calls):
+    """CPython's tree (`Rule.may_apply_to_syntax`) spares the libcst parse of a file that
+    names `checkpoint_wrapper` only in an import; a checkpoint site, however it is imported,
+    is still parsed and reported."""
+    import libcst
+
+    files = {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/state.py": STATE_DICT_HELPERS,
+             "pkg/unusual.py": UNUSUAL_IMPORT, "train.py": TRAIN_FSDP1}
+    root = make_project(files, pyproject=PYPROJECT)
+    parsed = record_calls(libcst, "parse_module", lambda text: next(p for p, t in files.items() if textwrap.dedent(t).lstrip("\n") == text))
+    assert run(cli, root, ".") == [("pkg/model.py", 21, 17, "CKPT002"), ("pkg/unusual.py", 8, 16, "CKPT002")]
+    assert sorted(parsed) == ["pkg/model.py", "pkg/unusual.py"]
+
+
 def test_deepspeed_is_not_torch_fsdp(cli, make_project):
     root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_DEEPSPEED}, pyproject=PYPROJECT)
     assert run(cli, root, ".") == [("pkg/model.py", 21, 17, "CKPT001")]

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ckptlint.worker_pool import Limits, TaskFailure, WorkerPool
+from ckptlint.worker_pool import Limits, TaskFailure, WorkerPool, workers_for
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked processes")
 
@@ -40,6 +40,10 @@ def task(item):
         raise ValueError(f"bad item {value}")
     if kind == "pid":
         return os.getpid()
+    if kind == "clock":  # when the task started
+        import time
+
+        return time.monotonic_ns()
     raise AssertionError(kind)
 
 
@@ -57,6 +61,22 @@ def test_results_come_back_in_order(workers):
     with WorkerPool(task, workers=workers, limits=Limits(60)) as pool:
         assert pool.map(items) == [n * 2 for n in range(50)]
         assert pool.map([("double", 7)]) == [14]  # a pool serves several maps
+
+
+def test_the_heaviest_tasks_are_handed_out_first():
+    weights = [3, 50, 7, 50, 1]
+    with WorkerPool(task, workers=1, limits=Limits(60)) as pool:
+        started = pool.map([("clock", n) for n in range(5)], weights=weights)
+    # In input order; run by weight, the largest first (ties in input order).
+    assert sorted(range(5), key=started.__getitem__) == [1, 3, 2, 0, 4]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "workers"),
+    [([100] * 63, 1), ([100] * 64, 4), ([300_000, 100], 4), ([100_000, 100], 1), ([], 1)],
+)
+def test_workers_for_many_files_or_many_bytes(sizes, workers):
+    assert workers_for(sizes, 4, min_files=64, min_bytes=256 << 10) == workers
 
 
 @pytest.mark.parametrize("workers", [1, 2])

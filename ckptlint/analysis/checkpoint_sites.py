@@ -15,8 +15,9 @@ while a project's own `checkpoint` (a model-saving helper, timm's or fairseq's w
 
 from __future__ import annotations
 
+import ast
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,30 @@ _API_SHORT_NAMES = frozenset(api.short_name for api in CheckpointApi)
 # the many `from torch.utils import data` files out.
 SITE_REQUIRES = (b"checkpoint",)
 SITE_TRIGGERS = (b"utils.checkpoint", b"torch.utils import", b"import torch.utils as", b"from torch import utils")
+
+
+def may_hold_sites(tree: ast.Module, project_aliases: Iterable[str]) -> bool:
+    """Whether CPython's tree of a file can hold a checkpoint site: a name resolves to
+    `torch.utils.checkpoint.<function>` only where the code writes `checkpoint` (the module,
+    imported or as an attribute), and to a name another module of the project binds to one
+    (`ProjectIndex.checkpoint_aliases`: `pkg.utils.ckpt`) only where it writes `ckpt`.
+    Comments and strings (an FSDP file's docstrings about state-dict checkpoints) do not count."""
+    wanted = {"checkpoint", *(alias.rsplit(".", 1)[-1] for alias in project_aliases)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            written = (node.id,)
+        elif isinstance(node, ast.Attribute):
+            written = (node.attr,)
+        elif isinstance(node, ast.alias):
+            written = (*node.name.split("."), *((node.asname,) if node.asname else ()))
+        elif isinstance(node, ast.ImportFrom):
+            written = tuple(node.module.split(".")) if node.module else ()
+        else:
+            continue
+        if not wanted.isdisjoint(written):
+            return True
+    return False
+
 
 # The keyword arguments `torch.utils.checkpoint.checkpoint` itself consumes (torch 2.13);
 # `preserve_rng_state` is popped from **kwargs before the reentrant check.

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -41,22 +39,34 @@ class _TokenSpans(CodegenState):
         if node not in self.spans:
             self.spans[node] = (start, len(self.tokens))
 
-    @contextmanager
     def record_syntactic_position(
         self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
-    ) -> Iterator[None]:
-        start = len(self.tokens)
-        try:
-            yield
-        finally:
-            end = len(self.tokens)
-            start = self.spans[start_node][0] if start_node is not None else start
-            end = self.spans[end_node][1] if end_node is not None else end
-            self.spans[node] = (start, end)
+    ) -> _SyntacticSpan:
+        return _SyntacticSpan(self, node, start_node, end_node)
 
     def pop_trailing_newline(self) -> None:
         # libcst's line and column keep counting the module's last newline after it drops it.
         pass
+
+
+class _SyntacticSpan:
+    """`record_syntactic_position`'s context: a class, not `contextlib.contextmanager`, whose
+    generator and wrapper cost more than the rest of the recording (it is entered for most
+    nodes)."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: _TokenSpans, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = len(self.state.tokens)
+
+    def __exit__(self, *exc_info) -> None:
+        state = self.state
+        start = state.spans[self.start_node][0] if self.start_node is not None else self.start
+        end = state.spans[self.end_node][1] if self.end_node is not None else len(state.tokens)
+        state.spans[self.node] = (start, end)
 
 
 class Positions:

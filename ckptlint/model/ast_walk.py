@@ -17,9 +17,22 @@ def child_nodes(node: ast.AST) -> tuple[ast.AST, ...]:
     try:
         return getattr(node, _CHILDREN)
     except AttributeError:
-        children = tuple(ast.iter_child_nodes(node))
+        children = _children(node)
         setattr(node, _CHILDREN, children)
         return children
+
+
+def _children(node: ast.AST) -> tuple[ast.AST, ...]:
+    """What `ast.iter_child_nodes` yields, in its order, without its generators (it lists
+    the children of every node of every indexed file)."""
+    children = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            children.append(value)
+        elif isinstance(value, list):
+            children.extend([item for item in value if isinstance(item, ast.AST)])
+    return tuple(children)
 
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:

@@ -364,7 +364,7 @@ class _Extractor:
         elif enclosing_class is None and (applied := frozen_when_applied(body, parameters, self.resolve)) is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM_APPLIED, applied, body[0].lineno, 0))
         if hf is not None and parameters:
-            guards = parameter_guards(list(body), parameters)
+            guards = parameter_guards(list(body), parameters, unchanged)
             events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]
         events.sort(key=lambda e: (e.line, e.column))
         if events:

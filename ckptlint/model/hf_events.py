@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ckptlint.model.ast_walk import child_nodes
 from ckptlint.model.facts import Event, EventKind
 from ckptlint.model.library import (
     EMBEDDING_PARTS,
@@ -330,12 +331,15 @@ def _literal_truth(expr: ast.AST, parameters: frozenset[str] = frozenset()) -> b
 Guard = tuple[tuple[str, bool], ...]
 
 
-def parameter_guards(body: list[ast.stmt], parameters: tuple[str, ...]) -> dict[tuple[int, int], Guard]:
+def parameter_guards(
+    body: list[ast.stmt], parameters: tuple[str, ...], unchanged: frozenset[str] | None = None
+) -> dict[tuple[int, int], Guard]:
     """What the function's parameters must be for the code at each (line, column) of its body
     to run: the truth the enclosing `if`s and conditional-expression arms need of a parameter
     (`if quantized:`, `if not lora:`, `if a and b:`). Parameters the body rebinds say
-    nothing; nested functions are guarded by their own."""
-    usable = unchanged_parameters(body, parameters)
+    nothing; nested functions are guarded by their own. `unchanged`: the body's
+    `unchanged_parameters`, when the caller has them."""
+    usable = unchanged_parameters(body, parameters) if unchanged is None else unchanged
     if not usable or not any(isinstance(n, (ast.If, ast.IfExp)) for n in _own_nodes(body)):
         return {}
     found: dict[tuple[int, int], Guard] = {}
@@ -352,7 +356,7 @@ def parameter_guards(body: list[ast.stmt], parameters: tuple[str, ...]) -> dict[
                         for child in block]
             children.insert(0, (node.test, guard))
         else:
-            children = [(child, guard) for child in ast.iter_child_nodes(node)]
+            children = [(child, guard) for child in child_nodes(node)]
         stack.extend(reversed(children))
     return found
 
@@ -381,7 +385,7 @@ def _own_nodes(body: list[ast.stmt]):
         node = stack.pop()
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
 
 def _items(value: ast.AST) -> list[tuple[int, ast.AST]]:
