@@ -71,7 +71,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     their own; a package function that shards, `wrap_with_fsdp(model)`, counts where it is
     called: for the package and for the scripts that call it, not for the training scripts
     that never do; a checkpoint in a class's code is not reached when every FSDP wrap of
-    the project wraps models the project model knows and none of them holds that class),
+    the project wraps models the project model knows and none of them holds that class or
+    shares a project base class with it, which a table or a config default may pick
+    instead),
     finds checkpointing that runs the *reentrant* implementation:
 
     - `checkpoint(...)` / `checkpoint_sequential(...)` with `use_reentrant=True`, or without
@@ -537,6 +539,64 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         ),
     ]
     invalid = [
+        # The wrap builds the class a config default picks from a table; a run may pick the
+        # subclass, whose own forward checkpoints reentrant.
+        Invalid(
+            """
+            from dataclasses import dataclass
+            import torch.nn as nn
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            class VisionTransformer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+
+            class ViTWithRegisters(VisionTransformer):
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = checkpoint(block, x, use_reentrant=True)
+                    return x
+
+            @dataclass
+            class TrainConfig:
+                arch: str = "vit_base"
+
+            ARCHS = {"vit_base": VisionTransformer, "vit_reg": ViTWithRegisters}
+
+            def build(cfg=TrainConfig()):
+                return FSDP(ARCHS[cfg.arch]())
+            """,
+            line=14,
+            column=17,
+            expected_fix="""
+            from dataclasses import dataclass
+            import torch.nn as nn
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.utils.checkpoint import checkpoint
+
+            class VisionTransformer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+
+            class ViTWithRegisters(VisionTransformer):
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = checkpoint(block, x, use_reentrant=False)
+                    return x
+
+            @dataclass
+            class TrainConfig:
+                arch: str = "vit_base"
+
+            ARCHS = {"vit_base": VisionTransformer, "vit_reg": ViTWithRegisters}
+
+            def build(cfg=TrainConfig()):
+                return FSDP(ARCHS[cfg.arch]())
+            """,
+        ),
         # A factory's closure runs the modules it closes over (not a function of tensors alone).
         Invalid(
             """

@@ -612,3 +612,57 @@ def test_a_use_whose_model_is_not_known_comes_before_one_known_to_wrap_another_m
     ((*_, message),) = ckpt002_messages(cli, root, "pkg/model.py")
     # pkg/reward.py:13 shards the reward model only; the Trainer's model is not followed.
     assert "(`TrainingArguments(fsdp=...)` at train.py:7)" in message
+
+
+def test_a_wrap_of_a_known_model_reaches_only_the_classes_it_may_hold(make_project, cli):
+    """Every FSDP wrap of the project wraps known models: a class none of them holds is not
+    under FSDP (CKPT001 there), a subclass a config default's table may pick instead is."""
+    root = make_project({
+        "vit/__init__.py": "",
+        "vit/model.py": """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class VisionTransformer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+
+            class ViTWithRegisters(VisionTransformer):
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = checkpoint(block, x, use_reentrant=True)
+                    return x
+
+            class Captioner(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    return checkpoint(self.proj, x)
+            """,
+        "main_fsdp.py": """
+            from dataclasses import dataclass
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from vit.model import VisionTransformer, ViTWithRegisters
+
+            @dataclass
+            class TrainConfig:
+                arch: str = "vit_base"
+
+            ARCHS = {"vit_base": VisionTransformer, "vit_reg": ViTWithRegisters}
+
+            def build(cfg: TrainConfig):
+                model = ARCHS[cfg.arch]()
+                return FSDP(model)
+
+            def main(cfg=TrainConfig()):
+                model = build(cfg)
+                model(None).sum().backward()
+            """,
+    }, pyproject="[project]\nname = 'vit'\ndependencies = ['torch>=2.4']\n")
+    result = cli(["check", ".", "--no-cache", "--output-format", "json"], root)
+    assert [(path, row, code) for path, row, _, code in json_findings(result, root)] == [
+        ("vit/model.py", 12, "CKPT002"), ("vit/model.py", 21, "CKPT001"),
+    ]

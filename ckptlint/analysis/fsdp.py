@@ -112,9 +112,22 @@ def fsdp_misses_class(context: FileContext, owner: str | None) -> bool:
         wrapped = _wrapped_models(context.project, use)
         if not wrapped:
             return False
-        if any(_holds(context.project, model, owner, set()) for _, models in wrapped for model in models):
+        if any(
+            _holds(context.project, model, owner, set()) or _related(context.project, model, owner)
+            for _, models in wrapped for model in models
+        ):
             return False
     return True
+
+
+def _related(project: ProjectIndex, model, owner: str) -> bool:
+    """Whether the wrapped model's class and `owner` share a class of the project (one
+    subclasses the other, or both a common base): a table or a config default may pick the
+    wrapped class where a run picks the other (`ARCHS[cfg.arch](...)`)."""
+    if not isinstance(model, Instance):
+        return False
+    mine = {c for c in project.ancestors(owner) if project.class_named(c) is not None}
+    return bool(mine & {c for c in project.ancestors(model.cls) if project.class_named(c) is not None})
 
 
 def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, frozenset]]:
