@@ -15,6 +15,7 @@ import libcst as cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import GC_ENABLE, keyword_value
+from ckptlint.analysis.hf_models.syntax import dotted_text
 from ckptlint.model.library import ACCELERATE_FSDP_PLUGIN
 from ckptlint.rule import FileContext
 
@@ -66,23 +67,15 @@ def plugin_checkpointed(
         plugin = is_plugin(keyword_value(accelerator, "fsdp_plugin"), scope)
         if plugin is None:
             continue
-        prepared = {_dotted(arg.value) for arg in prepare.args if arg.keyword is None and not arg.star} - {None}
+        prepared = {dotted_text(arg.value) for arg in prepare.args if arg.keyword is None and not arg.star} - {None}
         for call in calls:
             enable = call.func
             if (
                 isinstance(enable, cst.Attribute)
                 and enable.attr.value == GC_ENABLE
-                and _dotted(enable.value) in prepared
+                and dotted_text(enable.value) in prepared
                 and scopes.get(call) == scopes.get(prepare)
             ):
                 found.append(PluginCheckpointing(call, plugin, prepare))
     return found
 
-
-def _dotted(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        owner = _dotted(expr.value)
-        return f"{owner}.{expr.attr.value}" if owner is not None else None
-    return None
