@@ -35,7 +35,7 @@ class CheckpointedBatchnorm(RegionRule):
     is known by its builder: `checkpoint(resnet.layer1, x)` on `torchvision.models.resnet50()`
     (ResNet / ResNeXt / Wide ResNet, DenseNet, VGG-BN, MobileNet v2/v3, EfficientNet, RegNet,
     ShuffleNet v2, MNASNet: which children hold BatchNorm was read by building each with
-    torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/library.py`).
+    torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/torchvision_models.py`).
 
     OpenMMLab code is read through mmcv's library facts (`ckptlint/model/openmmlab.py`):
     `build_norm_layer(norm_cfg, c)` builds the class its `type` names (`BN`, `SyncBN`,

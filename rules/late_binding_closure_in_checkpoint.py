@@ -6,9 +6,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
-from ckptlint.analysis.cst_walk import child_nodes, walk
+from ckptlint.analysis.cst_walk import descendants, walk
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.regions import CheckpointingGate, mentions_checkpointing
+from ckptlint.analysis.regions import CheckpointingGate, is_backward_call, mentions_checkpointing
 from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
@@ -248,9 +248,9 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
             return False
         after = self.context.position(call).end
         return any(
-            isinstance(node, cst.Call) and _is_backward(node)
+            isinstance(node, cst.Call) and is_backward_call(node)
             and (self.context.position(node).start.line, self.context.position(node).start.column) > (after.line, after.column)
-            for node in _nodes(loop.body)
+            for node in descendants(loop.body)
         )
 
     def _callables(self, function: cst.BaseExpression, call: cst.Call) -> list[Callable]:
@@ -481,20 +481,6 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return []
-
-
-def _nodes(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(child_nodes(node))
-
-
-def _is_backward(call: cst.Call) -> bool:
-    """`loss.backward()`, `self.manual_backward(loss)`, `accelerator.backward(loss)`,
-    `torch.autograd.backward(...)`."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("backward", "manual_backward")
 
 
 def _assigned_in(node: cst.CSTNode) -> list[str]:

@@ -9,7 +9,7 @@ from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, Che
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.hf_models.syntax import dotted_text
 from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
-from ckptlint.analysis.regions import SiteScopes
+from ckptlint.analysis.regions import SiteScopes, is_backward_call
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.values import Instance, Mapping, Sequence
 from ckptlint.rule import Invalid, Valid
@@ -21,7 +21,6 @@ MUTATING_METHODS = frozenset(
 CONTAINER_CONSTRUCTORS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque"})
 # A function that trains: backward runs in it, or (Lightning) after it returns.
 TRAINING_WORDS = (".backward(", "manual_backward", "training_step")
-BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 _SITE_REQUIRES, _SITE_TRIGGERS = (tuple(w.decode() for w in words) for words in (SITE_REQUIRES, SITE_TRIGGERS))
 
 
@@ -199,7 +198,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         `forward` checkpoints read."""
         nodes = list(_walk_statements(function))
         calls = [node for node in nodes if isinstance(node, cst.Call)]
-        backwards = sorted(self._start(c) for c in calls if _is_backward(c))
+        backwards = sorted(self._start(c) for c in calls if is_backward_call(c))
         # Lightning runs backward after `training_step` returns.
         after_return = isinstance(function, cst.FunctionDef) and function.name.value == "training_step"
         if not backwards and not after_return:
@@ -211,7 +210,7 @@ class MutableStateAcrossRecompute(SiteScopes):
             return
         reported: set[cst.CSTNode] = set()
         for call in calls:
-            if _is_backward(call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            if is_backward_call(call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
                 continue
             end = self.context.position(call).end
             later = [b for b in backwards if b > (end.line, end.column)]
@@ -246,7 +245,7 @@ class MutableStateAcrossRecompute(SiteScopes):
             called = dotted_text(call.func)
             end = self.context.position(call).end
             later = [b for b in backwards if b > (end.line, end.column)]
-            if called is None or not later or _mode_switch(call) is not None or _is_backward(call):
+            if called is None or not later or _mode_switch(call) is not None or is_backward_call(call):
                 continue
 
             def covers(receiver: str) -> bool:
@@ -706,11 +705,6 @@ def _mode_switch(call: cst.Call) -> tuple[str, bool] | None:
     if len(call.args) == 1 and isinstance(value, cst.Name) and value.value in ("True", "False"):
         return receiver, value.value == "True"
     return None
-
-
-def _is_backward(call: cst.Call) -> bool:
-    """`loss.backward()`, `self.manual_backward(loss)`, `accelerator.backward(loss)`."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value in BACKWARD_METHODS
 
 
 @dataclass(frozen=True)

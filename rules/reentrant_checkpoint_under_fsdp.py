@@ -30,7 +30,7 @@ from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_imp
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
-from ckptlint.model.names import is_test_path
+from ckptlint.model.names import is_test_function, is_test_path
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
@@ -259,7 +259,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 if isinstance(statement, cst.ClassDef):
                     nodes = [s for s in statement.body.body if isinstance(s, cst.FunctionDef)]
                 for function in nodes:
-                    if isinstance(function, cst.FunctionDef) and function.name.value.startswith("test"):
+                    if isinstance(function, cst.FunctionDef) and is_test_function(function.name.value):
                         position = self.context.position(function)
                         spans.append((position.start.line, position.end.line))
             self._tests = spans

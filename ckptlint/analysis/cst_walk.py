@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 
 import libcst as cst
@@ -151,6 +151,15 @@ _DISPATCH = ("on_visit", "on_leave", "on_visit_attribute", "on_leave_attribute")
 # Plans by visitor class (hooks as the class's functions), kept while the class lives: a
 # visitor walked over many small trees (an `if` test) is planned once.
 _CLASS_PLANS: weakref.WeakKeyDictionary[type, dict[type, _Plan]] = weakref.WeakKeyDictionary()
+
+
+def descendants(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and every node below it (parents before their children)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child_nodes(node))
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:

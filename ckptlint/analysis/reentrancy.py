@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, Reentrancy, SiteKind
-from ckptlint.analysis.cst_walk import child_nodes
+from ckptlint.analysis.cst_walk import descendants
 
 
 def reports_implicit_reentrant(site: CheckpointSite, sites: Sequence[CheckpointSite], context=None) -> bool:
@@ -68,9 +68,8 @@ def in_old_torch_branch(context, node: cst.CSTNode) -> bool:
 
 
 def _old_torch_spans(context) -> list[tuple[int, int]]:
-    spans, stack = [], [context.module]
-    while stack:
-        node = stack.pop()
+    spans = []
+    for node in descendants(context.module):
         if isinstance(node, cst.If):
             test = _torch_version_test(node.test)
             if test is not None:
@@ -81,7 +80,6 @@ def _old_torch_spans(context) -> list[tuple[int, int]]:
                 if since and old is not None:
                     position = context.position(old)
                     spans.append((position.start.line, position.end.line))
-        stack.extend(child_nodes(node))
     return spans
 
 

@@ -18,11 +18,11 @@ from ckptlint.model.library import (
     RANDOM_TENSOR_METHODS,
     STATE_UPDATING_WRAPPERS,
     TRANSFORMERS_RANDOM_LAYERS,
-    torchvision_holds,
 )
 from ckptlint.model.names import is_test_path, module_name
 from ckptlint.model.recompute_reads import forward_checkpoint_calls
 from ckptlint.model.openmmlab import conv_module_norms
+from ckptlint.model.torchvision_models import torchvision_holds
 from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
 
 _MAX_CALL_DEPTH = 6

@@ -33,9 +33,13 @@ from ckptlint.model.values import Arguments, ClassRef, Constant, FunctionRef, In
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import (
     APPLY_ACTIVATION_CHECKPOINTING,
+    BACKWARD_METHODS,
     CHECKPOINT_IMPL_REENTRANT,
     CHECKPOINT_WRAPPER,
     COMPOSABLE_CHECKPOINT,
+    TENSOR_BUILTINS,
+    TENSOR_LIBRARIES,
+    TENSOR_METHODS,
 )
 from ckptlint.model.names import module_name
 from ckptlint.model.summary import dotted_absolute
@@ -468,6 +472,11 @@ def _as_instances(values: frozenset, call: cst.Call) -> frozenset:
     )
 
 
+def is_backward_call(call: cst.Call) -> bool:
+    """`loss.backward()`, `self.manual_backward(loss)`, `accelerator.backward(loss)`."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in BACKWARD_METHODS
+
+
 # How deep `recomputes_tensors_only` follows the project functions a region calls.
 _TENSOR_FUNCTION_DEPTH = 3
 
@@ -475,22 +484,6 @@ _TENSOR_FUNCTION_DEPTH = 3
 def _plain_function(function: FunctionRef) -> bool:
     """A function with nothing bound: no `self`, no partial's arguments."""
     return (function.frame is None or function.frame.self_instance is None) and not function.bound and not function.positional
-
-
-# What a function of tensors alone calls besides torch's functions and its own project
-# functions: tensor methods and builtins (anything else may be a module it is handed).
-_TENSOR_METHODS = frozenset({
-    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "exp", "log",
-    "logsumexp", "float", "half", "double", "bfloat16", "to", "type_as", "view", "view_as", "reshape", "transpose",
-    "permute", "contiguous", "gather", "squeeze", "unsqueeze", "clamp", "clamp_min", "pow", "sqrt", "rsqrt", "abs",
-    "masked_fill", "chunk", "split", "matmul", "norm", "detach", "size", "dim", "flatten", "cumsum", "tanh",
-    "sigmoid", "relu", "mul", "add", "sub", "div", "neg", "expand", "expand_as", "new_zeros", "new_ones", "numel",
-    "square", "scatter", "index_select", "masked_select", "where", "any", "all", "item", "tolist", "long", "int",
-    "bool", "sort", "topk", "cumprod", "prod", "var", "std", "narrow", "repeat", "flip", "roll", "zero_", "fill_",
-    "copy_", "add_", "mul_", "div_", "sub_", "clamp_",
-})
-_BUILTINS = frozenset({"len", "range", "min", "max", "float", "int", "bool", "abs", "sum", "zip", "enumerate", "isinstance", "tuple", "list"})
-_TENSOR_LIBRARIES = ("torch.", "math.", "numpy.", "einops.")
 
 
 def _runs_no_module(denotation, function: FunctionRef, depth: int) -> bool:
@@ -506,11 +499,11 @@ def _runs_no_module(denotation, function: FunctionRef, depth: int) -> bool:
     names = dict(denotation.index.files[denotation.index.path_of(function.name)].names) if denotation.index.path_of(function.name) else {}
     for callee, line in summary.calls:
         absolute = dotted_absolute(callee, names) or ""
-        if absolute.startswith(_TENSOR_LIBRARIES) and not absolute.rsplit(".", 1)[-1][:1].isupper():
+        if absolute.startswith(TENSOR_LIBRARIES) and not absolute.rsplit(".", 1)[-1][:1].isupper():
             continue  # `torch.logsumexp`, `F.softmax` (not `torch.nn.Linear`)
-        if callee[0] == "attr" and callee[2] in _TENSOR_METHODS and not absolute:
+        if callee[0] == "attr" and callee[2] in TENSOR_METHODS and not absolute:
             continue  # `(probabilities * logits).sum(-1)`
-        if callee[0] == "name" and callee[1] in _BUILTINS and callee[1] not in names:
+        if callee[0] == "name" and callee[1] in TENSOR_BUILTINS and callee[1] not in names:
             continue
         values = denotation.evaluate(callee, replace(frame, before=line + 1))
         if not values or not all(

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL, torchvision_model
+from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL
+from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import (

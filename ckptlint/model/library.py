@@ -98,12 +98,33 @@ SAME_MODEL_METHODS = frozenset(
      "unwrap_model", "module"}
 )
 
+# Methods that run backward on what they are given: `loss.backward()`, Lightning's
+# `self.manual_backward(loss)`, accelerate's `accelerator.backward(loss)`.
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+
 # `nn.Module` methods that return the module itself (torch 2.13 `nn/modules/module.py`:
 # `return self` ends each): `Student().train()` and `Net().to(device)` are the instance.
 MODULE_METHODS_RETURNING_SELF = frozenset(
     {"to", "cuda", "cpu", "xpu", "half", "float", "bfloat16", "double", "type", "train", "eval", "requires_grad_",
      "apply", "to_empty", "share_memory"}
 )
+
+# What a function of tensors alone may call (CKPT002's regions without FSDP units, the
+# entropy of logits): the functions of these libraries (not their classes), tensor methods,
+# builtins, and its project's functions of the same kind; anything else may be a module it
+# is handed.
+TENSOR_METHODS = frozenset({
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "exp", "log",
+    "logsumexp", "float", "half", "double", "bfloat16", "to", "type_as", "view", "view_as", "reshape", "transpose",
+    "permute", "contiguous", "gather", "squeeze", "unsqueeze", "clamp", "clamp_min", "pow", "sqrt", "rsqrt", "abs",
+    "masked_fill", "chunk", "split", "matmul", "norm", "detach", "size", "dim", "flatten", "cumsum", "tanh",
+    "sigmoid", "relu", "mul", "add", "sub", "div", "neg", "expand", "expand_as", "new_zeros", "new_ones", "numel",
+    "square", "scatter", "index_select", "masked_select", "where", "any", "all", "item", "tolist", "long", "int",
+    "bool", "sort", "topk", "cumprod", "prod", "var", "std", "narrow", "repeat", "flip", "roll", "zero_", "fill_",
+    "copy_", "add_", "mul_", "div_", "sub_", "clamp_",
+})
+TENSOR_BUILTINS = frozenset({"len", "range", "min", "max", "float", "int", "bool", "abs", "sum", "zip", "enumerate", "isinstance", "tuple", "list"})
+TENSOR_LIBRARIES = ("torch.", "math.", "numpy.", "einops.")
 
 # Tensor methods whose result, converted again the same way, is unchanged (`a.to(d).to(d)`
 # equals `a.to(d)`): an attribute set to such a conversion of itself holds the same value
@@ -415,62 +436,6 @@ def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
 # `BertEncoder.layer`, `GPT2Model.h`, `T5Stack.block`, CLIP's `encoder.layers`, timm-style
 # `blocks`): what gradient checkpointing wraps.
 LAYER_STACKS = frozenset({"layers", "layer", "h", "block", "blocks"})
-
-
-# --- torchvision --------------------------------------------------------------------------
-
-# torchvision's model builders (`torchvision.models.resnet50(weights=...)`) and which of the
-# model's children hold BatchNorm or draw random numbers in training (Dropout with p > 0,
-# `StochasticDepth`): read by building each with `weights=None` (torchvision 0.29.1 on torch
-# 2.13). Builders not listed (GoogLeNet, Inception v3, MaxViT, detection models) are not
-# followed. `(builder pattern, children with BatchNorm, children drawing random numbers,
-# every child in order)`: `nn.Sequential(*list(resnet.children())[:-2])` keeps the order.
-_RESNET = ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool", "fc")
-_HEADED = ("features", "avgpool", "classifier")
-TORCHVISION_MODELS = (
-    (r"resnet\d+|resnext\d+_\w+|wide_resnet\d+_\d+", frozenset({"bn1", "layer1", "layer2", "layer3", "layer4"}), frozenset(), _RESNET),
-    (r"densenet\d+", frozenset({"features"}), frozenset(), ("features", "classifier")),
-    (r"vgg\d+_bn", frozenset({"features"}), frozenset({"classifier"}), _HEADED),
-    (r"vgg\d+", frozenset(), frozenset({"classifier"}), _HEADED),
-    (r"mobilenet_v2", frozenset({"features"}), frozenset({"classifier"}), ("features", "classifier")),
-    (r"mobilenet_v3\w*", frozenset({"features"}), frozenset({"classifier"}), _HEADED),
-    (r"efficientnet_\w+", frozenset({"features"}), frozenset({"features", "classifier"}), _HEADED),
-    (r"convnext_\w+", frozenset(), frozenset({"features"}), _HEADED),
-    (r"swin_\w+", frozenset(), frozenset({"features"}), ("features", "norm", "permute", "avgpool", "flatten", "head")),
-    (r"regnet_\w+", frozenset({"stem", "trunk_output"}), frozenset(), ("stem", "trunk_output", "avgpool", "fc")),
-    (r"shufflenet_v2_\w+", frozenset({"conv1", "stage2", "stage3", "stage4", "conv5"}), frozenset(),
-     ("conv1", "maxpool", "stage2", "stage3", "stage4", "conv5", "fc")),
-    (r"mnasnet\w+", frozenset({"layers"}), frozenset({"classifier"}), ("layers", "classifier")),
-    (r"squeezenet\w+", frozenset(), frozenset({"classifier"}), ("features", "classifier")),
-    (r"alexnet", frozenset(), frozenset({"classifier"}), _HEADED),
-    (r"vit_\w+", frozenset(), frozenset(), ("conv_proj", "encoder", "heads")),
-)
-_TORCHVISION_BUILDER = re.compile(r"^torchvision\.models\.(?:\w+\.)?(?P<builder>\w+)$")
-
-
-def torchvision_model(name: str) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]] | None:
-    """(children with BatchNorm, children drawing random numbers, every child in order) of
-    the model a torchvision builder returns (`torchvision.models.resnet50`,
-    `torchvision.models.resnet.resnet50`)."""
-    match = _TORCHVISION_BUILDER.match(name)
-    if match is None:
-        return None
-    for pattern, statistics, randomness, children in TORCHVISION_MODELS:
-        if re.fullmatch(pattern, match["builder"]):
-            return statistics, randomness, children
-    return None
-
-
-def torchvision_holds(name: str, kind: str) -> bool | None:
-    """Whether a torchvision model (`torchvision.models.resnet50`) or one of its children
-    (`torchvision.models.resnet50.layer1`) holds what `kind` asks for ("statistics" or
-    "randomness"); None when the name is not one."""
-    builder, _, child = name.partition(".<child>.")
-    facts = torchvision_model(builder)
-    if facts is None:
-        return None
-    parts = facts[0] if kind == "statistics" else facts[1] if kind == "randomness" else frozenset()
-    return bool(parts) if not child else child in parts
 
 
 # --- transformers: what a model class's name says -------------------------------------------

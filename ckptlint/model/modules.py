@@ -18,9 +18,9 @@ from ckptlint.model.library import (
     CHILDREN_METHODS,
     MODULE_METHODS_RETURNING_SELF,
     STRING_METHODS,
-    torchvision_model,
 )
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
+from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 # A source root: `src/pkg/mod.py` is imported as `pkg.mod` (setuptools' src layout), and a
 # project whose `src` is itself a package imports it as `src.pkg.mod`; both spell one module.
 _SOURCE_ROOT = "src"
@@ -48,3 +50,18 @@ def is_test_path(relative_path: str) -> bool:
         or name.endswith("_test.py")
         or name == "conftest.py"
     )
+
+
+# The methods pytest and unittest run before each test of a class.
+TEST_SETUP_METHODS = frozenset({"setUp", "setup_method", "setup"})
+
+
+def is_test_function(name: str) -> bool:
+    """A test pytest collects (`test_generate`, `test`)."""
+    return name.startswith("test")
+
+
+def is_test_class(class_name: str, bases: Iterable[str]) -> bool:
+    """A pytest (`class TestQuant:`) or unittest (a `TestCase` subclass) test class; `bases`
+    as written."""
+    return class_name.rsplit(".", 1)[-1].startswith("Test") or any("TestCase" in base for base in bases)

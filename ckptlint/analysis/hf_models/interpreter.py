@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import libcst as cst
@@ -11,7 +10,7 @@ from libcst.metadata import QualifiedNameSource
 from ckptlint.analysis.hf_models.calls import Calls
 from ckptlint.analysis.hf_models.objects import (
     ConfigValue, DictValue, ModelObject, ModelPart, Scope, ScriptValue, TrainingArgumentsValue, TrainingContext,
-    TupleValue, dict_expression, same_value,
+    TupleValue, bound_models, dict_expression, merge_branch_models, same_value,
 )
 from ckptlint.analysis.branches import Conditions, condition_literals, contradicts, literal_truth
 from ckptlint.analysis.cst_walk import child_nodes, walk
@@ -22,43 +21,9 @@ from ckptlint.analysis.hf_models.syntax import (
 )
 from ckptlint.model.library import classify_model_class
 from ckptlint.model.values import Constant, Frame, Mapping
-from ckptlint.model.names import module_name
+from ckptlint.analysis.hf_models.local_functions import RELEVANT_IDENTIFIER, LocalFunctionFacts, close_over_callees
+from ckptlint.model.names import TEST_SETUP_METHODS, is_test_class, is_test_function, module_name
 from ckptlint.rule import FileContext
-
-
-# Identifiers that make a function worth interpreting even when it gets nothing followed.
-RELEVANT_IDENTIFIER = re.compile(
-    r"^(backward|training_step|from_pretrained|from_config|_from_config|gradient_checkpointing\w*|"
-    r"enable_input_require_grads|add_adapter|load_adapter|get_peft_model|prepare_model_for_\w+|use_cache|"
-    r"requires_grad_?|register_forward_hook|setattr|dict)$|Peft|Trainer|Arguments|Config$|Model|For[A-Z]|Backbone$"
-)
-
-
-class LocalFunctionFacts:
-    """Names a function reads and whether it mentions anything the analysis follows,
-    including through the functions of the file it calls."""
-
-    def __init__(self) -> None:
-        self.reads: set[str] = set()
-        self.relevant = False
-        self.enables = False  # names `gradient_checkpointing_enable` / `prepare_model_for_kbit_training`
-        self.callees: set[cst.FunctionDef] = set()
-
-
-def close_over_callees(facts: dict[cst.FunctionDef, LocalFunctionFacts]) -> None:
-    changed = True
-    while changed:
-        changed = False
-        for function_facts in facts.values():
-            for callee in function_facts.callees:
-                other = facts.get(callee)
-                if other is None:
-                    continue
-                if other.relevant and not function_facts.relevant:
-                    function_facts.relevant = changed = True
-                if not other.reads <= function_facts.reads:
-                    function_facts.reads |= other.reads
-                    changed = True
 
 
 class Interpreter(Calls):
@@ -213,8 +178,8 @@ class Interpreter(Calls):
         """Each test method of a test class is a context of its own, after the class's set-up
         (pytest and unittest run them one by one): a backward in one test trains nothing of
         another. The methods left to run as one context."""
-        setup = [m for m in methods if m.name.value in _SETUP_METHODS]
-        tests = [m for m in methods if m.name.value.startswith("test")]
+        setup = [m for m in methods if m.name.value in TEST_SETUP_METHODS]
+        tests = [m for m in methods if is_test_function(m.name.value)]
         for test in tests:
             if test in self.called:
                 continue
@@ -231,7 +196,7 @@ class Interpreter(Calls):
         self._run_block(self.module.body, module_frame)
         for class_name, node in self.classes.items():
             methods = [s for s in body_of(node) if isinstance(s, cst.FunctionDef)]
-            if _is_test_class(class_name, node):
+            if is_test_class(class_name, [code_of(base.value) for base in node.bases]):
                 methods = self._run_tests(class_name, methods)
             if not methods:
                 continue
@@ -362,15 +327,15 @@ class Interpreter(Calls):
             self._eval(statement.test, frame)
             taken, not_taken = condition_literals(statement.test, True), condition_literals(statement.test, False)
             truth = literal_truth(statement.test, frame.known)  # `if False:`, `if not debug:`
-            before = _bindings(frame)
+            before = bound_models(frame)
             first: dict = {}
             if truth is not False and not contradicts(frame.known, taken):
                 self._run_branch(statement.body, frame, (id(statement), 0), taken)
-                first = _bindings(frame)
+                first = bound_models(frame)
             if statement.orelse is not None and truth is not True and not contradicts(frame.known, not_taken):
                 orelse = statement.orelse
                 self._run_branch(orelse if isinstance(orelse, cst.If) else orelse.body, frame, (id(statement), 1), not_taken)
-                _merge_branch_models(before, first, _bindings(frame))
+                merge_branch_models(before, first, bound_models(frame))
         elif isinstance(statement, (cst.For, cst.While)):
             if isinstance(statement, cst.For):
                 iterated = self._eval(statement.iter, frame)
@@ -614,32 +579,3 @@ def imported_kwargs_dict(values: frozenset) -> DictValue | None:
         elements.append(cst.DictElement(cst.SimpleString(repr(key)), value))
     expression = cst.Dict(elements)
     return DictValue(expression, dict_keys(expression))
-
-
-def _bindings(frame: Scope) -> dict:
-    """The model objects the frame's names (and `self.*`) hold now."""
-    found = {("local", name): value for name, value in frame.locals.items() if isinstance(value, ModelPart) and not value.path}
-    if frame.shared is not None:
-        found.update(
-            (("self", name), value) for name, value in frame.shared.items() if isinstance(value, ModelPart) and not value.path
-        )
-    return found
-
-
-def _merge_branch_models(before: dict, first: dict, last: dict) -> None:
-    """After `if ...: model = A(...)` / `else: model = B(...)`, the name holds either object:
-    what the code after the `if` does to it (`model.config.use_cache = False`) happens to
-    both. The interpreter keeps the last branch's object bound and lets it pass its steps on
-    to the first's (`ModelObject.merged`)."""
-    for key, value in last.items():
-        other = first.get(key)
-        if other is not None and other.model is not value.model and before.get(key) is not other:
-            value.model.merged.append(other.model)
-
-
-_SETUP_METHODS = frozenset({"setUp", "setup_method", "setup"})
-
-
-def _is_test_class(class_name: str, node: cst.ClassDef) -> bool:
-    """A pytest (`class TestQuant:`) or unittest (`TestCase` subclass) test class."""
-    return class_name.rsplit(".", 1)[-1].startswith("Test") or any("TestCase" in code_of(base.value) for base in node.bases)

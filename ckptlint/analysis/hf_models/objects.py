@@ -274,3 +274,25 @@ def quantized_at_load(call: cst.Call, frame: Scope) -> bool | None:
             if any(k in keys and not is_false(keys[k]) for k in ("load_in_4bit", "load_in_8bit", "quantization_config")):
                 return True
     return False
+
+
+def bound_models(frame: Scope) -> dict:
+    """The model objects the frame's names (and `self.*`) hold now."""
+    found = {("local", name): value for name, value in frame.locals.items() if isinstance(value, ModelPart) and not value.path}
+    if frame.shared is not None:
+        found.update(
+            (("self", name), value) for name, value in frame.shared.items() if isinstance(value, ModelPart) and not value.path
+        )
+    return found
+
+
+def merge_branch_models(before: dict, first: dict, last: dict) -> None:
+    """After `if ...: model = A(...)` / `else: model = B(...)`, the name holds either object:
+    what the code after the `if` does to it (`model.config.use_cache = False`) happens to
+    both. The interpreter keeps the last branch's object bound and lets it pass its steps on
+    to the first's (`ModelObject.merged`); `before`, `first`, `last`: `bound_models` before
+    the `if`, after its first branch, after the last."""
+    for key, value in last.items():
+        other = first.get(key)
+        if other is not None and other.model is not value.model and before.get(key) is not other:
+            value.model.merged.append(other.model)
