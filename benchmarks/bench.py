@@ -5,6 +5,13 @@
     python benchmarks/bench.py --packages transformers --repeat 3
     python benchmarks/bench.py --subset-only --repeat 3   # the checkpoint-heavy subset alone
 
+TorchFix 0.7 requires libcst < 1.6; installed beside ckptlint it holds ckptlint back to that
+libcst (whose parser is about 20% slower than the 1.9 a fresh install of ckptlint gets). Give
+it a virtual environment of its own and name its Python:
+
+    python3 -m venv /tmp/torchfix && /tmp/torchfix/bin/pip install torchfix==0.7.0
+    python benchmarks/bench.py --subset-only --repeat 3 --torchfix-python /tmp/torchfix/bin/python
+
 The sources are copied into a scratch directory first (so ckptlint's cache and the
 one-file edit never touch site-packages), then, in one run on the same files:
 
@@ -20,6 +27,7 @@ one-file edit never touch site-packages), then, in one run on the same files:
   pre-commit runs it
 - ckptlint --version, and one small file with a checkpoint call, without cache
 - TorchFix (`torchfix --select TOR003`, the other tool with a checkpoint rule), if installed
+  (here or for `--torchfix-python`)
 - `grep -rl checkpoint`: the floor of reading the files
 
 Each tool runs as a subprocess; wall time, files/s and the peak resident memory of its
@@ -123,6 +131,27 @@ def timed(name: str, command: list[str], cwd: Path, repeat: int) -> Timing:
     return Timing(name, best.seconds, max(t.peak_rss_mb for t in runs), best.returncode, best.stdout, best.stderr)
 
 
+def torchfix_command(args: argparse.Namespace) -> list[str] | None:
+    """How TorchFix runs: with `--torchfix-python`, that interpreter (a virtual environment
+    of its own: TorchFix 0.7 requires libcst < 1.6, and installing it beside ckptlint would
+    hold ckptlint back to that libcst, whose parser is about 20% slower than the 1.9 a fresh
+    `pip install ckptlint` gets); else this one, if TorchFix is installed here."""
+    if args.no_torchfix:
+        return None
+    python = args.torchfix_python or sys.executable
+    probe = subprocess.run([python, "-c", "import torchfix"], capture_output=True)
+    if probe.returncode != 0:
+        print(f"torchfix is not installed for {python} (pip install torchfix==0.7.0): not compared", file=sys.stderr)
+        return None
+    return [python, "-m", "torchfix", "--select", "TOR003"]
+
+
+def libcst_version(python: str) -> str:
+    found = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('libcst'))"],
+                           capture_output=True, text=True)
+    return found.stdout.strip() or "?"
+
+
 def internal_errors(timing: Timing) -> list[str]:
     return [line for line in timing.stderr.splitlines() if "internal error" in line]
 
@@ -135,7 +164,12 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (it takes minutes per 1,000 files)")
     parser.add_argument("--subset-only", action="store_true", help="only the checkpoint-heavy subset (cold, TorchFix)")
+    parser.add_argument("--torchfix-python", help="the Python of a virtual environment where TorchFix is installed "
+                        "(default: this one); keeps TorchFix's libcst < 1.6 out of ckptlint's environment")
     args = parser.parse_args()
+    args.torchfix = torchfix_command(args)
+    print(f"libcst: ckptlint {libcst_version(sys.executable)}"
+          + (f", TorchFix {libcst_version(args.torchfix[0])}" if args.torchfix else ""), file=sys.stderr)
 
     scratch = Path(tempfile.mkdtemp(prefix="ckptlint-bench-"))
     try:
@@ -185,13 +219,10 @@ def main() -> int:
             timed("ckptlint, one small file (no cache)", [sys.executable, "-m", "ckptlint", "--no-cache", str(small)], small.parent, 3)
         )
 
-        if args.no_torchfix:
-            print("TorchFix skipped (--no-torchfix)", file=sys.stderr)
-        elif importlib.util.find_spec("torchfix") is not None:
-            torchfix = [sys.executable, "-m", "torchfix", "--select", "TOR003", *targets]
-            results.append(timed("torchfix --select TOR003", torchfix, tree, args.repeat))
+        if args.torchfix is not None:
+            results.append(timed("torchfix --select TOR003", [*args.torchfix, *targets], tree, args.repeat))
         else:
-            print("torchfix is not installed (pip install torchfix==0.7.0): not compared", file=sys.stderr)
+            print("TorchFix not compared", file=sys.stderr)
         grep = shutil.which("grep")
         if grep:
             results.append(timed("grep -rl checkpoint", [grep, "-rl", "checkpoint", *targets], tree, args.repeat))
@@ -261,8 +292,8 @@ def bench_subset(tree: Path, args: argparse.Namespace) -> SubsetResults:
     command += list(CHECKPOINT_HEAVY)
     cold = median_run("ckptlint cold, subset", command, tree, args.repeat, lambda: shutil.rmtree(cache, ignore_errors=True))
     timings = [cold]
-    if not args.no_torchfix and importlib.util.find_spec("torchfix") is not None:
-        torchfix = [sys.executable, "-m", "torchfix", "--select", "TOR003", *CHECKPOINT_HEAVY]
+    if args.torchfix is not None:
+        torchfix = [*args.torchfix, *CHECKPOINT_HEAVY]
         timings.append(median_run("torchfix --select TOR003, subset", torchfix, tree, args.repeat))
     return SubsetResults(files, lines, len(json.loads(cold.stdout or "[]")), tuple(timings))
 
