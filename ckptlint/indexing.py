@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, CacheFile, save_cache_file
@@ -66,8 +66,10 @@ class Projects:
         jobs: int | None = None,
         build: bool = True,
         limits: AnalysisLimits = AnalysisLimits(),
+        while_indexing: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        self.while_indexing = while_indexing  # `build_index`'s `while_extracting`
         self.use_cache = use_cache
         self.jobs = jobs
         self.limits = limits
@@ -132,6 +134,7 @@ class Projects:
                     jobs=self.jobs,
                     limits=self.limits,
                     files=None if _has_marker(root) else self._run_files_under(root),
+                    while_extracting=self.while_indexing,
                 )
                 if self.build
                 else ProjectIndex(root)
@@ -225,13 +228,15 @@ def build_index(
     jobs: int | None = None,
     files: Sequence[tuple[str, str]] | None = None,
     limits: AnalysisLimits = AnalysisLimits(),
+    while_extracting: Callable[[], None] | None = None,
 ) -> ProjectIndex:
     """The project's index, of `files` ((path, absolute path) pairs) or else of
     `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is the one
     recorded with its digest is not read at all; one whose content digest is unchanged is not
     parsed; only the others are extracted, in worker processes under the per-file limits.
     A file over the size limit is not even read; one whose extraction stops at a limit has
-    no facts (and is not tried again under the same limits)."""
+    no facts (and is not tried again under the same limits). `while_extracting` runs here
+    while the extraction workers are busy (`WorkerPool.while_busy`)."""
     trusted_before = time.time_ns() - RACY_WINDOW_NS
     cache = _IndexCache(settings, root) if use_cache else None
     stopped_under = limits.fingerprint()
@@ -288,7 +293,7 @@ def build_index(
     workers = workers_for(sizes, jobs, min_files=PARALLEL_EXTRACTION_THRESHOLD, min_bytes=PARALLEL_EXTRACTION_BYTES)
     extracted: list = []
     if pending:
-        with WorkerPool(_extract, workers=workers, limits=limits.for_workers) as pool:
+        with WorkerPool(_extract, workers=workers, limits=limits.for_workers, while_busy=while_extracting) as pool:
             extracted = pool.map(pending, weights=sizes)  # the largest files first: none left for last
     errors: list[str] = []
     for (path, relative), result in zip(pending, extracted):

@@ -13,7 +13,7 @@ from pathlib import Path
 from ckptlint.cache import ResultCache, settings_fingerprint, trusted_stat
 from ckptlint.config import Settings
 from ckptlint.discovery import INDEXED_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
-from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, lint_text, unknown_noqa_codes, unreadable
+from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, import_rules, lint_text, unknown_noqa_codes, unreadable
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
@@ -233,6 +233,7 @@ def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
         jobs=options.jobs,
         build=bool(project_rule_codes() & settings.enabled_codes),
         limits=options.limits,
+        while_indexing=import_rules,
     )
 
 

@@ -131,8 +131,12 @@ class WorkerPool:
     """`map(items)` runs `function(item)` for each item in up to `workers` processes and
     returns the results in order, a `TaskFailure` in place of each task that did not return.
 
-    `initializer(*initargs)` runs in each worker before its first task. The pool is a
-    context manager; leaving it (an interrupt included) stops every worker at once."""
+    `initializer(*initargs)` runs in each worker before its first task. `while_busy` runs
+    once in this process, after the workers of a batch (of two or more) have their first
+    tasks: work that would otherwise wait for them (it runs on no core they use, and the
+    processes forked later inherit what it did; never in a thread, which a fork could
+    copy halfway through an import). The pool is a context manager; leaving it (an
+    interrupt included) stops every worker at once."""
 
     def __init__(
         self,
@@ -142,12 +146,14 @@ class WorkerPool:
         limits: Limits,
         initializer: Callable[..., None] | None = None,
         initargs: tuple = (),
+        while_busy: Callable[[], None] | None = None,
     ) -> None:
         self.function = function
         self.workers = max(1, workers)
         self.limits = limits
         self.initializer = initializer
         self.initargs = initargs
+        self.while_busy = while_busy if self.workers >= 2 else None
         self._live: list[_Worker] = []
 
     def __enter__(self) -> WorkerPool:
@@ -183,6 +189,9 @@ class WorkerPool:
                 busy[worker.results] = worker
             if not busy:
                 continue
+            if self.while_busy is not None:
+                self.while_busy, while_busy = None, self.while_busy
+                while_busy()
             now = time.monotonic()
             timeout = min(worker.started + self.limits.seconds for worker in busy.values()) - now
             if self.limits.memory_bytes is not None:

@@ -132,6 +132,9 @@ class MutableStateAcrossRecompute(SiteScopes):
         self._site_function: dict[cst.Call, cst.FunctionDef] = {}
         self._classes: list[cst.ClassDef] = []
         self._site_class: dict[cst.Call, cst.ClassDef] = {}
+        # The functions (None: the top level) that call backward somewhere inside them: the
+        # only ones `_changes_after_module_calls` walks, besides Lightning's `training_step`.
+        self._calling_backward: set[cst.FunctionDef | None] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
@@ -156,6 +159,8 @@ class MutableStateAcrossRecompute(SiteScopes):
             self._site_function[node] = self._functions[-1]
         if self._classes:
             self._site_class[node] = self._classes[-1]
+        if is_backward_call(node):
+            self._calling_backward.add(self._functions[-1] if self._functions else None)
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         function = self._site_function.get(site.node)
@@ -196,11 +201,13 @@ class MutableStateAcrossRecompute(SiteScopes):
         """In a training function (or a script's top level): a module called (`net(x, opts)`,
         `self.model(batch)`), then, before backward, a change to what the regions its
         `forward` checkpoints read."""
+        # Lightning runs backward after `training_step` returns.
+        after_return = isinstance(function, cst.FunctionDef) and function.name.value == "training_step"
+        if not after_return and (function if isinstance(function, cst.FunctionDef) else None) not in self._calling_backward:
+            return  # no backward call in its own body (nested code counts for it too: a superset)
         nodes = list(_walk_statements(function))
         calls = [node for node in nodes if isinstance(node, cst.Call)]
         backwards = sorted(self._start(c) for c in calls if is_backward_call(c))
-        # Lightning runs backward after `training_step` returns.
-        after_return = isinstance(function, cst.FunctionDef) and function.name.value == "training_step"
         if not backwards and not after_return:
             return
         self._mode_switches_before_backward(calls, backwards)

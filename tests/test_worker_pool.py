@@ -71,6 +71,18 @@ def test_the_heaviest_tasks_are_handed_out_first():
     assert sorted(range(5), key=started.__getitem__) == [1, 3, 2, 0, 4]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_while_busy_runs_once_in_the_parent_while_workers_run(workers):
+    """With two or more workers, `while_busy` runs once, here, while the first tasks run
+    (the workers are already forked: they do not see what it does); with one, never (a
+    small run, where the parent's work would not overlap anything)."""
+    ran = []
+    with WorkerPool(task, workers=workers, limits=Limits(60), while_busy=lambda: ran.append(os.getpid())) as pool:
+        assert pool.map([("double", n) for n in range(10)]) == [n * 2 for n in range(10)]
+        pool.map([("double", 1)])
+    assert ran == ([os.getpid()] if workers == 2 else [])
+
+
 @pytest.mark.parametrize(
     ("sizes", "workers"),
     [([100] * 63, 1), ([100] * 64, 4), ([300_000, 100], 4), ([100_000, 100], 1), ([], 1)],

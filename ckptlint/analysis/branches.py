@@ -6,6 +6,7 @@ and by the Hugging Face interpreter's steps."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
@@ -21,6 +22,7 @@ _COMPARISONS = {
 }
 
 
+@lru_cache(maxsize=4096)  # the interpreter asks again for each run of a function (nodes hash by identity)
 def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
     """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from ckptlint.model.ast_walk import child_nodes
+from ckptlint.model.ast_walk import child_nodes, walk
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
 from ckptlint.model.summary import (
     ADD,
@@ -151,7 +151,7 @@ def summarize(
     )
     if isinstance(node, ast.Module) and any(b.value[0] == "const" for b in bindings):
         # A flag some function rebinds (`global USE_REENTRANT`) is not the constant it starts as.
-        rebound = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+        rebound = {name for n in walk(node) if isinstance(n, ast.Global) for name in n.names}
         bindings = [b for b in bindings if not (b.value[0] == "const" and b.pattern[0] == "name" and b.pattern[1] in rebound)]
     if not (bindings or summary.returns or summary.calls or parameters):
         return None

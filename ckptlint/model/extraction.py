@@ -126,6 +126,8 @@ class _Extractor(WrapperFacts):
         self.lines = text.splitlines()
         # Only such files can hold a random call (`method_behaviour.random_call`).
         self._may_draw = any(word in text for word in _RANDOM_WORDS)
+        # A converter puts `Frozen...Norm` copies in place while walking `children()`.
+        self._may_convert_norms = "Frozen" in text and "children" in text
         self.module = module
         self.path = relative_path
         self.is_package = relative_path.endswith("__init__.py")
@@ -356,7 +358,8 @@ class _Extractor(WrapperFacts):
         resolve_here = lambda expr: self.resolve(expr, enclosing_class)  # noqa: E731
         frozen = (
             frozen_parameter(body, parameters, resolve_here)
-            or converted_parameter(body, parameters, resolve_here, enclosing_class and enclosing_class.rsplit(".", 1)[-1])
+            or (converted_parameter(body, parameters, resolve_here, enclosing_class and enclosing_class.rsplit(".", 1)[-1])
+                if self._may_convert_norms else None)
         ) if parameters else None
         if frozen is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))

@@ -19,6 +19,7 @@ import ast
 import re
 from collections.abc import Callable, Sequence
 
+from ckptlint.model.ast_walk import walk
 from ckptlint.model.method_behaviour import guard_flags
 
 # What `isinstance(m, X)` must test for the loop to reach every BatchNorm (`_BatchNorm` is
@@ -141,7 +142,7 @@ def converted_parameter(
         return _FROZEN_NORM.match(name.rsplit(".", 1)[-1]) is not None
 
     replaces = walks_children = False
-    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+    for node in walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(node, ast.If):
             test = node.test
             if (
