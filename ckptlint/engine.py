@@ -374,15 +374,21 @@ def parse_module(
 def syntax_shape(tree: ast.AST) -> tuple[int, int]:
     """The depth of the deepest node and the number of nodes (without recursion: the
     trees this guards against are deeper than Python's stack)."""
-    deepest = nodes = 0
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        nodes += 1
-        if depth > deepest:
-            deepest = depth
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest, nodes
+    depth = nodes = 0
+    level = [tree]
+    while level:  # level by level: no pair per node, no generator per node
+        depth += 1
+        nodes += len(level)
+        below = []
+        for node in level:
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, ast.AST):
+                    below.append(value)
+                elif isinstance(value, list):
+                    below.extend([item for item in value if isinstance(item, ast.AST)])
+        level = below
+    return depth, nodes
 
 
 _DEEP_STACK_BYTES = 512 << 20
