@@ -17,6 +17,11 @@ def returns_checkpoint(facts: FileFacts) -> bool:
     """Whether a function of the file returns torch's checkpoint (`get_checkpoint_fn()`)."""
     from ckptlint.model.checkpoint_aliases import returned_checkpoint_function
 
+    # The name it returns is an import's (`names`) with the attributes written after it (in
+    # the summaries): "checkpoint" is in one of them. Most files are answered without
+    # decoding their summaries (the run's parent asks this of every file it indexes).
+    if "checkpoint" not in facts.summaries_json and not any("checkpoint" in absolute for _, absolute in facts.names):
+        return False
     names = dict(facts.names)
     return any(returned_checkpoint_function(s, names) is not None for s in facts.summaries if s.returns)
 
