@@ -5,7 +5,7 @@ import libcst as cst
 from ckptlint.analysis.region_paths import region_running_stats, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.library import TIMM_CREATE_MODEL, timm_checkpointed_batchnorm
-from ckptlint.model.values import Constant, Instance
+from ckptlint.model.values import Constant, Instance, ordering_key
 from ckptlint.rule import Invalid, Valid
 
 
@@ -133,7 +133,7 @@ class CheckpointedBatchnorm(RegionRule):
         """`model.set_grad_checkpointing()` on `timm.create_model("<architecture>")` of a family
         whose checkpointed stages hold BatchNorm (`library.TIMM_BATCHNORM_CHECKPOINTED`)."""
         _, values = self.values_at(call, call.func.value)
-        for value in sorted((v for v in values if isinstance(v, Instance) and v.cls in TIMM_CREATE_MODEL), key=repr):
+        for value in sorted((v for v in values if isinstance(v, Instance) and v.cls in TIMM_CREATE_MODEL), key=ordering_key):
             names = sorted(c.value for _, found in value.arguments for c in found if isinstance(c, Constant))
             for name in names:
                 family = timm_checkpointed_batchnorm(name)

@@ -125,3 +125,23 @@ def main(device):
     assert _classes(denotation.evaluate(("name", "encoder"), frame)) == {"models.Encoder"}
     assert _classes(denotation.evaluate(("name", "conv"), frame)) == {"models.Conv"}
     assert _classes(denotation.evaluate(("name", "wrapped"), frame)) == set()
+
+
+def test_values_sort_alike_under_every_hash_seed():
+    """Findings name paths in the order of their values: `ordering_key` lists a set's items in
+    order, where `repr` follows the process's hash seed (a timm model's CKPT010 message once
+    named another block first on another run)."""
+    import os
+    import subprocess
+    import sys
+
+    values = "frozenset(Instance(name) for name in ('a.Basic', 'a.Bottle', 'b.Norm', 'c.Act', 'd.Conv', 'e.Down'))"
+    code = f"from ckptlint.model.values import Instance, ordering_key; v = {values}; print(ordering_key(v)); print(repr(v))"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        for seed in range(1, 5)
+    ]
+    assert len({keyed for keyed, _ in runs}) == 1
+    assert len({plain for _, plain in runs}) > 1  # what `repr` would have sorted by

@@ -20,7 +20,7 @@ from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library import FSDP1
 from ckptlint.model.summary import dotted_absolute
-from ckptlint.model.values import Instance
+from ckptlint.model.values import Instance, ordering_key
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def _auto_wrap_holding(project: ProjectIndex, relative_path: str, owner: str) ->
     for use in sorted(project.fsdp_uses_reaching(relative_path), key=lambda u: (u.path, u.line)):
         if use.kind is not FsdpKind.FSDP1:
             continue
-        for model in sorted(_auto_wrapped_models(project, use), key=repr):
+        for model in sorted(_auto_wrapped_models(project, use), key=ordering_key):
             if holds_instance_of(project, model, owner):
                 return use, model
     return None

@@ -23,7 +23,7 @@ from ckptlint.model.library import (
     CHECKPOINT_WRAPPER,
 )
 from ckptlint.model.names import absolute_import, canonical_name, module_name
-from ckptlint.model.values import Instance
+from ckptlint.model.values import Instance, ordering_key
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext
@@ -91,7 +91,7 @@ def fsdp_reaching_class(context: FileContext, owner: str | None) -> str | None:
             unknown = unknown or use
             continue
         for target, models in wrapped:
-            holder = next((m for m in sorted(models, key=repr) if _holds(context.project, m, owner, set())), None)
+            holder = next((m for m in sorted(models, key=ordering_key) if _holds(context.project, m, owner, set())), None)
             if holder is not None:
                 return f"{describe_use(use)}, which wraps `{target}`, a `{holder.short_name}`"
     return describe_use(unknown) if unknown is not None else general
@@ -178,7 +178,7 @@ def _holds(project: ProjectIndex, value, owner: str, seen: set[str], depth: int 
     seen.add(value.cls)
     children = project.denotation.children(value)
     return any(
-        _holds(project, child, owner, seen, depth + 1) for name in sorted(children) for child in sorted(children[name], key=repr)
+        _holds(project, child, owner, seen, depth + 1) for name in sorted(children) for child in sorted(children[name], key=ordering_key)
     )
 
 

@@ -23,7 +23,7 @@ from ckptlint.model.names import is_test_path, module_name
 from ckptlint.model.recompute_reads import forward_checkpoint_calls
 from ckptlint.model.openmmlab import conv_module_norms
 from ckptlint.model.torchvision_models import torchvision_holds
-from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence
+from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence, ordering_key
 
 _MAX_CALL_DEPTH = 6
 _SAMPLERS = frozenset(name.rsplit(".", 1)[-1] for name in RANDOM_SAMPLING_FUNCTIONS)
@@ -125,7 +125,7 @@ class _RegionPaths:
 
     def of(self, region: Region) -> list[str]:
         found: list[str] = []
-        for value in sorted(region.runs, key=repr):
+        for value in sorted(region.runs, key=ordering_key):
             if isinstance(value, Instance):
                 paths = self.instance(value, frozenset())
                 found.extend(f"{region.label} -> {p}" if region.label else p for p in paths)
@@ -134,7 +134,7 @@ class _RegionPaths:
             elif isinstance(value, Lambda):
                 for expr in value.calls:
                     label = _label(expr, "self", value.frame.self_instance)
-                    for callee in sorted(self.denotation.evaluate(expr, value.frame), key=repr):
+                    for callee in sorted(self.denotation.evaluate(expr, value.frame), key=ordering_key):
                         found.extend(self.callee(callee, label, 0))
         found = list(dict.fromkeys(found))
         constructed = _constructed_at(self.denotation, region.owner, found)
@@ -159,7 +159,7 @@ class _RegionPaths:
         if instance.cls in STATE_UPDATING_WRAPPERS:  # `spectral_norm(conv)`: its hook writes buffers
             if self.kind == "mutations":
                 yield f"({instance.short_name}: its power iteration updates `weight_u` / `weight_v` in place)"
-            for module in sorted(instance.argument("module") or (), key=repr):
+            for module in sorted(instance.argument("module") or (), key=ordering_key):
                 if isinstance(module, Instance) and self.kind != "mutations":
                     yield from self.instance(module, seen)
             return
@@ -177,12 +177,12 @@ class _RegionPaths:
             return
         norms = conv_module_norms(instance)
         if norms:  # mmcv's `ConvModule(..., norm_cfg=dict(type="BN"))`
-            for norm in sorted(norms, key=repr):
+            for norm in sorted(norms, key=ordering_key):
                 yield from (f"{instance.short_name}.norm -> {p}" for p in self.instance(norm, seen))
             return
         if instance.members is not None:
             for members in instance.members:
-                for member in sorted(members, key=repr):
+                for member in sorted(members, key=ordering_key):
                     if isinstance(member, Instance):
                         yield from self.instance(member, seen)
             return
@@ -206,7 +206,7 @@ class _RegionPaths:
             if attribute in evaluated or (self.kind == "mutations" and attribute not in used):
                 continue
             shown_as = f"{short}.{attribute}" if attribute != "*" else f"{short}.<added module>"
-            for child in sorted(children, key=repr):
+            for child in sorted(children, key=ordering_key):
                 yield from (f"{shown_as} -> {p}" for p in self.instance(child, seen))
 
     def _checkpoints(self, method, instance: Instance | None, function: str | None = None) -> Iterator[str]:
@@ -305,7 +305,7 @@ class _RegionPaths:
                 continue
             label = _label(callee, summary.self_name, owner)
             values = self.denotation.evaluate(callee, replace(frame, before=line + 1))
-            for value in sorted(values, key=repr):
+            for value in sorted(values, key=ordering_key):
                 yield from self.callee(value, label, depth + 1)
 
     def callee(self, value, label: str | None, depth: int) -> Iterator[str]:
@@ -314,7 +314,7 @@ class _RegionPaths:
         elif isinstance(value, FunctionRef):
             yield from self.function(value, depth)
         elif isinstance(value, Sequence):
-            for element in sorted(value.elements, key=repr):
+            for element in sorted(value.elements, key=ordering_key):
                 yield from self.callee(element, label, depth)
 
 

@@ -36,6 +36,7 @@ from ckptlint.model.values import (
     Value,
     falsy,
     flatten_modules,
+    ordering_key,
 )
 
 _MAX_BELOW = 500  # module instances walked below one BatchNorm-freezing module
@@ -361,7 +362,7 @@ class ModuleSemantics:
                 arguments = [p for p in positional if not isinstance(p, Splat)]
                 if named or opaque or len(arguments) != len(positional):
                     continue
-                for values in itertools.product(*(sorted(a, key=repr) for a in arguments)):
+                for values in itertools.product(*(sorted(a, key=ordering_key) for a in arguments)):
                     if not all(isinstance(v, Constant) and isinstance(v.value, str) for v in values):
                         continue
                     result = getattr(receiver.value, method)(*(v.value for v in values))

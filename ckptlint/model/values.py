@@ -3,6 +3,7 @@ objects of the analysed program, hashable, and the helpers that take them apart.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Union
@@ -106,6 +107,21 @@ class Splat:
     known either."""
 
     values: frozenset
+
+
+def ordering_key(value: object) -> str:
+    """`repr(value)` with every set's items in order: the key to sort values by so that the
+    same project gives the same findings in every run (a frozenset's own `repr` lists its
+    items in hash order, which for strings changes with each process's hash seed)."""
+    if isinstance(value, frozenset):
+        return f"frozenset({{{', '.join(sorted(map(ordering_key, value)))}}})" if value else "frozenset()"
+    if isinstance(value, tuple):
+        items = [ordering_key(item) for item in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = (f"{field.name}={ordering_key(getattr(value, field.name))}" for field in dataclasses.fields(value) if field.repr)
+        return f"{type(value).__qualname__}({', '.join(fields)})"
+    return repr(value)
 
 
 def arguments_of(pairs: Iterable[tuple[str, frozenset]]) -> Arguments:
