@@ -30,6 +30,14 @@ from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_imp
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
+from ckptlint.model.library import (
+    TRL_CONFIGS,
+    TRL_NON_REENTRANT_CONFIGS,
+    TRL_NON_REENTRANT_DEFAULT,
+    TRL_NON_REENTRANT_TRAINERS,
+    TRL_TRAINERS,
+    is_trl_name,
+)
 from ckptlint.model.names import is_test_function, is_test_path
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -149,8 +157,13 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     Not reported: `TrainingArguments(gradient_checkpointing=True)` handed to a trainer whose
     class (or a project base of it) sets how checkpointing runs
-    (`args.gradient_checkpointing_kwargs.setdefault("use_reentrant", False)`);
-    `checkpoint_wrapper` without `checkpoint_impl` (its default is
+    (`args.gradient_checkpointing_kwargs.setdefault("use_reentrant", False)`), or where the
+    project's TRL does that itself: TRL 0.27 in every config's `__post_init__` (`SFTConfig`,
+    `DPOConfig`, `GRPOConfig`, ...), TRL 0.28 and later in every trainer's `__init__`
+    (`SFTTrainer`, `DPOTrainer`, `GRPOTrainer`, ...), for a kwargs dict without the key too
+    (read in trl's sources at each tag from v0.26.0 to v1.9.0; only where the project's TRL
+    version is known: a config handed to transformers' own `Trainer` on TRL 0.28 is
+    reported); `checkpoint_wrapper` without `checkpoint_impl` (its default is
     non-reentrant), values only known at runtime (a variable, `**kwargs`, a config field),
     projects without torch FSDP (DeepSpeed ZeRO, fairscale and DataParallel are not torch
     FSDP), a checkpointed project function of tensors alone (the entropy of the logits
@@ -317,7 +330,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 enabled = keyword_value(call, "gradient_checkpointing")
                 if isinstance(enabled, cst.Name) and enabled.value == "True" and not self._handed_to_configuring_trainer(call):
                     kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
-                    self._check_hf(call, kwargs, f"`{_callee(call)}(gradient_checkpointing=True)`")
+                    if kwargs.shape is KwargsShape.WITH_FLAG or not self._trl_defaults_non_reentrant(call):
+                        self._check_hf(call, kwargs, f"`{_callee(call)}(gradient_checkpointing=True)`")
         for assignment in self._assignments:
             kwargs = HfCheckpointingKwargs.of(assignment.value, trainer_path=True)
             reentrancy, applies = kwargs.reentrancy(self.context.versions)
@@ -331,23 +345,39 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 fix_message='Set `"use_reentrant": False`',
             )
 
-    def _handed_to_configuring_trainer(self, arguments: cst.Call) -> bool:
-        """Whether the arguments (bound to a name) are handed to a trainer whose class (or a
-        base of the project) sets how checkpointing runs (`args.gradient_checkpointing_kwargs
-        .setdefault("use_reentrant", False)` in its `__init__`): the trainer decides."""
+    def _trainers_given(self, arguments: cst.Call) -> list[set[str]]:
+        """The absolute names of each trainer the arguments (bound to a name) are handed to."""
         name = self._bound_calls.get(arguments)
         if name is None:
-            return False
+            return []
+        return [
+            absolute_names(self.context, call.func) for call in self._calls
+            if _callee(call).endswith("Trainer")
+            and any(isinstance(arg.value, cst.Name) and arg.value.value == name.value for arg in call.args)
+        ]
+
+    def _handed_to_configuring_trainer(self, arguments: cst.Call) -> bool:
+        """Whether the arguments are handed to a trainer whose class (or a base of the
+        project) sets how checkpointing runs (`args.gradient_checkpointing_kwargs
+        .setdefault("use_reentrant", False)` in its `__init__`): the trainer decides."""
         project = self.context.project
-        for call in self._calls:
-            passed = [arg for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == name.value]
-            if not passed or not _callee(call).endswith("Trainer"):
-                continue
-            for absolute in absolute_names(self.context, call.func):
-                if any((facts := project.class_named(c)) is not None and facts.configures_checkpointing
-                       for c in project.ancestors(absolute)):
-                    return True
-        return False
+        return any(
+            (facts := project.class_named(c)) is not None and facts.configures_checkpointing
+            for names in self._trainers_given(arguments) for absolute in names for c in project.ancestors(absolute)
+        )
+
+    def _trl_defaults_non_reentrant(self, arguments: cst.Call) -> bool:
+        """Whether the targeted TRL sets `use_reentrant` to False for these arguments
+        (`library.TRL_NON_REENTRANT_*`): a TRL config on 0.27, handed to a TRL trainer from
+        0.28 on, both from 0.27 on. Only where the project's TRL version is known."""
+        config = any(is_trl_name(n, TRL_CONFIGS) for n in absolute_names(self.context, arguments.func))
+        trainer = any(is_trl_name(n, TRL_TRAINERS) for names in self._trainers_given(arguments) for n in names)
+        if not (config or trainer):
+            return False
+        versions = TRL_NON_REENTRANT_DEFAULT if config and trainer else (
+            TRL_NON_REENTRANT_CONFIGS if config else TRL_NON_REENTRANT_TRAINERS
+        )
+        return self.context.versions.applies((versions,)) is Applies.YES
 
     def _is_training_arguments(self, call: cst.Call) -> bool:
         names = absolute_names(self.context, call.func)
@@ -536,6 +566,43 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             layer = checkpoint_wrapper(Block(), checkpoint_impl=CheckpointImpl.REENTRANT)
             model = FSDP(model)
             """
+        ),
+        # TRL defaults to non-reentrant (`library.TRL_NON_REENTRANT_*`): from 0.28 every
+        # trainer, on 0.27 every config; a kwargs dict without the key gets it too.
+        Valid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from trl import SFTConfig, SFTTrainer
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = SFTConfig("out", gradient_checkpointing=True)
+            trainer = SFTTrainer(model=model, args=args, train_dataset=data)
+            """,
+            target_versions={"transformers": "4.46", "trl": "0.29"},
+        ),
+        Valid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import Trainer
+            from trl import DPOConfig
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = DPOConfig("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={"preserve_rng_state": True})
+            trainer = Trainer(model=model, args=args)
+            """,
+            target_versions={"transformers": "4.46", "trl": "0.27.1"},
+        ),
+        Valid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import TrainingArguments
+            from trl.trainer.grpo_trainer import GRPOTrainer
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = TrainingArguments("out", gradient_checkpointing=True)
+            trainer = GRPOTrainer(model=model, args=args, reward_funcs=reward)
+            """,
+            target_versions={"transformers": "4.46", "trl": "1.9"},
         ),
     ]
     invalid = [
@@ -820,6 +887,53 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
             fully_shard(model)
             training_args.gradient_checkpointing_kwargs = {"use_reentrant": False}
+            """,
+        ),
+        # Before TRL 0.27 the trainers leave transformers' default; from 0.28 a TRL config
+        # handed to transformers' own Trainer does too; a `use_reentrant` given stays.
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from trl import SFTConfig, SFTTrainer
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = SFTConfig("out", gradient_checkpointing=True)
+            trainer = SFTTrainer(model=model, args=args, train_dataset=data)
+            """,
+            line=5,
+            column=8,
+            target_versions={"transformers": "4.46", "trl": "0.26"},
+            message_contains="transformers < 5.0 defaults to `use_reentrant=True`",
+            expected_fix="""
+            from accelerate import FullyShardedDataParallelPlugin
+            from trl import SFTConfig, SFTTrainer
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = SFTConfig("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False})
+            trainer = SFTTrainer(model=model, args=args, train_dataset=data)
+            """,
+        ),
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import Trainer
+            from trl import SFTConfig
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = SFTConfig("out", gradient_checkpointing=True)
+            trainer = Trainer(model=model, args=args)
+            """,
+            line=6,
+            column=8,
+            target_versions={"transformers": "4.46", "trl": "0.28"},
+            expected_fix="""
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import Trainer
+            from trl import SFTConfig
+
+            plugin = FullyShardedDataParallelPlugin()
+            args = SFTConfig("out", gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False})
+            trainer = Trainer(model=model, args=args)
             """,
         ),
     ]
