@@ -20,7 +20,7 @@ from ckptlint.model.ast_walk import walk, walk_own_code
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import (
-    HF_WORDS, HfEvents, call_arguments, parameter_guards, passed_result, unchanged_parameters,
+    HF_WORDS, HfEvents, UnchangedParameters, call_arguments, parameter_guards, passed_result,
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import (
@@ -146,7 +146,7 @@ class _Extractor(WrapperFacts):
         self._parameters: list[tuple[str, ...]] = []
         # Per function being walked: its parameters it never rebinds, where Hugging Face
         # events are collected (`hf_events.unchanged_parameters`).
-        self._unchanged_parameters: list[frozenset[str]] = []
+        self._unchanged_parameters: list[UnchangedParameters | frozenset[str]] = []
         self._local_defs: list[dict[str, ast.AST]] = []  # functions defined in each enclosing body, by name
         # Names bound to a call anywhere in the file (`wrapper = partial(checkpoint_wrapper, ...)`).
         self.assigned_calls: dict[str, ast.Call] = {}
@@ -308,7 +308,7 @@ class _Extractor(WrapperFacts):
         # (`self.model = AutoModelForCausalLM.from_pretrained(...)` in a policy wrapper).
         in_module = enclosing_class in self.module_classes and not name.endswith(".__init__")
         hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models and not in_module else None
-        unchanged = unchanged_parameters(list(body), parameters) if hf is not None and parameters else frozenset()
+        unchanged = UnchangedParameters(list(body), parameters) if hf is not None and parameters else frozenset()
         self._unchanged_parameters.append(unchanged)
         if hf is not None:
             hf.unchanged = unchanged
@@ -365,7 +365,7 @@ class _Extractor(WrapperFacts):
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
         elif enclosing_class is None and (applied := frozen_when_applied(body, parameters, self.resolve)) is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM_APPLIED, applied, body[0].lineno, 0))
-        if hf is not None and parameters:
+        if hf is not None and parameters and events:
             guards = parameter_guards(list(body), parameters, unchanged)
             events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]
         events.sort(key=lambda e: (e.line, e.column))

@@ -361,6 +361,32 @@ def parameter_guards(
     return found
 
 
+class UnchangedParameters:
+    """`unchanged_parameters(body, parameters)`, computed when first asked: most functions
+    record no event that needs it."""
+
+    __slots__ = ("_body", "_parameters", "_names")
+
+    def __init__(self, body: list[ast.stmt], parameters: tuple[str, ...]) -> None:
+        self._body, self._parameters = body, parameters
+        self._names: frozenset[str] | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        if self._names is None:
+            self._names = unchanged_parameters(self._body, self._parameters)
+        return self._names
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def __iter__(self):
+        return iter(self.names)
+
+
 def unchanged_parameters(body: list[ast.stmt], parameters: tuple[str, ...]) -> frozenset[str]:
     """The parameters the function's own code never rebinds: they hold what the call passed."""
     rebound = {n.id for n in _own_nodes(body) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
