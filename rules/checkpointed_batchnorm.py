@@ -64,6 +64,16 @@ class CheckpointedBatchnorm(RegionRule):
     children walked). A function that only sets `requires_grad=False` on them, initialises
     them, or converts them to `SyncBatchNorm` freezes nothing.
 
+    A checkpoint behind `if self.<flag>` (the mm* `if self.with_cp and x.requires_grad:`, or
+    the `else` of `if not self.use_checkpoint:`) in a class the project builds only with
+    that flag off is not reported: the constructor stores a parameter defaulting to False,
+    every construction leaves it out or passes False, at least one of them explicitly
+    (`SpatialPrior(64, embed_dim, with_cp=False)`), so the region never runs. It is reported
+    when a construction passes True (by keyword or by position), passes the builder's own
+    parameter on (`with_cp=with_cp`: a config may set it), when the class is only ever built
+    with its defaults (the flag is a switch for whoever builds it), registered, held as a
+    value, or subclassed in the project. The same holds for CKPT011 and CKPT033.
+
     ## Why is this bad?
     In training mode BatchNorm updates `running_mean`, `running_var` and
     `num_batches_tracked` on every forward. The recomputation in backward is a second

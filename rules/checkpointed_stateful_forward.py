@@ -65,8 +65,9 @@ class CheckpointedStatefulForward(RegionRule):
     `else:` form, `if self.cache is not None: ... else: ...; self.cache = ...`: the
     recomputation finds the check passed; a counter `self.n = self.n + 1` under `if self.n <
     k:` is still reported), the bound method of an object built in the
-    call itself (`checkpoint(Interpreter(gm).run, x)`: nothing else sees its state), regions
-    that cannot be resolved. No fix.
+    call itself (`checkpoint(Interpreter(gm).run, x)`: nothing else sees its state), a
+    checkpoint behind `if self.with_cp` in a class the project builds only with the flag off
+    (as CKPT010 says), regions that cannot be resolved. No fix.
 
     ## Evidence
     torch 2.13 (CPU): a module whose forward does `self.calls += 1`, checkpointed with either

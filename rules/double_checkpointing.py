@@ -169,10 +169,12 @@ class DoubleCheckpointing(RegionRule):
                 self._assigned.setdefault((tuple(self._scopes), target.target.value), []).append(node.value)
 
     def visit_If(self, node: cst.If) -> None:
+        super().visit_If(node)
         if _reads_flag(node.test):
             self._flag_guards.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:
+        super().leave_If(original_node)
         if _reads_flag(original_node.test):
             self._flag_guards.pop()
 

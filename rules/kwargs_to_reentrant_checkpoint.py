@@ -239,6 +239,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         self._hf_calls: list[cst.Call] = []  # `self._gradient_checkpointing_func(...)`
 
     def visit_If(self, node: cst.If) -> None:
+        super().visit_If(node)
         self._ifs.append(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

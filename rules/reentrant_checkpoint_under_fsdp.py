@@ -78,7 +78,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     project's modules, not for the project's other top-level training scripts, which run on
     their own; a package function that shards, `wrap_with_fsdp(model)`, counts where it is
     called: for the package and for the scripts that call it, not for the training scripts
-    that never do; a checkpoint in a class's code is not reached when every FSDP wrap of
+    that never do; in a repository of separate projects, each in a top-level folder that
+    is not a package (`beit/`, `dit/`, `PFPO/` side by side, the root marked by `.git`),
+    FSDP counts only in its own folder and the folders its imports join it to (through
+    any folder, or the root's own files); a package folder (`mypkg/__init__.py`) is never
+    apart; a checkpoint in a class's code is not reached when every FSDP wrap of
     the project wraps models the project model knows and none of them holds that class or
     shares a project base class with it, which a table or a config default may pick
     instead),

@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, literal_bool
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, SiteKind, literal_bool
 from ckptlint.analysis.region_paths import region_randomness, shown
 from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.hf_models import StepKind, script_models
@@ -83,7 +83,8 @@ class RngStateNotPreservedWithDropout(RegionRule):
     state per region.
 
     Not reported for regions without randomness (e.g. `nn.Dropout(0.0)`, LayerNorm blocks) or
-    that cannot be resolved.
+    that cannot be resolved, nor for a checkpoint behind `if self.with_cp` in a class the
+    project builds only with the flag off (as CKPT010 says).
 
     ## Evidence
     torch 2.13 (CPU): a block `Linear -> Dropout(0.5)` checkpointed with
@@ -270,6 +271,8 @@ class RngStateNotPreservedWithDropout(RegionRule):
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         keyword = site.keywords.get("preserve_rng_state")
         if keyword is None or literal_bool(keyword.value) is not Reentrancy.EXPLICIT_FALSE:
+            return
+        if site.kind is SiteKind.CALL and self.guard_never_holds(site.node):
             return
         region = self.site_region(site)
         if region is None:

@@ -154,3 +154,40 @@ def test_the_finding_names_the_construction_that_brings_the_batchnorm():
     outcome = lint_text(text, root / "shared_block.py", settings, project=index)
     (finding,) = [d for d in outcome.diagnostics if d.code == "CKPT010"]
     assert "ResidualBlock as constructed at shared_block.py:30)" in finding.message
+
+
+STEM = """
+import torch.nn as nn
+import torch.utils.checkpoint as cp
+
+
+class Stem(nn.Module):
+    def __init__(self, width=8, with_cp=False):
+        super().__init__()
+        self.with_cp = with_cp
+        self.bn = nn.BatchNorm2d(width)
+
+    def forward(self, x):
+        if self.with_cp and x.requires_grad:
+            return cp.checkpoint(self.bn, x, use_reentrant=False)
+        return self.bn(x)
+"""
+
+
+def test_a_region_behind_a_flag_every_construction_turns_off_follows_the_constructions(cli, make_project):
+    """`if self.with_cp` in a class the project builds only with the flag off never runs;
+    a warm run sees a construction turning it on, by keyword or by position."""
+    backbone = (
+        "import torch.nn as nn\nfrom stem import Stem\n\n\nclass Backbone(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.stem = Stem({arguments})\n"
+    )
+    root = make_project({"stem.py": STEM, "backbone.py": backbone.format(arguments="8, with_cp=False")})
+    assert json_findings(cli(["--output-format", "json", "."], root), root) == []
+    for arguments in ("8, with_cp=True", "8, True"):
+        (root / "backbone.py").write_text(backbone.format(arguments=arguments))
+        assert [f[:4] for f in json_findings(cli(["--output-format", "json", "."], root), root)] == [
+            ("stem.py", 13, 20, "CKPT010")
+        ]
+    # Only ever built with its defaults: a switch for whoever builds it, reported.
+    (root / "backbone.py").write_text(backbone.format(arguments="8"))
+    assert [f[:4] for f in json_findings(cli(["--output-format", "json", "."], root), root)] == [("stem.py", 13, 20, "CKPT010")]

@@ -666,3 +666,31 @@ def test_a_wrap_of_a_known_model_reaches_only_the_classes_it_may_hold(make_proje
     assert [(path, row, code) for path, row, _, code in json_findings(result, root)] == [
         ("vit/model.py", 12, "CKPT002"), ("vit/model.py", 21, "CKPT001"),
     ]
+
+
+def test_a_subfolder_of_a_repository_of_separate_projects_does_not_inherit_another_folders_fsdp(cli, tmp_path):
+    """A clone of a research monorepo (the root marked by `.git` alone): linting one project
+    folder, FSDP sharding in a sibling folder that shares no import with it is no FSDP of its own."""
+    (tmp_path / ".git").mkdir()
+    files = {
+        "lm/train_fsdp.py": (
+            "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+            "from model import Decoder\n\n\ndef main():\n    model = FSDP(Decoder())\n"
+            "    model(torch.randn(2, 8)).sum().backward()\n"
+        ),
+        "lm/model.py": "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n    pass\n",
+        "seg/vit.py": (
+            "import torch.nn as nn\nimport torch.utils.checkpoint as cp\n\n\nclass ViT(nn.Module):\n"
+            "    def forward(self, x):\n        return cp.checkpoint(self.block, x)\n"
+        ),
+    }
+    for relative, source in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(source)
+    for cwd in (tmp_path, tmp_path / "seg"):
+        findings = json_findings(cli(["--output-format", "json", "--no-cache", "."], cwd), cwd)
+        assert [f[3] for f in findings] == ["CKPT001"], findings
+    # An import joining the folders brings the FSDP use to the backbone.
+    (tmp_path / "seg/vit.py").write_text("from lm.model import Decoder\n" + files["seg/vit.py"])
+    findings = json_findings(cli(["--output-format", "json", "--no-cache", "."], tmp_path), tmp_path)
+    assert [f[3] for f in findings] == ["CKPT002"], findings

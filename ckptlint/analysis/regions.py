@@ -91,6 +91,8 @@ class SiteScopes(Rule):
         self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
         self._calls: list[cst.Call] = []
         self._assigned_lambdas: dict[str, cst.Lambda] = {}  # `check_fn = lambda m: ...`
+        self._guarding_ifs: list[cst.If] = []  # the `if` statements the traversal is inside
+        self._call_guards: dict[cst.Call, tuple[cst.If, ...]] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -128,10 +130,40 @@ class SiteScopes(Rule):
     def leave_For(self, original_node: cst.For) -> None:
         self._loops.pop()
 
+    def visit_If(self, node: cst.If) -> None:
+        self._guarding_ifs.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._guarding_ifs.pop()
+
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append(node)
         self._call_scopes[node] = tuple(self._scopes)
         self._call_loops[node] = self._loops[-1]
+        self._call_guards[node] = tuple(self._guarding_ifs)
+
+    def guard_never_holds(self, call: cst.Call) -> bool:
+        """Whether an `if` around `call` can never let it run because a `self` flag it needs
+        is off in every instance of the class: the mm* `if self.with_cp and x.requires_grad:`
+        (or the `else` of `if not self.use_checkpoint:`) in a block whose constructor defaults
+        `with_cp` to False and that the project builds only with it off, at least once said
+        so (`SpatialPrior(dim, with_cp=False)`; `Denotation.flag_off_everywhere`). A flag set
+        to a value the model cannot tell, or passed on from another constructor's parameter,
+        may be on."""
+        line = self.context.position(call).start.line
+        for guard in self._call_guards.get(call, ()):
+            body = self.context.position(guard.body)
+            if body.start.line <= line <= body.end.line:
+                needed = [part for part in _conjuncts(guard.test) if _self_attribute(part)]
+            elif isinstance(guard.test, cst.UnaryOperation) and isinstance(guard.test.operator, cst.Not):
+                needed = [guard.test.expression] if _self_attribute(guard.test.expression) else []
+            else:
+                needed = []
+            owner = self._owner(self._call_scopes.get(call, ()))
+            denotation = self.context.project.denotation
+            if owner is not None and any(denotation.flag_off_everywhere(owner, flag.attr.value) for flag in needed):
+                return True
+        return False
 
     def values_at(self, call: cst.Call, expr: cst.BaseExpression, assume: Arguments = ()) -> tuple[str | None, frozenset]:
         """The class holding `call` (if any) and what `expr`, written at `call`, may denote
@@ -348,6 +380,8 @@ class RegionRule(CheckpointingGate, SiteScopes):
     # --- the rules' hooks --------------------------------------------------------------------
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        if site.kind is SiteKind.CALL and self.guard_never_holds(site.node):
+            return
         region = self.site_region(site)
         if region is not None:
             self.check_region(site.node, region, site.api.short_name)
@@ -479,6 +513,17 @@ def is_backward_call(call: cst.Call) -> bool:
 
 # How deep `recomputes_tensors_only` follows the project functions a region calls.
 _TENSOR_FUNCTION_DEPTH = 3
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The parts of an `and` chain (the test itself otherwise)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
+def _self_attribute(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
 
 def _plain_function(function: FunctionRef) -> bool:

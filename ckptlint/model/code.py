@@ -334,8 +334,8 @@ class _Summarizer:
 
     def _passes_to_project(self, call: ast.Call, callee: Expr) -> bool:
         """A call of a global function or a method of `self` that passes it a name, an
-        attribute or a call's result, or a flag by keyword (`Backbone(norm_eval=False)`);
-        not one passing only other constants."""
+        attribute or a call's result, or a flag (`Backbone(norm_eval=False)`, `Stem(64,
+        True)`); not one passing only other constants."""
         own_method = callee[0] == "attr" and callee[1] == ("name", self.self_name) and self.self_name is not None
         through_parameter = callee[0] == "name" and callee[1] in self.parameter_names
         if self._applies_project_function(call, callee):
@@ -345,8 +345,8 @@ class _Summarizer:
         passed = [*call.args, *(k.value for k in call.keywords)]
         return any(isinstance(_bare(value), (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) for value in passed) or any(
             isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool) for k in call.keywords
-        ) or any(  # a choice by name: `Net("bn")`, `build(norm="syncbn")`
-            isinstance(value, ast.Constant) and isinstance(value.value, str) for value in passed
+        ) or any(  # a choice by name: `Net("bn")`, `build(norm="syncbn")`; a flag by position
+            isinstance(value, ast.Constant) and isinstance(value.value, (str, bool)) for value in passed
         )
 
     def statement(self, node: ast.stmt, conditions: Conditions) -> None:

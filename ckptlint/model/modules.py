@@ -19,6 +19,7 @@ from ckptlint.model.library import (
     MODULE_METHODS_RETURNING_SELF,
     STRING_METHODS,
 )
+from ckptlint.model.names import is_test_path
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
@@ -73,6 +74,58 @@ class ModuleSemantics:
                 )
             self._methods_cache[class_name] = found
         return found
+
+    def flag_off_everywhere(self, class_name: str, attribute: str) -> bool:
+        """Whether `self.<attribute>` is off in every instance of a project class: its own
+        constructor stores a parameter whose default is False (or None) there (`self.with_cp
+        = with_cp`), nothing assigns it a value that may be true, and the project builds the
+        class only with that parameter left out or given a False / None literal, turning it
+        off explicitly at least once outside its tests (`SpatialPrior(64, with_cp=False)`):
+        a class only ever built with its defaults keeps the flag as a switch for whoever
+        builds it (a library's users). Not known (False) for a class with project
+        subclasses, one registered or held as a value (a table, a builder's argument: built
+        where the model cannot see, from a config), or a call passing a variable, a
+        parameter of its own caller or a splat."""
+        init = self.summary(f"{class_name}.__init__")
+        if init is None or init.self_name is None or self.index.class_named(class_name) is None:
+            return False
+        stored = {
+            b.value[1] for b in init.bindings
+            if b.pattern == ("attr", ("name", init.self_name), attribute) and b.value[0] == "name"
+        }
+        parameters = [p for p in init.parameters if p.kind not in ("*", "**")]
+        flags = [(i, p) for i, p in enumerate(parameters) if p.name in stored and p.name != init.self_name]
+        if len(flags) != 1 or flags[0][1].default not in (("const", False), ("const", None)):
+            return False
+        values = self.attribute(self.instance(class_name), attribute)
+        if not values or not all(falsy(v) for v in values):
+            return False
+        if any(class_name in self.index.ancestors(other)[1:] for other in self.index.classes):
+            return False
+        if any(cls == class_name for facts in self.index.files.values() for _, _, cls in facts.registrations):
+            return False
+        module = self._module_of(init.name)
+        if module is None or self._call_sites.named_as_value(init.name, module):
+            return False
+        position = flags[0][0] - (1 if parameters and parameters[0].name == init.self_name else 0)
+        said = False  # a construction of the project's own passing the flag off explicitly
+        try:
+            calls = [
+                (path, call) for path, caller, call, line in self._call_sites.of(init.name, module)
+                if self._calls_function(call[1], init, replace(self._entry_frame(caller.name), before=line + 1))
+            ]
+        except OutOfBudget:
+            return False
+        for path, call in calls:
+            _, _, args, keywords = call
+            if any(arg[0] == "star" for arg in args) or any(name is None for name, _ in keywords):
+                return False
+            passed = [value for name, value in keywords if name == flags[0][1].name]
+            passed += [args[position]] if position < len(args) else []
+            if any(value not in (("const", False), ("const", None)) for value in passed):
+                return False
+            said = said or (bool(passed) and not is_test_path(path))
+        return said
 
     def batchnorm_frozen_classes(self) -> frozenset[str]:
         """The project classes whose instances sit below a module whose `train()` puts every

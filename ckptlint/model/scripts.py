@@ -10,7 +10,9 @@ run on their own. A package function that shards (`wrap_with_fsdp(model)` in a
 `training_utils` module) does so where it is called: its use applies to the package and to
 the scripts that call it (through other package functions too) and what they import, not to
 the training scripts that never call it. Any other use (a package module's top-level code, a
-helper the package hands around as a value) applies everywhere.
+helper the package hands around as a value) applies everywhere: everywhere in its own
+top-level folder, that is, when the repository holds separate projects side by side in
+folders that are not packages (`beit/`, `PFPO/`) and no import joins the two.
 """
 
 from __future__ import annotations
@@ -39,7 +41,14 @@ EVERY_FILE = EverythingBut()
 
 
 def reached_by(index: ProjectIndex, path: str, line: int = 0) -> EverythingBut:
-    """The files an FSDP use at `path:line` can apply to."""
+    """The files an FSDP use at `path:line` can apply to: as the scripts decide (below), never
+    the files of another project folder that shares no import with its own."""
+    reach = _reached_in_folder(index, path, line)
+    apart = _separate_folders(index, path)
+    return EverythingBut(reach.excluded | apart) if apart else reach
+
+
+def _reached_in_folder(index: ProjectIndex, path: str, line: int) -> EverythingBut:
     if path not in index.files:
         return EVERY_FILE
     scripts = [other for other in index.files if _is_script(index, other)]
@@ -106,6 +115,55 @@ def _script_reach(index: ProjectIndex, path: str, scripts: list[str], imported: 
     return EverythingBut(frozenset(
         other for other in scripts if other not in reached and other not in imported and _trains(index, other)
     ))
+
+
+def _separate_folders(index: ProjectIndex, path: str) -> frozenset[str]:
+    """The files of the top-level project folders an FSDP use at `path` cannot reach: a
+    repository of separate projects (`beit/`, `dit/`, `PFPO/` side by side, each run from its
+    own folder) shares its root, not its training. A top-level folder that is not a package
+    (no `__init__.py`: scripts and modules imported by their bare names, or packages of their
+    own below it) is apart from `path`'s when no import of the project's files joins them,
+    through any other folder or the root's own files. Not for a use in a root-level file, nor
+    in or towards a package folder (`mypkg/`, which the scripts of any folder may be handed a
+    model of)."""
+    own = _folder(path)
+    if not own or _is_package_folder(index, own):
+        return frozenset()
+    groups = index._reach_cache.get(("folder groups",))
+    if groups is None:
+        groups = index._reach_cache[("folder groups",)] = _folder_groups(index)
+    return frozenset(
+        other for other in index.files
+        if (folder := _folder(other)) and folder != own and not _is_package_folder(index, folder)
+        and groups.get(folder, folder) != groups.get(own, own)
+    )
+
+
+def _folder_groups(index: ProjectIndex) -> dict[str, str]:
+    """Each top-level folder (and "" for the root's own files) -> a representative of the
+    folders its files' imports join it to, both ways."""
+    parent: dict[str, str] = {}
+
+    def find(folder: str) -> str:
+        while parent.get(folder, folder) != folder:
+            folder = parent[folder]
+        return folder
+
+    for path in index.files:
+        for target in _imports(index, path):
+            a, b = find(_folder(path)), find(_folder(target))
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    return {folder: find(folder) for path in index.files for folder in [_folder(path)]}
+
+
+def _folder(path: str) -> str:
+    """The top-level folder of a project path ("" for a file at the root)."""
+    return path.partition("/")[0] if "/" in path else ""
+
+
+def _is_package_folder(index: ProjectIndex, folder: str) -> bool:
+    return f"{folder}/__init__.py" in index.files
 
 
 def _directory(path: str) -> str:
