@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.config import Settings
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
+from ckptlint.model.ast_walk import children_of
 from ckptlint.model.facts import FileFacts, text_digest
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
@@ -379,14 +380,9 @@ def syntax_shape(tree: ast.AST) -> tuple[int, int]:
     while level:  # level by level: no pair per node, no generator per node
         depth += 1
         nodes += len(level)
-        below = []
+        below: list[ast.AST] = []
         for node in level:
-            for name in node._fields:
-                value = getattr(node, name, None)
-                if isinstance(value, ast.AST):
-                    below.append(value)
-                elif isinstance(value, list):
-                    below.extend([item for item in value if isinstance(item, ast.AST)])
+            below.extend(children_of(node))
         level = below
     return depth, nodes
 

@@ -17,12 +17,12 @@ def child_nodes(node: ast.AST) -> tuple[ast.AST, ...]:
     try:
         return getattr(node, _CHILDREN)
     except AttributeError:
-        children = _children(node)
+        children = children_of(node)
         setattr(node, _CHILDREN, children)
         return children
 
 
-def _children(node: ast.AST) -> tuple[ast.AST, ...]:
+def children_of(node: ast.AST) -> tuple[ast.AST, ...]:
     """What `ast.iter_child_nodes` yields, in its order, without its generators (it lists
     the children of every node of every indexed file)."""
     children = []
