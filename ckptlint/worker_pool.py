@@ -191,7 +191,13 @@ class WorkerPool:
                 continue
             if self.while_busy is not None:
                 self.while_busy, while_busy = None, self.while_busy
-                while_busy()
+                # An interrupt waits until it is done: raised inside an import, it could
+                # leave the interpreter to end by the signal, not with 128 + the signal.
+                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+                try:
+                    while_busy()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             now = time.monotonic()
             timeout = min(worker.started + self.limits.seconds for worker in busy.values()) - now
             if self.limits.memory_bytes is not None:

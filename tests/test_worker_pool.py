@@ -83,6 +83,22 @@ def test_while_busy_runs_once_in_the_parent_while_workers_run(workers):
     assert ran == ([os.getpid()] if workers == 2 else [])
 
 
+def test_an_interrupt_waits_until_while_busy_is_done():
+    """An interrupt raised inside `while_busy` (an import, in the run's parent) could leave
+    the interpreter to end by the signal instead of with 128 + the signal: it is delivered
+    after, and the pool stops as for any interrupt."""
+    done = []
+
+    def busy() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("after the signal")
+
+    with pytest.raises(KeyboardInterrupt):
+        with WorkerPool(task, workers=2, limits=Limits(60), while_busy=busy) as pool:
+            pool.map([("double", n) for n in range(4)])
+    assert done == ["after the signal"]
+
+
 @pytest.mark.parametrize(
     ("sizes", "workers"),
     [([100] * 63, 1), ([100] * 64, 4), ([300_000, 100], 4), ([100_000, 100], 1), ([], 1)],
