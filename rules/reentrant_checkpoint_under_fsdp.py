@@ -185,7 +185,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     recipe's value, else the dataclass default) counted too. The fix (unsafe) sets a written
     `use_reentrant: true` to `false`, or adds `gradient_checkpointing_kwargs: {use_reentrant:
     false}` (`use_reentrant_gc: false`) on the line after the setting in a YAML block mapping;
-    nothing else in the file changes.
+    nothing else in the file changes. A TRL command (`trl sft`, `trl dpo`, `-m trl.cli ...`:
+    a TRL config handed to a TRL trainer) on TRL 0.27 or later is not reported unless the
+    recipe itself sets `use_reentrant: true` (TRL adds `False` to kwargs that leave it out).
 
     ## Evidence
     torch 2.13 FSDP1 and FSDP2 on CPU with gloo (EVIDENCE Q5); transformers 5.17

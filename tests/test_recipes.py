@@ -452,7 +452,8 @@ def test_environment_and_json_string_kwargs(tmp_path):
     [
         ("0.12.2", "4.46.3", []),  # checkpointing off by default before TRL 0.22
         ("0.22.0", "4.46.3", [(2, 65, "CKPT005"), (3, 18, "CKPT002")]),
-        ("0.28.0", "4.46.3", [(2, 65, "CKPT005")]),  # SFT non-reentrant by default: only the Trainer refusal
+        ("0.27.0", "4.46.3", [(2, 65, "CKPT005")]),  # TRL's config + trainer non-reentrant: only the Trainer refusal
+        ("0.28.0", "4.46.3", [(2, 65, "CKPT005")]),
         ("0.28.0", "5.17.0", [(2, 65, "CKPT005")]),
     ],
 )
@@ -470,6 +471,31 @@ def test_trl_turns_checkpointing_on_by_default(tmp_path, trl, transformers, expe
             "plain.yaml": "model_name_or_path: m\n",
             "grad_op.yaml": "model_name_or_path: m\nfsdp: shard_grad_op\n",
             "ac.yaml": "distributed_type: FSDP\nfsdp_config: {fsdp_activation_checkpointing: true}\n",
+        },
+    )
+    assert found(outcome) == expected
+
+
+@pytest.mark.parametrize(
+    ("trl", "kwargs", "expected"),
+    [
+        ("0.26.0", "", [(1, 65, "CKPT002")]),  # transformers 4.x's reentrant default
+        ("0.29.0", "", []),  # TRL's trainers default to use_reentrant=False
+        ("0.29.0", "gradient_checkpointing_kwargs: {preserve_rng_state: false}\n", []),  # TRL adds the key
+        ("0.29.0", "gradient_checkpointing_kwargs: {use_reentrant: true}\n", [(1, 65, "CKPT002")]),  # the user's stays
+    ],
+)
+def test_trl_commands_default_to_non_reentrant_from_0_27(tmp_path, trl, kwargs, expected):
+    """`trl dpo --config r.yaml` with `gradient_checkpointing: true` written, under an
+    accelerate FSDP2 config: reentrant only where TRL leaves transformers' default."""
+    outcome, *_ = lint(
+        tmp_path,
+        "run.sh",
+        "accelerate launch --config_file ac.yaml -m trl.cli dpo --config r.yaml\n",
+        {"trl": trl, "transformers": "4.46.3", "torch": "2.13"},
+        **{
+            "r.yaml": "model_name_or_path: m\ngradient_checkpointing: true\n" + kwargs,
+            "ac.yaml": "distributed_type: FSDP\nfsdp_config: {fsdp_version: 2}\n",
         },
     )
     assert found(outcome) == expected

@@ -32,13 +32,14 @@ from dataclasses import dataclass
 from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
 from ckptlint.recipes.documents import Setting
 from ckptlint.recipes.launch import hf_bool
+from ckptlint.model.library import TRL_NON_REENTRANT_DEFAULT
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
 # TRL's configs turn gradient checkpointing on by default from 0.22 (SFTConfig; every trainer's
-# config from 1.0), and its SFT trainer passes `use_reentrant=False` from 0.28.
+# config from 1.0). What a TRL command runs, a TRL config handed to a TRL trainer, defaults
+# to `use_reentrant=False` from 0.27 (`library.TRL_NON_REENTRANT_DEFAULT`).
 TRL_CHECKPOINTING_DEFAULT = VersionRange.of("trl", min="0.22")
-TRL_SFT_NON_REENTRANT = VersionRange.of("trl", min="0.28")
 Settings = Mapping[tuple[str, ...], Setting]
 
 
@@ -266,6 +267,8 @@ def checkpointing_of(
         fix_line = "gradient_checkpointing_kwargs: {use_reentrant: false}"
         return Checkpointing(setting, Reentrancy.EXPLICIT_TRUE, Applies.YES, why, None, flavor, None, fix_line)
     shape, reentrancy = _kwargs_shape(kwargs.value if kwargs is not None else None)
+    if shape in (KwargsShape.DEFAULT, KwargsShape.WITHOUT_FLAG) and _trl_sets_non_reentrant(flavor, command, versions):
+        return Checkpointing(setting, Reentrancy.EXPLICIT_FALSE, Applies.YES, "", None, flavor)
     if shape is KwargsShape.DEFAULT:
         applies = versions.applies((REENTRANT_DEFAULT_VERSIONS,))
         reentrancy = Reentrancy.EXPLICIT_FALSE if applies is Applies.NO else Reentrancy.EXPLICIT_TRUE
@@ -281,6 +284,12 @@ def checkpointing_of(
     return Checkpointing(setting, reentrancy, Applies.YES, why, kwargs, flavor, flag)
 
 
+def _trl_sets_non_reentrant(flavor: Flavor | None, command: str | None, versions: TargetVersions) -> bool:
+    """A TRL command (`trl sft`, `trl dpo`, ...: a TRL config handed to a TRL trainer) on a
+    TRL that sets `use_reentrant=False` itself where the user's kwargs leave it out."""
+    return flavor is Flavor.TRL and command is not None and versions.applies((TRL_NON_REENTRANT_DEFAULT,)) is Applies.YES
+
+
 def _trl_default(arguments: Settings, versions: TargetVersions, command: str | None) -> Checkpointing | None:
     """TRL (>= 0.22) with `gradient_checkpointing` not written: on."""
     kwargs = arguments.get(("gradient_checkpointing_kwargs",))
@@ -288,9 +297,11 @@ def _trl_default(arguments: Settings, versions: TargetVersions, command: str | N
         shape, reentrancy = _kwargs_shape(kwargs.value)
         if reentrancy is Reentrancy.UNKNOWN:
             return None
+        if shape is KwargsShape.WITHOUT_FLAG and _trl_sets_non_reentrant(Flavor.TRL, command, versions):
+            return Checkpointing(None, Reentrancy.EXPLICIT_FALSE, Applies.YES, "", None, Flavor.TRL)
         flag = arguments.get(("gradient_checkpointing_kwargs", "use_reentrant"))
         return Checkpointing(None, reentrancy, Applies.YES, "`use_reentrant: true`", kwargs, Flavor.TRL, flag)
-    if command == "sft" and versions.applies((TRL_SFT_NON_REENTRANT,)) is Applies.YES:
+    if _trl_sets_non_reentrant(Flavor.TRL, command, versions):
         return Checkpointing(None, Reentrancy.EXPLICIT_FALSE, Applies.YES, "", None, Flavor.TRL)
     applies = versions.applies((REENTRANT_DEFAULT_VERSIONS,))
     reentrancy = Reentrancy.EXPLICIT_FALSE if applies is Applies.NO else Reentrancy.EXPLICIT_TRUE
