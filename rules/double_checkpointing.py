@@ -16,14 +16,13 @@ from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.names import module_name
 from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, falsy, truthiness
-from ckptlint.versions import Applies, VersionRange
+from ckptlint.model.library import NESTING_SUPPORTED
+from ckptlint.versions import Applies
 from ckptlint.rule import Invalid, Valid
 
 # Flags that switch a block's own checkpointing on (`if self.gradient_checkpointing:`,
 # `if self.use_checkpoint:`): such a block checkpoints only when asked to.
 _FLAG_WORDS = ("checkpoint", "ckpt")
-# Non-reentrant checkpointing nested in non-reentrant recomputes once from torch 2.1.
-NESTING_SUPPORTED = VersionRange.of("torch", max="2.1")
 
 
 class DoubleCheckpointing(RegionRule):

@@ -23,13 +23,11 @@ import libcst as cst
 from ckptlint.analysis.branches import Conditions, literal_truth
 from ckptlint.analysis.checkpoint_sites import literal_bool
 from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
-from ckptlint.model.library import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS
-from ckptlint.versions import Applies, TargetVersions, VersionRange
+from ckptlint.model.library import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS, REENTRANT_DEFAULT_VERSIONS
+from ckptlint.versions import Applies, TargetVersions
 
 GC_ENABLE = "gradient_checkpointing_enable"
 GC_KWARGS = "gradient_checkpointing_kwargs"
-# transformers' default for `gradient_checkpointing_kwargs=None` is reentrant before 5.0.
-REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
 
 
 @dataclass(frozen=True)

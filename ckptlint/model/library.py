@@ -306,6 +306,15 @@ TRAINING_ARGUMENTS_CLASSES = frozenset(
         ),
     }
 )
+# transformers before 5.0 turns `gradient_checkpointing_enable()` without kwargs into
+# `{"use_reentrant": True}`; 5.0 into `{"use_reentrant": False}` (EVIDENCE Q4).
+REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
+# Non-reentrant checkpointing nested in non-reentrant recomputes the inner region once
+# from torch 2.1 on; before, the inner region runs again (CKPT005's evidence).
+NESTING_SUPPORTED = VersionRange.of("torch", max="2.1")
+# TRL's configs turn gradient checkpointing on by default from 0.22 (SFTConfig; every
+# trainer's config from 1.0).
+TRL_CHECKPOINTING_DEFAULT = VersionRange.of("trl", min="0.22")
 # TRL's trainers (`trl/__init__.py` of 0.28.0 exports these; GKD subclasses SFT, XPO and
 # NashMD OnlineDPO, MiniLLM GRPO).
 TRL_TRAINERS = frozenset(

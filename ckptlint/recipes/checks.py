@@ -11,11 +11,10 @@ from dataclasses import dataclass, replace
 
 from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.recipes.documents import Setting
-from ckptlint.recipes.setups import REENTRANT_DEFAULT_VERSIONS, Flavor, TrainingSetup
-from ckptlint.versions import Applies, TargetVersions, VersionRange
+from ckptlint.model.library import NESTING_SUPPORTED, REENTRANT_DEFAULT_VERSIONS
+from ckptlint.recipes.setups import Flavor, TrainingSetup
+from ckptlint.versions import Applies, TargetVersions
 
-# Non-reentrant nested in non-reentrant recomputes once from torch 2.1 (CKPT005's evidence).
-NESTING_SUPPORTED = VersionRange.of("torch", max="2.1")
 FSDP_REDUNDANT_ALL_GATHER = (
     "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
     "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"

@@ -32,14 +32,9 @@ from dataclasses import dataclass
 from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
 from ckptlint.recipes.documents import Setting
 from ckptlint.recipes.launch import hf_bool
-from ckptlint.model.library import TRL_NON_REENTRANT_DEFAULT
-from ckptlint.versions import Applies, TargetVersions, VersionRange
+from ckptlint.model.library import REENTRANT_DEFAULT_VERSIONS, TRL_CHECKPOINTING_DEFAULT, TRL_NON_REENTRANT_DEFAULT
+from ckptlint.versions import Applies, TargetVersions
 
-REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
-# TRL's configs turn gradient checkpointing on by default from 0.22 (SFTConfig; every trainer's
-# config from 1.0). What a TRL command runs, a TRL config handed to a TRL trainer, defaults
-# to `use_reentrant=False` from 0.27 (`library.TRL_NON_REENTRANT_DEFAULT`).
-TRL_CHECKPOINTING_DEFAULT = VersionRange.of("trl", min="0.22")
 Settings = Mapping[tuple[str, ...], Setting]
 
 
