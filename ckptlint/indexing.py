@@ -189,9 +189,10 @@ def project_files(root: Path, settings: Settings, cache_directory: Path | None =
     ]
 
 
-def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str] | None:
-    """The facts of one file, the digest of the bytes they were extracted from, and their
-    exported digest (computed here, in the worker, where the summaries are still decoded)."""
+def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str, list[str]] | None:
+    """The facts of one file, the digest of the bytes they were extracted from, their
+    exported digest and their `cross_file_kinds` (computed here, in the worker, where the
+    summaries are still decoded: the parent would decode them again, file after file)."""
     path, relative = item
     try:
         data = read_source_bytes(path)
@@ -201,11 +202,11 @@ def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str] | None:
         from ckptlint.model.options import configuration_facts
 
         facts = configuration_facts(data.decode("utf-8", errors="replace"), relative, module_name(relative))
-        return facts, content_digest(data), exported_digest(facts)
-    from ckptlint.model.extraction import extract_facts
+    else:
+        from ckptlint.model.extraction import extract_facts
 
-    facts = extract_facts(indexed_text(data, relative), relative)
-    return facts, content_digest(data), exported_digest(facts)
+        facts = extract_facts(indexed_text(data, relative), relative)
+    return facts, content_digest(data), exported_digest(facts), cross_file_kinds(facts, relative)
 
 
 def indexed_text(data: bytes, relative: str) -> str:
@@ -308,14 +309,16 @@ def build_index(
             # remembered so that a warm run under the same limits does not try again.
             try:
                 empty_facts = FileFacts(module_name(relative))
-                result = empty_facts, content_digest(read_source_bytes(path)), exported_digest(empty_facts)
+                result = (
+                    empty_facts, content_digest(read_source_bytes(path)), exported_digest(empty_facts),
+                    cross_file_kinds(empty_facts, relative),
+                )
             except OSError:
                 continue
             stopped = stopped_under
         if result is None:
             continue
-        built[relative], digests[relative], exported[relative] = result
-        kinds[relative] = cross_file_kinds(built[relative], relative)
+        built[relative], digests[relative], exported[relative], kinds[relative] = result
         if cache is not None:
             is_empty = built[relative] == FileFacts(built[relative].module)
             cache.remember(relative, digests[relative], exported[relative], stats.get(relative), is_empty, kinds[relative], stopped)
