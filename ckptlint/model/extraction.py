@@ -232,34 +232,35 @@ class _Extractor(WrapperFacts):
         """A summary of every function, method and nested function, and of the module's
         top-level code, named as the events name them."""
         found: list[FunctionSummary] = []
-
-        def visit(node, name: str, self_name: str | None, in_class: bool) -> None:
-            if not isinstance(node, ast.Module):
-                own_self = self_name
-                if in_class and not _is_static(node):
-                    arguments = [*node.args.posonlyargs, *node.args.args]
-                    own_self = arguments[0].arg if arguments else None
-                summary = summarize(node, name, self.resolve, self_name=own_self)
-                self_name = own_self
-            else:
-                summary = summarize(node, name, self.resolve)
-            if summary is not None:
-                found.append(summary)
-            prefix = name.removesuffix(f".{MODULE_LEVEL}")
-            for child in definitions(node.body):
-                if isinstance(child, ast.ClassDef):
-                    # Its class attributes (`arch_settings = {18: (BasicBlock, ...)}`).
-                    body = summarize(child, f"{prefix}.{child.name}.{CLASS_BODY}", self.resolve)
-                    if body is not None and body.bindings:
-                        found.append(replace(body, returns=(), calls=(), passes=()))
-                    for member in definitions(child.body):
-                        if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                            visit(member, f"{prefix}.{child.name}.{member.name}", None, True)
-                else:
-                    visit(child, f"{prefix}.{child.name}", self_name, False)
-
-        visit(tree, f"{self.module}.{MODULE_LEVEL}", None, False)
+        self._summarize(tree, f"{self.module}.{MODULE_LEVEL}", None, False, found)
         return found
+
+    def _summarize(self, node, name: str, self_name: str | None, in_class: bool, found: list[FunctionSummary]) -> None:
+        """`_summaries` of one definition and those inside it (a method, not a closure
+        calling itself: that would be a reference cycle keeping the tree alive)."""
+        if not isinstance(node, ast.Module):
+            own_self = self_name
+            if in_class and not _is_static(node):
+                arguments = [*node.args.posonlyargs, *node.args.args]
+                own_self = arguments[0].arg if arguments else None
+            summary = summarize(node, name, self.resolve, self_name=own_self)
+            self_name = own_self
+        else:
+            summary = summarize(node, name, self.resolve)
+        if summary is not None:
+            found.append(summary)
+        prefix = name.removesuffix(f".{MODULE_LEVEL}")
+        for child in definitions(node.body):
+            if isinstance(child, ast.ClassDef):
+                # Its class attributes (`arch_settings = {18: (BasicBlock, ...)}`).
+                body = summarize(child, f"{prefix}.{child.name}.{CLASS_BODY}", self.resolve)
+                if body is not None and body.bindings:
+                    found.append(replace(body, returns=(), calls=(), passes=()))
+                for member in definitions(child.body):
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self._summarize(member, f"{prefix}.{child.name}.{member.name}", None, True, found)
+            else:
+                self._summarize(child, f"{prefix}.{child.name}", self_name, False, found)
 
     def _resolve_global(self, expr: ast.AST) -> str | None:
         """`resolve`, also for the file's module-level variables (`MODELS.register_module`

@@ -71,11 +71,7 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
     rank = {line: position for position, line in enumerate(lines)}
 
     def observable(expr):
-        if not isinstance(expr, tuple) or not expr:
-            return expr
-        if expr[0] == "call" and _library_function(expr[1], names):
-            return UNKNOWN
-        return tuple(observable(part) if isinstance(part, tuple) else part for part in expr)
+        return _observable(expr, names)
 
     return (
         summary.name,
@@ -88,6 +84,16 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
         summary.nested,
         tuple((observable(call), rank[line]) for call, line in summary.passes),
     )
+
+
+def _observable(expr, names: dict[str, str]):
+    """An expression with the library calls in it made unknown (a module-level function:
+    a closure calling itself is a reference cycle, freed only by the collector)."""
+    if not isinstance(expr, tuple) or not expr:
+        return expr
+    if expr[0] == "call" and _library_function(expr[1], names):
+        return UNKNOWN
+    return tuple(_observable(part, names) if isinstance(part, tuple) else part for part in expr)
 
 
 def _library_function(callee: tuple, names: dict[str, str]) -> bool:

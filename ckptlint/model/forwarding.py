@@ -46,26 +46,29 @@ def forwarding_facts(tree: ast.Module, module: str, resolve: Resolve) -> tuple[F
             found_ambiguous.append(ambiguous_imports(tree))
         return found_ambiguous[0]
 
-    # Only what other code can name: module-level functions and methods (a nested helper is
-    # the enclosing function's business, and a decorator's wrapper is the decorator's).
-    def visit(body, prefix: str, in_class: bool) -> None:
-        for node in definitions(body):
-            name = f"{prefix}.{node.name}"
-            if isinstance(node, ast.ClassDef):
-                visit(node.body, name, True)
-                continue
-            helper = _checkpoint_call(node, resolve, ambiguous)
-            if helper is not None:
-                found.append(ForwardingFact(name, ForwardingKind.HELPER, node.lineno, _accepted(node, in_class), helper.lineno))
-            decorator = _decorator_of(node, resolve, ambiguous)
-            if decorator is not None:
-                wrapper, call = decorator
-                found.append(ForwardingFact(name, ForwardingKind.DECORATOR, node.lineno, _accepted(wrapper, False), call.lineno))
-            for via in _project_decorators(node, resolve):
-                found.append(ForwardingFact(name, ForwardingKind.DECORATED, node.lineno, via=via))
-
-    visit(tree.body, module, False)
+    _forwarding_in(tree.body, module, False, resolve, ambiguous, found)
     return tuple(found)
+
+
+def _forwarding_in(body, prefix: str, in_class: bool, resolve: Resolve, ambiguous, found: list[ForwardingFact]) -> None:
+    """`forwarding_facts` of a body's definitions. Only what other code can name:
+    module-level functions and methods (a nested helper is the enclosing function's
+    business, and a decorator's wrapper is the decorator's). A module-level function, not a
+    closure calling itself: that would be a reference cycle keeping the tree alive."""
+    for node in definitions(body):
+        name = f"{prefix}.{node.name}"
+        if isinstance(node, ast.ClassDef):
+            _forwarding_in(node.body, name, True, resolve, ambiguous, found)
+            continue
+        helper = _checkpoint_call(node, resolve, ambiguous)
+        if helper is not None:
+            found.append(ForwardingFact(name, ForwardingKind.HELPER, node.lineno, _accepted(node, in_class), helper.lineno))
+        decorator = _decorator_of(node, resolve, ambiguous)
+        if decorator is not None:
+            wrapper, call = decorator
+            found.append(ForwardingFact(name, ForwardingKind.DECORATOR, node.lineno, _accepted(wrapper, False), call.lineno))
+        for via in _project_decorators(node, resolve):
+            found.append(ForwardingFact(name, ForwardingKind.DECORATED, node.lineno, via=via))
 
 
 def _checkpoint_call(

@@ -102,34 +102,32 @@ def in_training(body: Sequence[ast.stmt], never_true: frozenset[str] = frozenset
     """The simple statements of a body that can run in training: branches whose test rules
     training out (`if not self.training:`, `if use_cache:`, `if self.<flag never set>:`)
     are skipped, and so is what follows an `if` that returns whenever training."""
-
-    def visit(statements: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-        for statement in statements:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(statement, ast.If):
-                outside_training = rules_out_training(statement.test, never_true)
-                if outside_training is not True:
-                    yield from visit(statement.body)
-                if outside_training is not False:
-                    yield from visit(statement.orelse)
-                if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
-                    return  # `if not use_cache: return out`: what follows cannot run in training
-            elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-                yield from visit(statement.body)
-                yield from visit(statement.orelse)
-            elif isinstance(statement, (ast.With, ast.AsyncWith)):
-                yield from visit(statement.body)
-            elif isinstance(statement, ast.Try):
-                yield from visit(statement.body)
-                for handler in statement.handlers:
-                    yield from visit(handler.body)
-                yield from visit(statement.orelse)
-                yield from visit(statement.finalbody)
-            else:
-                yield statement
-
-    return visit(body)
+    # Recursive as a module-level function: a closure calling itself is a reference cycle,
+    # which keeps the syntax tree alive until the collector runs.
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            outside_training = rules_out_training(statement.test, never_true)
+            if outside_training is not True:
+                yield from in_training(statement.body, never_true)
+            if outside_training is not False:
+                yield from in_training(statement.orelse, never_true)
+            if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                return  # `if not use_cache: return out`: what follows cannot run in training
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            yield from in_training(statement.body, never_true)
+            yield from in_training(statement.orelse, never_true)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from in_training(statement.body, never_true)
+        elif isinstance(statement, ast.Try):
+            yield from in_training(statement.body, never_true)
+            for handler in statement.handlers:
+                yield from in_training(handler.body, never_true)
+            yield from in_training(statement.orelse, never_true)
+            yield from in_training(statement.finalbody, never_true)
+        else:
+            yield statement
 
 
 def state_mutations(
