@@ -141,10 +141,15 @@ def walk_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVi
         for hook in plan.leave:
             hook(node)
 
-    with ExitStack() as stack:
-        for visitor in visitors:
-            stack.enter_context(visitor.resolve(wrapper))
-        visit(wrapper.module)
+    try:
+        with ExitStack() as stack:
+            for visitor in visitors:
+                stack.enter_context(visitor.resolve(wrapper))
+            visit(wrapper.module)
+    finally:
+        # `visit` calls itself: a reference cycle through its cell, holding the visitors
+        # (the rules, their file's tree and metadata) until the collector finds it.
+        del visit
 
 
 _DISPATCH = ("on_visit", "on_leave", "on_visit_attribute", "on_leave_attribute")
@@ -193,4 +198,7 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         if plan.leave:
             plan.leave[0](visitor, node)
 
-    visit(node)
+    try:
+        visit(node)
+    finally:
+        del visit  # a closure calling itself is a reference cycle (as in `walk_batched`)

@@ -250,9 +250,24 @@ class FileFacts:
         facts.__dict__["summaries"] = tuple(summaries)
         return facts
 
+    def named(self, kind: str, name: str):
+        """The first of the file's `functions` or `classes` (`kind`) called `name`: looked up
+        in a table built on the first question (the project's queries ask it for every
+        call of every function they follow)."""
+        tables = self.__dict__.get("_by_name")
+        if tables is None:
+            tables = self.__dict__["_by_name"] = {}
+        table = tables.get(kind)
+        if table is None:
+            table = tables[kind] = {}
+            for definition in getattr(self, kind):
+                table.setdefault(definition.name, definition)
+        return table.get(name)
+
     def __getstate__(self) -> dict:
-        # Sent between processes encoded: the decoded summaries are rebuilt where needed.
-        return {key: value for key, value in self.__dict__.items() if key != "summaries"}
+        # Sent between processes encoded: the decoded summaries are rebuilt where needed,
+        # the tables of `named` too.
+        return {key: value for key, value in self.__dict__.items() if key not in ("summaries", "_by_name")}
 
     def to_json(self) -> dict:
         # Written out by hand: `dataclasses.asdict` deep-copies every value (4.5 s of a cold

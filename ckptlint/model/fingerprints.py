@@ -43,6 +43,7 @@ def _model_events(function: FunctionFacts) -> tuple:
 
 def exported_digest(facts: FileFacts) -> str:
     """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
+    observable = _Observable(dict(facts.names))
     exported = (
         facts.fsdp,
         facts.wrapped_classes,
@@ -55,12 +56,12 @@ def exported_digest(facts: FileFacts) -> str:
         facts.registrars,
         facts.registrations,
         tuple(replace(f, line=0, checkpoint_line=0) for f in facts.forwarding),
-        tuple(_observable_summary(s, dict(facts.names)) for s in facts.summaries),
+        tuple(_observable_summary(s, observable) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
 
 
-def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tuple:
+def _observable_summary(summary: FunctionSummary, observable: _Observable) -> tuple:
     """A summary as other files can observe it through the model: lines replaced by their
     order (only the order of bindings and calls means anything to the model, so code added
     in between leaves it equal), and what a library function returns (a tensor, to the model
@@ -69,16 +70,21 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
     lines = sorted({b.line for b in summary.bindings} | {b.end for b in summary.bindings if b.end}
                    | {line for _, line in summary.calls} | {line for _, line in summary.passes})
     rank = {line: position for position, line in enumerate(lines)}
-
-    def observable(expr):
-        return _observable(expr, names)
-
+    bindings = []
+    for b in summary.bindings:
+        value = observable(b.value)
+        if value != UNKNOWN:
+            bindings.append((b.pattern, b.how, value, rank[b.line], rank.get(b.end, 0), b.conditions))
+    returns = []
+    for returned, conditions in summary.returns:
+        value = observable(returned)
+        if value != UNKNOWN:
+            returns.append((value, conditions))
     return (
         summary.name,
         summary.parameters,
-        tuple((b.pattern, b.how, observable(b.value), rank[b.line], rank.get(b.end, 0), b.conditions)
-              for b in summary.bindings if observable(b.value) != UNKNOWN),
-        tuple((observable(value), conditions) for value, conditions in summary.returns if observable(value) != UNKNOWN),
+        tuple(bindings),
+        tuple(returns),
         tuple((callee, rank[line]) for callee, line in summary.calls),
         summary.self_name,
         summary.nested,
@@ -86,14 +92,29 @@ def _observable_summary(summary: FunctionSummary, names: dict[str, str]) -> tupl
     )
 
 
-def _observable(expr, names: dict[str, str]):
-    """An expression with the library calls in it made unknown (a module-level function:
-    a closure calling itself is a reference cycle, freed only by the collector)."""
-    if not isinstance(expr, tuple) or not expr:
-        return expr
-    if expr[0] == "call" and _library_function(expr[1], names):
-        return UNKNOWN
-    return tuple(_observable(part, names) if isinstance(part, tuple) else part for part in expr)
+class _Observable:
+    """Expressions of one file with the library calls in them made unknown. Whether a
+    callee is a library function is decided once per callee; an expression without one is
+    itself (nothing rebuilt)."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self._names = names
+        self._library: dict[tuple, bool] = {}
+
+    def __call__(self, expr):
+        if not isinstance(expr, tuple) or not expr:
+            return expr
+        if expr[0] == "call":
+            callee = expr[1]
+            library = self._library.get(callee)
+            if library is None:
+                library = self._library[callee] = _library_function(callee, self._names)
+            if library:
+                return UNKNOWN
+        parts = [self(part) if isinstance(part, tuple) else part for part in expr]
+        if all(new is old for new, old in zip(parts, expr)):
+            return expr
+        return tuple(parts)
 
 
 def _library_function(callee: tuple, names: dict[str, str]) -> bool:

@@ -247,7 +247,7 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
         where that module imports it from (a package's `__init__` re-exporting it), else, for
         a name that may be the project's written differently, among every file's."""
         facts = self.facts_of(name)
-        found = next((d for d in getattr(facts, kind) if d.name == name), None) if facts is not None else None
+        found = facts.named(kind, name) if facts is not None else None
         if found is None and facts is not None and _hops < 4:
             rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
             head = rest.split(".", 1)[0]
@@ -342,7 +342,7 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
         (`EventKind.DRAWS_RANDOM`)."""
         path = self.path_of(name)
         facts = self.files.get(path) if path is not None else None
-        function = next((f for f in facts.functions if f.name == name), None) if facts is not None else None
+        function = facts.named("functions", name) if facts is not None else None
         return tuple(
             f"{e.api} (line {e.line})" for e in (function.events if function is not None else ())
             if e.kind is EventKind.DRAWS_RANDOM
