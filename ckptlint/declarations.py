@@ -9,10 +9,12 @@ in this order that gives a lower bound; DESIGN.md, "Target versions"):
    `install_requires` of setup.cfg (`file:` included) and of setup.py (literal lists, or
    names bound to them at module level);
 2. requirement files at the root: `requirements.txt`, the other `requirements*.txt`, then
-   `requirements/*.txt`, each with the files it includes (`-r`, `-c`) read in place;
+   `requirements/*.txt`, each with the files it includes (`-r`, `-c`) read in place, then
+   conda environment files (`environment.yml`, `conda.yaml`, `environment-cuda.yaml`...:
+   their `dependencies`, `pytorch=1.11.0` as conda writes it, and their `pip:` section);
 3. extras and groups: `[project] optional-dependencies`, Poetry groups, `[dependency-groups]`,
    setup.cfg `[options.extras_require]`, setup.py `extras_require`;
-4. requirement files further down (`docker/requirements-gpu.txt`,
+4. requirement and environment files further down (`docker/requirements-gpu.txt`,
    `requirements/pytorch/base.txt`), at most two directories deep, never inside a nested
    project (a directory with its own pyproject.toml, setup.py, setup.cfg or .git).
 
@@ -68,6 +70,13 @@ SKIPPED_DIRECTORIES = frozenset(
 NESTED_DEPTH = 2  # directories below the root searched for requirement files
 MAX_REQUIREMENT_FILE_BYTES = 1 << 20
 MAX_INCLUDE_DEPTH = 8
+
+# Conda environment files (`conda env create -f environment.yml`): research code often pins
+# its versions only there.
+ENVIRONMENT_FILE = re.compile(r"^(?:environment|conda|env)(?:[-_.][\w.-]*)?\.ya?ml$", re.IGNORECASE)
+# Conda's names of the tracked packages that differ from their names on PyPI.
+CONDA_NAMES = {"pytorch": "torch", "pytorch-cpu": "torch", "pytorch-gpu": "torch"}
+_CONDA_SPEC = re.compile(r"^\s*(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<spec>[^#]*)")
 
 _INCLUDE = re.compile(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=\S))(?P<path>\S+)")
 _NAME = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?")
@@ -202,10 +211,12 @@ class _DeclarationReader:
         self._read_setup_cfg()
         self._read_setup_py()
         root_files, nested_files = _requirement_files(self.root)
-        for path in root_files:
-            self.read_requirement_file(path, Standing.ROOT_REQUIREMENTS)
-        for path in nested_files:
-            self.read_requirement_file(path, Standing.NESTED_REQUIREMENTS)
+        for files, standing in ((root_files, Standing.ROOT_REQUIREMENTS), (nested_files, Standing.NESTED_REQUIREMENTS)):
+            for path in files:
+                if ENVIRONMENT_FILE.match(path.name):
+                    self.read_environment_file(path, standing)
+                else:
+                    self.read_requirement_file(path, standing)
 
     def warn(self, message: str, package: str | None = None) -> None:
         self.warnings.append(DeclarationWarning(message, package))
@@ -221,16 +232,23 @@ class _DeclarationReader:
         line: int | None = None,
         *,
         poetry: tuple[str, str] | None = None,
+        conda: bool = False,
     ) -> None:
-        """One requirement string (PEP 508), or a Poetry (package, constraint)."""
+        """One requirement string (PEP 508), a Poetry (package, constraint), or a conda
+        match specification (`pytorch=1.11.0`, `pytorch::pytorch>=2.0`)."""
         requirement = requirement.strip()
-        if poetry is None:
+        if poetry is not None:
+            admitted, constraint = poetry_range(*poetry), poetry[1]
+        elif conda:
+            found = conda_range(requirement)
+            if found is None:
+                return
+            admitted, constraint = found
+        else:
             admitted = parse_requirement_range(requirement)
             if admitted is None:
                 return
             constraint = _NAME.sub("", requirement.split(";", 1)[0], count=1)
-        else:
-            admitted, constraint = poetry_range(*poetry), poetry[1]
         if admitted.package not in TRACKED_PACKAGES:
             return
         if admitted.min is None and admitted.max is None and re.search(r"\d", constraint):
@@ -269,6 +287,47 @@ class _DeclarationReader:
                 self.warn(f"{label}:{number}: `{line.strip()}` names no file; it is not read")
             elif depth < MAX_INCLUDE_DEPTH:
                 self.read_requirement_file(target, standing, where, depth + 1)
+
+    # conda environment files
+
+    def read_environment_file(self, path: Path, standing: Standing) -> None:
+        """A conda environment file: each entry of `dependencies` (conda's own spelling),
+        and each line of its `pip:` list (a requirement line; `-r file` read in place)."""
+        import yaml
+
+        label = self.relative(path)
+        try:
+            if path.stat().st_size > MAX_REQUIREMENT_FILE_BYTES:
+                self.warn(f"{label}: larger than {MAX_REQUIREMENT_FILE_BYTES} bytes; not read")
+                return
+            root = yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=yaml.SafeLoader)
+        except OSError as error:
+            self.warn(f"{label}: cannot read: {error.strerror or error}")
+            return
+        except yaml.YAMLError as error:
+            self.warn(f"{label}: invalid YAML ({_first_line(error)}); its dependencies are not read")
+            return
+        dependencies = _mapping_value(root, "dependencies")
+        if not isinstance(dependencies, yaml.SequenceNode):
+            return  # not an environment file (a config that happens to be named so)
+        for item in dependencies.value:
+            if isinstance(item, yaml.ScalarNode) and isinstance(item.value, str):
+                self.record(item.value, label, standing, item.start_mark.line + 1, conda=True)
+                continue
+            pip = _mapping_value(item, "pip")
+            for entry in pip.value if isinstance(pip, yaml.SequenceNode) else ():
+                if not (isinstance(entry, yaml.ScalarNode) and isinstance(entry.value, str)):
+                    continue
+                number = entry.start_mark.line + 1
+                include = _INCLUDE.match(entry.value.strip())
+                if include is None:
+                    self.record(entry.value, f"{label} [pip]", standing, number)
+                    continue
+                target = path.parent / include.group("path").removeprefix("file:")
+                if target.is_file():
+                    self.read_requirement_file(target, standing, f"{label} [pip]")
+                else:
+                    self.warn(f"{label}:{number}: `{entry.value.strip()}` names no file; it is not read")
 
     # pyproject.toml
 
@@ -426,7 +485,9 @@ def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
                 if is_project_root(child):
                     continue  # a nested project declares its own versions
                 walk(child, depth + 1, in_requirements_dir or name.lower().startswith("requirements"))
-            elif name.endswith(".txt") and (in_requirements_dir or name.lower().startswith("requirements")):
+            elif (name.endswith(".txt") and (in_requirements_dir or name.lower().startswith("requirements"))) or (
+                ENVIRONMENT_FILE.match(name)
+            ):
                 path = Path(entry.path)
                 top_level = depth == 0 or (depth == 1 and in_requirements_dir and directory.parent == root)
                 (at_root if top_level else nested).append(path)
@@ -435,9 +496,45 @@ def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
 
     def order(path: Path) -> tuple:
         relative = path.relative_to(root).as_posix()
-        return (relative != "requirements.txt", relative.count("/"), _serves_tooling(relative[: -len(".txt")]), relative)
+        stem = relative.rsplit(".", 1)[0]
+        # Requirement files before environment files, of the same directory depth.
+        return (relative != "requirements.txt", relative.count("/"), _serves_tooling(stem), bool(ENVIRONMENT_FILE.match(path.name)), relative)
 
     return sorted(at_root, key=order), sorted(nested, key=order)
+
+
+def _mapping_value(node, key: str):
+    """The value node under `key` of a YAML mapping node, else None."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((value for name, value in node.value if isinstance(name, yaml.ScalarNode) and name.value == key), None)
+
+
+# --- conda -------------------------------------------------------------------------------
+
+
+def conda_range(spec: str) -> tuple[VersionRange, str] | None:
+    """The package a conda match specification names and the range it admits, with the
+    constraint as written: `pytorch=1.11.0` is 1.11.0.* (conda's `=` matches the versions
+    that start so), as is `pytorch 1.11.0`; `==1.11.0` is that version; `>=`, `<` and the
+    rest as in a requirement; a build string after the version (`=1.11.0=py3.9_0`) is
+    left out. None for an entry that names no package."""
+    match = _CONDA_SPEC.match(spec)
+    if match is None:
+        return None
+    name = match.group("name").lower()
+    package = CONDA_NAMES.get(name, normalize_name(name))
+    constraint = match.group("spec").strip()
+    if constraint.startswith("=") and not constraint.startswith("=="):
+        constraint = constraint[1:]
+    if constraint[:1].isdigit():  # `=1.11.0`, `1.11.0 py3.9_0`, `1.12.*`: the versions starting so
+        version = re.split(r"[\s=]", constraint, maxsplit=1)[0]
+        specifier = f"=={version}" if version.endswith(".*") else f"=={version}.*"
+    else:
+        specifier = constraint.split("|", 1)[0]
+    return admitted_range(package, specifier), constraint
 
 
 # --- Poetry ------------------------------------------------------------------------------

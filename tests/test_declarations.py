@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.declarations import poetry_range, read_declarations
+from ckptlint.declarations import conda_range, poetry_range, read_declarations
 from ckptlint.versions import VersionRange, admitted_range
 
 MODEL = """\
@@ -174,6 +174,82 @@ def test_a_version_that_cannot_be_read(tmp_path):
     (tmp_path / "requirements.txt").write_text("torch>=x2.1\n")
     assert declared(tmp_path) == {}
     assert warnings(tmp_path) == ["requirements.txt:1: cannot read a version from `torch>=x2.1`; it is not used"]
+
+
+# --- conda environment files -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spec, package, low, high",
+    [
+        ("pytorch=1.11.0", "torch", "1.11", "1.11.1"),  # conda's `=`: 1.11.0, 1.11.0.post1, ...
+        ("pytorch::pytorch=2.5", "torch", "2.5", "2.6"),  # a channel, then the name
+        ("pytorch=1.12.*", "torch", "1.12", "1.13"),
+        ("pytorch=1.11.0=py3.9_cuda11.3_cudnn8.2.0_0", "torch", "1.11", "1.11.1"),  # a build string
+        ("pytorch 1.11.0 py3.9_0", "torch", "1.11", "1.11.1"),  # name, version, build
+        ("pytorch==1.12.1", "torch", "1.12.1", "1.12.1.0.1"),
+        ("pytorch >=1.10,<2", "torch", "1.10", "2.0"),
+        ("conda-forge::transformers=4.30", "transformers", "4.30", "4.31"),
+        ("pytorch-gpu", "torch", None, None),
+        ("pytorch-cuda=11.7", "pytorch-cuda", "11.7", "11.8"),  # not torch
+    ],
+)
+def test_conda_range(spec, package, low, high):
+    admitted, _ = conda_range(spec)
+    assert admitted.package == package
+    assert bounds(admitted) == (low, high)
+
+
+def test_conda_environment_files(tmp_path):
+    write(
+        tmp_path,
+        {
+            # A research repository's only pins (MiniGPT-4, stable-diffusion, openfold).
+            "environment.yml": """
+                name: demo
+                channels: [pytorch, defaults]
+                dependencies:
+                  - python=3.9
+                  - pytorch::pytorch=1.12.*
+                  - pytorch-cuda=11.7
+                  - pip
+                  - pip:
+                    - transformers==4.30.0
+                    - -r pip-extra.txt
+                    - -r file:missing.txt
+                """,
+            "pip-extra.txt": "peft==0.3.0\n",
+            "docker/environment-cuda.yaml": "dependencies:\n  - pytorch=2.1.0\n  - accelerate>=0.20\n",
+            # Named like one, but a configuration: not an environment file.
+            "configs/env.yaml": "model:\n  dependencies: {torch: 9.9}\n",
+            "conda.yaml": "dependencies: [trl=0.7\n",  # broken: said, the rest is read
+        },
+    )
+    assert declared(tmp_path) == {
+        "torch": "1.12 (declared dependency: environment.yml: pytorch::pytorch=1.12.*)",
+        "transformers": "4.30 (declared dependency: environment.yml [pip]: transformers==4.30.0)",
+        "peft": "0.3 (declared dependency: environment.yml [pip] -> pip-extra.txt: peft==0.3.0)",
+        "accelerate": "0.20 (declared dependency: docker/environment-cuda.yaml: accelerate>=0.20)",
+    }
+    assert read_declarations(tmp_path).versions["torch"].also_declared == ("docker/environment-cuda.yaml: pytorch=2.1.0",)
+    messages = warnings(tmp_path)
+    assert messages[0].startswith("conda.yaml: invalid YAML (") and messages[0].endswith("); its dependencies are not read")
+    assert messages[1:] == ["environment.yml:11: `-r file:missing.txt` names no file; it is not read"]
+
+
+def test_requirement_files_come_before_an_environment_file(tmp_path):
+    write(
+        tmp_path,
+        {
+            "environment.yml": "dependencies:\n  - pytorch=1.8\n",
+            "requirements-gpu.txt": "torch>=2.0\n",
+        },
+    )
+    assert declared(tmp_path) == {"torch": "2.0 (declared dependency: requirements-gpu.txt: torch>=2.0)"}
+    assert warnings(tmp_path) == [
+        "environment.yml:2: `pytorch=1.8` admits no version that requirements-gpu.txt:1 (`torch>=2.0`) admits; the "
+        "target torch is 2.0, from requirements-gpu.txt (set `target-versions` to choose)"
+    ]
 
 
 # --- setup.py, setup.cfg, pyproject.toml ------------------------------------------------

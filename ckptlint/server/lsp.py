@@ -40,7 +40,7 @@ from ckptlint.types import Diagnostic
 # How long a change waits for the next keystroke before the buffer is linted.
 DEBOUNCE_SECONDS = 0.3
 # Files whose change on disk may change findings (the watchers a client is asked for).
-WATCHED_GLOBS = ("**/*.py", "**/pyproject.toml", "**/setup.cfg", "**/setup.py", "**/requirements*.txt", "**/*ckptlint.toml", "**/.ckptlint.yaml")
+WATCHED_GLOBS = ("**/*.py", "**/pyproject.toml", "**/setup.cfg", "**/setup.py", "**/requirements*.txt", "**/environment*.y*ml", "**/conda*.y*ml", "**/env*.y*ml", "**/*ckptlint.toml", "**/.ckptlint.yaml")
 
 _ENCODINGS = {
     types.PositionEncodingKind.Utf8: PositionEncoding.UTF8,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckptlint.config import CONFIG_FILES, ROOT_MARKERS, ConfigError, Overrides, Settings, is_project_root, resolve_settings
+from ckptlint.declarations import ENVIRONMENT_FILE
 from ckptlint.discovery import relative_to_root
 from ckptlint.engine import analysis_stopped, fix_text, lint_text, unknown_noqa_codes
 from ckptlint.indexing import build_index
@@ -24,7 +25,11 @@ _SETTINGS_FILES = frozenset((*CONFIG_FILES, *ROOT_MARKERS, "setup.cfg", ".gitign
 
 
 def _is_settings_file(path: Path) -> bool:
-    return path.name in _SETTINGS_FILES or (path.name.startswith("requirements") and path.suffix == ".txt")
+    return (
+        path.name in _SETTINGS_FILES
+        or (path.name.startswith("requirements") and path.suffix == ".txt")
+        or ENVIRONMENT_FILE.match(path.name) is not None
+    )
 
 
 @dataclass(frozen=True)
