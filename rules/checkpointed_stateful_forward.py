@@ -22,6 +22,9 @@ class CheckpointedStatefulForward(RegionRule):
     dict or set written by key, which a recomputation writes again with the same value); a
     module wrapped by the legacy `torch.nn.utils.spectral_norm` (its hook updates `weight_u`
     / `weight_v` on every training forward). The message names the write and the path to it.
+    A subclass's `super().forward(...)` is followed into its base's forward; a module that a
+    guard before the wrapper rules out (`if isinstance(block, MoEBlock): raise ...`, also
+    `return`, `continue`, `break`; subclasses included) is not counted.
 
     ## Why is this bad?
     The recomputation in backward runs the region's forward again: every write happens
@@ -100,6 +103,47 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # MoE blocks refused by a guard that raises before the wrapper (OLMo-core): only the
+        # dense blocks, which write nothing, are wrapped.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class MoEBlock(nn.Module):
+                def __init__(self, d=16):
+                    super().__init__()
+                    self.gate = nn.Linear(d, 4)
+                    self.register_buffer("seen", torch.zeros(4))
+
+                def forward(self, x):
+                    self.seen += self.gate(x).softmax(-1).detach().sum(0)
+                    return x
+
+            class SharedMoEBlock(MoEBlock):
+                pass
+
+            class DenseBlock(nn.Module):
+                def __init__(self, d=16):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+
+                def forward(self, x):
+                    return x + self.fc(x)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([DenseBlock(), SharedMoEBlock()])
+
+                def apply_checkpointing(self):
+                    for i, block in enumerate(self.blocks):
+                        if isinstance(block, MoEBlock):
+                            raise ValueError("MoE blocks cannot be checkpointed")
+                        self.blocks[i] = checkpoint_wrapper(block)
+            """
+        ),
         # Lists the forward builds itself (one shadowing a module-level name), a module-level
         # cache written by key, and `sys.path`.
         Valid(
@@ -373,6 +417,53 @@ class CheckpointedStatefulForward(RegionRule):
         ),
     ]
     invalid = [
+        # A subclass whose forward runs its base's through `super()`: the base's router writes.
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Router(nn.Module):
+                def __init__(self, d=16, experts=4):
+                    super().__init__()
+                    self.gate = nn.Linear(d, experts)
+                    self.register_buffer("seen", torch.zeros(experts))
+
+                def forward(self, x):
+                    scores = self.gate(x).softmax(-1)
+                    self.seen += scores.detach().sum(0)
+                    return scores
+
+            class MoEBlock(nn.Module):
+                def __init__(self, d=16):
+                    super().__init__()
+                    self.router = Router(d)
+
+                def forward(self, x):
+                    return x * self.router(x).sum(-1, keepdim=True)
+
+            class NormedMoEBlock(MoEBlock):
+                def __init__(self, d=16):
+                    super().__init__(d)
+                    self.norm = nn.LayerNorm(d)
+
+                def forward(self, x):
+                    return super().forward(self.norm(x))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([NormedMoEBlock(), NormedMoEBlock()])
+
+                def apply_checkpointing(self):
+                    for i, block in enumerate(self.blocks):
+                        self.blocks[i] = checkpoint_wrapper(block)
+            """,
+            line=39,
+            column=30,
+            message_contains="NormedMoEBlock.router -> Router.forward: `self.seen` assigned",
+        ),
         # Activation statistics logged into a module-level list (and one of another module).
         Invalid(
             """

@@ -19,6 +19,7 @@ from ckptlint.model.library import (
     STATE_UPDATING_WRAPPERS,
     TRANSFORMERS_RANDOM_LAYERS,
 )
+from ckptlint.model.method_behaviour import SUPER_CALL
 from ckptlint.model.names import is_test_path, module_name
 from ckptlint.model.recompute_reads import forward_checkpoint_calls
 from ckptlint.model.openmmlab import conv_module_norms
@@ -238,16 +239,22 @@ class _RegionPaths:
         return False
 
     def _reachable_methods(self, class_name: str, start: list[str]) -> list:
-        found, pending, seen = [], list(start), set()
+        """The methods `start` runs on an instance of the class: those they call on `self`,
+        and a base's through `super()` (looked up after the class that calls it)."""
+        found, pending, seen = [], [(name, None) for name in start], set()
         while pending:
-            name = pending.pop()
-            if name in seen:
+            name, after = pending.pop()
+            if (name, after) in seen:
                 continue
-            seen.add(name)
-            method = self.project.class_method(class_name, name)
-            if method is not None:
+            seen.add((name, after))
+            defined = self.project.class_method_in(class_name, name, after)
+            if defined is not None:
+                owner, method = defined
                 found.append(method)
-                pending.extend(method.methods)
+                pending.extend(
+                    (called.removeprefix(SUPER_CALL), owner) if called.startswith(SUPER_CALL) else (called, None)
+                    for called in method.methods
+                )
         return found
 
     def _random(self, method, owner: Instance | None) -> Iterator[str]:

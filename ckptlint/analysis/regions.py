@@ -93,6 +93,10 @@ class SiteScopes(Rule):
         self._assigned_lambdas: dict[str, cst.Lambda] = {}  # `check_fn = lambda m: ...`
         self._guarding_ifs: list[cst.If] = []  # the `if` statements the traversal is inside
         self._call_guards: dict[cst.Call, tuple[cst.If, ...]] = {}
+        # `if isinstance(block, MoEBlock): raise ...` (or return, continue, break): what the
+        # statements after it in its block, and the blocks inside those, know `block` is not.
+        self._ruled_out: list[list[tuple[str, cst.BaseExpression]]] = [[]]
+        self._call_ruled_out: dict[cst.Call, tuple[tuple[str, cst.BaseExpression], ...]] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -135,12 +139,34 @@ class SiteScopes(Rule):
 
     def leave_If(self, original_node: cst.If) -> None:
         self._guarding_ifs.pop()
+        ruled_out = _ruled_out_by(original_node)
+        if ruled_out is not None:
+            self._ruled_out[-1].append(ruled_out)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._ruled_out.append([])
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._ruled_out.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append(node)
         self._call_scopes[node] = tuple(self._scopes)
         self._call_loops[node] = self._loops[-1]
         self._call_guards[node] = tuple(self._guarding_ifs)
+        if any(self._ruled_out):
+            self._call_ruled_out[node] = tuple(guard for block in self._ruled_out for guard in block)
+
+    def not_ruled_out(self, call: cst.Call, expr: cst.BaseExpression, values: frozenset) -> frozenset:
+        """`values` of `expr` at `call` without the module instances a leaving `isinstance`
+        guard before it rules out (`if isinstance(block, MoEBlock): raise ...` then
+        `checkpoint_wrapper(block)`: no `MoEBlock`, nor a subclass of it, is wrapped)."""
+        guards = [classes for name, classes in self._call_ruled_out.get(call, ()) if isinstance(expr, cst.Name) and expr.value == name]
+        if not guards:
+            return values
+        excluded = {ref.name for classes in guards for value in self.values_at(call, classes)[1] for ref in _class_refs(value)}
+        project = self.context.project
+        return frozenset(v for v in values if not excluded.intersection(project.ancestors(_class_of(v)) if _class_of(v) else ()))
 
     def guard_never_holds(self, call: cst.Call) -> bool:
         """Whether an `if` around `call` can never let it run because a `self` flag it needs
@@ -314,6 +340,7 @@ class RegionRule(CheckpointingGate, SiteScopes):
         if function is None:
             return None
         owner, values = self.values_at(call, function, assume)
+        values = self.not_ruled_out(call, function, values)
         if select is not None:
             values = select(values, call)
         runs = self.context.project.denotation.runs(values)
@@ -473,6 +500,34 @@ def _class_refs(value) -> list[ClassRef]:
     """A class, or the classes of a tuple of them."""
     elements = value.elements if isinstance(value, Sequence) else (value,)
     return [e for e in elements if isinstance(e, ClassRef)]
+
+
+def _class_of(value) -> str | None:
+    """The class of a module value: an instance's, or the class standing for one."""
+    return value.cls if isinstance(value, Instance) else value.name if isinstance(value, ClassRef) else None
+
+
+def _ruled_out_by(node: cst.If) -> tuple[str, cst.BaseExpression] | None:
+    """(name, classes) of `if isinstance(name, classes):` whose body always leaves (raise,
+    return, continue, break) and that has no `else`."""
+    test = node.test
+    if not (
+        node.orelse is None
+        and isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0].value, cst.Name)
+        and not any(arg.keyword or arg.star for arg in test.args)
+    ):
+        return None
+    body = node.body.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    if not isinstance(last, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+        return None
+    return test.args[0].value.value, test.args[1].value
 
 
 def _isinstance_classes(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -492,7 +492,10 @@ _COMPARISONS = {
 
 def _runs_code(callee: Expr) -> bool:
     """A callee that may run a module or a function of the project: a name or an attribute
-    chain (not `super().__init__`, not a method of a call's result)."""
+    chain (not `super().__init__`, not a method of a call's result), or a base's method
+    called through `super()` (`super().forward(x)`)."""
+    if callee[0] == "attr" and callee[1][:2] == ("call", ("name", "super")) and callee[2] != "__init__":
+        return True
     while callee[0] == "attr":
         callee = callee[1]
     return callee[0] == "name" and callee[1] not in ("super", "print", "len", "range", "isinstance", "getattr")

@@ -128,7 +128,7 @@ class MethodFacts:
     name: str
     random: tuple[str, ...] = ()  # random operations it calls, described (`F.dropout(p=0.1)`)
     attributes: tuple[str, ...] = ()  # `self.<attr>` it reads
-    methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls
+    methods: tuple[str, ...] = ()  # `self.<method>(...)` it calls (`super().<method>` for a base's)
     evaluated: tuple[str, ...] = ()  # `self.<attr>.eval()` / `.train(False)`: put in eval mode
     # Writes to state that outlives the call, outside guards that rule training out, described.
     mutations: tuple[str, ...] = ()

@@ -349,11 +349,20 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
         )
 
     def class_method(self, name: str, method: str) -> MethodFacts | None:
-        for ancestor in self.ancestors(name):
+        found = self.class_method_in(name, method)
+        return found[1] if found is not None else None
+
+    def class_method_in(self, name: str, method: str, after: str | None = None) -> tuple[str, MethodFacts] | None:
+        """The class among `name`'s ancestors (after `after`, for `super().<method>` written
+        in class `after`) that defines `method`, and what the method does."""
+        ancestors = self.ancestors(name)
+        if after is not None:
+            ancestors = ancestors[ancestors.index(after) + 1 :] if after in ancestors else []
+        for ancestor in ancestors:
             facts = self.class_named(ancestor)
             for candidate in facts.methods if facts is not None else ():
                 if candidate.name == method:
-                    return candidate
+                    return facts.name, candidate
         return None
 
     @cached_property

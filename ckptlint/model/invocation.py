@@ -34,6 +34,8 @@ class CallSemantics:
             registry = self._registry(func[1], frame)
             if registry is not None:  # `BACKBONES.get("resnet")`, `MODELS.build(dict(type="ResNet", depth=50))`
                 return self._from_registry(registry, func[2], positional[0], named)
+        if func == ("name", "super") and not expr[2] and frame.self_instance is not None and frame.function:
+            return self._super_view(frame)
         if func[0] == "attr" and self._global_dotted(func, frame) is None:
             receivers = self._eval(func[1], frame)
             return self._method_call(receivers, func[2], positional, named, opaque)

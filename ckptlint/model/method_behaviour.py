@@ -338,6 +338,9 @@ def _checked_then_set(node: ast.If) -> set[str]:
     return checked & assigned
 
 
+SUPER_CALL = "super()."  # `MethodFacts.methods`: a base's method called through `super()`
+
+
 def methods_of(
     node: ast.ClassDef,
     lines: Sequence[str],
@@ -401,16 +404,20 @@ def methods_of(
                         f"`{helper.name}`: {found} (line {call.lineno})" for call in walk(helper)
                         if isinstance(call, ast.Call) and (found := random_call(call, resolve))
                     )
-        # The methods it calls where training can reach them.
+        # The methods it calls where training can reach them (`super().forward(x)` as
+        # `super().forward`: its base's).
         for statement in in_training(method.body, never_true):
             for inner in walk(statement):
-                if (
-                    isinstance(inner, ast.Call)
-                    and isinstance(inner.func, ast.Attribute)
-                    and isinstance(inner.func.value, ast.Name)
-                    and inner.func.value.id == "self"
-                ):
+                if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)):
+                    continue
+                receiver = inner.func.value
+                if isinstance(receiver, ast.Name) and receiver.id == "self":
                     called.add(inner.func.attr)
+                elif (
+                    isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"
+                    and not receiver.args
+                ):
+                    called.add(f"{SUPER_CALL}{inner.func.attr}")
         methods.append(
             MethodFacts(
                 name, tuple(random), tuple(sorted(attributes)), tuple(sorted(called)), tuple(sorted(evaluated)),

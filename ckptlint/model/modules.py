@@ -34,6 +34,7 @@ from ckptlint.model.values import (
     OutOfBudget,
     Sequence,
     Splat,
+    SuperView,
     Value,
     falsy,
     flatten_modules,
@@ -211,7 +212,30 @@ class ModuleSemantics:
             pending.extend(child for children in self.children(current).values() for child in children)
         return found
 
+    def _super_view(self, frame: Frame) -> set:
+        """`super()` in the method `frame` runs, when that method is one of the instance's
+        classes' (not a function nested in it)."""
+        defined_in = frame.function.rsplit(".", 1)[0]
+        if defined_in not in self.index.ancestors(frame.self_instance.cls):
+            return set()
+        return {SuperView(frame.self_instance, defined_in)}
+
+    def _super_method(self, view: SuperView, name: str) -> FunctionSummary | None:
+        """The method `super().<name>` finds: in the nearest ancestor after the class the
+        `super()` call is written in."""
+        ancestors = self.index.ancestors(view.instance.cls)
+        for ancestor in ancestors[ancestors.index(view.defined_in) + 1 :]:
+            summary = self.summary(f"{ancestor}.{name}")
+            if summary is not None:
+                return summary
+        return None
+
     def _attribute_of(self, value: Value, name: str | None) -> set:
+        if isinstance(value, SuperView) and name is not None:
+            method = self._super_method(value, name)
+            if method is None or method.is_property:
+                return set()
+            return {FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), value.instance))}
         if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:
             return {Instance(f"{value.cls}.<child>.{name}")}  # `resnet.layer1`: `library.torchvision_holds`
         if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
@@ -365,6 +389,13 @@ class ModuleSemantics:
     def _method_call(self, receivers: frozenset, method: str, positional: list, named: dict, opaque: bool) -> set:
         found: set = set()
         for receiver in receivers:
+            if isinstance(receiver, SuperView):  # `super().forward(x)`: the base's method
+                summary = self._super_method(receiver, method)
+                if summary is not None:
+                    found |= self._returns(
+                        summary, FunctionRef(summary.name, Frame(summary.name, "", (), receiver.instance)), positional, named, opaque
+                    )
+                continue
             library = torchvision_model(receiver.cls) if isinstance(receiver, Instance) else None
             if library is not None and method in ("children", "named_children"):
                 # `list(resnet.children())[:-2]`: the library model's children, in order

@@ -73,6 +73,16 @@ class FunctionRef:
 
 
 @dataclass(frozen=True)
+class SuperView:
+    """`super()` in a method of class `defined_in` running on `instance`: its attributes are
+    those of the classes after `defined_in` among the instance's ancestors (`super().forward(x)`
+    in a subclass runs its base's `forward`)."""
+
+    instance: Instance
+    defined_in: str
+
+
+@dataclass(frozen=True)
 class Lambda:
     """A lambda written at a checkpoint call: the callees of its body, in its frame."""
 
