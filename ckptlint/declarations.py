@@ -38,6 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ckptlint.environment_files import (
+    ENVIRONMENT_FILE,
+    EntryKind,
+    EnvironmentFileError,
+    conda_range,
+    environment_entries,
+)
 from ckptlint.setup_py import setup_call_arguments
 from ckptlint.versions import (
     TRACKED_PACKAGES,
@@ -70,13 +77,6 @@ SKIPPED_DIRECTORIES = frozenset(
 NESTED_DEPTH = 2  # directories below the root searched for requirement files
 MAX_REQUIREMENT_FILE_BYTES = 1 << 20
 MAX_INCLUDE_DEPTH = 8
-
-# Conda environment files (`conda env create -f environment.yml`): research code often pins
-# its versions only there.
-ENVIRONMENT_FILE = re.compile(r"^(?:environment|conda|env)(?:[-_.][\w.-]*)?\.ya?ml$", re.IGNORECASE)
-# Conda's names of the tracked packages that differ from their names on PyPI.
-CONDA_NAMES = {"pytorch": "torch", "pytorch-cpu": "torch", "pytorch-gpu": "torch"}
-_CONDA_SPEC = re.compile(r"^\s*(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<spec>[^#]*)")
 
 _INCLUDE = re.compile(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=\S))(?P<path>\S+)")
 _NAME = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?")
@@ -291,43 +291,34 @@ class _DeclarationReader:
     # conda environment files
 
     def read_environment_file(self, path: Path, standing: Standing) -> None:
-        """A conda environment file: each entry of `dependencies` (conda's own spelling),
-        and each line of its `pip:` list (a requirement line; `-r file` read in place)."""
-        import yaml
-
+        """A conda environment file (`ckptlint.environment_files`): each entry of its
+        `dependencies` in conda's spelling, each line of its `pip:` list as a requirement
+        line, and the files those include (`-r file`) read in place."""
         label = self.relative(path)
         try:
             if path.stat().st_size > MAX_REQUIREMENT_FILE_BYTES:
                 self.warn(f"{label}: larger than {MAX_REQUIREMENT_FILE_BYTES} bytes; not read")
                 return
-            root = yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=yaml.SafeLoader)
+            entries = environment_entries(path.read_text(encoding="utf-8", errors="replace"))
         except OSError as error:
             self.warn(f"{label}: cannot read: {error.strerror or error}")
             return
-        except yaml.YAMLError as error:
-            self.warn(f"{label}: invalid YAML ({_first_line(error)}); its dependencies are not read")
+        except EnvironmentFileError as error:
+            self.warn(f"{label}: invalid YAML ({error}); its dependencies are not read")
             return
-        dependencies = _mapping_value(root, "dependencies")
-        if not isinstance(dependencies, yaml.SequenceNode):
-            return  # not an environment file (a config that happens to be named so)
-        for item in dependencies.value:
-            if isinstance(item, yaml.ScalarNode) and isinstance(item.value, str):
-                self.record(item.value, label, standing, item.start_mark.line + 1, conda=True)
+        for entry in entries:
+            if entry.kind is EntryKind.CONDA:
+                self.record(entry.text, label, standing, entry.line, conda=True)
                 continue
-            pip = _mapping_value(item, "pip")
-            for entry in pip.value if isinstance(pip, yaml.SequenceNode) else ():
-                if not (isinstance(entry, yaml.ScalarNode) and isinstance(entry.value, str)):
-                    continue
-                number = entry.start_mark.line + 1
-                include = _INCLUDE.match(entry.value.strip())
-                if include is None:
-                    self.record(entry.value, f"{label} [pip]", standing, number)
-                    continue
-                target = path.parent / include.group("path").removeprefix("file:")
-                if target.is_file():
-                    self.read_requirement_file(target, standing, f"{label} [pip]")
-                else:
-                    self.warn(f"{label}:{number}: `{entry.value.strip()}` names no file; it is not read")
+            include = _INCLUDE.match(entry.text.strip())
+            if include is None:
+                self.record(entry.text, f"{label} [pip]", standing, entry.line)
+                continue
+            target = path.parent / include.group("path").removeprefix("file:")
+            if target.is_file():
+                self.read_requirement_file(target, standing, f"{label} [pip]")
+            else:
+                self.warn(f"{label}:{entry.line}: `{entry.text.strip()}` names no file; it is not read")
 
     # pyproject.toml
 
@@ -501,40 +492,6 @@ def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
         return (relative != "requirements.txt", relative.count("/"), _serves_tooling(stem), bool(ENVIRONMENT_FILE.match(path.name)), relative)
 
     return sorted(at_root, key=order), sorted(nested, key=order)
-
-
-def _mapping_value(node, key: str):
-    """The value node under `key` of a YAML mapping node, else None."""
-    import yaml
-
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    return next((value for name, value in node.value if isinstance(name, yaml.ScalarNode) and name.value == key), None)
-
-
-# --- conda -------------------------------------------------------------------------------
-
-
-def conda_range(spec: str) -> tuple[VersionRange, str] | None:
-    """The package a conda match specification names and the range it admits, with the
-    constraint as written: `pytorch=1.11.0` is 1.11.0.* (conda's `=` matches the versions
-    that start so), as is `pytorch 1.11.0`; `==1.11.0` is that version; `>=`, `<` and the
-    rest as in a requirement; a build string after the version (`=1.11.0=py3.9_0`) is
-    left out. None for an entry that names no package."""
-    match = _CONDA_SPEC.match(spec)
-    if match is None:
-        return None
-    name = match.group("name").lower()
-    package = CONDA_NAMES.get(name, normalize_name(name))
-    constraint = match.group("spec").strip()
-    if constraint.startswith("=") and not constraint.startswith("=="):
-        constraint = constraint[1:]
-    if constraint[:1].isdigit():  # `=1.11.0`, `1.11.0 py3.9_0`, `1.12.*`: the versions starting so
-        version = re.split(r"[\s=]", constraint, maxsplit=1)[0]
-        specifier = f"=={version}" if version.endswith(".*") else f"=={version}.*"
-    else:
-        specifier = constraint.split("|", 1)[0]
-    return admitted_range(package, specifier), constraint
 
 
 # --- Poetry ------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.declarations import conda_range, poetry_range, read_declarations
+from ckptlint.declarations import poetry_range, read_declarations
+from ckptlint.environment_files import conda_range
 from ckptlint.versions import VersionRange, admitted_range
 
 MODEL = """\

@@ -109,3 +109,27 @@ class _BranchVisitor(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.found[node] = BranchPath(tuple(key for key, _ in self.stack), tuple(c for _, cs in self.stack for c in cs))
+
+
+def leaving_isinstance_guard(node: cst.If) -> tuple[str, cst.BaseExpression] | None:
+    """(name, classes) of `if isinstance(name, classes):` whose body always leaves (raise,
+    return, continue, break) and that has no `else`: what the statements after it know
+    `name` is not."""
+    test = node.test
+    if not (
+        node.orelse is None
+        and isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0].value, cst.Name)
+        and not any(arg.keyword or arg.star for arg in test.args)
+    ):
+        return None
+    body = node.body.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    if not isinstance(last, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+        return None
+    return test.args[0].value.value, test.args[1].value

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from ckptlint.analysis.branches import leaving_isinstance_guard
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
 from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.cst_code import expression
@@ -139,7 +140,7 @@ class SiteScopes(Rule):
 
     def leave_If(self, original_node: cst.If) -> None:
         self._guarding_ifs.pop()
-        ruled_out = _ruled_out_by(original_node)
+        ruled_out = leaving_isinstance_guard(original_node)
         if ruled_out is not None:
             self._ruled_out[-1].append(ruled_out)
 
@@ -505,29 +506,6 @@ def _class_refs(value) -> list[ClassRef]:
 def _class_of(value) -> str | None:
     """The class of a module value: an instance's, or the class standing for one."""
     return value.cls if isinstance(value, Instance) else value.name if isinstance(value, ClassRef) else None
-
-
-def _ruled_out_by(node: cst.If) -> tuple[str, cst.BaseExpression] | None:
-    """(name, classes) of `if isinstance(name, classes):` whose body always leaves (raise,
-    return, continue, break) and that has no `else`."""
-    test = node.test
-    if not (
-        node.orelse is None
-        and isinstance(test, cst.Call)
-        and isinstance(test.func, cst.Name)
-        and test.func.value == "isinstance"
-        and len(test.args) == 2
-        and isinstance(test.args[0].value, cst.Name)
-        and not any(arg.keyword or arg.star for arg in test.args)
-    ):
-        return None
-    body = node.body.body
-    last = body[-1] if body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else None
-    if not isinstance(last, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
-        return None
-    return test.args[0].value.value, test.args[1].value
 
 
 def _isinstance_classes(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

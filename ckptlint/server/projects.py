@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckptlint.config import CONFIG_FILES, ROOT_MARKERS, ConfigError, Overrides, Settings, is_project_root, resolve_settings
-from ckptlint.declarations import ENVIRONMENT_FILE
+from ckptlint.environment_files import ENVIRONMENT_FILE
 from ckptlint.discovery import relative_to_root
 from ckptlint.engine import analysis_stopped, fix_text, lint_text, unknown_noqa_codes
 from ckptlint.indexing import build_index
