@@ -24,6 +24,7 @@ from ckptlint.analysis.forwarding_helpers import (
 from ckptlint.analysis.hf_checkpointing_func import calls_hf_checkpointing_func, reentrant_hf_calls
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
+from ckptlint.model.open_clip_models import instance_versions
 from ckptlint.model.third_party_signatures import forward_signatures
 from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
@@ -56,6 +57,28 @@ model = TinyModel(PretrainedConfig())
 model.gradient_checkpointing_enable({enable})
 """
 _NON_REENTRANT = 'gradient_checkpointing_kwargs={"use_reentrant": False}'
+
+# open_clip's pretrained text tower, run block by block (Stability's generative-models style):
+# the blocks come from what `create_model_and_transforms` returns (`model/open_clip_models.py`).
+_OPEN_CLIP_PRETRAINED = """
+import open_clip
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+class FrozenOpenCLIPEmbedder(nn.Module):
+    def __init__(self, arch="ViT-H-14", version="laion2b_s32b_b79k"):
+        super().__init__()
+        model, _, _ = open_clip.create_model_and_transforms(arch, pretrained=version)
+        self.model = model
+
+    def text_transformer_forward(self, x, attn_mask=None):
+        for r in self.model.transformer.resblocks:
+            if self.model.transformer.grad_checkpointing:
+                x = checkpoint(r, x, attn_mask, use_reentrant=False)
+            else:
+                x = r(x, attn_mask=attn_mask)
+        return x
+"""
 
 # A project module checkpointing blocks of open_clip (`{block}`), the mask passed `{passed}`.
 _OPEN_CLIP_BLOCKS = """
@@ -106,9 +129,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     block whose `forward` ckptlint holds as data (`model/third_party_signatures.py`: open_clip's
     `ResidualAttentionBlock`, `forward(self, q_x, k_x=None, v_x=None, attn_mask=None)` from
     open-clip-torch 2.11, `(self, x, attn_mask=None)` before; its
-    `CustomResidualAttentionBlock`, `(self, x, attn_mask=None)`). The version the project
-    declares picks the signature; where it is not known, or the blocks may be of several
-    classes, only a slot wrong for every one of them is reported. Training with
+    `CustomResidualAttentionBlock`, `(self, x, attn_mask=None)`), constructed by the project
+    or held by a model open_clip's factories return (`model, _, _ =
+    open_clip.create_model_and_transforms(...)`, then `model.transformer.resblocks`:
+    `model/open_clip_models.py`; from open_clip 3.0 those may be custom blocks). The version
+    the project declares picks the signature; where it is not known, or the blocks may be of
+    several classes, only a slot wrong for every one of them is reported. Training with
     checkpointing then silently computes something else than without it. No fix.
 
     ## Why is this bad?
@@ -661,8 +687,16 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 callee = Callee.of(forward, skip_self=True) if forward is not None else None
             elif isinstance(value, Instance):
                 # A library block (open_clip's `ResidualAttentionBlock`): its `forward` in
-                # each version the project may run, from the table.
-                signatures = forward_signatures(value.cls, self.context.versions)
+                # each version the project may run, from the table. A block found through
+                # what a library model holds (`open_clip_models.py`) exists in some versions
+                # only; where the project runs none of them, it is not there.
+                held_in = instance_versions(value)
+                if held_in is not None and not self.context.versions.could_be(held_in):
+                    continue
+                signatures = [
+                    signature for signature in forward_signatures(value.cls, self.context.versions)
+                    if held_in is None or signature.versions.overlaps(held_in)
+                ]
                 if not signatures:
                     return []
                 found.extend(Callee.of_library(signature) for signature in signatures)
@@ -1059,6 +1093,10 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             """,
             target_versions={"open-clip-torch": "2.20"},
         ),
+        # From open_clip 3.0 a text tower's `Transformer` may hold `CustomResidualAttentionBlock`s
+        # (`forward(x, attn_mask=None)`), where the mask second is right: nothing is said.
+        Valid(_OPEN_CLIP_PRETRAINED, target_versions={"open-clip-torch": "3.0"}),
+        Valid(_OPEN_CLIP_PRETRAINED),
         # The project's own class named like open_clip's: its own `forward` counts.
         Valid(
             """
@@ -1462,6 +1500,15 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 "(open-clip-torch>=2.11), while the non-checkpointed branch passes it as `attn_mask=`"
             ),
             target_versions={"open-clip-torch": "2.20"},
+        ),
+        # Blocks of the model `create_model_and_transforms` returns, open_clip 2.24: all
+        # `ResidualAttentionBlock`s (`model/open_clip_models.py`).
+        Invalid(
+            _OPEN_CLIP_PRETRAINED,
+            line=14,
+            column=21,
+            message_contains="parameter `k_x` of `ResidualAttentionBlock.forward` (open-clip-torch>=2.11)",
+            target_versions={"open-clip-torch": "2.24"},
         ),
         # The same through `import open_clip` and the module path.
         Invalid(

@@ -111,3 +111,71 @@ def test_the_declared_open_clip_version_decides(cli, make_project, installed, re
         )
     ]
     assert json_findings(result, root, with_message=True) == (expected if reported else [])
+
+
+def test_what_open_clip_models_hold_carries_its_versions():
+    from ckptlint.model.open_clip_models import attribute_values, created_models, instance_versions
+    from ckptlint.model.values import Instance
+
+    clip = Instance("open_clip.model.CLIP")
+    assert clip in created_models()
+    (transformer,) = attribute_values(clip, "transformer")
+    assert transformer.cls == "open_clip.transformer.Transformer"
+    assert str(instance_versions(transformer)) == "open-clip-torch>=2.2"
+    (blocks,) = attribute_values(transformer, "resblocks")
+    assert blocks.cls == "torch.nn.ModuleList"
+    held = {member.cls: str(instance_versions(member)) for member in blocks.members[0]}
+    assert held == {
+        "open_clip.transformer.ResidualAttentionBlock": "open-clip-torch>=2.2",
+        "open_clip.transformer.CustomResidualAttentionBlock": "open-clip-torch>=3.0",
+    }
+    # Other classes and attributes: the facts do not say.
+    assert attribute_values(Instance("open_clip.coca_model.CoCa"), "transformer") is None
+    assert attribute_values(clip, "visual") is None
+
+
+FROZEN = """
+import open_clip
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class FrozenOpenCLIPEmbedder(nn.Module):
+    def __init__(self, arch="ViT-H-14"):
+        super().__init__()
+        model, _, _ = open_clip.create_model_and_transforms(arch, pretrained="laion2b_s32b_b79k")
+        self.model = model
+
+    def freeze(self):
+        self.model = self.model.eval()
+
+    def text_transformer_forward(self, x, attn_mask=None):
+        for i, r in enumerate(self.model.transformer.resblocks):
+            if self.model.transformer.grad_checkpointing:
+                x = checkpoint(r, x, attn_mask, use_reentrant=False)
+            else:
+                x = r(x, attn_mask=attn_mask)
+        return x
+"""
+
+
+@pytest.mark.parametrize(
+    ("requirement", "reported"),
+    [
+        ("open-clip-torch==2.24.0", True),
+        ("open-clip-torch>=2.20.0,<3", True),
+        # 3.x text towers may hold CustomResidualAttentionBlocks, whose second slot is the mask.
+        ("open-clip-torch>=2.20.0", False),
+        ("open-clip-torch==3.3.0", False),
+        # Before 2.11 ResidualAttentionBlock.forward was (x, attn_mask=None).
+        ("open-clip-torch==2.10.1", False),
+        (None, False),
+    ],
+)
+def test_blocks_of_a_model_open_clip_builds(cli, make_project, installed, requirement, reported):
+    files = {"encoders.py": FROZEN}
+    if requirement is not None:
+        files["requirements.txt"] = f"{requirement}\n"
+    root = make_project(files)
+    result = cli(["check", "--no-cache", "--output-format", "json", "--select", "CKPT032", "."], root)
+    assert json_findings(result, root) == ([("encoders.py", 18, 21, "CKPT032")] if reported else [])

@@ -13,6 +13,7 @@ import itertools
 from collections import Counter
 from dataclasses import replace
 
+from ckptlint.model import open_clip_models
 from ckptlint.model.library import (
     BATCHNORM_FREEZING_CONVERTERS,
     CHILDREN_METHODS,
@@ -212,6 +213,10 @@ class ModuleSemantics:
         return found
 
     def _attribute_of(self, value: Value, name: str | None) -> set:
+        if isinstance(value, Instance) and name is not None and self.index.class_named(value.cls) is None:
+            held = open_clip_models.attribute_values(value, name)  # `clip.transformer.resblocks`
+            if held is not None:
+                return held
         if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:
             return {Instance(f"{value.cls}.<child>.{name}")}  # `resnet.layer1`: `library.torchvision_holds`
         if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
