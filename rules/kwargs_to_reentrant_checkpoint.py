@@ -670,7 +670,9 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         """The functions checkpoint will call with the site's inputs, through the project
         model (any file): a function, `self.<method>`, the function a factory returns
         (`create_custom_forward(module)`), or a module's `forward` (`self.block`, a loop
-        variable over `self.blocks`). Empty when any of them is not known."""
+        variable over `self.blocks`), or a library block's `forward` in each version the
+        project may run (`model/third_party_signatures.py`). Empty when any of them is not
+        known."""
         if site.function is None:
             return []
         _, values = self.values_at(site.node, site.function)
@@ -1509,6 +1511,17 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             column=21,
             message_contains="parameter `k_x` of `ResidualAttentionBlock.forward` (open-clip-torch>=2.11)",
             target_versions={"open-clip-torch": "2.24"},
+        ),
+        # A keyword open_clip's block does not take, non-reentrant: a TypeError in training.
+        Invalid(
+            _OPEN_CLIP_BLOCKS.format(block="CustomResidualAttentionBlock", passed="mask=attn_mask"),
+            line=13,
+            column=21,
+            message_contains=(
+                "keyword argument `mask` passed through `checkpoint` to "
+                "`CustomResidualAttentionBlock.forward(x, attn_mask=None)` (open-clip-torch>=2.2), which cannot accept it"
+            ),
+            target_versions={"open-clip-torch": "2.20"},
         ),
         # The same through `import open_clip` and the module path.
         Invalid(
