@@ -24,6 +24,8 @@ from ckptlint.analysis.forwarding_helpers import (
 from ckptlint.analysis.hf_checkpointing_func import calls_hf_checkpointing_func, reentrant_hf_calls
 from ckptlint.analysis.regions import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
+from ckptlint.model.open_clip_models import instance_versions
+from ckptlint.model.third_party_signatures import forward_signatures
 from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
@@ -56,6 +58,48 @@ model.gradient_checkpointing_enable({enable})
 """
 _NON_REENTRANT = 'gradient_checkpointing_kwargs={"use_reentrant": False}'
 
+# open_clip's pretrained text tower, run block by block (Stability's generative-models style):
+# the blocks come from what `create_model_and_transforms` returns (`model/open_clip_models.py`).
+_OPEN_CLIP_PRETRAINED = """
+import open_clip
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+class FrozenOpenCLIPEmbedder(nn.Module):
+    def __init__(self, arch="ViT-H-14", version="laion2b_s32b_b79k"):
+        super().__init__()
+        model, _, _ = open_clip.create_model_and_transforms(arch, pretrained=version)
+        self.model = model
+
+    def text_transformer_forward(self, x, attn_mask=None):
+        for r in self.model.transformer.resblocks:
+            if self.model.transformer.grad_checkpointing:
+                x = checkpoint(r, x, attn_mask, use_reentrant=False)
+            else:
+                x = r(x, attn_mask=attn_mask)
+        return x
+"""
+
+# A project module checkpointing blocks of open_clip (`{block}`), the mask passed `{passed}`.
+_OPEN_CLIP_BLOCKS = """
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+from open_clip.transformer import {block}
+
+class TextTower(nn.Module):
+    def __init__(self, width, layers):
+        super().__init__()
+        self.resblocks = nn.ModuleList([{block}(width, 8) for _ in range(layers)])
+
+    def forward(self, x, attn_mask=None):
+        for r in self.resblocks:
+            if self.grad_checkpointing:
+                x = checkpoint(r, x, {passed}, use_reentrant=False)
+            else:
+                x = r(x, attn_mask=attn_mask)
+        return x
+"""
+
 
 class KwargsToReentrantCheckpoint(SiteScopes):
     """Keyword arguments passed to a reentrant `checkpoint`: a `ValueError` at runtime.
@@ -81,7 +125,16 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     (`r(x, attn_mask=attn_mask)`) that the checkpointed branch passes positionally into a
     parameter of another name (`checkpoint(r, x, attn_mask)` lands in `k_x` of
     `forward(self, q_x, k_x=None, v_x=None, attn_mask=None)`), when the callee is a function
-    of the file or the class of a module attribute built in `__init__`. Training with
+    of the project or the class of a module attribute built in `__init__`, or a library
+    block whose `forward` ckptlint holds as data (`model/third_party_signatures.py`: open_clip's
+    `ResidualAttentionBlock`, `forward(self, q_x, k_x=None, v_x=None, attn_mask=None)` from
+    open-clip-torch 2.11, `(self, x, attn_mask=None)` before; its
+    `CustomResidualAttentionBlock`, `(self, x, attn_mask=None)`), constructed by the project
+    or held by a model open_clip's factories return (`model, _, _ =
+    open_clip.create_model_and_transforms(...)`, then `model.transformer.resblocks`:
+    `model/open_clip_models.py`; from open_clip 3.0 those may be custom blocks). The version
+    the project declares picks the signature; where it is not known, or the blocks may be of
+    several classes, only a slot wrong for every one of them is reported. Training with
     checkpointing then silently computes something else than without it. No fix.
 
     ## Why is this bad?
@@ -531,64 +584,68 @@ class KwargsToReentrantCheckpoint(SiteScopes):
 
     def _check_positional_slots(self, site: CheckpointSite) -> bool:
         """The checkpointed call passes a value positionally into another parameter than the
-        one the plain call of the other branch names for it."""
+        one the plain call of the other branch names for it. Where the callee may be one of
+        several functions (a library block whose `forward` changed between versions, a loop
+        over blocks of two classes), only when it does so for every one of them."""
         callees = self._callees(site)
-        if len(callees) != 1 or site.function is None:
+        if not callees or site.function is None:
             return False
-        callee = callees[0]
         function_code = code_of(site.function)
         plain = [call for call in self._other_branch_calls(site) if code_of(call.func) == function_code]
         if len(plain) != 1:
             return False
-        slots = [p.name for p in callee.parameters if p.kind == "positional"]
         # A value may be passed under several names (`k_x=image_embs, v_x=image_embs`).
         keywords: dict[str, list[str]] = {}
         for arg in plain[0].args:
             if arg.keyword is not None:
                 keywords.setdefault(code_of(arg.value), []).append(arg.keyword.value)
+        problems = [self._slot_problem(site, keywords, callee) for callee in callees]
+        if any(problem is None for problem in problems):
+            return False
+        self.report(site.node, problems[0])
+        return True
+
+    def _slot_problem(self, site: CheckpointSite, keywords: dict[str, list[str]], callee: Callee) -> str | None:
+        """What is wrong with the site's positional inputs for `callee`, if anything."""
+        slots = [p.name for p in callee.parameters if p.kind == "positional"]
         for position, arg in enumerate(site.positional):
             if arg.star or position >= len(slots):
                 continue
-            if self._check_packed(site, arg.value, slots[position], keywords, callee):
-                return True
+            packed = self._packed(arg.value, slots[position], keywords, callee)
+            if packed is not None:
+                return packed
             names = keywords.get(code_of(arg.value))
             if names is None:
                 continue
             slot = slots[position]
             expected = " or ".join(f"{name}" for name in names)
             if slot not in names:
-                self.report(
-                    site.node,
+                return (
                     f"`{code_of(arg.value)}` is passed positionally into parameter `{slot}` of "
-                    f"`{callee.name}`, while the non-checkpointed branch passes it as `{expected}=`: with "
-                    f"checkpointing on, the value lands in the wrong parameter; pass the inputs in `{callee.name}`'s "
-                    "parameter order",
+                    f"`{callee.name}`{callee.where}, while the non-checkpointed branch passes it as `{expected}=`: "
+                    f"with checkpointing on, the value lands in the wrong parameter; pass the inputs in "
+                    f"`{callee.name}`'s parameter order"
                 )
-                return True
-        return False
+        return None
 
-    def _check_packed(
-        self, site: CheckpointSite, value: cst.BaseExpression, slot: str, keywords: dict[str, list[str]], callee: Callee
-    ) -> bool:
+    def _packed(self, value: cst.BaseExpression, slot: str, keywords: dict[str, list[str]], callee: Callee) -> str | None:
         """A tuple literal packing values the plain call passes by keyword
         (`checkpoint(blk, x, (rel_pos_bias,))` against `blk(x, rel_pos_bias=rel_pos_bias)`):
         checkpoint hands the tuple on as one argument, so the parameter receives a tuple."""
         if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
-            return False
+            return None
         packed = [code_of(element.value) for element in value.elements]
         named = [(code, keywords[code]) for code in packed if code in keywords]
         if not named:
-            return False
+            return None
         code, names = named[0]
         expected = " or ".join(names)
-        self.report(
-            site.node,
-            f"`{code_of(value)}` is passed positionally into parameter `{slot}` of `{callee.name}`: one tuple, while "
-            f"the non-checkpointed branch passes `{code}` itself as `{expected}=`: checkpoint hands the tuple on as it "
-            f"is, so with checkpointing on `{slot}` receives a tuple instead of the value; pass "
-            f"{', '.join(f'`{p}`' for p in packed)} without the tuple, in `{callee.name}`'s parameter order",
+        return (
+            f"`{code_of(value)}` is passed positionally into parameter `{slot}` of `{callee.name}`{callee.where}: one "
+            f"tuple, while the non-checkpointed branch passes `{code}` itself as `{expected}=`: checkpoint hands the "
+            f"tuple on as it is, so with checkpointing on `{slot}` receives a tuple instead of the value; pass "
+            f"{', '.join(f'`{p}`' for p in packed)} without the tuple, in `{callee.name}`'s parameter order"
         )
-        return True
 
     def _other_branch_calls(self, site: CheckpointSite) -> list[cst.Call]:
         for node in self._ifs:
@@ -613,7 +670,9 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         """The functions checkpoint will call with the site's inputs, through the project
         model (any file): a function, `self.<method>`, the function a factory returns
         (`create_custom_forward(module)`), or a module's `forward` (`self.block`, a loop
-        variable over `self.blocks`). Empty when any of them is not known."""
+        variable over `self.blocks`), or a library block's `forward` in each version the
+        project may run (`model/third_party_signatures.py`). Empty when any of them is not
+        known."""
         if site.function is None:
             return []
         _, values = self.values_at(site.node, site.function)
@@ -628,6 +687,22 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             elif isinstance(value, Instance) and self.context.project.class_named(value.cls) is not None:
                 forward = denotation.method(value.cls, "forward")
                 callee = Callee.of(forward, skip_self=True) if forward is not None else None
+            elif isinstance(value, Instance):
+                # A library block (open_clip's `ResidualAttentionBlock`): its `forward` in
+                # each version the project may run, from the table. A block found through
+                # what a library model holds (`open_clip_models.py`) exists in some versions
+                # only; where the project runs none of them, it is not there.
+                held_in = instance_versions(value)
+                if held_in is not None and not self.context.versions.could_be(held_in):
+                    continue
+                signatures = [
+                    signature for signature in forward_signatures(value.cls, self.context.versions)
+                    if held_in is None or signature.versions.overlaps(held_in)
+                ]
+                if not signatures:
+                    return []
+                found.extend(Callee.of_library(signature) for signature in signatures)
+                continue
             if callee is None:
                 return []
             path = self.context.project.path_of(value.name if isinstance(value, FunctionRef) else value.cls)
@@ -955,6 +1030,99 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             def build(layers):
                 return Encoder(layers, use_reentrant=False)
             """
+        ),
+        # open_clip's own block (`model/third_party_signatures.py`), the mask after `None, None`
+        # for `k_x` and `v_x`: the right slot.
+        Valid(
+            _OPEN_CLIP_BLOCKS.format(block="ResidualAttentionBlock", passed="None, None, attn_mask"),
+            target_versions={"open-clip-torch": "2.20"},
+        ),
+        # Before 2.11 the block's `forward` was `(x, attn_mask=None)`: the mask second is right.
+        Valid(
+            _OPEN_CLIP_BLOCKS.format(block="ResidualAttentionBlock", passed="attn_mask"),
+            target_versions={"open-clip-torch": "2.10"},
+        ),
+        # The version not known: right for open_clip < 2.11, so nothing is said.
+        Valid(_OPEN_CLIP_BLOCKS.format(block="ResidualAttentionBlock", passed="attn_mask")),
+        # `CustomResidualAttentionBlock.forward(x, attn_mask=None)` in every version.
+        Valid(
+            _OPEN_CLIP_BLOCKS.format(block="CustomResidualAttentionBlock", passed="attn_mask"),
+            target_versions={"open-clip-torch": "2.20"},
+        ),
+        # Blocks of either class: the mask second is right for the custom ones.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from open_clip.transformer import CustomResidualAttentionBlock, ResidualAttentionBlock
+
+            class TextTower(nn.Module):
+                def __init__(self, width, layers):
+                    super().__init__()
+                    self.resblocks = nn.ModuleList(
+                        [CustomResidualAttentionBlock(width, 8) if i % 2 else ResidualAttentionBlock(width, 8) for i in range(layers)]
+                    )
+
+                def forward(self, x, attn_mask=None):
+                    for r in self.resblocks:
+                        if self.grad_checkpointing:
+                            x = checkpoint(r, x, attn_mask, use_reentrant=False)
+                        else:
+                            x = r(x, attn_mask=attn_mask)
+                    return x
+            """,
+            target_versions={"open-clip-torch": "2.20"},
+        ),
+        # A library block the table does not hold (timm's): nothing known, nothing said.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            from timm.models.vision_transformer import Block
+
+            class Tower(nn.Module):
+                def __init__(self, width, layers):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block(width, 8) for _ in range(layers)])
+
+                def forward(self, x, attn_mask=None):
+                    for blk in self.blocks:
+                        if self.grad_checkpointing:
+                            x = checkpoint(blk, x, attn_mask, use_reentrant=False)
+                        else:
+                            x = blk(x, attn_mask=attn_mask)
+                    return x
+            """,
+            target_versions={"open-clip-torch": "2.20"},
+        ),
+        # From open_clip 3.0 a text tower's `Transformer` may hold `CustomResidualAttentionBlock`s
+        # (`forward(x, attn_mask=None)`), where the mask second is right: nothing is said.
+        Valid(_OPEN_CLIP_PRETRAINED, target_versions={"open-clip-torch": "3.0"}),
+        Valid(_OPEN_CLIP_PRETRAINED),
+        # The project's own class named like open_clip's: its own `forward` counts.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class ResidualAttentionBlock(nn.Module):
+                def forward(self, x, attn_mask=None):
+                    return x
+
+            class Transformer(nn.Module):
+                def __init__(self, layers):
+                    super().__init__()
+                    self.resblocks = nn.ModuleList([ResidualAttentionBlock() for _ in range(layers)])
+
+                def forward(self, x, attn_mask=None):
+                    for r in self.resblocks:
+                        if self.grad_checkpointing:
+                            x = checkpoint(r, x, attn_mask, use_reentrant=False)
+                        else:
+                            x = r(x, attn_mask=attn_mask)
+                    return x
+            """,
+            target_versions={"open-clip-torch": "2.20"},
         ),
     ]
     invalid = [
@@ -1322,5 +1490,61 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             ckpt = partial(checkpoint, use_reentrant=True)
             y = ckpt(block, x, mask=mask, use_reentrant=False)
             """,
+        ),
+        # open_clip's own block from 2.11 on: `forward(q_x, k_x=None, v_x=None, attn_mask=None)`
+        # (`model/third_party_signatures.py`), the mask second lands in `k_x`.
+        Invalid(
+            _OPEN_CLIP_BLOCKS.format(block="ResidualAttentionBlock", passed="attn_mask"),
+            line=13,
+            column=21,
+            message_contains=(
+                "`attn_mask` is passed positionally into parameter `k_x` of `ResidualAttentionBlock.forward` "
+                "(open-clip-torch>=2.11), while the non-checkpointed branch passes it as `attn_mask=`"
+            ),
+            target_versions={"open-clip-torch": "2.20"},
+        ),
+        # Blocks of the model `create_model_and_transforms` returns, open_clip 2.24: all
+        # `ResidualAttentionBlock`s (`model/open_clip_models.py`).
+        Invalid(
+            _OPEN_CLIP_PRETRAINED,
+            line=14,
+            column=21,
+            message_contains="parameter `k_x` of `ResidualAttentionBlock.forward` (open-clip-torch>=2.11)",
+            target_versions={"open-clip-torch": "2.24"},
+        ),
+        # A keyword open_clip's block does not take, non-reentrant: a TypeError in training.
+        Invalid(
+            _OPEN_CLIP_BLOCKS.format(block="CustomResidualAttentionBlock", passed="mask=attn_mask"),
+            line=13,
+            column=21,
+            message_contains=(
+                "keyword argument `mask` passed through `checkpoint` to "
+                "`CustomResidualAttentionBlock.forward(x, attn_mask=None)` (open-clip-torch>=2.2), which cannot accept it"
+            ),
+            target_versions={"open-clip-torch": "2.20"},
+        ),
+        # The same through `import open_clip` and the module path.
+        Invalid(
+            """
+            import open_clip
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Adapter(nn.Module):
+                def __init__(self, width):
+                    super().__init__()
+                    self.block = open_clip.transformer.ResidualAttentionBlock(width, 8)
+
+                def forward(self, x, attn_mask=None):
+                    if self.grad_checkpointing:
+                        x = checkpoint(self.block, x, attn_mask, use_reentrant=False)
+                    else:
+                        x = self.block(x, attn_mask=attn_mask)
+                    return x
+            """,
+            line=12,
+            column=17,
+            message_contains="parameter `k_x` of `ResidualAttentionBlock.forward` (open-clip-torch>=2.11)",
+            target_versions={"open-clip-torch": "3.0"},
         ),
     ]

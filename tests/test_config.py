@@ -366,7 +366,7 @@ BAD_TABLES = [
     ("target-versions = {torch = true}", "`target-versions.torch` must be a version such as \"2.4\", got True"),
     (
         "target-versions = {troch = '2.4'}",
-        "`target-versions.troch`: unknown package; allowed: torch, transformers, peft, accelerate, trl",
+        "`target-versions.troch`: unknown package; allowed: torch, transformers, peft, accelerate, trl, open-clip-torch",
     ),
     (
         # TOML reads 2.10 as the float 2.1: refused, not silently taken as torch 2.1.
@@ -497,7 +497,7 @@ def test_bad_config_in_a_real_process_prints_one_line(make_project):
         (["--target-version", "torch="], "--target-version: '' is not a version (e.g. torch=2.4)"),
         (
             ["--target-version", "troch=1.10"],
-            "--target-version: unknown package 'troch'; allowed: torch, transformers, peft, accelerate, trl",
+            "--target-version: unknown package 'troch'; allowed: torch, transformers, peft, accelerate, trl, open-clip-torch",
         ),
     ],
 )
@@ -844,6 +844,7 @@ def test_show_settings_shows_every_setting_with_its_origin(cli, make_project, mo
         "  peft           0.13 (command line: --target-version peft=0.13)",
         "  accelerate     unknown",
         "  trl            unknown",
+        "  open-clip-torch  unknown",
     ]
 
 

@@ -270,6 +270,7 @@ def test_resolution_order_as_shown_by_show_settings(cli, make_project, installed
         "peft": "unknown",
         "accelerate": "unknown",
         "trl": "unknown",
+        "open-clip-torch": "unknown",
     }
     installed.update({"torch": "2.5.1", "transformers": "4.46.3"})
     shown = shown_versions(cli, root)
@@ -287,6 +288,10 @@ def test_resolution_order_as_shown_by_show_settings(cli, make_project, installed
     assert shown["peft"] == "0.13 (command line: --target-version peft=0.13)"
     assert shown["transformers"] == "4.46.3 (installed distribution: transformers 4.46.3)"
     assert shown["accelerate"] == "unknown"
+    # open_clip's distribution name, as requirement files write it (`open_clip_torch` too).
+    (root / "requirements.txt").write_text("torch==1.10.0\nopen_clip_torch>=2.20.0\n")
+    shown = shown_versions(cli, root)
+    assert shown["open-clip-torch"] == "2.20 (declared dependency: requirements.txt: open_clip_torch>=2.20.0)"
 
 
 def test_last_target_version_option_wins(cli, make_project, installed):

@@ -10,11 +10,13 @@ import libcst as cst
 
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.model.summary import FunctionSummary, Parameter
+from ckptlint.model.third_party_signatures import LibrarySignature
 
 
 @dataclass(frozen=True)
 class Callee:
-    """A function checkpoint calls, as the project model summarised it."""
+    """A function checkpoint calls, as the project model summarised it (or, for a library
+    block, as the table of third-party signatures holds it)."""
 
     name: str
     parameters: tuple[Parameter, ...]  # without `self`
@@ -26,6 +28,12 @@ class Callee:
         if skip_self and parameters and parameters[0].kind == "positional":
             parameters = parameters[1:]
         return cls(summary.name.rsplit(".", 1)[-1], parameters)
+
+    @classmethod
+    def of_library(cls, signature: LibrarySignature) -> Callee:
+        """A library class's `forward` from the table of signatures, named with its class
+        and the versions it holds for."""
+        return cls(f"{signature.cls.rsplit('.', 1)[-1]}.forward", signature.parameters, f" ({signature.versions})")
 
     def accepts(self, keyword: str) -> bool:
         return any(p.kind == "**" for p in self.parameters) or any(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ckptlint.model import open_clip_models
 from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL
 from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
@@ -70,6 +71,12 @@ class ContainerSemantics:
             return {Instance(name, arguments_of([("module", known[0])]))}
         if name in _COPIES and known:
             return set(known[0])  # `copy.deepcopy(norm_cfg)`
+        if name in open_clip_models.CREATE_MODEL:
+            return set(open_clip_models.created_models())  # its attributes: `open_clip_models.py`
+        if name in open_clip_models.CREATE_MODEL_AND_TRANSFORMS:
+            models = open_clip_models.created_models()
+            items = (models, *(NOTHING,) * (open_clip_models.MODEL_AND_TRANSFORMS_ITEMS - 1))
+            return {Sequence(items, models)}  # `model, _, preprocess = ...`
         if torchvision_model(name) is not None:
             return {Instance(name)}  # `torchvision.models.resnet50(weights=...)`: its children are library facts
         if name == "functools.partial" and known:

@@ -13,6 +13,7 @@ import itertools
 from collections import Counter
 from dataclasses import replace
 
+from ckptlint.model import open_clip_models
 from ckptlint.model.library import (
     BATCHNORM_FREEZING_CONVERTERS,
     CHILDREN_METHODS,
@@ -236,6 +237,10 @@ class ModuleSemantics:
             if method is None or method.is_property:
                 return set()
             return {FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), value.instance))}
+        if isinstance(value, Instance) and name is not None and self.index.class_named(value.cls) is None:
+            held = open_clip_models.attribute_values(value, name)  # `clip.transformer.resblocks`
+            if held is not None:
+                return held
         if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:
             return {Instance(f"{value.cls}.<child>.{name}")}  # `resnet.layer1`: `library.torchvision_holds`
         if isinstance(value, Instance) and value.members is None and self.index.class_named(value.cls) is not None:
