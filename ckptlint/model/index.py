@@ -193,21 +193,22 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
         return None
 
     @cached_property
-    def _suffixes(self) -> dict[str, list[str]]:
-        """Every dotted suffix (of two or more parts) of every function and class name: a
-        script's `from helpers import f` names `scripts.helpers.f` as `helpers.f`, and a
-        src-layout package is imported without its `src.`."""
+    def _by_short_name(self) -> dict[str, list[str]]:
+        """Every function and class name by its last part: the names `name` may be a dotted
+        suffix of (a script's `from helpers import f` names `scripts.helpers.f` as
+        `helpers.f`, and a src-layout package is imported without its `src.`)."""
         table: dict[str, list[str]] = {}
         for name in (*self.functions, *self.classes):
-            parts = name.split(".")
-            for start in range(1, len(parts) - 1):
-                table.setdefault(".".join(parts[start:]), []).append(name)
+            table.setdefault(name.rpartition(".")[2], []).append(name)
         return table
 
     def _resolve_name(self, name: str, names: Container[str]) -> str | None:
         if name in names:
             return name
-        candidates = [c for c in self._suffixes.get(name, ()) if c in names]
+        if "." not in name:
+            return None  # a suffix of two parts or more
+        ending = f".{name}"
+        candidates = [c for c in self._by_short_name.get(name.rpartition(".")[2], ()) if c.endswith(ending) and c in names]
         return candidates[0] if len(candidates) == 1 else None
 
     def function(self, name: str) -> FunctionFacts | None:
