@@ -121,6 +121,13 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     unexpected keyword argument 'encoder_hidden_states'` (torch 2.13). No fix for this form:
     switching implementation cannot help.
 
+    And, with any implementation: more positional inputs than every function the call may
+    run takes, none of them with `*args` (`checkpoint(r, x, None, None, attn_mask)` over
+    blocks whose `forward(self, x, attn_mask=None)` takes two, as open_clip's
+    `CustomTransformer` does from 2.29): `TypeError: forward() takes from 2 to 3 positional
+    arguments but 5 were given` on the first checkpointed step (measured, torch 2.13, both
+    implementations).
+
     And: a value the non-checkpointed branch of the same `if` passes by keyword
     (`r(x, attn_mask=attn_mask)`) that the checkpointed branch passes positionally into a
     parameter of another name (`checkpoint(r, x, attn_mask)` lands in `k_x` of
@@ -289,6 +296,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         self._args_only: dict[cst.FunctionDef, tuple[set[cst.Call], cst.FunctionDef | None]] = {}
         self._keyword_calls: list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]] = []
         self._function_of: dict[cst.Call, cst.FunctionDef] = {}  # each call's innermost function
+        self._callees_at: dict[cst.Call, list[Callee]] = {}  # `_callees`, by checkpoint call
         self._hf_calls: list[cst.Call] = []  # `self._gradient_checkpointing_func(...)`
 
     def visit_If(self, node: cst.If) -> None:
@@ -376,7 +384,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         # checkpointed branch passes still differs from the plain one where it is torch's.
         for site in self.context.possible_sites:
             if site.api is CheckpointApi.CHECKPOINT:
-                self._check_positional_slots(site) or self._check_dropped_keywords(site)
+                self._check_too_many_inputs(site) or self._check_positional_slots(site) or self._check_dropped_keywords(site)
 
     def _args_only_checkpointing_func(self, call: cst.Call) -> str | None:
         """Who installs the `_gradient_checkpointing_func` a model's code calls, when it takes
@@ -519,7 +527,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
             callee = callees[0]
             self._report_rejected(site, callee, [name for name in extra if not callee.accepts(name)])
             return
-        if self._check_positional_slots(site) or self._check_dropped_keywords(site):
+        if self._check_too_many_inputs(site) or self._check_positional_slots(site) or self._check_dropped_keywords(site):
             return
         self._check_reentrant(site, extra)
 
@@ -605,6 +613,33 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         self.report(site.node, problems[0])
         return True
 
+    def _check_too_many_inputs(self, site: CheckpointSite) -> bool:
+        """More positional inputs than the function takes (open_clip's `CustomTransformer`
+        checkpoints `checkpoint(r, x, None, None, attn_mask)` into
+        `CustomResidualAttentionBlock.forward(x, attn_mask=None)`): `TypeError` on the first
+        checkpointed step, whatever the implementation. Only when every function it may
+        call takes fewer, and none has `*args`."""
+        if site.function is None or any(arg.star for arg in site.positional):
+            return False
+        callees = self._callees(site)
+        given = len(site.positional)
+
+        def takes(callee: Callee) -> int | None:
+            if any(p.kind == "*" for p in callee.parameters):
+                return None
+            return sum(p.kind == "positional" for p in callee.parameters)
+
+        if not callees or not all((limit := takes(callee)) is not None and given > limit for callee in callees):
+            return False
+        callee = callees[0]
+        self.report(
+            site.node,
+            f"`{code_of(site.node.func)}` hands {given} positional inputs to `{callee.name}`{callee.where}, which takes "
+            f"{takes(callee)} (`{callee.signature()}`): `TypeError` on the first checkpointed step, whatever the "
+            f"implementation; pass only the inputs `{callee.name}` takes",
+        )
+        return True
+
     def _slot_problem(self, site: CheckpointSite, keywords: dict[str, list[str]], callee: Callee) -> str | None:
         """What is wrong with the site's positional inputs for `callee`, if anything."""
         slots = [p.name for p in callee.parameters if p.kind == "positional"]
@@ -667,6 +702,12 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         )
 
     def _callees(self, site: CheckpointSite) -> list[Callee]:
+        found = self._callees_at.get(site.node)
+        if found is None:
+            found = self._callees_at[site.node] = self._resolve_callees(site)
+        return found
+
+    def _resolve_callees(self, site: CheckpointSite) -> list[Callee]:
         """The functions checkpoint will call with the site's inputs, through the project
         model (any file): a function, `self.<method>`, the function a factory returns
         (`create_custom_forward(module)`), or a module's `forward` (`self.block`, a loop
@@ -755,6 +796,36 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         )
 
     valid = [
+        # Four inputs for a block that takes four, or `*args`; a loop over blocks of two
+        # classes of which one takes four: not every callee rejects them.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class QKVBlock(nn.Module):
+                def forward(self, q_x, k_x=None, v_x=None, attn_mask=None):
+                    return q_x
+
+            class CustomBlock(nn.Module):
+                def forward(self, x, attn_mask=None):
+                    return x
+
+            class AnyBlock(nn.Module):
+                def forward(self, x, *rest):
+                    return x
+
+            class Tower(nn.Module):
+                def __init__(self, custom):
+                    super().__init__()
+                    self.resblocks = nn.ModuleList([CustomBlock() if custom else QKVBlock(), AnyBlock()])
+
+                def forward(self, x, attn_mask=None):
+                    for r in self.resblocks:
+                        x = checkpoint(r, x, None, None, attn_mask, use_reentrant=False)
+                    return x
+            """
+        ),
         # transformers' `_gradient_checkpointing_func` given keywords: non-reentrant from 5.0,
         # or where the project enables it with `use_reentrant: False`; positional arguments;
         # the call choosing the implementation itself.
@@ -1126,6 +1197,40 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         ),
     ]
     invalid = [
+        # open_clip's `CustomTransformer` (2.29 to 3.x): the `None, None` that fill
+        # `ResidualAttentionBlock`'s `k_x` and `v_x` are two inputs too many for the custom
+        # block, whose forward takes `(x, attn_mask)`.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class CustomBlock(nn.Module):
+                def __init__(self, width):
+                    super().__init__()
+                    self.mlp = nn.Linear(width, width)
+
+                def forward(self, x, attn_mask=None):
+                    return x + self.mlp(x)
+
+            class CustomTransformer(nn.Module):
+                def __init__(self, width, layers):
+                    super().__init__()
+                    self.grad_checkpointing = False
+                    self.resblocks = nn.ModuleList([CustomBlock(width) for _ in range(layers)])
+
+                def forward(self, x, attn_mask=None):
+                    for r in self.resblocks:
+                        if self.grad_checkpointing:
+                            x = checkpoint(r, x, None, None, attn_mask, use_reentrant=False)
+                        else:
+                            x = r(x, attn_mask=attn_mask)
+                    return x
+            """,
+            line=21,
+            column=21,
+            message_contains="hands 4 positional inputs to `forward`, which takes 2 (`x, attn_mask=None`): `TypeError`",
+        ),
         # diffusers' `_gradient_checkpointing_func(module, *args)` takes no keywords at all.
         Invalid(
             """
