@@ -52,7 +52,9 @@ class CheckpointedStatefulForward(RegionRule):
     use_cache: return ...`: under checkpointing in training transformers turns the cache off,
     and CKPT020 reports the loops where it stays on), writes in `__init__`, writes to locals,
     an attribute assigned a literal (`self._warned = True`, `self.cache = None`: the
-    recomputation writes the same value again), an attribute set to a value that does not
+    recomputation writes the same value again), `clamp_`, `fill_` or `zero_` with literal or
+    `self.<attr>` arguments (`self.scale.clamp_(max=self.max_scale)`: the same value again;
+    measured on torch 2.13, the gradients of the plain forward with either implementation), an attribute set to a value that does not
     read it and was not read before in its method (`self.modulator = self.h(ctx)`, kept for
     inspection: the recomputation sets it again to the value it computes from the same
     inputs; a counter `self.n = self.n + 1`, also through a local `n = self.n`, or a growing
@@ -103,6 +105,39 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # An in-place write that gives the same value again (k-diffusion's scale, clamped to
+        # a bound the module holds, `fill_(0)`): measured, the gradients of the plain forward.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class RMSNorm(nn.Module):
+                def __init__(self, d, max_scale=2.0):
+                    super().__init__()
+                    self.scale = nn.Parameter(torch.ones(d))
+                    self.max_scale = max_scale
+                    self.register_buffer("mask", torch.ones(d))
+
+                @torch.no_grad()
+                def proj_(self):
+                    self.scale.clamp_(max=self.max_scale)
+
+                def forward(self, x):
+                    self.proj_()
+                    self.mask.fill_(1.0)
+                    return x * torch.exp(0.5 * self.scale) * self.mask
+
+            class Block(nn.Module):
+                def __init__(self, d=8):
+                    super().__init__()
+                    self.norm = RMSNorm(d)
+
+                def forward(self, x):
+                    return checkpoint(self.norm, x, use_reentrant=False)
+            """
+        ),
         # MoE blocks refused by a guard that raises before the wrapper (OLMo-core): only the
         # dense blocks, which write nothing, are wrapped.
         Valid(

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from ckptlint.model.ast_walk import walk
 from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.library import (
-    CONTAINER_MUTATORS, DROPOUT_FUNCTIONS, IDEMPOTENT_CONVERSIONS, IN_PLACE_METHODS, LIBRARY_PREFIXES,
-    RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, TORCH_CHECKPOINT_FUNCTIONS,
+    CONTAINER_MUTATORS, DROPOUT_FUNCTIONS, IDEMPOTENT_CONVERSIONS, IDEMPOTENT_IN_PLACE_METHODS, IN_PLACE_METHODS,
+    LIBRARY_PREFIXES, RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, TORCH_CHECKPOINT_FUNCTIONS,
 )
 
 
@@ -163,6 +163,8 @@ def state_mutations(
                         found.append(f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})")
             elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
                 if self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
+                    if inner.func.attr in IDEMPOTENT_IN_PLACE_METHODS and _fixed_arguments(inner):
+                        continue  # `self.scale.clamp_(max=self.max_scale)`: the same value again
                     found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
                 elif inner.func.attr in _GROWING and module_level is not None and module_level(inner.func.value):
                     # A list of the module's grows by one more element in the recomputation (a
@@ -245,6 +247,13 @@ def overwrites(assignment: ast.AST, target: ast.AST, read_from: dict[str, int]) 
         isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" and n.attr == target.attr
         for n in walk(assignment.value)
     )
+
+
+def _fixed_arguments(call: ast.Call) -> bool:
+    """Whether every argument of the call is a literal or a `self` attribute (a bound the
+    module holds), the same when the recomputation calls it again."""
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return all(is_literal(value) or self_attribute(value) is not None for value in values)
 
 
 def is_literal(node: ast.AST | None) -> bool:
