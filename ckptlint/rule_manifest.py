@@ -5,7 +5,7 @@ from ckptlint.registry_types import RuleSummary
 
 # Every rule, by code: what a run needs without importing the rules.
 RULE_MANIFEST: tuple[RuleSummary, ...] = (
-    RuleSummary("CKPT001", "checkpoint-implicit-reentrant", False, Applicability.UNSAFE),
+    RuleSummary("CKPT001", "checkpoint-implicit-reentrant", True, Applicability.UNSAFE),
     RuleSummary("CKPT002", "reentrant-checkpoint-under-fsdp", True, Applicability.UNSAFE),
     RuleSummary("CKPT003", "checkpoint-before-fsdp-wrap", True, Applicability.UNSAFE),
     RuleSummary("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True, Applicability.UNSAFE),

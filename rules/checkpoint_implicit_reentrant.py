@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.kinds import Reentrancy
-from ckptlint.analysis.reentrancy import reports_implicit_reentrant
+from ckptlint.analysis.reentrancy import in_old_torch_branch, reports_implicit_reentrant
+from ckptlint.model.facts import ForwardingKind
+from ckptlint.model.names import module_name
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
@@ -66,6 +68,12 @@ class CheckpointImplicitReentrant(Rule):
     reported once, where it is built, unless every call through it in the file passes the
     argument.
 
+    A helper that hands its own `**kwargs` on (`def auto_grad_checkpoint(module, *args,
+    **kwargs): return checkpoint(module, *args, **kwargs)`, PixArt's shape) leaves the choice
+    to its callers: it is reported, without a fix, when the project calls it (in any module)
+    and no call passes `use_reentrant` or splats `**`; not when it is also held as a value
+    (a table, a `partial`), nor when no call of it is found.
+
     A name that one import binds to torch's `checkpoint` and another to DeepSpeed's
     (`try: from deepspeed...checkpointing import checkpoint` / `except: from
     torch.utils.checkpoint import checkpoint`, or the same under `if
@@ -102,6 +110,9 @@ class CheckpointImplicitReentrant(Rule):
     targets = (VersionRange.of("torch", min="1.11"),)
     triggers = SITE_TRIGGERS
     reached_through_aliases = True  # torch's checkpoint under another module's name
+    # The index: torch's checkpoint under another module's name or returned by a getter, and
+    # the calls of a helper that hands its `**kwargs` on to it (`_check_forwarded`).
+    uses_project = True
     requires = SITE_REQUIRES
 
     @classmethod
@@ -109,6 +120,35 @@ class CheckpointImplicitReentrant(Rule):
         # A project that still supports torch < 1.11 but also runs newer ones meets the
         # implicit default there: reported, without the fix its oldest torch would reject.
         return all(versions.could_be(version_range) for version_range in cls.targets)
+
+    def _check_forwarded(self, site: CheckpointSite) -> None:
+        """`checkpoint(fn, *args, **kwargs)` in a helper that hands its own `**kwargs` on
+        (`ckptlint.model.forwarding`): the caller may pass `use_reentrant` through them, so
+        the call alone says nothing; reported when the project calls the helper and no call
+        passes it (nor splats `**`), each call found through the project model. No fix: a
+        flag written here would clash with one a later caller passes."""
+        if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT or "use_reentrant" in site.keywords:
+            return
+        if not site.has_star_kwargs or site.via_partial is not None or in_old_torch_branch(self.context, site.node):
+            return
+        scopes, kinds = self._enclosing.get(site.node, ((), ()))
+        if kinds not in (("function",), ("class", "function")):
+            return  # a module-level function or a method: what other code can call
+        name = ".".join((module_name(self.context.relative_path), *scopes))
+        project = self.context.project
+        target = project.forwarding_target(name)
+        if target is None or target[0].kind is not ForwardingKind.HELPER or target[0].name != name:
+            return
+        calls = project.denotation.calls_without_reentrant(name)
+        if not calls:
+            return
+        shown = ", ".join(f"{path}:{line}" for path, line in calls[:3]) + (f" and {len(calls) - 3} more" if len(calls) > 3 else "")
+        self.report(
+            site.node,
+            f"`{site.api.short_name}` without `use_reentrant`, in `{scopes[-1]}`, which hands its `**kwargs` on to it: "
+            f"no call of `{scopes[-1]}` in the project passes `use_reentrant` ({shown}), so torch falls back to the "
+            "reentrant implementation; pass `use_reentrant=False` here (or have every call pass it)" + self.version_note(),
+        )
 
     def finish(self) -> None:
         """A name bound to torch's checkpoint by one import and to another library's by
@@ -133,7 +173,36 @@ class CheckpointImplicitReentrant(Rule):
                 "use_reentrant=False)` right after that import), not at this call" + self.version_note(),
             )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._scopes: list[str] = []  # enclosing classes and functions, outermost first
+        self._kinds: list[str] = []  # "class" / "function", for each of them
+        self._enclosing: dict[cst.Call, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node.name.value)
+        self._kinds.append("class")
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._scopes.pop()
+        self._kinds.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(node.name.value)
+        self._kinds.append("function")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+        self._kinds.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._kinds and self._kinds[-1] == "function":
+            self._enclosing[node] = (tuple(self._scopes), tuple(self._kinds))
+
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
+        if site.reentrancy is Reentrancy.UNKNOWN:
+            self._check_forwarded(site)
+            return
         if not reports_implicit_reentrant(site, self.context.sites, self.context):
             return
         message = self.message.format(api=site.api.short_name)
@@ -152,6 +221,34 @@ class CheckpointImplicitReentrant(Rule):
         )
 
     valid = [
+        # The same helper where a call passes `use_reentrant`, or splats `**kwargs` that may
+        # carry it: the callers choose.
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def auto_grad_checkpoint(module, *args, **kwargs):
+                return checkpoint(module, *args, **kwargs)
+
+            def run(blocks, x):
+                for block in blocks:
+                    x = auto_grad_checkpoint(block, x, use_reentrant=False)
+                return x
+            """
+        ),
+        Valid(
+            """
+            from torch.utils.checkpoint import checkpoint
+
+            def auto_grad_checkpoint(module, *args, **kwargs):
+                return checkpoint(module, *args, **kwargs)
+
+            def run(blocks, x, **kwargs):
+                for block in blocks:
+                    x = auto_grad_checkpoint(block, x, **kwargs)
+                return x
+            """
+        ),
         # The branch for torch < 1.11, which has no `use_reentrant` (diffusers' models).
         Valid(
             """
@@ -274,6 +371,31 @@ class CheckpointImplicitReentrant(Rule):
         ),
     ]
     invalid = [
+        # A helper that hands its `**kwargs` on, and no call of it passes `use_reentrant`.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            def auto_grad_checkpoint(module, *args, **kwargs):
+                if getattr(module, "grad_checkpointing", False):
+                    return checkpoint(module, *args, **kwargs)
+                return module(*args, **kwargs)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([nn.Linear(8, 8), nn.Linear(8, 8)])
+
+                def forward(self, x, y):
+                    for block in self.blocks:
+                        x = auto_grad_checkpoint(block, x)
+                    return auto_grad_checkpoint(self.blocks[0], y)
+            """,
+            line=6,
+            column=16,
+            message_contains="no call of `auto_grad_checkpoint` in the project passes `use_reentrant`",
+        ),
         # A version check the other way round: the body runs on torch >= 1.11 too.
         Invalid(
             """

@@ -399,6 +399,30 @@ class CallSiteResolution:
         self._everywhere_sites[(summary.name, parameter)] = sites
         return frozenset(values)
 
+    def calls_without_reentrant(self, function: str) -> list[tuple[str, int]] | None:
+        """For a project function that hands its `**kwargs` to torch's checkpoint: its calls
+        (path, line) when there is one and none passes `use_reentrant` or splats `**` (the
+        checkpoint then runs with torch's default); None when one does, when a call's
+        arguments are not in the summaries, or when the function is also held as a value
+        (it may be called where no summary shows it)."""
+        summary = self.summary(function)
+        module = self._module_of(function)
+        if summary is None or module is None or self._call_sites.named_as_value(function, module):
+            return None
+        sites: list[tuple[str, int]] = []
+        for path, caller, callee, line in self._call_sites.calls_of(function, module):
+            frame = replace(self._entry_frame(caller.name), before=line + 1)
+            if not self._calls_function(callee, summary, frame):
+                continue
+            calls = [call for call, at in caller.passes if at == line and call[1] == callee]
+            if not calls:
+                return None
+            # A call kept without its arguments passed only constants that are not flags.
+            if any(name is None or name == "use_reentrant" for call in calls for name, _ in call[3]):
+                return None
+            sites.append((path, line))
+        return sorted(set(sites)) or None
+
     def _calls_function(self, callee: Expr, summary: FunctionSummary, frame: Frame) -> bool:
         """Whether `callee`, in `frame`, is the function (or the class whose constructor) `summary` is."""
         if callee[0] == "attr" and self._global_dotted(callee, frame) is None:
