@@ -27,6 +27,7 @@ import select
 import signal
 import struct
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -191,13 +192,7 @@ class WorkerPool:
                 continue
             if self.while_busy is not None:
                 self.while_busy, while_busy = None, self.while_busy
-                # An interrupt waits until it is done: raised inside an import, it could
-                # leave the interpreter to end by the signal, not with 128 + the signal.
-                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
-                try:
-                    while_busy()
-                finally:
-                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                _with_interrupts_held(while_busy)
             now = time.monotonic()
             timeout = min(worker.started + self.limits.seconds for worker in busy.values()) - now
             if self.limits.memory_bytes is not None:
@@ -330,6 +325,33 @@ class WorkerPool:
 
 
 _INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _with_interrupts_held(function: Callable[[], None]) -> None:
+    """Run `function` with SIGINT / SIGTERM delivered only after it: raised inside an
+    import, an interrupt could leave the interpreter to end by the signal, not with 128 +
+    the signal. In the main thread the signals are caught and raised again afterwards (a
+    signal mask holds them for this thread only, and the kernel may hand a process's signal
+    to another thread, whose Python handler then runs here at once); elsewhere, or where a
+    handler was not set from Python, this thread's signal mask holds them."""
+    previous = {number: signal.getsignal(number) for number in _INTERRUPTS}
+    if threading.current_thread() is not threading.main_thread() or None in previous.values():
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+        try:
+            function()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
+    caught: list[int] = []
+    for number in sorted(_INTERRUPTS):
+        signal.signal(number, lambda received, frame: caught.append(received))
+    try:
+        function()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(caught):
+            signal.raise_signal(number)
 
 
 def _stop(worker: _Worker) -> None:
