@@ -175,29 +175,30 @@ class CheckpointImplicitReentrant(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._scopes: list[str] = []  # enclosing classes and functions, outermost first
-        self._kinds: list[str] = []  # "class" / "function", for each of them
+        # The enclosing classes and functions (names, kinds), outermost first: a snapshot
+        # taken when a definition is entered or left, shared by the calls inside it.
+        self._stack: list[tuple[tuple[str, ...], tuple[str, ...]]] = [((), ())]
         self._enclosing: dict[cst.Call, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
+    def _enter(self, name: str, kind: str) -> None:
+        names, kinds = self._stack[-1]
+        self._stack.append(((*names, name), (*kinds, kind)))
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._scopes.append(node.name.value)
-        self._kinds.append("class")
+        self._enter(node.name.value, "class")
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._scopes.pop()
-        self._kinds.pop()
+        self._stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append(node.name.value)
-        self._kinds.append("function")
+        self._enter(node.name.value, "function")
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._scopes.pop()
-        self._kinds.pop()
+        self._stack.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._kinds and self._kinds[-1] == "function":
-            self._enclosing[node] = (tuple(self._scopes), tuple(self._kinds))
+        if self._stack[-1][1][-1:] == ("function",):
+            self._enclosing[node] = self._stack[-1]
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.reentrancy is Reentrancy.UNKNOWN:

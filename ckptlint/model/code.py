@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from ckptlint.model.annotations import annotated_classes
 from ckptlint.model.ast_walk import child_nodes, walk
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
 from ckptlint.model.summary import (
@@ -30,11 +31,7 @@ from ckptlint.model.summary import (
 )
 
 _ADDING_METHODS = {"append": ADD, "insert": ADD, "add": ADD, "appendleft": ADD, "extend": ADD_ELEMENTS}
-# Names an annotation may use around the classes it names.
-_TYPING_WRAPPERS = frozenset(
-    {"Type", "type", "Optional", "Union", "Tuple", "tuple", "List", "list", "Sequence", "Iterable", "Callable",
-     "Dict", "dict", "Any", "ClassVar", "Final", "Annotated"}
-)
+
 
 
 def _integer(node: ast.AST | None) -> int | None | bool:
@@ -576,34 +573,3 @@ def _parameters(arguments: ast.arguments, resolve: Callable[[ast.AST], str | Non
     if arguments.kwarg is not None:
         found.append(Parameter(arguments.kwarg.arg, None, (), "**"))
     return tuple(found)
-
-
-def annotated_classes(annotation: ast.AST | None, resolve: Callable[[ast.AST], str | None]) -> tuple[str, ...]:
-    """The classes an annotation names: `Type[BasicBlock]`, `Union[Type[A], Type[B]]`,
-    `Optional[Callable]`, `Tuple[Type[A], ...]`; typing's own names are skipped."""
-    found: list[str] = []
-    _annotated_names(annotation, resolve, found)
-    return tuple(dict.fromkeys(found))
-
-
-# The recursive walks of the extraction are module-level functions, not closures: a closure
-# that calls itself is a reference cycle, which keeps what it reaches (the syntax tree)
-# alive until the collector runs.
-def _annotated_names(node: ast.AST | None, resolve: Callable[[ast.AST], str | None], found: list[str]) -> None:
-    if isinstance(node, ast.Subscript):
-        _annotated_names(node.value, resolve, found)
-        _annotated_names(node.slice, resolve, found)
-    elif isinstance(node, ast.Tuple):
-        for element in node.elts:
-            _annotated_names(element, resolve, found)
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        _annotated_names(node.left, resolve, found)
-        _annotated_names(node.right, resolve, found)
-    elif isinstance(node, (ast.Name, ast.Attribute)):
-        short = node.id if isinstance(node, ast.Name) else node.attr
-        if short not in _TYPING_WRAPPERS and short[:1].isupper():
-            name = resolve(node)
-            if name is not None:
-                found.append(name)
-
-

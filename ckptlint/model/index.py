@@ -192,6 +192,11 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
                 return path
         return None
 
+    def ancestors_after(self, name: str, after: str) -> list[str]:
+        """`ancestors(name)` after class `after`: where `super()` written in `after` looks."""
+        ancestors = self.ancestors(name)
+        return ancestors[ancestors.index(after) + 1 :] if after in ancestors else []
+
     @cached_property
     def _by_short_name(self) -> dict[str, list[str]]:
         """Every function and class name by its last part: the names `name` may be a dotted
@@ -356,10 +361,7 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
     def class_method_in(self, name: str, method: str, after: str | None = None) -> tuple[str, MethodFacts] | None:
         """The class among `name`'s ancestors (after `after`, for `super().<method>` written
         in class `after`) that defines `method`, and what the method does."""
-        ancestors = self.ancestors(name)
-        if after is not None:
-            ancestors = ancestors[ancestors.index(after) + 1 :] if after in ancestors else []
-        for ancestor in ancestors:
+        for ancestor in self.ancestors(name) if after is None else self.ancestors_after(name, after):
             facts = self.class_named(ancestor)
             for candidate in facts.methods if facts is not None else ():
                 if candidate.name == method:

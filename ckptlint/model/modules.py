@@ -224,8 +224,7 @@ class ModuleSemantics:
     def _super_method(self, view: SuperView, name: str) -> FunctionSummary | None:
         """The method `super().<name>` finds: in the nearest ancestor after the class the
         `super()` call is written in."""
-        ancestors = self.index.ancestors(view.instance.cls)
-        for ancestor in ancestors[ancestors.index(view.defined_in) + 1 :]:
+        for ancestor in self.index.ancestors_after(view.instance.cls, view.defined_in):
             summary = self.summary(f"{ancestor}.{name}")
             if summary is not None:
                 return summary
