@@ -36,6 +36,7 @@ from ckptlint.versions import VersionSource
 if TYPE_CHECKING:
     import libcst as cst
 
+    from ckptlint.analysis.positions import StatementLines
     from ckptlint.rule import Rule
 
 SKIP_FILE = re.compile(r"^[ \t]*#[ \t]*ckptlint:[ \t]*skip-file\b", re.MULTILINE)
@@ -318,6 +319,15 @@ def _reportable(diagnostics: Iterable[Diagnostic], path: Path, settings: Setting
 _PATHOLOGICAL = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
 
 
+@dataclass(frozen=True)
+class ParsedModule:
+    """libcst's tree of a file, with CPython's lines of its statements (None when only
+    libcst parses the file)."""
+
+    module: cst.Module
+    statement_lines: StatementLines | None = None
+
+
 def parse_module(
     text: str,
     display: str,
@@ -325,12 +335,13 @@ def parse_module(
     with_libcst: bool,
     limits: AnalysisLimits = AnalysisLimits(),
     needed: Callable[[ast.Module], bool] | None = None,
-) -> cst.Module | Diagnostic | None:
+) -> ParsedModule | Diagnostic | None:
     """CPython's parser decides whether the file is valid Python (its messages and lines
     are the ones users know); libcst then builds the tree the rules work on, unless the
     file's shape is beyond what libcst parses within `limits`, or `needed` finds in
     CPython's tree nothing for the rules (`Rule.may_apply_to_syntax`; the shape is judged
-    first, as without it).
+    first, as without it). CPython's lines of the statements come along: positions need
+    them (`ckptlint.analysis.positions`).
 
     A generic SyntaxError may only mean the file uses syntax newer than the running
     Python: libcst (which knows newer grammars) gets the last word on those."""
@@ -348,7 +359,7 @@ def parse_module(
             module = cst.parse_module(text)
         except (cst.ParserSyntaxError, RecursionError):
             return _parse_error(display, error.lineno or 1, error.offset or 1, message)
-        return module if with_libcst else None
+        return ParsedModule(module) if with_libcst else None
     except ValueError as error:  # e.g. "source code string cannot contain null bytes"
         return _parse_error(display, 1, 1, str(error))
     if not with_libcst:
@@ -360,11 +371,14 @@ def parse_module(
         return _parse_error(display, 1, 1, limits.describe_nodes(nodes), kind="")
     if needed is not None and not needed(tree):
         return None
-    del tree
     import libcst as cst
 
+    from ckptlint.analysis.positions import statement_lines
+
+    lines = statement_lines(tree)
+    del tree
     try:
-        return cst.parse_module(text)
+        return ParsedModule(cst.parse_module(text), lines)
     except cst.ParserSyntaxError as error:
         detail = error.message.splitlines()[0][:200]
         return _parse_error(display, error.raw_line, error.raw_column + 1, f"valid Python, but libcst cannot parse it: {detail}")

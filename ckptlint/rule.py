@@ -26,7 +26,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.positions import Positions
+from ckptlint.analysis.positions import Positions, StatementLines
 from ckptlint.source import LineIndex
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
@@ -73,16 +73,18 @@ class FileContext:
     # Qualified names of a name, attribute or call (through imports, scopes); available from
     # the hooks that run after the traversal.
     qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()
+    # CPython's lines of the statements, for positions without generating the whole module.
+    statement_lines: StatementLines | None = None
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
         self._positions = None
 
     def position(self, node: cst.CSTNode) -> CodeRange:
-        # Positions need a code-generation pass over the whole module: computed only once
-        # something is reported.
+        # Positions need code generation (of the statements asked about, with the lines):
+        # done only once something asks.
         if self._positions is None:
-            self._positions = Positions(self.module)
+            self._positions = Positions(self.module, self.statement_lines)
         return self._positions[node]
 
     def edit_for(self, original: cst.CSTNode, replacement: cst.CSTNode) -> Edit | None:

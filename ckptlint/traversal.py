@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
@@ -20,6 +21,9 @@ from ckptlint.registry import rule_by_code
 from ckptlint.rule import FileContext, Rule
 from ckptlint.suppression import NOQA, noqa_codes
 from ckptlint.types import Diagnostic
+
+if TYPE_CHECKING:
+    from ckptlint.engine import ParsedModule
 
 
 # Tests set this to answer name questions with libcst's ScopeProvider, the reference that
@@ -193,7 +197,7 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
 
 
 def run_rules(
-    module: cst.Module,
+    parsed: ParsedModule,
     text: str,
     path: Path,
     display: str,
@@ -203,9 +207,11 @@ def run_rules(
     project: ProjectIndex,
     relative_path: str,
 ) -> list[Diagnostic]:
+    module = parsed.module
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = FileContext(
-        path, display, text, module, settings.target_versions, settings, wrapper, project, relative_path
+        path, display, text, module, settings.target_versions, settings, wrapper, project, relative_path,
+        statement_lines=parsed.statement_lines,
     )
     analyzer = FileAnalyzer()
     rules = [rule_class(context) for rule_class in rule_classes]

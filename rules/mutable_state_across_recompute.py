@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import libcst as cst
 
@@ -207,11 +208,15 @@ class MutableStateAcrossRecompute(SiteScopes):
             return  # no backward call in its own body (nested code counts for it too: a superset)
         nodes = list(_walk_statements(function))
         calls = [node for node in nodes if isinstance(node, cst.Call)]
-        backwards = sorted(self._start(c) for c in calls if is_backward_call(c))
-        if not backwards and not after_return:
+        backward_calls = [c for c in calls if is_backward_call(c)]
+        if not backward_calls and not after_return:
             return
+        # Positions only where needed: they cost a code generation of the whole file.
+        backwards = cache(lambda: sorted(self._start(c) for c in backward_calls))
         self._mode_switches_before_backward(calls, backwards)
         containers = _containers(function)
+        if not self.context.project.recomputing_paths:
+            return  # no module's regions read anything a caller can change (`_reads_of_module`)
         changes = _mutations(function, containers) + _attribute_changes(nodes)
         if not changes:
             return
@@ -220,7 +225,7 @@ class MutableStateAcrossRecompute(SiteScopes):
             if is_backward_call(call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
                 continue
             end = self.context.position(call).end
-            later = [b for b in backwards if b > (end.line, end.column)]
+            later = [b for b in backwards() if b > (end.line, end.column)]
             if not later and not after_return:
                 continue
             limit = later[0] if later else None
@@ -238,15 +243,15 @@ class MutableStateAcrossRecompute(SiteScopes):
                         reported.add(change.node)
                         self._report_change(change, call, reads, watch, limit)
 
-    def _mode_switches_before_backward(self, calls: list[cst.Call], backwards: list[tuple[int, int]]) -> None:
+    def _mode_switches_before_backward(self, calls: list[cst.Call], backwards: Callable[[], list[tuple[int, int]]]) -> None:
         """A module called (`model(x)`), then put in eval mode (`model.eval()`, also on a module
         holding it) and not back in training mode before backward: its checkpointed regions
         that run dropout or BatchNorm recompute in another mode than their forward ran."""
-        switches = sorted(
-            ((self._start(c), c, found) for c in calls if (found := _mode_switch(c)) is not None), key=lambda s: s[0]
-        )
-        if not any(training is False for _, _, (_, training) in switches):
+        found_switches = [(c, found) for c in calls if (found := _mode_switch(c)) is not None]
+        if not any(training is False for _, (_, training) in found_switches):
             return
+        switches = sorted(((self._start(c), c, found) for c, found in found_switches), key=lambda s: s[0])
+        backwards = backwards()
         reported: set[cst.CSTNode] = set()
         for call in calls:
             called = dotted_text(call.func)

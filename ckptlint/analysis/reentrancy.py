@@ -63,6 +63,8 @@ def in_old_torch_branch(context, node: cst.CSTNode) -> bool:
         if _OLD_BRANCHES[0] is not context.module:
             _OLD_BRANCHES[:] = [context.module, _old_torch_spans(context)]
         spans = _OLD_BRANCHES[1]
+    if not spans:
+        return False
     line = context.position(node).start.line
     return any(start <= line <= end for start, end in spans)
 
