@@ -24,9 +24,11 @@ SLOW_NATIVE = IMPORT + ("y = f" + "(a)" * 900 + "\n") * 8 + "checkpoint(f, x)\n"
 DEEP = IMPORT + "y = " + "+".join(["1"] * 5000) + "\ncheckpoint(f, x)\n"
 # libcst's scope analysis is quadratic in rebindings of one name: hundreds of MiB.
 # 30,003 syntax nodes for the estimate (146 MiB); the comment lines are nodes of libcst's tree
-# only, so the analysis needs more than the estimate says: 300-400 MiB with libcst 1.9 (whose
-# trees are smaller than 1.5's: 60,000 comment lines, enough there, stay under 200 MiB).
-MEMORY_HUNGRY = IMPORT + "x = checkpoint(layer, x)\n" * 3000 + "#\n" * 250_000
+# only, so the analysis needs more than the estimate says: about 300 MiB with libcst 1.9 (whose
+# trees are smaller than 1.5's: 60,000 comment lines, enough there, stay under 200 MiB). The
+# comments lead each statement: a finding's position generates its statement's code, leading
+# comments included (250,000 after the last statement would be generated for none).
+MEMORY_HUNGRY = IMPORT + ("#\n" * 83 + "x = checkpoint(layer, x)\n") * 3000
 PYPROJECT = "[project]\nname = 'demo'\n"
 # The time limit the tests set: SLOW_NATIVE needs about 10 s of CPU, the good files well under
 # 0.1 s, so a loaded CI machine neither lets the slow file finish nor stops a good one.
