@@ -101,8 +101,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       project model finds True wherever it runs (`use_reentrant=self.reentrant` where every
       construction passes True, also from a config dataclass's default; `use_reentrant=not
       USE_REENTRANT` with `USE_REENTRANT = False` in a settings module);
-    - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly or
-      through a `functools.partial` handed to `apply_activation_checkpointing`; a partial is
+    - `checkpoint_wrapper(..., checkpoint_impl=CheckpointImpl.REENTRANT)`, directly, through
+      a project function that hands everything on to it (xtuner's `def
+      checkpoint_wrapper(module, *args, **kwargs)`, in any file), or through a
+      `functools.partial` handed to `apply_activation_checkpointing` (not with a custom
+      `checkpoint_fn`, which torch runs whatever the implementation says); a partial is
       reported where it is written (the fix goes there), and the message names the
       `apply_activation_checkpointing` calls that apply it (directly, or as the default of a
       helper's parameter, with the project's calls that leave the parameter out); also
@@ -116,7 +119,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       (transformers applies its default only when the kwargs are `None`, so
       `{"preserve_rng_state": False}` runs torch's reentrant default), or
       `{"use_reentrant": True}` in a call, a `TrainingArguments(...)` or an assignment to
-      `args.gradient_checkpointing_kwargs`.
+      `args.gradient_checkpointing_kwargs`. A `gradient_checkpointing_enable()` that runs a
+      project class's own method (a wrapper's `def gradient_checkpointing_enable(self):`
+      handing on to its model's) is not one: the call it makes is checked.
 
     The finding is at the checkpoint call even when FSDP is set up in another file: the
     model's `forward` in `model.py`, the wrap in `train.py`. The message names the FSDP use
@@ -329,7 +334,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def finish(self) -> None:
         for call in self._wrapping_calls:
             if is_gc_enable_call(call):
-                self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
+                if not self.runs_project_method(call):  # its own method: the call it makes is checked
+                    self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
             elif is_checkpoint_wrapper(self.context, call):
                 self._check_wrapper(call)
             elif self._is_training_arguments(call):
@@ -416,7 +422,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     def _check_wrapper(self, call: cst.Call) -> None:
         impl, value = checkpoint_wrapper_impl(self.context, call)
-        if value is None:
+        if value is None or _custom_checkpoint_fn(call):
             return
         # `checkpoint_impl=impl`, chosen elsewhere (`REENTRANT if reentrant else ...` over a
         # parameter defaulting to True): the project's to change, no fix.
@@ -440,6 +446,43 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         )
 
     valid = [
+        # A custom `checkpoint_fn`: it, not `checkpoint_impl`, decides the implementation.
+        Valid(
+            """
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
+            from torch.distributed.fsdp import fully_shard
+            from .checkpointing import pytree_reentrant_checkpoint
+
+            def shard(model):
+                for index, layer in enumerate(model.layers):
+                    layer = checkpoint_wrapper(
+                        layer, checkpoint_impl=CheckpointImpl.REENTRANT, checkpoint_fn=pytree_reentrant_checkpoint
+                    )
+                    model.layers[index] = fully_shard(layer)
+            """
+        ),
+        # A wrapper's own `gradient_checkpointing_enable(self)`, handing on to its Hugging Face
+        # model's (InternVideo's xtuner models): the call it makes is the one checked.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.distributed.fsdp import fully_shard
+            from transformers import AutoModelForCausalLM
+
+            class Finetune(nn.Module):
+                def __init__(self, path):
+                    super().__init__()
+                    self.llm = AutoModelForCausalLM.from_pretrained(path)
+                    self.gradient_checkpointing_enable()
+
+                def gradient_checkpointing_enable(self):
+                    self.llm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+            def shard(model):
+                fully_shard(model)
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # The trainer the arguments are handed to sets the non-reentrant default itself.
         Valid(
             """
@@ -943,6 +986,18 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             """,
         ),
     ]
+
+
+def _custom_checkpoint_fn(call: cst.Call) -> bool:
+    """`checkpoint_wrapper(m, impl, fn)` / `checkpoint_fn=fn`: torch ignores `checkpoint_impl`
+    for choosing the implementation then (`CheckpointWrapper.__init__`, torch 2.13: only with
+    `checkpoint_fn=None` does it build `partial(checkpoint, use_reentrant=impl == REENTRANT)`);
+    the function given decides (xtuner's `pytree_reentrant_checkpoint`)."""
+    given = keyword_value(call, "checkpoint_fn")
+    if given is None:
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        given = positional[2].value if len(positional) > 2 else None
+    return given is not None and not (isinstance(given, cst.Name) and given.value == "None")
 
 
 def _callee(call: cst.Call) -> str:

@@ -212,8 +212,12 @@ def is_partial(context: FileContext, call: cst.Call) -> bool:
 
 
 def is_checkpoint_wrapper(context: FileContext, call: cst.Call) -> bool:
-    """`checkpoint_wrapper(...)` or `partial(checkpoint_wrapper, ...)`."""
+    """`checkpoint_wrapper(...)` or `partial(checkpoint_wrapper, ...)`; also a call of a
+    project function that hands everything on to it (xtuner's own `checkpoint_wrapper`)."""
     if resolves_to(context, call.func, CHECKPOINT_WRAPPER):
+        return True
+    names = absolute_names(context, call.func)
+    if names and all(context.project.hands_on_to_checkpoint_wrapper(name) for name in names):
         return True
     return (
         is_partial(context, call)

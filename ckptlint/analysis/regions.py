@@ -201,6 +201,20 @@ class SiteScopes(Rule):
         frame = replace(self._frame(scopes, owner, assume), before=self.context.position(call).start.line + 1)
         return owner, self.context.project.denotation.evaluate(expression(expr), frame)
 
+    def runs_project_method(self, call: cst.Call) -> bool:
+        """Whether `<receiver>.<method>(...)` runs a method the project writes: every value
+        of the receiver is an instance of a project class that defines the method or inherits
+        it from a project class (a wrapper's own `gradient_checkpointing_enable(self)` that
+        hands on to its Hugging Face model's)."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        _, values = self.values_at(call, call.func.value)
+        project = self.context.project
+        return bool(values) and all(
+            isinstance(value, Instance) and project.class_method_in(value.cls, call.func.attr.value) is not None
+            for value in values
+        )
+
     def recomputes_tensors_only(self, site: CheckpointSite) -> bool:
         """Whether the site checkpoints a project function of its tensor inputs alone (the
         entropy of logits after the model's forward): no module is handed to it, and neither

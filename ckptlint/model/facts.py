@@ -200,6 +200,9 @@ class ForwardingKind(str, enum.Enum):
     HELPER = "helper"  # hands its own `**kwargs` to torch's checkpoint without `use_reentrant`
     DECORATOR = "decorator"  # returns such a helper around the function it is given
     DECORATED = "decorated"  # decorated by a project decorator (`via`), maybe one of those
+    # Hands what it is given on to torch's `checkpoint_wrapper` (the module first, its own
+    # `*args` and `**kwargs`), naming no `checkpoint_impl` itself: xtuner's own `checkpoint_wrapper`.
+    WRAPPER = "wrapper"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 
 from ckptlint.model.ast_walk import child_nodes, walk
 from ckptlint.model.facts import ForwardingFact, ForwardingKind
-from ckptlint.model.library import LIBRARY_PREFIXES
+from ckptlint.model.library import CHECKPOINT_WRAPPER, LIBRARY_PREFIXES
 from ckptlint.model.method_behaviour import definitions, statements
 
 TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
@@ -60,6 +60,9 @@ def _forwarding_in(body, prefix: str, in_class: bool, resolve: Resolve, ambiguou
         if isinstance(node, ast.ClassDef):
             _forwarding_in(node.body, name, True, resolve, ambiguous, found)
             continue
+        wrapper = _wrapper_call(node, resolve) if not in_class else None
+        if wrapper is not None:
+            found.append(ForwardingFact(name, ForwardingKind.WRAPPER, node.lineno, (), wrapper.lineno))
         helper = _checkpoint_call(node, resolve, ambiguous)
         if helper is not None:
             found.append(ForwardingFact(name, ForwardingKind.HELPER, node.lineno, _accepted(node, in_class), helper.lineno))
@@ -96,6 +99,36 @@ def _checkpoint_call(
             continue
         splats = [k.value for k in node.keywords if k.arg is None]
         if len(splats) == 1 and isinstance(splats[0], ast.Name) and splats[0].id == kwarg.arg:
+            found = node
+    return found
+
+
+def _wrapper_call(function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) -> ast.Call | None:
+    """The call of torch's `checkpoint_wrapper` that gets the function's first parameter,
+    then nothing but its own `*args` and `**kwargs` (`def checkpoint_wrapper(module, *args,
+    **kwargs): return ptd_checkpoint_wrapper(module, *args, **kwargs)`), in a function that
+    names no `checkpoint_impl` itself."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    if arguments.kwarg is None or not positional:
+        return None
+    found = None
+    for node in _own_nodes(function.body):
+        if isinstance(node, ast.Constant) and node.value == "checkpoint_impl":
+            return None
+        if not isinstance(node, ast.Call) or resolve(node.func) not in CHECKPOINT_WRAPPER:
+            continue
+        first, *rest = node.args or [None]
+        handed_on = all(
+            isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name) and arguments.vararg is not None
+            and arg.value.id == arguments.vararg.arg
+            for arg in rest
+        )
+        if (
+            isinstance(first, ast.Name) and first.id == positional[0].arg and handed_on
+            and len(node.keywords) == 1 and node.keywords[0].arg is None
+            and isinstance(node.keywords[0].value, ast.Name) and node.keywords[0].value.id == arguments.kwarg.arg
+        ):
             found = node
     return found
 

@@ -19,7 +19,7 @@ class ForwardingQueries:
         not loaded when none is)."""
         found = {
             f.name: f for _, facts in self._files_of_kind(FORWARDING_KIND) for f in facts.forwarding
-            if f.kind is not ForwardingKind.DECORATED
+            if f.kind in (ForwardingKind.HELPER, ForwardingKind.DECORATOR)
         }
         if any(f.kind is ForwardingKind.DECORATOR for f in found.values()):
             found.update(
@@ -27,6 +27,12 @@ class ForwardingQueries:
                 if f.kind is ForwardingKind.DECORATED
             )
         return found
+
+    def hands_on_to_checkpoint_wrapper(self, name: str) -> bool:
+        """Whether project function `name` is a plain hand-on to torch's `checkpoint_wrapper`
+        (`ForwardingKind.WRAPPER`): a call of it is one of torch's, with its arguments."""
+        fact = self._definition(name, "forwarding")
+        return fact is not None and fact.kind is ForwardingKind.WRAPPER
 
     def forwarding_target(self, name: str) -> tuple[ForwardingFact, ForwardingFact | None] | None:
         """Calling project function `name` hands its `**kwargs` to torch's checkpoint without
