@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ckptlint.model import open_clip_models
-from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL
+from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL, is_container_class
 from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
@@ -149,6 +149,20 @@ class ContainerSemantics:
         for values in named.values():
             members.append(frozenset(v for v in values if isinstance(v, Instance)))
         return tuple(m for m in members if m)
+
+    def _with_added_members(self, values: set) -> set:
+        """A local container and what was added to it (`result = nn.Sequential()`, then
+        `result.add_module("bn", nn.BatchNorm2d(c))`, or `blocks.append(...)` on an
+        `nn.ModuleList()`): each addition (a `Sequence` of what it adds) becomes a member of
+        the container, in no known order."""
+        containers = [v for v in values if isinstance(v, Instance) and v.members is not None and is_container_class(v.cls)]
+        added = [v for v in values if isinstance(v, Sequence) and v.items is None]
+        if not containers or not added:
+            return values
+        members = tuple(s.elements for s in added if s.elements)
+        return (values - set(containers) - set(added)) | {
+            replace(c, members=c.members + members, ordered=False) for c in containers
+        }
 
     def _index(self, values: frozenset, key) -> set:
         """`values[key]`, `key` a literal's value, ANY_KEY (not known) or OTHER_KEY (a value

@@ -345,6 +345,8 @@ class Denotation(
         if bindings:
             for binding in _visible(bindings, frame.before):
                 found |= self._bound_by(binding, name, frame)
+            if any(binding.how in (ADD, ADD_ELEMENTS) for binding in bindings):
+                found = self._with_added_members(found)
         if parameter is not None or bindings:
             return found
         if name in summary.nested:

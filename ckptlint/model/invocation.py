@@ -7,7 +7,7 @@ registered class. A mixin of `Denotation`, which provides `_eval`, `summary`, `i
 
 from __future__ import annotations
 
-from ckptlint.model.library import CONTAINER_MODULES, ORDERED_DICTS
+from ckptlint.model.library import ORDERED_DICTS, is_container_class
 from ckptlint.model.openmmlab import conv_module_config_keys, is_mmcv
 from ckptlint.model.summary import Expr, FunctionSummary
 from ckptlint.model.values import (
@@ -90,8 +90,8 @@ class CallSemantics:
         named = {**dict(cls.bound), **named}
         facts = self.index.class_named(cls.name)
         if facts is None:
-            if cls.name.rsplit(".", 1)[-1] in CONTAINER_MODULES and cls.name.startswith("torch."):
-                members = self._container_members(positional, named)
+            if is_container_class(cls.name):
+                members = self._container_members(positional, {k: v for k, v in named.items() if k != "init_cfg"})
                 return Instance(cls.name, (), members, not any(isinstance(v, Splat) for v in positional))
             constants = [
                 (f"#{i}", v) for i, v in enumerate(positional)

@@ -140,6 +140,21 @@ IDEMPOTENT_CONVERSIONS = frozenset(
 
 # Containers whose members run in order (`nn.Sequential`) or are iterated by their owner.
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+# Other libraries' containers that are torch's with an `init_cfg` keyword: mmengine's
+# (`mmengine/model/base_module.py`: `class ModuleList(BaseModule, nn.ModuleList)`, whose
+# `__init__(self, modules=None, init_cfg=None)` hands `modules` to `nn.ModuleList.__init__`;
+# `Sequential(*args, init_cfg=None)`, `ModuleDict(modules=None, init_cfg=None)` alike; read at
+# mmengine v0.10.x), and mmcv's before 2.0 (`mmcv/runner/base_module.py`, v1.7, the same).
+LIBRARY_CONTAINERS = frozenset(
+    f"{module}.{name}"
+    for module in ("mmengine.model", "mmengine.model.base_module", "mmcv.runner", "mmcv.runner.base_module")
+    for name in CONTAINER_MODULES
+)
+
+
+def is_container_class(name: str) -> bool:
+    """torch's `Sequential` / `ModuleList` / `ModuleDict`, or another library's same class."""
+    return (name.startswith("torch.") and name.rsplit(".", 1)[-1] in CONTAINER_MODULES) or name in LIBRARY_CONTAINERS
 # Dropout draws a new mask on every forward in training; `p=0` draws nothing. timm's
 # DropPath (`timm/layers/drop.py`) draws one per sample.
 # Functions that return the module they are given with a forward pre-hook that writes its
