@@ -24,7 +24,9 @@ class CheckpointedStatefulForward(RegionRule):
     / `weight_v` on every training forward). The message names the write and the path to it.
     A subclass's `super().forward(...)` is followed into its base's forward; a module that a
     guard before the wrapper rules out (`if isinstance(block, MoEBlock): raise ...`, also
-    `return`, `continue`, `break`; subclasses included) is not counted.
+    `return`, `continue`, `break`; subclasses included) is not counted, nor is a write under
+    `if hasattr(self, "kv_cache"):` in a plain `nn.Module` that never sets that attribute
+    itself (an inference cache its generation code attaches).
 
     ## Why is this bad?
     The recomputation in backward runs the region's forward again: every write happens
@@ -105,6 +107,27 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # A cache written under `hasattr(self, ...)` that nothing in the class attaches:
+        # lingua's attention, whose `kv_cache` only its generation code sets.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Attention(nn.Module):
+                def __init__(self, d=8):
+                    super().__init__()
+                    self.wk = nn.Linear(d, d)
+
+                def forward(self, x):
+                    k = self.wk(x)
+                    if hasattr(self, "kv_cache"):
+                        k = self.kv_cache.update(k)
+                    return k
+
+            model = checkpoint_wrapper(nn.Sequential(Attention()))
+            """
+        ),
         # An in-place write that gives the same value again (k-diffusion's scale, clamped to
         # a bound the module holds, `fill_(0)`): measured, the gradients of the plain forward.
         Valid(
@@ -452,6 +475,31 @@ class CheckpointedStatefulForward(RegionRule):
         ),
     ]
     invalid = [
+        # The same test, on a cache the class attaches itself.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+            from .cache import KVCache
+
+            class Attention(nn.Module):
+                def __init__(self, d=8):
+                    super().__init__()
+                    self.wk = nn.Linear(d, d)
+                    self.kv_cache = KVCache(d)
+
+                def forward(self, x):
+                    k = self.wk(x)
+                    if hasattr(self, "kv_cache"):
+                        k = self.kv_cache.update(k)
+                    return k
+
+            model = checkpoint_wrapper(nn.Sequential(Attention()))
+            """,
+            line=17,
+            column=9,
+            message_contains="`self.kv_cache.update(...)`",
+        ),
         # A subclass whose forward runs its base's through `super()`: the base's router writes.
         Invalid(
             """

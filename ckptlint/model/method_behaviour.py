@@ -9,6 +9,7 @@ writes behind `use_cache`). Read with `ast` by `ckptlint.model.extraction`.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ckptlint.model.ast_walk import walk
@@ -65,6 +66,40 @@ def flags_never_set(node: ast.ClassDef) -> frozenset[str]:
     )
 
 
+def attached_from_outside(node: ast.ClassDef) -> frozenset[str]:
+    """Attributes a method of a plain `nn.Module` tests with `hasattr(self, "<name>")` and
+    nothing in the class sets (no `self.<name> = ...`, no other string naming it: `setattr`,
+    `register_buffer`): lingua's `if hasattr(self, "kv_cache"):` in attention, attached to
+    the module by its generation code only. Code under the test does not run in training
+    unless something outside the class attaches it."""
+    if not all(ast.unparse(base) in ("nn.Module", "torch.nn.Module", "Module") for base in node.bases):
+        return frozenset()  # a base may set it
+    tests: Counter[str] = Counter()
+    strings: Counter[str] = Counter()
+    stored: set[str] = set()
+    for inner in walk(node):
+        name = _self_hasattr(inner)
+        if name is not None:
+            tests[name] += 1
+        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            strings[inner.value] += 1
+        elif isinstance(inner, ast.Attribute) and isinstance(inner.ctx, (ast.Store, ast.Del)) and self_attribute(inner) == inner.attr:
+            stored.add(inner.attr)
+    # A test's own string is one of `strings`: none other may name the attribute.
+    return frozenset(name for name in tests if name not in stored and strings[name] == tests[name])
+
+
+def _self_hasattr(node: ast.AST) -> str | None:
+    """`name` for `hasattr(self, "name")`."""
+    if (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr"
+        and len(node.args) == 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
 def rules_out_training(test: ast.AST, never_true: frozenset[str] = frozenset()) -> bool | None:
     """True if an `if` test can only hold outside training (`not self.training`,
     `torch.jit.is_scripting()`), False if only in training (`self.training`), else None.
@@ -77,7 +112,9 @@ def rules_out_training(test: ast.AST, never_true: frozenset[str] = frozenset()) 
         isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(is_use_cache(v) for v in test.values)
     ):
         return True
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and is_use_cache(test.operand):
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and (
+        is_use_cache(test.operand) or _self_hasattr(test.operand) in never_true
+    ):
         return False
     if isinstance(test, ast.BoolOp):
         parts = [rules_out_training(value, never_true) for value in test.values]
@@ -86,7 +123,7 @@ def rules_out_training(test: ast.AST, never_true: frozenset[str] = frozenset()) 
         if isinstance(test.op, ast.And) and True in parts:
             return True  # `x and not self.training`: true only outside training
         return None
-    if self_attribute(test) in never_true and isinstance(test, ast.Attribute):
+    if (self_attribute(test) in never_true and isinstance(test, ast.Attribute)) or _self_hasattr(test) in never_true:
         return True  # never true at all
     text = ast.unparse(test)
     if text in ("not self.training", "self.training is False", "self.training == False"):
@@ -367,7 +404,7 @@ def methods_of(
     text = "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
     if not any(word in text for word in _REGION_WORDS):
         return ()
-    never_true = flags_never_set(node)
+    never_true = flags_never_set(node) | attached_from_outside(node)
     checked_here = checked()
     methods = []
     # Methods, and the functions nested in them (`forward._inner_forward`): those close
