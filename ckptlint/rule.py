@@ -32,6 +32,7 @@ from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 if TYPE_CHECKING:
+    from ckptlint.analysis.hf_models.local_functions import FileDefinitions
     from ckptlint.config import Settings
     from ckptlint.model.index import ProjectIndex
 
@@ -73,8 +74,13 @@ class FileContext:
     # Qualified names of a name, attribute or call (through imports, scopes); available from
     # the hooks that run after the traversal.
     qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()
-    # CPython's lines of the statements, for positions without generating the whole module.
+    # CPython's lines of the statements, for positions without generating the whole module,
+    # and the innermost statement of the calls and blocks, as the traversal saw them.
     statement_lines: StatementLines | None = None
+    known_holders: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    # The definitions the Hugging Face interpreter reads, collected in the traversal when a
+    # rule that asks for the file's models runs (`Rule.uses_script_models`).
+    file_definitions: FileDefinitions | None = None
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
@@ -84,7 +90,7 @@ class FileContext:
         # Positions need code generation (of the statements asked about, with the lines):
         # done only once something asks.
         if self._positions is None:
-            self._positions = Positions(self.module, self.statement_lines)
+            self._positions = Positions(self.module, self.statement_lines, self.known_holders)
         return self._positions[node]
 
     def edit_for(self, original: cst.CSTNode, replacement: cst.CSTNode) -> Edit | None:
@@ -203,6 +209,10 @@ class Rule(cst.BatchableCSTVisitor):
     # Whether the rule reads the project index (`self.context.project`): a run builds the
     # index only when a selected rule does.
     uses_project: ClassVar[bool] = False
+    # Whether the rule asks for the file's model objects and their steps
+    # (`ckptlint.analysis.hf_models.script_models`): the traversal then collects the
+    # definitions the interpreter reads, instead of the interpreter walking the file again.
+    uses_script_models: ClassVar[bool] = False
     # Whether the project index brings to the rule a file without its trigger words: one
     # that calls a project function whose keywords reach torch's checkpoint, defined in
     # another module (`ProjectIndex.mentions_forwarding`); `may_apply_to_project` decides.

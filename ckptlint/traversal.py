@@ -80,33 +80,101 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
         self._assigned_value: dict[cst.Name, cst.BaseExpression] = {}
         self._containers: list[cst.ClassDef | cst.FunctionDef] = []
         self._self_class: list[cst.ClassDef | None] = [None]  # the class `self` refers to
+        # The innermost statement (an `elif` is one) holding each call, block and assignment:
+        # where a position is asked for most, found here without another walk (`Positions`).
+        self.statement_of: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._statements: list[cst.CSTNode] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._statements.append(node)
         self._containers.append(node)
         self._self_class.append(None)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._statements.pop()
         self._containers.pop()
         self._self_class.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._statements.append(node)
         # A method's `self` is its class; a function nested in a method shares it.
         owner = self._containers[-1] if self._containers else None
         self._self_class.append(owner if isinstance(owner, cst.ClassDef) else self._self_class[-1])
         self._containers.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._statements.pop()
         self._containers.pop()
         self._self_class.pop()
 
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statements.append(node)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self._statements.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._statements.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._statements.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._statements.append(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._statements.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._statements.append(node)
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._statements.pop()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._statements.append(node)
+
+    def leave_Try(self, original_node: cst.Try) -> None:
+        self._statements.pop()
+
+    def visit_TryStar(self, node: cst.TryStar) -> None:
+        self._statements.append(node)
+
+    def leave_TryStar(self, original_node: cst.TryStar) -> None:
+        self._statements.pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        self._statements.append(node)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self._statements.pop()
+
+    def visit_Match(self, node: cst.Match) -> None:
+        self._statements.append(node)
+
+    def leave_Match(self, original_node: cst.Match) -> None:
+        self._statements.pop()
+
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if self._statements:
+            self.statement_of[node] = self._statements[-1]
+
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append((node, self._self_class[-1]))
+        if self._statements:
+            self.statement_of[node] = self._statements[-1]
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.statement_of[node] = self._statements[-1]
         for target in node.targets:
             self._record(target.target, node.value)
 
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.statement_of[node] = self._statements[-1]
+
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.statement_of[node] = self._statements[-1]
         if node.value is not None:
             self._record(node.target, node.value)
 
@@ -214,8 +282,15 @@ def run_rules(
         statement_lines=parsed.statement_lines,
     )
     analyzer = FileAnalyzer()
+    context.known_holders = analyzer.statement_of
+    visitors: list[cst.BatchableCSTVisitor] = [analyzer, analyzer.scope_builder]
+    if any(rule_class.uses_script_models for rule_class in rule_classes):
+        from ckptlint.analysis.hf_models.local_functions import FileDefinitions
+
+        context.file_definitions = FileDefinitions(module_name(relative_path))
+        visitors.append(context.file_definitions)
     rules = [rule_class(context) for rule_class in rule_classes]
-    walk_batched(wrapper, [analyzer, analyzer.scope_builder, *rules])
+    walk_batched(wrapper, [*visitors, *rules])
     analyzer.resolve_names(wrapper)
     # libcst hands metadata to visitors only during the traversal; the hooks that follow it
     # need it too (already computed and cached on the wrapper, so this costs nothing).

@@ -133,6 +133,7 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     """
 
     code = "CKPT020"
+    uses_script_models = True  # `script_models`
     name = "checkpointing-without-use-cache-false"
     message = (
         "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "

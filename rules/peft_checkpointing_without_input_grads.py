@@ -215,6 +215,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     """
 
     code = "CKPT021"
+    uses_script_models = True  # `script_models`
     name = "peft-checkpointing-without-input-grads"
     message = (
         "{what} {when}: {reentrant}, and nothing makes the checkpointed layers' inputs require grad{why_5}, so "

@@ -112,6 +112,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
     """
 
     code = "CKPT033"
+    uses_script_models = True  # `script_models`
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE

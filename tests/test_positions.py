@@ -1,5 +1,6 @@
 """`ckptlint.analysis.positions` gives libcst's `PositionProvider` range for every node:
-from the whole module's code, and from each statement's own code placed at CPython's line."""
+from the whole module's code, and from each statement's own code placed at CPython's line
+(the statement found by a walk, or for calls and blocks as the traversal saw it)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ckptlint.analysis.cst_walk import child_nodes
+from ckptlint.analysis.cst_walk import child_nodes, walk_batched
 from ckptlint.analysis.positions import Positions, statement_lines
+from ckptlint.traversal import FileAnalyzer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -54,9 +56,13 @@ def test_every_node_at_libcsts_position(name: str, text: str) -> None:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError:
         pytest.skip("libcst does not parse it")
-    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    expected = wrapper.resolve(PositionProvider)
     by_statement = Positions(module, statement_lines(ast.parse(text)))
-    for positions in (Positions(module), by_statement):
+    analyzer = FileAnalyzer()  # the traversal's holders of calls and blocks
+    walk_batched(wrapper, [analyzer, analyzer.scope_builder])
+    hinted = Positions(module, statement_lines(ast.parse(text)), analyzer.statement_of)
+    for positions in (Positions(module), by_statement, hinted):
         pending: list[cst.CSTNode] = [module]
         while pending:
             node = pending.pop()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -135,17 +135,21 @@ class _Mismatch(Exception):
     """CPython's statements and libcst's do not pair up."""
 
 
+# A statement's line, its block's indentation, and whether it is an `elif` (generated as one).
+_Anchor = tuple[int, tuple[str, ...], bool]
+
+
 def _pair(
     statements: Sequence[cst.CSTNode], lines: StatementLines, indents: tuple[str, ...], default: str,
-    found: dict[cst.CSTNode, tuple[int, tuple[str, ...]]],
+    found: dict[cst.CSTNode, _Anchor],
 ) -> None:
-    """Each statement of a block with its line and its block's indentation."""
+    """Each statement of a block (and each `elif`) with its line and its block's indentation."""
     index = 0
     for statement in statements:
         if index >= len(lines):
             raise _Mismatch
         line, bodies = lines[index]
-        found[statement] = (line, indents)
+        found[statement] = (line, indents, False)
         if isinstance(statement, cst.SimpleStatementLine):
             index += len(statement.body)
             continue
@@ -167,6 +171,7 @@ def _pair_blocks(statement, bodies: tuple[StatementLines, ...], indents: tuple[s
         elif isinstance(block, cst.If):  # an `elif`: CPython's `orelse` holds its `If`
             if len(body) != 1:
                 raise _Mismatch
+            found[block] = (body[0][0], indents, True)
             _pair_blocks(block, body[0][1], indents, default, found)
         # A block on the header's line (`if x: y = 1`) holds no statement lines: its code is
         # the compound statement's.
@@ -176,11 +181,14 @@ class _Code:
     """One generated stretch of code (the module, or a statement alone): where each node
     starts and ends in its tokens, and the tokens' lines and columns."""
 
-    def __init__(self, node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = ()) -> None:
+    def __init__(self, node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = (), elif_: bool = False) -> None:
         state = _TokenSpans(
             default_indent=module.default_indent, default_newline=module.default_newline, indent_tokens=list(indents)
         )
-        node._codegen(state)
+        if elif_:
+            node._codegen(state, is_elif=True)
+        else:
+            node._codegen(state)
         self.spans = state.spans
         self._tokens = state.tokens
         self._places: list[tuple[int, int]] | None = None  # with "\r" in the code: per token boundary
@@ -226,14 +234,20 @@ class _Code:
 
 
 class Positions:
-    """`PositionProvider`'s range of any node of a module (`lines`: its `statement_lines`)."""
+    """`PositionProvider`'s range of any node of a module (`lines`: its `statement_lines`;
+    `known_holders`: the innermost statement of some nodes, as a traversal saw them, which
+    spares finding it for those)."""
 
-    def __init__(self, module: cst.Module, lines: StatementLines | None = None) -> None:
+    def __init__(
+        self, module: cst.Module, lines: StatementLines | None = None,
+        known_holders: Mapping[cst.CSTNode, cst.CSTNode] | None = None,
+    ) -> None:
         self._module = module
         self._whole: _Code | None = None
         self._lines = lines
-        self._statements: dict[cst.CSTNode, tuple[int, tuple[str, ...]]] | None = None
-        self._holders: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._statements: dict[cst.CSTNode, _Anchor] | None = None
+        self._known_holders = known_holders or {}
+        self._holders: dict[cst.CSTNode, cst.CSTNode] | None = None
         self._codes: dict[cst.CSTNode, _Code] = {}
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
@@ -252,14 +266,17 @@ class Positions:
             except _Mismatch:
                 self._lines, self._statements = None, {}
                 return None
-            self._holders = _holders(self._statements)
-        statement = self._holders.get(node)
-        if statement is None:
-            return None
+        statement = node if node in self._statements else self._known_holders.get(node)
+        if statement is None or statement not in self._statements:
+            if self._holders is None:
+                self._holders = _holders(self._statements)
+            statement = self._holders.get(node)
+            if statement is None:
+                return None
         code = self._codes.get(statement)
         if code is None:
-            line, indents = self._statements[statement]
-            code = self._codes[statement] = _Code(statement, self._module, indents)
+            line, indents, elif_ = self._statements[statement]
+            code = self._codes[statement] = _Code(statement, self._module, indents, elif_)
             code.first_line = line - code.place(code.spans[statement][0]).line + 1
         return code
 

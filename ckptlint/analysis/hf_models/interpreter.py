@@ -13,15 +13,15 @@ from ckptlint.analysis.hf_models.objects import (
     TupleValue, bound_models, dict_expression, merge_branch_models, same_value,
 )
 from ckptlint.analysis.branches import Conditions, condition_literals, contradicts, literal_truth
-from ckptlint.analysis.cst_walk import child_nodes, walk
+from ckptlint.analysis.cst_walk import child_nodes, walk_batched
 from ckptlint.analysis.hf_models.steps import ModelHistory, ScriptModels, StepKind
-from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.analysis.hf_models.syntax import (
     body_of, code_of, dict_keys, dotted_text, is_false, is_true, literal_value, subscript_key,
 )
 from ckptlint.model.library import classify_model_class
 from ckptlint.model.values import Constant, Frame, Mapping
-from ckptlint.analysis.hf_models.local_functions import RELEVANT_IDENTIFIER, LocalFunctionFacts, close_over_callees
+from ckptlint.analysis.hf_models.local_functions import FileDefinitions, close_over_callees
 from ckptlint.model.names import TEST_SETUP_METHODS, is_test_class, is_test_function, module_name
 from ckptlint.rule import FileContext
 
@@ -34,113 +34,33 @@ class Interpreter(Calls):
         # The call a statement unpacks into this many names (`policy, ref = load(name)`).
         self.unpacked: tuple[cst.BaseExpression, int] | None = None
         self.objects: list[ModelObject] = []
-        self.functions: dict[str, cst.FunctionDef] = {}
-        self.classes: dict[str, cst.ClassDef] = {}
-        self.class_of_function: dict[cst.FunctionDef, str] = {}
-        self.main_input_names: dict[str, str] = {}  # same-file model classes that declare it
         self.called: set[cst.FunctionDef] = set()
-        self.function_facts: dict[cst.FunctionDef, LocalFunctionFacts] = {}
         self.ran: set[cst.FunctionDef] = set()
-        self.insertable: set[cst.SimpleStatementLine] = set()
         self._project_modules: frozenset[str] | None = None
         self.module_names: dict[str, ScriptValue] = {}
         self._names: dict[cst.CSTNode, set[str]] = {}
         self.module_name = module_name(context.relative_path)
-        self.project_names: dict[cst.FunctionDef, str] = {}  # as the project model names functions
-        self.imported_names: set[str] = set()  # bound by `from module import name`
         self._imported_dicts: dict[str, DictValue | None] = {}
-        self._collect_definitions()
+        definitions = context.file_definitions
+        if definitions is None:  # not collected by the traversal: walked here
+            definitions = FileDefinitions(self.module_name)
+            walk_batched(context.wrapper, [definitions])
+        self.functions = definitions.functions
+        self.classes = definitions.classes
+        self.class_of_function = definitions.class_of_function
+        self.main_input_names = definitions.main_input_names
+        self.function_facts = definitions.function_facts
+        self.project_names = definitions.project_names
+        self.imported_names = definitions.imported_names
+        self.insertable = definitions.insertable
+        self._resolve_local_calls(definitions.calls)
 
     # --- definitions -------------------------------------------------------------------
 
-    def _collect_definitions(self) -> None:
-        interpreter = self
-
-        class Collector(cst.CSTVisitor):
-            def __init__(self) -> None:
-                self.scope: list[str] = []
-                self.classes: list[str | None] = [None]  # the class whose body is being visited
-                self.self_classes: list[str | None] = [None]  # the class `self` refers to
-                self.functions: list[cst.FunctionDef] = []  # enclosing functions, innermost last
-                self.calls: list[tuple[cst.Call, str | None, tuple[cst.FunctionDef, ...]]] = []
-
-            def visit_Module(self, node: cst.Module) -> None:
-                interpreter._note_insertable(node.body)
-
-            def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-                interpreter._note_insertable(node.body)
-
-            def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-                if not isinstance(node.names, cst.ImportStar):
-                    for alias in node.names:
-                        bound = alias.asname.name if alias.asname is not None else alias.name
-                        if isinstance(bound, cst.Name):
-                            interpreter.imported_names.add(bound.value)
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                name = ".".join([*self.scope, node.name.value])
-                interpreter.classes[name] = node
-                for statement in body_of(node):
-                    if isinstance(statement, cst.SimpleStatementLine):
-                        for small in statement.body:
-                            if (
-                                isinstance(small, cst.Assign)
-                                and any(isinstance(t.target, cst.Name) and t.target.value == "main_input_name" for t in small.targets)
-                                and isinstance(small.value, cst.SimpleString)
-                            ):
-                                interpreter.main_input_names[name] = str(small.value.evaluated_value)
-                self.scope.append(node.name.value)
-                self.classes.append(name)
-
-            def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-                self.scope.pop()
-                self.classes.pop()
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                name = ".".join([*self.scope, node.name.value])
-                interpreter.functions[name] = node
-                # A method's `self` is its class; a function nested in a method shares it.
-                if self.classes[-1] is not None and self.scope and self.scope[-1] == self.classes[-1].rsplit(".", 1)[-1]:
-                    interpreter.class_of_function[node] = self.classes[-1]
-                    self.self_classes.append(self.classes[-1])
-                else:
-                    self.self_classes.append(self.self_classes[-1])
-                interpreter.function_facts[node] = LocalFunctionFacts()
-                interpreter.project_names[node] = f"{interpreter.module_name}.{name}".replace(".<locals>", "")
-                self.functions.append(node)
-                self.scope.extend([node.name.value, "<locals>"])
-                self.classes.append(None)
-
-            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-                del self.scope[-2:]
-                self.classes.pop()
-                self.functions.pop()
-                self.self_classes.pop()
-
-            def visit_Call(self, node: cst.Call) -> None:
-                func = node.func
-                if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-                    self.calls.append((node, self.self_classes[-1], tuple(self.functions)))
-
-            def visit_Name(self, node: cst.Name) -> None:
-                for function in self.functions:
-                    facts = interpreter.function_facts[function]
-                    facts.reads.add(node.value)
-                    facts.relevant = facts.relevant or bool(RELEVANT_IDENTIFIER.search(node.value))
-
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                if node.attr.value == GC_ENABLE:
-                    for function in self.functions:
-                        interpreter.function_facts[function].enables = True
-                if isinstance(node.value, cst.Name) and node.value.value == "self":
-                    for function in self.functions:
-                        interpreter.function_facts[function].reads.add(f"self.{node.attr.value}")
-
-        collector = Collector()
-        walk(self.module, collector)
-        # Calls resolved once every definition is known, and only those that may name one.
+    def _resolve_local_calls(self, calls: list[tuple[cst.Call, str | None, tuple[cst.FunctionDef, ...]]]) -> None:
+        """Calls resolved once every definition is known, and only those that may name one."""
         defined = {name.rsplit(".", 1)[-1] for name in self.functions}
-        for call, self_class, callers in collector.calls:
+        for call, self_class, callers in calls:
             short = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
             target = self._local_function(call, self_class) if short in defined else None
             if target is not None:
@@ -148,11 +68,6 @@ class Interpreter(Calls):
                 for caller in callers:
                     self.function_facts[caller].callees.add(target)
         close_over_callees(self.function_facts)
-
-    def _note_insertable(self, body: Sequence[cst.BaseStatement]) -> None:
-        for statement in body:
-            if isinstance(statement, cst.SimpleStatementLine):
-                self.insertable.add(statement)
 
     def _local_function(self, call: cst.Call, class_name: str | None) -> cst.FunctionDef | None:
         """The function or method of this file a call runs, when it is known: `helper(...)`,
