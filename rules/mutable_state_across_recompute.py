@@ -220,6 +220,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         changes = _mutations(function, containers) + _attribute_changes(nodes)
         if not changes:
             return
+        starts = [(self._start(change.node), change) for change in changes]
         reported: set[cst.CSTNode] = set()
         for call in calls:
             if is_backward_call(call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
@@ -229,14 +230,19 @@ class MutableStateAcrossRecompute(SiteScopes):
             if not later and not after_return:
                 continue
             limit = later[0] if later else None
+            between = [
+                (start, change) for start, change in starts
+                if start > (end.line, end.column) and (limit is None or start <= limit)
+            ]
+            if not between:
+                continue  # nothing changes between this call and backward: what it is does not matter
             for reads in self._reads_of_module(call):
                 watched = _watched(
                     call, reads, lambda arg: self._is_container(call, arg, containers),
                     lambda arg: self._is_plain_object(call, arg),
                 )
-                for change in changes:
-                    start = self._start(change.node)
-                    if change.node in reported or start <= (end.line, end.column) or (limit is not None and start > limit):
+                for start, change in between:
+                    if change.node in reported:
                         continue
                     watch = next((w for w in watched if w.matches(change)), None)
                     if watch is not None:

@@ -41,8 +41,27 @@ def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
 
 
 def _source(expr: cst.BaseExpression) -> str:
+    plain = _plain_dotted(expr, outermost=True)
+    if plain is not None:
+        return plain
     bare = expr.with_changes(lpar=(), rpar=()) if getattr(expr, "lpar", None) else expr
     return cst.Module([]).code_for_node(bare)
+
+
+def _plain_dotted(expr: cst.BaseExpression, outermost: bool = False) -> str | None:
+    """The code of `a` or `a.b.c` written without spaces or parentheses inside (the outermost
+    ones are dropped anyway), without generating it: most `if` tests the interpreter meets."""
+    if not outermost and (getattr(expr, "lpar", None) or getattr(expr, "rpar", None)):
+        return None
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        dot = expr.dot
+        if not all(isinstance(w, cst.SimpleWhitespace) and not w.value for w in (dot.whitespace_before, dot.whitespace_after)):
+            return None
+        base = _plain_dotted(expr.value)
+        return f"{base}.{expr.attr.value}" if base is not None else None
+    return None
 
 
 def exclusive(branches: Branches, conditions: Conditions, other_branches: Branches, other_conditions: Conditions) -> bool:

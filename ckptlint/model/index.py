@@ -317,11 +317,17 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
         return frozenset(known)
 
     def is_training_arguments(self, name: str) -> bool:
-        known = self.training_arguments_classes
-        if name in known:
-            return True
-        facts = self.class_named(name)
-        return facts is not None and facts.name in known
+        answers = self._training_arguments_answers
+        found = answers.get(name)
+        if found is None:
+            known = self.training_arguments_classes
+            facts = self.class_named(name) if name not in known else None
+            found = answers[name] = name in known or (facts is not None and facts.name in known)
+        return found
+
+    @cached_property
+    def _training_arguments_answers(self) -> dict[str, bool]:
+        return {}  # the interpreter asks for every call it meets
 
     @cached_property
     def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
