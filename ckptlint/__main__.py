@@ -1,4 +1,4 @@
-from ckptlint.cli import main
+from ckptlint.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -207,6 +207,7 @@ def check(
     _warn([*settings.notices, *result.notices])
     for message in [*result.errors, *result.file_errors, *result.internal_errors]:
         click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
+    _CHECKED.append(True)  # everything is written: `run` may skip the teardown
     if result.errors or result.file_errors or result.internal_errors:
         sys.exit(EXIT_ERROR)
     if exit_zero:
@@ -214,6 +215,30 @@ def check(
     if diff:
         sys.exit(EXIT_FINDINGS if fixed else EXIT_CLEAN)
     sys.exit(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
+
+
+# Set once `check` has written everything (output, fixes, cache).
+_CHECKED: list[bool] = []
+
+
+def run() -> None:
+    """The command line (`ckptlint`, `python -m ckptlint`): `main`, and after a finished
+    `check`, an exit that skips freeing the process's objects one by one (as mypy's
+    `hard_exit`): the run holds the project's index and the rules' modules to its end, and
+    the interpreter's teardown took 35-40 ms of a 1.6 s run. Output is flushed first; nothing
+    `check` leaves needs an `atexit` handler. Other commands (`verify` runs torch, whose
+    handlers may matter) exit as usual."""
+    try:
+        main()
+    except SystemExit as stop:
+        if not _CHECKED or not isinstance(stop.code, (int, type(None))):
+            raise
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe (`| head`): nothing more to say
+                pass
+        os._exit(stop.code or 0)
 
 
 def _interruptible(run, *args, **kwargs):
