@@ -117,6 +117,7 @@ def check(
         _fail("--stdin-filename names standard input: use it with the path `-` (or no path), not with files")
     if no_cache and cache_dir is not None:
         _fail("--no-cache and --cache-dir contradict each other: give one of them")
+    _hint_mistyped_commands(paths)
     start = Path(stdin_filename).parent if reading_stdin and stdin_filename else paths[0]
     try:
         # Validated (and upper-cased) before use: `--select ckpt001` means CKPT001.
@@ -322,6 +323,23 @@ def _describe_settings(settings) -> str:
         lines.append(f"  {package:<13}  {target.describe() if target else 'unknown'}")
         lines.extend(f"  {'':<13}    also declared: {origin}" for origin in (target.also_declared if target else ()))
     return "\n".join(lines)
+
+
+def _hint_mistyped_commands(paths: tuple[Path, ...]) -> None:
+    """`ckptlint rules` lints a path `rules` (check is the default command): when no such
+    path exists and the word is close to a command's name, say which command it may mean.
+    The path is still reported as unreadable (CKPT901), as any other missing path."""
+    import difflib
+
+    for path in paths:
+        if len(path.parts) == 1 and not path.suffix and not path.exists():
+            close = difflib.get_close_matches(path.name, sorted(main.commands), n=1, cutoff=0.75)
+            if close:
+                click.echo(
+                    click.style("hint: ", fg="cyan", bold=True)
+                    + f"`{path.name}` is no file or directory; did you mean `ckptlint {close[0]}`?",
+                    err=True,
+                )
 
 
 def _warn(messages) -> None:

@@ -226,6 +226,14 @@ def test_missing_path_is_a_finding_not_a_crash(cli, project):
     ]
 
 
+def test_a_missing_path_named_like_a_command_gets_a_hint(cli, project):
+    result = cli(["rules"], cwd=project)
+    assert result.exit_code == 1  # still a path, reported as unreadable
+    assert found(result.stdout) == [("rules", 1, 1, "CKPT901")]
+    assert result.stderr == "hint: `rules` is no file or directory; did you mean `ckptlint rule`?\n"
+    assert "hint" not in cli(["nowhere"], cwd=project).stderr  # not close to any command
+
+
 def test_stdin_cannot_be_mixed_with_paths(cli, project):
     result = cli(["-", "src"], cwd=project, input=MODEL)
     assert result.exit_code == 2
