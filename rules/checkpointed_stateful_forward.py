@@ -26,7 +26,8 @@ class CheckpointedStatefulForward(RegionRule):
     guard before the wrapper rules out (`if isinstance(block, MoEBlock): raise ...`, also
     `return`, `continue`, `break`; subclasses included) is not counted, nor is a write under
     `if hasattr(self, "kv_cache"):` in a plain `nn.Module` that never sets that attribute
-    itself (an inference cache its generation code attaches).
+    itself (an inference cache its generation code attaches), nor one to `self.<cache>` under
+    `if key not in self.<cache>:` (a memo the recomputation finds filled).
 
     ## Why is this bad?
     The recomputation in backward runs the region's forward again: every write happens
@@ -107,6 +108,33 @@ class CheckpointedStatefulForward(RegionRule):
         )
 
     valid = [
+        # A memo filled once per key (DiffSynth's rotary tables): the recomputation finds it.
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Rope(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.freqs = {}
+
+                def forward(self, x):
+                    size = x.shape[-1]
+                    if size not in self.freqs:
+                        self.freqs.update({size: torch.randn(size)})
+                    return x * self.freqs[size]
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rope = Rope()
+
+                def forward(self, x):
+                    return checkpoint(self.rope, x, use_reentrant=False)
+            """
+        ),
         # A cache written under `hasattr(self, ...)` that nothing in the class attaches:
         # lingua's attention, whose `kv_cache` only its generation code sets.
         Valid(

@@ -7,7 +7,7 @@ from functools import cache
 import libcst as cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
-from ckptlint.analysis.cst_walk import child_nodes, walk
+from ckptlint.analysis.cst_walk import child_nodes, descendants, walk
 from ckptlint.analysis.hf_models.syntax import dotted_text
 from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
 from ckptlint.analysis.regions import SiteScopes, is_backward_call
@@ -45,6 +45,9 @@ class MutableStateAcrossRecompute(SiteScopes):
       `cfg.update(...)`);
     - a `self.<attribute>` that the checkpointed callable reads (a lambda, a nested function,
       or `self.<method>`), reassigned later in the same function.
+
+    A change in another branch of the `if` that holds the checkpoint (`if ...: checkpoint(...)`
+    then `elif self.training: feats["coords"] = ...`) never runs with it: not reported.
 
     Across functions and files, through the project model: a training function (one that
     runs `backward()`, or a Lightning `training_step`) that calls a module, then changes
@@ -184,7 +187,10 @@ class MutableStateAcrossRecompute(SiteScopes):
         for mutation in changes:
             position = self.context.position(mutation.node).start
             handed = mutation.target in read or mutation.target.split(".", 1)[0] in objects
-            if handed and (position.line, position.column) > (call_end.line, call_end.column):
+            if (
+                handed and (position.line, position.column) > (call_end.line, call_end.column)
+                and not _apart(function, site.node, mutation.node)
+            ):
                 self.report(
                     site.node,
                     f"`{mutation.target}`, which the checkpointed region reads, is {mutation.how} after this call "
@@ -386,6 +392,27 @@ class MutableStateAcrossRecompute(SiteScopes):
         return names
 
     valid = [
+        # The change is in another branch of the `if` that checkpoints (boltz): never both.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Model(nn.Module):
+                def __init__(self, cond):
+                    super().__init__()
+                    self.cond = cond
+                    self.run_structure = True
+
+                def forward(self, s, feats):
+                    if self.run_structure:
+                        out = checkpoint(self.cond, s, feats, use_reentrant=False)
+                    elif self.training:
+                        feats["coords"] = feats["coords"].squeeze(1)
+                        out = s
+                    return out
+            """
+        ),
         # A copy handed to a method: the method's own parameter of the same name is not the
         # caller's list.
         Valid(
@@ -686,6 +713,18 @@ class MutableStateAcrossRecompute(SiteScopes):
             column=9,
         ),
     ]
+
+
+def _apart(function: cst.FunctionDef, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    """Whether two nodes sit in different branches of one `if` (its body and its `elif` /
+    `else`, boltz's `if self.run_structure: checkpoint(...)` then `elif self.training:
+    feats["coords"] = ...`): they never both run."""
+    for node in descendants(function):
+        if isinstance(node, cst.If) and node.orelse is not None:
+            body, orelse = set(descendants(node.body)), set(descendants(node.orelse))
+            if (first in body and second in orelse) or (second in body and first in orelse):
+                return True
+    return False
 
 
 def _walk_statements(node: cst.CSTNode):

@@ -177,7 +177,7 @@ def state_mutations(
     `global` / `nonlocal` writes, and elements added to a list the module holds
     (`module_level`: `ACT.append(x)`, `stats.NORMS.append(x)`) that can run in training; a
     plain assignment to a `checked` attribute (set once its check passes) is not one."""
-    found: list[str] = []
+    found: list[tuple[int, str]] = []  # (id of the writing node, what it writes)
     declared: set[str] = set()
     read_from = _first_reads(body)
     for statement in in_training(body, never_true):
@@ -195,22 +195,53 @@ def state_mutations(
                     if converts_itself(target, inner.value) or overwrites(inner, target, read_from):
                         continue  # the recomputation writes the value the forward wrote (`self.mask = self.mask.to(x.dtype)`)
                     if self_attribute(target) is not None:
-                        found.append(f"`{ast.unparse(target)}` assigned (line {inner.lineno})")
+                        found.append((id(inner), f"`{ast.unparse(target)}` assigned (line {inner.lineno})"))
                     elif isinstance(target, ast.Name) and target.id in declared:
-                        found.append(f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})")
+                        found.append((id(inner), f"`{target.id}` (global or nonlocal) assigned (line {inner.lineno})"))
             elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
                 if self_attribute(inner.func.value) is not None and inner.func.attr in IN_PLACE_METHODS | CONTAINER_MUTATORS:
                     if inner.func.attr in IDEMPOTENT_IN_PLACE_METHODS and _fixed_arguments(inner):
                         continue  # `self.scale.clamp_(max=self.max_scale)`: the same value again
-                    found.append(f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})")
+                    found.append((id(inner), f"`{ast.unparse(inner.func)}(...)` (line {inner.lineno})"))
                 elif inner.func.attr in _GROWING and module_level is not None and module_level(inner.func.value):
                     # A list of the module's grows by one more element in the recomputation (a
                     # dict or set written again with the same key is not counted: a cache).
-                    found.append(f"`{ast.unparse(inner.func)}(...)` on a module-level list (line {inner.lineno})")
-    return list(dict.fromkeys(found))
+                    found.append((id(inner), f"`{ast.unparse(inner.func)}(...)` on a module-level list (line {inner.lineno})"))
+    if not found:
+        return []
+    # A memo filled once per key: the recomputation finds the key and writes nothing.
+    memoized = _filled_on_a_miss(body)
+    return list(dict.fromkeys(text for node, text in found if node not in memoized))
 
 
 _GROWING = frozenset({"append", "extend", "insert"})
+
+
+def _filled_on_a_miss(body: Sequence[ast.stmt]) -> frozenset[int]:
+    """The writes to `self.<cache>` under `if key not in self.<cache>:` (DiffSynth's rotary
+    `register_grid_size`): a memo filled once per key, which the recomputation finds filled
+    and does not write again. As ids of the writing nodes."""
+    found: set[int] = set()
+    for statement in body:
+        for node in walk(statement):
+            test = node.test if isinstance(node, ast.If) else None
+            if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)):
+                continue
+            cache = test.comparators[0]
+            if not (isinstance(cache, ast.Attribute) and isinstance(cache.value, ast.Name) and cache.value.id == "self"):
+                continue
+            code = ast.unparse(cache)
+            for inner in (n for s in node.body for n in walk(s)):
+                if isinstance(inner, (ast.Assign, ast.AnnAssign)):
+                    targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                    if all(isinstance(t, ast.Subscript) and ast.unparse(t.value) == code for t in targets):
+                        found.add(id(inner))
+                elif (
+                    isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                    and inner.func.attr in ("update", "setdefault") and ast.unparse(inner.func.value) == code
+                ):
+                    found.add(id(inner))
+    return frozenset(found)
 
 
 def bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
