@@ -208,18 +208,18 @@ def check(
     _warn([*settings.notices, *result.notices])
     for message in [*result.errors, *result.file_errors, *result.internal_errors]:
         click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
-    _CHECKED.append(True)  # everything is written: `run` may skip the teardown
+    # Everything is written: `run` may skip the teardown.
     if result.errors or result.file_errors or result.internal_errors:
-        sys.exit(EXIT_ERROR)
+        raise CheckFinished(EXIT_ERROR)
     if exit_zero:
-        sys.exit(EXIT_CLEAN)
+        raise CheckFinished(EXIT_CLEAN)
     if diff:
-        sys.exit(EXIT_FINDINGS if fixed else EXIT_CLEAN)
-    sys.exit(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
+        raise CheckFinished(EXIT_FINDINGS if fixed else EXIT_CLEAN)
+    raise CheckFinished(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
 
 
-# Set once `check` has written everything (output, fixes, cache).
-_CHECKED: list[bool] = []
+class CheckFinished(SystemExit):
+    """The exit of a `check` that has written everything (output, fixes, cache)."""
 
 
 def run() -> None:
@@ -231,9 +231,7 @@ def run() -> None:
     handlers may matter) exit as usual."""
     try:
         main()
-    except SystemExit as stop:
-        if not _CHECKED or not isinstance(stop.code, (int, type(None))):
-            raise
+    except CheckFinished as stop:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
