@@ -24,7 +24,10 @@ class CheckpointedBatchnorm(RegionRule):
     (`def wrap_blocks(model): ... checkpoint_wrapper(block)`) is resolved at its call sites in
     the project, and the message says where the model came from (`model.blocks (as passed at
     setup.py:40 <- train.py:10)`); a `checkpoint_seq`-style helper, which runs the module it is
-    given under checkpoint, is reported at each call site that passes BatchNorm. Likewise a
+    given under checkpoint, is reported at each call site that passes BatchNorm; so is timm's
+    own `checkpoint_seq(self.blocks, x)` over the project's modules (every member is recomputed,
+    whichever implementation timm picks; with `skip_last` not a literal False, nothing is said:
+    read in timm 0.6.13 to 1.0.31, `ckptlint/model/library.py`). Likewise a
     constructor argument without a default (`def __init__(self, dim, norm_layer)`) is what
     the project's constructor calls pass (`Block as constructed at model.py:9`). A timm model
     is known by the architecture it is created from: `model.set_grad_checkpointing()` on
@@ -306,6 +309,24 @@ class CheckpointedBatchnorm(RegionRule):
                     return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)
             """
         ),
+        # timm's `checkpoint_seq` with `skip_last`: the last member (the BatchNorm) runs
+        # plainly; with a flag only known at runtime, nothing is said either.
+        Valid(
+            """
+            import torch.nn as nn
+            from timm.models import checkpoint_seq
+
+            class Head(nn.Module):
+                def __init__(self, skip=True):
+                    super().__init__()
+                    self.layers = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.BatchNorm1d(8))
+                    self.skip = skip
+
+                def forward(self, x):
+                    x = checkpoint_seq(self.layers, x, skip_last=True)
+                    return checkpoint_seq(self.layers, x, skip_last=self.skip)
+            """
+        ),
         # LayerNorm / GroupNorm; BatchNorm without running statistics; BN in eval mode.
         Valid(
             """
@@ -507,6 +528,24 @@ class CheckpointedBatchnorm(RegionRule):
             line=17,
             column=17,
             message_contains="Stage.blocks -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)",
+        ),
+        # timm's `checkpoint_seq` recomputes every member of the project's container.
+        Invalid(
+            """
+            import torch.nn as nn
+            from timm.models import checkpoint_seq
+
+            class Stem(nn.Module):
+                def __init__(self, channels, norm_layer=nn.BatchNorm2d):
+                    super().__init__()
+                    self.blocks = nn.Sequential(nn.Conv2d(channels, channels, 3), norm_layer(channels), nn.ReLU())
+
+                def forward(self, x):
+                    return checkpoint_seq(self.blocks, x, every=2)
+            """,
+            line=10,
+            column=16,
+            message_contains="`checkpoint_seq` recomputes a region holding modules with running statistics (Stem.blocks",
         ),
     ]
 

@@ -38,6 +38,7 @@ from ckptlint.model.library import (
     CHECKPOINT_IMPL_REENTRANT,
     CHECKPOINT_WRAPPER,
     COMPOSABLE_CHECKPOINT,
+    LIBRARY_CHECKPOINTING_HELPERS,
     TENSOR_BUILTINS,
     TENSOR_LIBRARIES,
     TENSOR_METHODS,
@@ -58,7 +59,7 @@ def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, 
     facts = project.files.get(relative_path)
     if facts is not None and facts.wrapped_classes:
         return True
-    names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
+    names = (*project.checkpoint_wrappers, *settings.checkpoint_functions, *LIBRARY_CHECKPOINTING_HELPERS)
     if any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names):
         return True
     return project.imports_checkpoint_alias(relative_path)  # `from .utils import checkpoint`
@@ -453,8 +454,9 @@ class RegionRule(CheckpointingGate, SiteScopes):
                     wrapped_here.add(self.context.position(call).start.line)
                     self.check_wrapped(call, region, _wrapped_name(region), _code(call.func).rsplit(".", 1)[-1])
                 continue
-            # A call of the project's own checkpoint wrapper (timm's `checkpoint_seq`-style).
-            positions = {0 if n in configured else project.checkpointed_parameter(n) for n in names}
+            # A call of the project's own checkpoint wrapper (timm's `checkpoint_seq`-style), or
+            # of a library's (timm's `checkpoint_seq` itself).
+            positions = {self._checkpointed_position(n, call, configured) for n in names}
             if len(positions) != 1 or None in positions:
                 continue
             positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
@@ -489,6 +491,25 @@ class RegionRule(CheckpointingGate, SiteScopes):
                 if region is not None and (line, region.owner) not in checked:
                     checked.add((line, region.owner))
                     self.check_wrapped(call, region, region.owner.rsplit(".", 1)[-1] + passed, "apply_activation_checkpointing")
+
+    def _checkpointed_position(self, name: str, call: cst.Call, configured: set[str]) -> int | None:
+        """The position of the argument a call of `name` runs under checkpoint, when `name` is a
+        configured `checkpoint-functions` entry, a library's checkpointing helper (not when a
+        keyword leaves a member out: `checkpoint_seq(blocks, x, skip_last=flag)`) or the
+        project's own."""
+        if name in configured:
+            return 0
+        helper = LIBRARY_CHECKPOINTING_HELPERS.get(name)
+        if helper is None:
+            return self.context.project.checkpointed_parameter(name)
+        if helper.leaves_out is not None:
+            keyword, position = helper.leaves_out
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            given = [a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword]
+            given += positional[position:position + 1]
+            if any(a.star for a in call.args) or any(not (isinstance(v, cst.Name) and v.value == "False") for v in given):
+                return None
+        return helper.parameter
 
     def _check_fn_classes(self, call: cst.Call) -> list[tuple[str, str]]:
         """The classes `check_fn`'s `isinstance` tests name, as the model evaluates them at

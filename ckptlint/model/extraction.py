@@ -49,6 +49,7 @@ from ckptlint.model.library import (
     COMPOSABLE_CHECKPOINT,
     FSDP1,
     FSDP2,
+    LIBRARY_CHECKPOINTING_HELPERS,
     LIBRARY_PREFIXES,
     LIGHTNING_ENTRY_POINTS,
     LIGHTNING_FSDP_STRATEGY,
@@ -476,8 +477,10 @@ class _Extractor(WrapperFacts):
                     cls = self.resolve(first.func, enclosing_class)
                     if cls is not None:
                         self.wrapped.append(WrappedClass(cls, line, "checkpoint_wrapper", impl))
-        elif callee in TORCH_CHECKPOINT_FUNCTIONS:
-            # A project's own checkpoint wrapper: it runs one of its parameters checkpointed:
+        elif callee in TORCH_CHECKPOINT_FUNCTIONS or callee in LIBRARY_CHECKPOINTING_HELPERS:
+            # A project's own checkpoint wrapper: it runs one of its parameters checkpointed
+            # (through torch's checkpoint, or a library's helper that hands its first
+            # argument on to it, timm's `checkpoint_seq`):
             # `checkpoint(fn, x)`, `for f in functions: checkpoint(f, x)`, or timm's
             # `checkpoint(run_function(start, end, functions), x)` through a nested factory.
             parameters = self._parameters[-1]

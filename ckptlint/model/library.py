@@ -465,6 +465,33 @@ LIBRARY_PREFIXES = (
 # the model is named by its architecture (`resnet50`, `resnet50.a1_in1k`, `hf-hub:timm/...`).
 TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", "timm.models._factory.create_model"})
 
+# Library functions that run one of their arguments under torch's checkpoint: what they
+# recompute is what that argument denotes, as for a project's own checkpoint wrapper
+# (`ProjectIndex.checkpointed_parameter`).
+@dataclass(frozen=True)
+class CheckpointingHelper:
+    parameter: int  # the position of the argument it runs checkpointed
+    # A parameter (keyword, position) that, unless given a literal False, leaves a member of
+    # that argument out of checkpointing (the rules then say nothing about the call).
+    leaves_out: tuple[str, int] | None = None
+
+
+# timm's `checkpoint_seq(functions, x, every=1, flatten=False, skip_last=False, ...)` runs the
+# members of `functions` (an `nn.Sequential`'s children, a list, `self.children()`) through
+# `torch.utils.checkpoint.checkpoint` in segments of `every`; `skip_last=True` runs the last
+# one plainly. Read in timm 0.6.13 (`timm/models/helpers.py:704`, not exported by
+# `timm.models`), 0.9.16 and 1.0.9 (`timm/models/_manipulate.py:186`, exported by
+# `timm.models`, and by `timm.models.helpers` through `from ._manipulate import *`), 1.0.15 and
+# 1.0.31 (`_manipulate.py:212`, `:214`). Up to 1.0.9 it passes only `preserve_rng_state`
+# (torch's reentrant default); 1.0.31 passes `use_reentrant=use_reentrant_ckpt()`, False unless
+# TIMM_REENTRANT_CKPT is set (`timm/layers/config.py`): either way, the same is recomputed.
+LIBRARY_CHECKPOINTING_HELPERS = {
+    name: CheckpointingHelper(0, leaves_out=("skip_last", 4))
+    for name in (
+        "timm.models.checkpoint_seq", "timm.models._manipulate.checkpoint_seq", "timm.models.helpers.checkpoint_seq",
+    )
+}
+
 # The families whose checkpointed blocks (what `set_grad_checkpointing(True)` makes
 # `forward_features` run through `checkpoint_seq` / `checkpoint`) hold BatchNorm with their
 # registered configurations: `ckptlint/model/timm_families.py` (its evidence is there).
