@@ -529,6 +529,27 @@ class CheckpointedBatchnorm(RegionRule):
             column=17,
             message_contains="Stage.blocks -> ConvBNAct.bn -> (torch.nn.BatchNorm2d)",
         ),
+        # A comprehension's target is each element of what it iterates (an FSDP2-style
+        # `parallelize` rebuilding the block list).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList(nn.Sequential(nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8)) for _ in range(4))
+
+            def parallelize(model):
+                model.blocks = nn.ModuleList([checkpoint_wrapper(block) for block in model.blocks])
+
+            parallelize(Net())
+            """,
+            line=10,
+            column=35,
+            message_contains="(model.blocks (as passed at example.py:12) -> (torch.nn.BatchNorm2d))",
+        ),
         # timm's `checkpoint_seq` recomputes every member of the project's container.
         Invalid(
             """

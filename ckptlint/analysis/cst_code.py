@@ -61,6 +61,39 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
         return ("const", node.evaluated_value)
     if isinstance(node, cst.Lambda):
         return ("lambda", _callees(node.body))
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        return ("comp", expression(comprehension_element(node), down), generators(node, down))
+    return UNKNOWN
+
+
+def comprehension_element(node: cst.BaseComp | cst.DictComp) -> cst.BaseExpression:
+    return node.value if isinstance(node, cst.DictComp) else node.elt
+
+
+def generators(node: cst.BaseComp | cst.DictComp, depth: int = 0) -> tuple[tuple[Expr, Expr], ...]:
+    """A comprehension's `for` clauses, outermost first, as (target pattern, iterable): the
+    form `ckptlint.model.code` gives them."""
+    found: list[tuple[Expr, Expr]] = []
+    clause: cst.CompFor | None = node.for_in
+    while clause is not None:
+        found.append((pattern(clause.target, depth + 1), expression(clause.iter, depth + 1)))
+        clause = clause.inner_for_in
+    return tuple(found)
+
+
+def pattern(node: cst.BaseExpression, depth: int = 0) -> Expr:
+    """An assignment target (`block`, `name, block`) in the summary form."""
+    if depth > MAX_DEPTH:
+        return UNKNOWN
+    if isinstance(node, cst.Name):
+        return ("name", node.value)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return ("seq", tuple(
+            ("star", pattern(e.value, depth + 1)) if isinstance(e, cst.StarredElement) else pattern(e.value, depth + 1)
+            for e in node.elements
+        ))
+    if isinstance(node, (cst.Attribute, cst.Subscript)):
+        return expression(node, depth + 1)
     return UNKNOWN
 
 

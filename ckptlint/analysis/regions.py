@@ -26,7 +26,7 @@ import libcst as cst
 from ckptlint.analysis.branches import leaving_isinstance_guard
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
 from ckptlint.analysis.kinds import Reentrancy
-from ckptlint.analysis.cst_code import expression
+from ckptlint.analysis.cst_code import expression, generators
 from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
@@ -91,6 +91,10 @@ class SiteScopes(Rule):
         self._call_scopes: dict[cst.Call, tuple[tuple[str, str], ...]] = {}
         self._loops: list[dict[str, cst.BaseExpression]] = [{}]
         self._call_loops: dict[cst.Call, dict[str, cst.BaseExpression]] = {}
+        # The comprehensions whose element a call sits in, outermost first (`[checkpoint_wrapper(el)
+        # for el in model.blocks]`): what their targets are bound to where the call runs.
+        self._comprehensions: list[cst.BaseComp | cst.DictComp] = []
+        self._call_comprehensions: dict[cst.Call, tuple[cst.BaseComp | cst.DictComp, ...]] = {}
         self._calls: list[cst.Call] = []
         self._assigned_lambdas: dict[str, cst.Lambda] = {}  # `check_fn = lambda m: ...`
         self._guarding_ifs: list[cst.If] = []  # the `if` statements the traversal is inside
@@ -136,6 +140,51 @@ class SiteScopes(Rule):
     def leave_For(self, original_node: cst.For) -> None:
         self._loops.pop()
 
+    # The element of a comprehension is visited before its `for` clauses.
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._enter_comprehension(node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._enter_comprehension(node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._enter_comprehension(node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._enter_comprehension(node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        # Its iterable and conditions run outside the element's scope: a call there is not
+        # evaluated with the targets bound (only the element's calls are).
+        self._comprehensions.append(None)
+
+    def leave_CompFor(self, original_node: cst.CompFor) -> None:
+        self._comprehensions.pop()
+
+    def _enter_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        self._comprehensions.append(node)
+        sources = dict(self._loops[-1])
+        clause = node.for_in
+        if clause.inner_for_in is None and isinstance(clause.target, cst.Name):
+            sources[clause.target.value] = clause.iter  # how a message names the modules
+        self._loops.append(sources)
+
+    def _leave_comprehension(self) -> None:
+        self._comprehensions.pop()
+        self._loops.pop()
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._leave_comprehension()
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._leave_comprehension()
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._leave_comprehension()
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._leave_comprehension()
+
     def visit_If(self, node: cst.If) -> None:
         self._guarding_ifs.append(node)
 
@@ -155,6 +204,8 @@ class SiteScopes(Rule):
         self._calls.append(node)
         self._call_scopes[node] = tuple(self._scopes)
         self._call_loops[node] = self._loops[-1]
+        if self._comprehensions and self._comprehensions[-1] is not None:
+            self._call_comprehensions[node] = tuple(c for c in self._comprehensions if c is not None)
         self._call_guards[node] = tuple(self._guarding_ifs)
         if any(self._ruled_out):
             self._call_ruled_out[node] = tuple(guard for block in self._ruled_out for guard in block)
@@ -200,7 +251,13 @@ class SiteScopes(Rule):
         scopes = self._call_scopes.get(call, ())
         owner = self._owner(scopes)
         frame = replace(self._frame(scopes, owner, assume), before=self.context.position(call).start.line + 1)
-        return owner, self.context.project.denotation.evaluate(expression(expr), frame)
+        evaluated = expression(expr)
+        clauses = tuple(clause for c in self._call_comprehensions.get(call, ()) for clause in generators(c))
+        if clauses and _names_in(evaluated) & {name for target, _ in clauses for name in _names_in(target)}:
+            # A comprehension's target, as its clauses bind it: the elements `expr` takes there.
+            values = self.context.project.denotation.evaluate(("comp", evaluated, clauses), frame)
+            return owner, frozenset(e for v in values if isinstance(v, Sequence) for e in v.elements)
+        return owner, self.context.project.denotation.evaluate(evaluated, frame)
 
     def runs_project_method(self, call: cst.Call) -> bool:
         """Whether `<receiver>.<method>(...)` runs a method the project writes: every value
@@ -625,3 +682,12 @@ def _runs_no_module(denotation, function: FunctionRef, depth: int) -> bool:
         ):
             return False
     return True
+
+
+def _names_in(expr) -> set[str]:
+    """The plain names a summary expression (or pattern) reads."""
+    if not isinstance(expr, tuple) or not expr:
+        return set()
+    if expr[0] == "name" and len(expr) == 2 and isinstance(expr[1], str):
+        return {expr[1]}
+    return {name for part in expr[1:] for name in _names_in(part)}
