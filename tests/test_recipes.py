@@ -515,6 +515,26 @@ def test_axolotl_fsdp2_config_without_the_fsdp_list(tmp_path):
         assert found(outcome) == expected, (reshard, ac)
 
 
+def test_axolotl_activation_offloading_and_the_nested_fsdp_version(tmp_path):
+    # axolotl's trainer builder turns Hugging Face checkpointing off for every offloading mode
+    # but `hidden_states` (a full fine-tune is then wrapped non-reentrant by
+    # `apply_activation_checkpointing`); the FSDP version may be written in `fsdp_config`.
+    recipe = "base_model: m\ndatasets: []\ngradient_checkpointing: true\n{offloading}{fsdp}"
+    top, nested = "fsdp_version: 2\nfsdp_config: {reshard_after_forward: true}\n", "fsdp_config: {fsdp_version: 2}\n"
+    for offloading, fsdp, expected in [
+        ("activation_offloading: true\n", top, []),
+        ("activation_offloading: legacy\n", top, []),
+        ("activation_offloading: disk\n", nested, []),
+        ("activation_offloading: ${OFFLOAD}\n", top, []),  # not known here: nothing said
+        ("activation_offloading: hidden_states\n", top, [(3, 1, "CKPT002")]),
+        ("activation_offloading: false\n", top, [(3, 1, "CKPT002")]),
+        ("", nested, [(3, 1, "CKPT002")]),
+        ("", "fsdp_config: {version: 2}\n", [(3, 1, "CKPT002")]),
+    ]:
+        outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(offloading=offloading, fsdp=fsdp), TF5)
+        assert found(outcome) == expected, (offloading, fsdp)
+
+
 def test_helm_and_jinja_templates_are_not_yaml_yet(tmp_path):
     template = "gradient_checkpointing: {{ .Values.gc }}\nfsdp: {% if shard %}full_shard{% endif %}\n"
     outcome, *_ = lint(tmp_path, "templates/train.yaml", template)

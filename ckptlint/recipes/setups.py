@@ -18,7 +18,14 @@ Sources and their defaults (read from each project's source; see the rules' Evid
 - axolotl: the TrainingArguments keys, `fsdp` / `fsdp_config` as in TrainingArguments;
   `normalize_config` sets `gradient_checkpointing_kwargs = {"use_reentrant": True}` when
   checkpointing is on without kwargs (unless `rl` or `unfrozen_parameters` is set), and
-  `gradient_checkpointing: offload` means on.
+  `gradient_checkpointing: offload` means on. `activation_offloading` (axolotl >= 0.12.0, where
+  it first appears) other than `hidden_states` turns Hugging Face checkpointing off: the trainer
+  builder passes `gradient_checkpointing=False` (`core/builders/base.py`,
+  `_configure_gradient_checkpointing`: "TRL offloader replaces HF recompute") and a full
+  fine-tune is checkpointed by `apply_activation_checkpointing` with torch's non-reentrant
+  `checkpoint_wrapper` (`loaders/model.py`, `ac_wrap_hf_model`); `hidden_states` keeps it on
+  with the recipe's kwargs. The FSDP version may also be written inside `fsdp_config`
+  (`fsdp_version` or `version`; `check_fsdp_version_in_fsdp_config` moves it up).
 """
 
 from __future__ import annotations
@@ -154,7 +161,7 @@ def axolotl_fsdp(arguments: Settings) -> Fsdp | None:
     """axolotl's current form: `fsdp_version: 2` and an `fsdp_config` mapping, without the
     deprecated `fsdp:` list (`reshard_after_forward` defaults to true)."""
     config = arguments.get(("fsdp_config",))
-    version_setting = arguments.get(("fsdp_version",))
+    version_setting = arguments.get(("fsdp_version",)) or _fsdp_key(arguments, ("fsdp_config",), "version")
     if config is None or not isinstance(config.value, dict) or not config.value or version_setting is None:
         return None
     version = 2 if str(version_setting.value) == "2" else 1
@@ -252,6 +259,8 @@ def checkpointing_of(
         reentrancy = Reentrancy.EXPLICIT_TRUE if flag else Reentrancy.EXPLICIT_FALSE
         why = f"`{name}: {str(flag).lower()}`" + ("" if field is not None else " (the entry point's default)")
         return Checkpointing(setting, reentrancy, Applies.YES, why, field, flavor, field, f"{name}: false")
+    if flavor is Flavor.AXOLOTL and not _axolotl_keeps_hf_checkpointing(arguments.get(("activation_offloading",))):
+        return None  # activation offloading in its place (or a value not known here)
     if flavor is Flavor.AXOLOTL and kwargs is None:
         if {("rl",), ("unfrozen_parameters",)} & set(arguments):
             # Left unset by `normalize_config`; axolotl's trainer builder then passes
@@ -277,6 +286,14 @@ def checkpointing_of(
     }.get(shape, "")
     flag = arguments.get(("gradient_checkpointing_kwargs", "use_reentrant"))
     return Checkpointing(setting, reentrancy, Applies.YES, why, kwargs, flavor, flag)
+
+
+def _axolotl_keeps_hf_checkpointing(offloading: Setting | None) -> bool:
+    """Whether axolotl's `activation_offloading` leaves Hugging Face gradient checkpointing
+    on: unset, false, or `hidden_states` (axolotl's builder turns it off for every other mode)."""
+    if offloading is None or offloading.value is None or hf_bool(offloading.value) is False:
+        return True
+    return isinstance(offloading.value, str) and offloading.value.strip().lower() == "hidden_states"
 
 
 def _trl_sets_non_reentrant(flavor: Flavor | None, command: str | None, versions: TargetVersions) -> bool:
