@@ -7,7 +7,7 @@ import libcst as cst
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import set_dict_key
 from ckptlint.analysis.huggingface import keyword_value
-from ckptlint.analysis.regions import SiteScopes
+from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
 from ckptlint.model.values import Constant, Sequence
 from ckptlint.rule import Invalid, Replacement, Valid

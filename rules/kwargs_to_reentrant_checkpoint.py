@@ -22,7 +22,7 @@ from ckptlint.analysis.forwarding_helpers import (
     passes_reentrant,
 )
 from ckptlint.analysis.hf_checkpointing_func import calls_hf_checkpointing_func, reentrant_hf_calls
-from ckptlint.analysis.regions import SiteScopes
+from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.open_clip_models import instance_versions
 from ckptlint.model.third_party_signatures import forward_signatures

@@ -10,7 +10,8 @@ from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, Che
 from ckptlint.analysis.cst_walk import child_nodes, descendants, walk
 from ckptlint.analysis.hf_models.syntax import dotted_text
 from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
-from ckptlint.analysis.regions import SiteScopes, is_backward_call
+from ckptlint.analysis.regions import is_backward_call
+from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.values import Instance, Mapping, Sequence
 from ckptlint.rule import Invalid, Valid

@@ -27,7 +27,7 @@ from ckptlint.analysis.huggingface import (
     keyword_value,
 )
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
-from ckptlint.analysis.regions import SiteScopes
+from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
 from ckptlint.model.library import (
