@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ckptlint.model import open_clip_models
-from ckptlint.model.library import STATE_UPDATING_WRAPPERS, TIMM_CREATE_MODEL, is_container_class
+from ckptlint.model.library import STATE_UPDATING_WRAPPERS, is_container_class
+from ckptlint.model.timm_families import TIMM_CREATE_MODEL
 from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr

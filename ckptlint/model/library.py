@@ -461,10 +461,6 @@ LIBRARY_PREFIXES = (
 
 # --- timm ----------------------------------------------------------------------------------
 
-# `timm.create_model(model_name, pretrained=False, ...)` (timm 1.0 `timm/models/_factory.py`):
-# the model is named by its architecture (`resnet50`, `resnet50.a1_in1k`, `hf-hub:timm/...`).
-TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", "timm.models._factory.create_model"})
-
 # Library functions that run one of their arguments under torch's checkpoint: what they
 # recompute is what that argument denotes, as for a project's own checkpoint wrapper
 # (`ProjectIndex.checkpointed_parameter`).
@@ -491,28 +487,6 @@ LIBRARY_CHECKPOINTING_HELPERS = {
         "timm.models.checkpoint_seq", "timm.models._manipulate.checkpoint_seq", "timm.models.helpers.checkpoint_seq",
     )
 }
-
-# The families whose checkpointed blocks (what `set_grad_checkpointing(True)` makes
-# `forward_features` run through `checkpoint_seq` / `checkpoint`) hold BatchNorm with their
-# registered configurations: `ckptlint/model/timm_families.py` (its evidence is there).
-
-
-def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
-    """(source file, evidence) when timm's `model_name` (`resnet50`, `resnet50.a1_in1k`,
-    `timm/resnet50.a1_in1k`, `hf-hub:timm/resnet50.a1_in1k`) checkpoints BatchNorm."""
-    name = model_name
-    for prefix in ("hf-hub:", "hf_hub:"):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-            if not name.startswith("timm/"):
-                return None  # another organisation's repository: its architecture is in its config
-    name = name.removeprefix("timm/").split(".", 1)[0]
-    from ckptlint.model.timm_families import TIMM_BATCHNORM_CHECKPOINTED
-
-    for pattern, source, evidence in TIMM_BATCHNORM_CHECKPOINTED:
-        if re.fullmatch(pattern, name):
-            return source, evidence
-    return None
 
 
 # The attributes transformers models keep their layer stacks in (`LlamaModel.layers`,

@@ -1,5 +1,5 @@
 """timm's architectures whose checkpointed blocks hold BatchNorm: data for
-`ckptlint.model.library.timm_checkpointed_batchnorm`.
+`timm_checkpointed_batchnorm`, with what `timm.create_model` is called.
 
 Read in timm 1.0.29.dev0 (pytorch-image-models, commit aa4b5850), model by model: what
 `forward_features` runs through `checkpoint_seq` / `checkpoint` once
@@ -17,6 +17,8 @@ only in the unchecked stem), `rdnet` (the flag is never read). A model built wit
 """
 
 from __future__ import annotations
+
+import re
 
 TIMM_BATCHNORM_CHECKPOINTED: tuple[tuple[str, str, str], ...] = (
     # ---- ResNet family (timm/models/resnet.py ResNet; BN default norm_layer=nn.BatchNorm2d) ----
@@ -160,3 +162,25 @@ TIMM_BATCHNORM_CHECKPOINTED: tuple[tuple[str, str, str], ...] = (
      "timm/models/{resnet,densenet,regnet,tresnet,mobilevit}.py",
      "deprecated names redirecting to BN-checkpointed models (e.g. gluon_resnet50_v1b -> resnet50.gluon_in1k)"),
 )
+
+
+# `timm.create_model(model_name, pretrained=False, ...)` (timm 1.0 `timm/models/_factory.py`):
+# the model is named by its architecture (`resnet50`, `resnet50.a1_in1k`, `hf-hub:timm/...`).
+TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", "timm.models._factory.create_model"})
+
+
+
+def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:
+    """(source file, evidence) when timm's `model_name` (`resnet50`, `resnet50.a1_in1k`,
+    `timm/resnet50.a1_in1k`, `hf-hub:timm/resnet50.a1_in1k`) checkpoints BatchNorm."""
+    name = model_name
+    for prefix in ("hf-hub:", "hf_hub:"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            if not name.startswith("timm/"):
+                return None  # another organisation's repository: its architecture is in its config
+    name = name.removeprefix("timm/").split(".", 1)[0]
+    for pattern, source, evidence in TIMM_BATCHNORM_CHECKPOINTED:
+        if re.fullmatch(pattern, name):
+            return source, evidence
+    return None
