@@ -64,6 +64,37 @@ def test_a_literal_key_a_table_lacks_gives_nothing(make_project):
     assert _classes(denotation.attribute(conv, "named")) == {"torch.nn.BatchNorm2d"}
 
 
+def test_a_module_dict_member_is_found_by_its_name(make_project):
+    # `nn.ModuleDict(dict(...))` (litgpt's `transformer`) and a dict literal: by attribute
+    # and by literal key; an entry whose module is not known leaves the others' names in place.
+    code = '''
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, norm_class):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(8, 8), ln=norm_class(8), h=nn.ModuleList(nn.BatchNorm1d(8) for _ in range(2))
+        ))
+        self.heads = nn.ModuleDict({"drop": nn.Dropout(0.1), "bn": nn.BatchNorm1d(8)})
+        self.grown = nn.ModuleDict({"drop": nn.Dropout(0.1)})
+        self.grown["bn"] = nn.BatchNorm1d(8)
+'''
+    denotation = _denotation(make_project, {"net.py": code})
+    net = denotation.instance("net.Net")
+    frame = Frame("net.Net.__init__", "net", (), net)
+    transformer = ("attr", ("name", "self"), "transformer")
+    assert _classes(denotation.evaluate(("attr", transformer, "h"), frame)) == {"torch.nn.ModuleList"}
+    assert _classes(denotation.evaluate(("attr", transformer, "wte"), frame)) == {"torch.nn.Embedding"}
+    assert denotation.evaluate(("attr", transformer, "ln"), frame) == frozenset()
+    heads = ("attr", ("name", "self"), "heads")
+    assert _classes(denotation.evaluate(("index", heads, ("const", "bn")), frame)) == {"torch.nn.BatchNorm1d"}
+    assert _classes(denotation.evaluate(("attr", heads, "drop"), frame)) == {"torch.nn.Dropout"}
+    # A member added later by key is still found.
+    grown = ("attr", ("name", "self"), "grown")
+    assert _classes(denotation.evaluate(("index", grown, ("const", "bn")), frame)) == {"torch.nn.BatchNorm1d"}
+
+
 def test_a_class_attribute_is_read_through_the_class_and_an_annotated_parameter(make_project):
     denotation = _denotation(make_project, {})
     frame = Frame("models.<module>", "models", (), None)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ckptlint.model.library import LIGHTNING_FABRIC_SETUP_METHODS, LIGHTNING_MODEL_PARALLEL, LIGHTNING_PARALLELIZE_KEYWORD
 from ckptlint.model.names import is_test_path
 from ckptlint.model.summary import Expr, FunctionSummary, dotted_absolute
 from ckptlint.model.values import NOTHING, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy
@@ -62,6 +63,35 @@ class CallSites:
                     callee, arguments = call[1], call[2]
                     if callee[0] == "attr" and callee[2] == "apply" and len(arguments) == 1 and _last_name(arguments[0]) == short:
                         yield path, caller, call, line
+
+    def parallelized(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
+        """For a function the project hands to Lightning's `ModelParallelStrategy(parallelize_fn=...)`:
+        (path, calling function, module expression, line) for every `<fabric>.setup(module, ...)`
+        and `.setup_module(module)` in the files that hand it over (a script builds its Fabric
+        and sets its model up together), each of which runs it on that module (`.setup` only
+        on a receiver named `fabric`: the name is too common otherwise)."""
+        short = function.rsplit(".", 1)[-1]
+        handing = sorted({
+            path
+            for strategy in sorted(LIGHTNING_MODEL_PARALLEL)
+            for path, _, call, _ in self.library_calls(strategy)
+            if any(name == LIGHTNING_PARALLELIZE_KEYWORD and _last_name(value) == short for name, value in call[3])
+            or (call[2] and _last_name(call[2][0]) == short)
+        })
+        # The Fabric the strategy is given sets its modules up in the same file (the script).
+        for path in handing:
+            facts = self.index.files.get(path)
+            for caller in facts.summaries if facts is not None else ():
+                # `model = fabric.setup_module(model)`: a method of a parameter is kept among
+                # the bindings' values, not among the calls that pass something.
+                bound = [(b.value, b.line) for b in caller.bindings if b.value[0] == "call"]
+                for call, line in sorted({*caller.passes, *bound}, key=lambda c: (c[1], repr(c[0]))):
+                    callee, arguments = call[1], call[2]
+                    if callee[0] != "attr" or callee[2] not in LIGHTNING_FABRIC_SETUP_METHODS or not arguments:
+                        continue
+                    receiver = _last_name(callee[1]) or ""
+                    if (callee[2] == "setup_module" or "fabric" in receiver.lower()) and arguments[0][0] != "star":
+                        yield path, caller, arguments[0], line
 
     def library_calls(self, function: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
         """(path, calling function, call, line) for every call passing something to a library
@@ -293,6 +323,14 @@ class CallSiteResolution:
                     falsy_values |= passed
                     if passed:
                         falsy_sites.append((path, line))
+            if summary.parameters and parameter == summary.parameters[0].name and summary.self_name is None:
+                # A `parallelize_fn` Lightning's Fabric runs on each module it sets up.
+                for path, caller, expr, line in self._call_sites.parallelized(summary.name, module):
+                    passed = self._eval(expr, replace(self._entry_frame(caller.name), before=line + 1))
+                    if any(not falsy(v) for v in passed):
+                        values |= passed
+                        sites.append((path, line, caller.name))
+                        self._site_values[(summary.name, parameter, path, line)] = frozenset(passed)
         finally:
             self._active.discard(key)
         self._passed_falsy[key] = frozenset(falsy_values)

@@ -151,6 +151,28 @@ class ContainerSemantics:
             members.append(frozenset(v for v in values if isinstance(v, Instance)))
         return tuple(m for m in members if m)
 
+    def _container_keys(self, positional: list, named: dict, members: tuple) -> tuple[str, ...] | None:
+        """The names of a `ModuleDict`'s members, when it is built from one mapping whose keys
+        are literal names (`ModuleDict(dict(h=...))`, `ModuleDict({"stem": ...})`): those of
+        the entries known to hold a module, which `members` holds in the same order."""
+        if named or len(positional) != 1 or isinstance(positional[0], Splat) or len(positional[0]) != 1:
+            return None
+        mapping = next(iter(positional[0]))
+        if not isinstance(mapping, Mapping):
+            return None
+        every = [key for key, _ in mapping.entries]
+        keys = tuple(key for key, entry in mapping.entries if any(isinstance(v, Instance) for v in entry))
+        if len(set(every)) != len(every) or not all(isinstance(key, str) for key in every) or len(keys) != len(members):
+            return None
+        return keys
+
+    def _member_named(self, value: Instance, name: object) -> frozenset | None:
+        """The member of a `ModuleDict` with known names that `name` (an attribute, a literal
+        key) names; None when the names are not known."""
+        if value.keys is None or value.members is None or not isinstance(name, str):
+            return None
+        return value.members[value.keys.index(name)] if name in value.keys else NOTHING
+
     def _with_added_members(self, values: set) -> set:
         """A local container and what was added to it (`result = nn.Sequential()`, then
         `result.add_module("bn", nn.BatchNorm2d(c))`, or `blocks.append(...)` on an
@@ -162,7 +184,7 @@ class ContainerSemantics:
             return values
         members = tuple(s.elements for s in added if s.elements)
         return (values - set(containers) - set(added)) | {
-            replace(c, members=c.members + members, ordered=False) for c in containers
+            replace(c, members=c.members + members, ordered=False, keys=None) for c in containers
         }
 
     def _index(self, values: frozenset, key) -> set:
@@ -184,7 +206,10 @@ class ContainerSemantics:
                 for hit in hits:
                     found |= hit
             elif isinstance(value, Instance) and value.members is not None:
-                if isinstance(key, int) and -len(value.members) <= key < len(value.members):
+                named = self._member_named(value, key)
+                if named is not None:
+                    found |= named
+                elif isinstance(key, int) and -len(value.members) <= key < len(value.members):
                     found |= value.members[key]
                 else:
                     found |= frozenset().union(*value.members) if value.members else NOTHING
@@ -199,7 +224,7 @@ class ContainerSemantics:
                 items = value.items[part]
                 found.add(Sequence(items, frozenset().union(*items) if items else NOTHING))
             elif isinstance(value, Instance) and value.members is not None and value.ordered:
-                found.add(replace(value, members=value.members[part]))
+                found.add(replace(value, members=value.members[part], keys=None))
             elif isinstance(value, (Sequence, Instance)):
                 found.add(value)
         return found

@@ -92,7 +92,8 @@ class CallSemantics:
         if facts is None:
             if is_container_class(cls.name):
                 members = self._container_members(positional, {k: v for k, v in named.items() if k != "init_cfg"})
-                return Instance(cls.name, (), members, not any(isinstance(v, Splat) for v in positional))
+                keys = self._container_keys(positional, named, members)
+                return Instance(cls.name, (), members, not any(isinstance(v, Splat) for v in positional), keys=keys)
             constants = [
                 (f"#{i}", v) for i, v in enumerate(positional)
                 if not isinstance(v, Splat) and v and all(isinstance(c, Constant) for c in v)

@@ -236,6 +236,8 @@ class ModuleSemantics:
             if method is None or method.is_property:
                 return set()
             return {FunctionRef(method.name, Frame(method.name, self._module_of(method.name) or "", (), value.instance))}
+        if isinstance(value, Instance) and value.keys is not None and name is not None:
+            return set(self._member_named(value, name))  # `self.transformer.h` of a ModuleDict
         if isinstance(value, Instance) and name is not None and self.index.class_named(value.cls) is None:
             held = open_clip_models.attribute_values(value, name)  # `clip.transformer.resblocks`
             if held is not None:

@@ -34,6 +34,9 @@ class Instance:
     # checkpointing): a constructor parameter nothing binds is what the project's
     # constructor calls pass.
     generic: bool = False
+    # A `ModuleDict` built from a mapping of literal names: the name of each member, in order
+    # (`self.transformer = nn.ModuleDict(dict(wte=..., h=...))`; `self.transformer.h`).
+    keys: tuple[str, ...] | None = None
 
     @property
     def short_name(self) -> str:
