@@ -24,10 +24,12 @@ class CheckpointedBatchnorm(RegionRule):
     (`def wrap_blocks(model): ... checkpoint_wrapper(block)`) is resolved at its call sites in
     the project, and the message says where the model came from (`model.blocks (as passed at
     setup.py:40 <- train.py:10)`); a `checkpoint_seq`-style helper, which runs the module it is
-    given under checkpoint, is reported at each call site that passes BatchNorm; so is timm's
+    given under checkpoint, is reported at each call site that passes BatchNorm; so are timm's
     own `checkpoint_seq(self.blocks, x)` over the project's modules (every member is recomputed,
     whichever implementation timm picks; with `skip_last` not a literal False, nothing is said:
-    read in timm 0.6.13 to 1.0.31, `ckptlint/model/library.py`). Likewise a
+    read in timm 0.6.13 to 1.0.31) and DeepSpeed's `deepspeed.checkpointing.checkpoint(layer, x)`
+    (which runs `layer` again in backward: read in 0.16.4; both in `ckptlint/model/library.py`,
+    `LIBRARY_CHECKPOINTING_HELPERS`). Likewise a
     constructor argument without a default (`def __init__(self, dim, norm_layer)`) is what
     the project's constructor calls pass (`Block as constructed at model.py:9`). A timm model
     is known by the architecture it is created from: `model.set_grad_checkpointing()` on

@@ -11,7 +11,9 @@ class CheckpointedStatefulForward(RegionRule):
     """A checkpointed region mutates state that outlives the call.
 
     ## What it does
-    Finds checkpoint calls whose region (resolved through the project index, across files)
+    Finds checkpoint calls whose region (resolved through the project index, across files;
+    also a library's checkpointing helper: timm's `checkpoint_seq`, DeepSpeed's
+    `deepspeed.checkpointing.checkpoint`, which run their first argument again in backward)
     writes state that outlives the call: an assignment or augmented assignment to
     `self.<attr>` outside `__init__`, an in-place tensor method on a buffer or attribute
     (`self.count.add_(1)`, `mul_`, `copy_`, `fill_`, `zero_`, index assignment),

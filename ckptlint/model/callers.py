@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ckptlint.model.library import LIGHTNING_FABRIC_SETUP_METHODS, LIGHTNING_MODEL_PARALLEL, LIGHTNING_PARALLELIZE_KEYWORD
@@ -70,16 +71,8 @@ class CallSites:
         and `.setup_module(module)` in the files that hand it over (a script builds its Fabric
         and sets its model up together), each of which runs it on that module (`.setup` only
         on a receiver named `fabric`: the name is too common otherwise)."""
-        short = function.rsplit(".", 1)[-1]
-        handing = sorted({
-            path
-            for strategy in sorted(LIGHTNING_MODEL_PARALLEL)
-            for path, _, call, _ in self.library_calls(strategy)
-            if any(name == LIGHTNING_PARALLELIZE_KEYWORD and _last_name(value) == short for name, value in call[3])
-            or (call[2] and _last_name(call[2][0]) == short)
-        })
         # The Fabric the strategy is given sets its modules up in the same file (the script).
-        for path in handing:
+        for path in self._parallelize_functions.get(function.rsplit(".", 1)[-1], ()):
             facts = self.index.files.get(path)
             for caller in facts.summaries if facts is not None else ():
                 # `model = fabric.setup_module(model)`: a method of a parameter is kept among
@@ -92,6 +85,20 @@ class CallSites:
                     receiver = _last_name(callee[1]) or ""
                     if (callee[2] == "setup_module" or "fabric" in receiver.lower()) and arguments[0][0] != "star":
                         yield path, caller, arguments[0], line
+
+    @cached_property
+    def _parallelize_functions(self) -> dict[str, list[str]]:
+        """The last name of each function handed to Lightning's `ModelParallelStrategy` (by
+        keyword or first), and the files that hand it over: one look for the whole project."""
+        found: dict[str, set[str]] = {}
+        for strategy in sorted(LIGHTNING_MODEL_PARALLEL):
+            for path, _, call, _ in self.library_calls(strategy):
+                handed = [value for name, value in call[3] if name == LIGHTNING_PARALLELIZE_KEYWORD] + list(call[2][:1])
+                for value in handed:
+                    short = _last_name(value)
+                    if short is not None:
+                        found.setdefault(short, set()).add(path)
+        return {short: sorted(paths) for short, paths in found.items()}
 
     def library_calls(self, function: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
         """(path, calling function, call, line) for every call passing something to a library

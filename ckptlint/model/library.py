@@ -493,11 +493,23 @@ class CheckpointingHelper:
 # 1.0.31 (`_manipulate.py:212`, `:214`). Up to 1.0.9 it passes only `preserve_rng_state`
 # (torch's reentrant default); 1.0.31 passes `use_reentrant=use_reentrant_ckpt()`, False unless
 # TIMM_REENTRANT_CKPT is set (`timm/layers/config.py`): either way, the same is recomputed.
+# DeepSpeed's `checkpoint(function, *args)` and `non_reentrant_checkpoint(function, *args)`
+# (0.16.4 `deepspeed/runtime/activation_checkpointing/checkpointing.py:948`, `:704`; the
+# module is `deepspeed.checkpointing`) run `function` again in backward (`CheckpointFunction.
+# backward`, line 654), with the RNG states of the forward restored: what it runs is recomputed,
+# its randomness is not redrawn. Its own reentrancy is no torch `use_reentrant` question.
 LIBRARY_CHECKPOINTING_HELPERS = {
-    name: CheckpointingHelper(0, leaves_out=("skip_last", 4))
-    for name in (
-        "timm.models.checkpoint_seq", "timm.models._manipulate.checkpoint_seq", "timm.models.helpers.checkpoint_seq",
-    )
+    **{
+        name: CheckpointingHelper(0, leaves_out=("skip_last", 4))
+        for name in (
+            "timm.models.checkpoint_seq", "timm.models._manipulate.checkpoint_seq", "timm.models.helpers.checkpoint_seq",
+        )
+    },
+    **{
+        f"{module}.{function}": CheckpointingHelper(0)
+        for module in ("deepspeed.checkpointing", "deepspeed.runtime.activation_checkpointing.checkpointing")
+        for function in ("checkpoint", "non_reentrant_checkpoint")
+    },
 }
 
 
