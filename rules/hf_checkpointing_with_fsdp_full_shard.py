@@ -6,7 +6,8 @@ import libcst as cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import set_dict_key
-from ckptlint.analysis.huggingface import keyword_value
+from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, has_star_kwargs, keyword_value
+from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
 from ckptlint.model.values import Constant, Sequence
@@ -32,10 +33,14 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     or held by a constant the project model evaluates (`FSDP_MODE = "full_shard auto_wrap"`,
     in the module or imported from another; every value it may have must shard).
 
+    Not when the checkpointing is known to run non-reentrant (`gradient_checkpointing_kwargs=
+    {"use_reentrant": False}`, or no kwargs on transformers >= 5.0, whose default it is): that
+    recomputation runs inside each unit's backward, after FSDP's own all-gather, and adds none.
+
     ## Why is this bad?
-    With parameters sharded, transformers' own gradient checkpointing recomputes each layer
-    outside FSDP's knowledge of the recomputation: every layer's parameters are all-gathered
-    once more in backward. `fsdp_config={"activation_checkpointing": True}` makes
+    With parameters sharded, transformers' own gradient checkpointing (reentrant) recomputes
+    each layer outside FSDP's knowledge of the recomputation: every layer's parameters are
+    all-gathered once more in backward. `fsdp_config={"activation_checkpointing": True}` makes
     accelerate apply torch's checkpoint wrapper inside the FSDP units instead.
 
     ## Example
@@ -79,8 +84,11 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     `gradient_checkpointing`: "When using FSDP, prefer `activation_checkpointing` in
     `fsdp_config` over `gradient_checkpointing`; the latter introduces a redundant AllGather
     in the backward pass. Reference: https://github.com/huggingface/transformers/issues/30404".
-    The measured cost of a checkpointed region around an FSDP1 unit on torch 2.13 (CPU, gloo,
-    2 ranks) is 8 all-gathers in backward instead of 4 (EVIDENCE Q5). Setting both raises in
+    The measured cost of a reentrant checkpointed region around each FSDP1 unit on torch 2.13
+    (CPU, gloo, 2 ranks) is 8 all-gathers in backward instead of 4; with `use_reentrant=False`
+    it stays 4 (EVIDENCE Q5; `ckptlint verify` of
+    `fixtures/verify_distributed/fsdp1_checkpoint_call_around_units.py` and of the same case
+    non-reentrant, measured again for transformers' warning, which is unconditional). Setting both raises in
     the Trainer (`trainer.py`): "The activation_checkpointing in FSDP config and the
     gradient_checkpointing in training arg can't be set to True simultaneously".
     """
@@ -120,12 +128,22 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
             names = absolute_names(self.context, call.func)
             if not names or not all(self.context.project.is_training_arguments(name) for name in names):
                 continue
+            if not has_star_kwargs(call) and self._non_reentrant(call):
+                continue
             self.report(
                 call,
                 self.message.format(callee=_callee(call), fsdp=cst.Module([]).code_for_node(fsdp)),
                 replacements=_fix(call),
                 fix_message='Move checkpointing to `fsdp_config={"activation_checkpointing": True}`',
             )
+
+    def _non_reentrant(self, call: cst.Call) -> bool:
+        """Whether the call's `gradient_checkpointing_kwargs` (or transformers' default for the
+        targeted versions) are known to run the non-reentrant implementation, whose
+        recomputation runs inside each FSDP1 unit's backward and all-gathers nothing more."""
+        kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
+        reentrancy, _ = kwargs.reentrancy(self.context.versions)
+        return reentrancy is Reentrancy.EXPLICIT_FALSE
 
     def _evaluates_to_sharding(self, call: cst.Call, fsdp: cst.BaseExpression) -> bool:
         """`fsdp=FSDP_MODE`: every value the project model finds for the name at the call is a
@@ -143,6 +161,19 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
             )
             ssd = TrainingArguments("out", fsdp="shard_grad_op", gradient_checkpointing=True)
             ddp = TrainingArguments("out", gradient_checkpointing=True)
+            """
+        ),
+        # Non-reentrant: the recomputation runs in the unit's backward, after FSDP's all-gather.
+        Valid(
+            """
+            from transformers import TrainingArguments
+
+            args = TrainingArguments(
+                "out",
+                fsdp="full_shard auto_wrap",
+                gradient_checkpointing=True,
+                gradient_checkpointing_kwargs={"use_reentrant": False},
+            )
             """
         ),
         # A variable is only known at runtime; a non-HF class is not TrainingArguments.

@@ -366,7 +366,7 @@ def test_unsafe_fixes_leave_a_clean_project(cli, make_project):
                     return model, args
             """,
         },
-        pyproject=PYPROJECT,
+        pyproject=PYPROJECT.replace("['torch>=2.4']", "['torch>=2.4', 'transformers==4.46.3']"),  # reentrant HF default
     )
     before = run(cli, root, ".")
     assert [f[3] for f in before] == ["CKPT002", "CKPT002", "CKPT003", "CKPT004"]

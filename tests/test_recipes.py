@@ -363,11 +363,12 @@ def test_trainer_fsdp_config_overrides_the_accelerate_plugin(tmp_path):
     script = "accelerate launch --config_file fsdp.yaml train.py {recipe} --gradient_checkpointing true\n"
     outcome, *_ = lint(tmp_path, "run.sh", script.format(recipe=""), TF5, **config)
     assert found(outcome) == [(1, 53, "CKPT005")]  # the Trainer refuses both, whatever the implementation
-    outcome, *_ = lint(
-        tmp_path, "run.sh", script.format(recipe="args.yaml"), TF5,
-        **config, **{"args.yaml": "fsdp_config:\n  activation_checkpointing: false\n"},
-    )
+    overridden = {**config, "args.yaml": "fsdp_config:\n  activation_checkpointing: false\n"}
+    outcome, *_ = lint(tmp_path, "run.sh", script.format(recipe="args.yaml"), TF4, **overridden)
     assert found(outcome) == [(1, 62, "CKPT004")]
+    # transformers 5 runs it non-reentrant by default: no all-gather is added (EVIDENCE Q5).
+    outcome, *_ = lint(tmp_path, "run.sh", script.format(recipe="args.yaml"), TF5, **overridden)
+    assert found(outcome) == []
 
 
 def test_axolotl_defaults_to_reentrant_kwargs(tmp_path):
@@ -513,6 +514,19 @@ def test_axolotl_fsdp2_config_without_the_fsdp_list(tmp_path):
     ]:
         outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(reshard=reshard, ac=ac), TF5)
         assert found(outcome) == expected, (reshard, ac)
+
+
+def test_non_reentrant_checkpointing_adds_no_all_gather_under_fsdp1(tmp_path):
+    # EVIDENCE Q5: the recomputation runs in the unit's backward, after FSDP's own all-gather.
+    recipe = "gradient_checkpointing: true\nfsdp: full_shard auto_wrap\n{kwargs}"
+    for kwargs, versions, expected in [
+        ("", TF4, [(1, 1, "CKPT004")]),
+        ("gradient_checkpointing_kwargs: {use_reentrant: true}\n", TF5, [(1, 1, "CKPT004")]),
+        ("gradient_checkpointing_kwargs: {use_reentrant: false}\n", TF4, []),
+        ("", TF5, []),
+    ]:
+        outcome, *_ = lint(tmp_path, "sft.yaml", recipe.format(kwargs=kwargs), versions)
+        assert found(outcome) == expected, (kwargs, versions)
 
 
 def test_axolotl_activation_offloading_and_the_nested_fsdp_version(tmp_path):

@@ -393,7 +393,8 @@ def test_recipes_are_linted_and_suppressed_with_their_own_comments(tmp_path):
     from ckptlint.server.actions import comment_style, finding_actions
     from ckptlint.server.projects import EditorProjects
 
-    root = project(tmp_path)
+    # transformers < 5.0: reentrant by default, so FSDP1 re-gathers in backward (CKPT004).
+    root = project(tmp_path, pyproject="[project]\nname = 'demo'\ndependencies = ['transformers==4.46.3']\n")
     yaml_text = "gradient_checkpointing: true  # on\nfsdp: full_shard auto_wrap\n"
     [finding] = EditorProjects().lint(yaml_text, root / "sft.yaml").diagnostics
     assert finding.code == "CKPT004"
