@@ -21,6 +21,7 @@ from ckptlint.analysis.hf_models import (
 )
 from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.fates import Site
+from ckptlint.model.library import PRE_QUANTIZED_CHECKPOINT
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
@@ -75,7 +76,9 @@ class PeftCheckpointingWithoutInputGrads(Rule):
       default only when the kwargs are `None`, so torch's reentrant default runs);
     - nothing makes the inputs of the checkpointed layers require grad:
       `enable_input_require_grads()`, `prepare_model_for_kbit_training` /
-      `prepare_model_for_int8_training`, checkpointing enabled before `get_peft_model` on a
+      `prepare_model_for_int8_training` (unless the model is known to be loaded in full
+      precision: no quantization argument, and a literal Hub id that names no pre-quantized
+      checkpoint such as a GPTQ or AWQ export), checkpointing enabled before `get_peft_model` on a
       model that is not quantized (PEFT then calls `enable_input_require_grads` itself),
       `add_adapter` before the checkpointing call (transformers then does), an embedding's
       `requires_grad_(True)` / `weight.requires_grad = True`, a forward hook on the
@@ -198,7 +201,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     or `_hf_peft_config_loaded`. peft 0.13.2 and 0.21.2 `PeftModel.__init__` call it when
     `is_gradient_checkpointing` is already true and the model is not quantized;
     `prepare_model_for_kbit_training` calls it (and enables checkpointing) only for quantized
-    models. The transformers 4.46.3 `Trainer` calls `gradient_checkpointing_enable` with
+    models (peft 0.4.0, 0.13.2 and 0.17.1 `utils/other.py`: `loaded_in_kbit` or a GPTQ, AQLM,
+    EETQ, HQQ, torchao `quantization_method`). The transformers 4.46.3 `Trainer` calls `gradient_checkpointing_enable` with
     `args.gradient_checkpointing_kwargs` in `train()` and nothing else. TRL 0.12.2's
     `SFTTrainer` enables input grads when it wraps the model itself (`peft_config=`); TRL
     1.16 also for a `PeftModel` passed in. Where `get_peft_model` is written does not
@@ -321,6 +325,30 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         return "on a model with adapters"
 
     valid = [
+        # `prepare_model_for_kbit_training` on a quantized model (an argument, or a Hub
+        # checkpoint that carries its own quantization) enables input grads itself.
+        Valid(
+            """
+            from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+            def train(name, data):
+                model = AutoModelForCausalLM.from_pretrained(name, quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+                model = prepare_model_for_kbit_training(model)
+                model = get_peft_model(model, LoraConfig(r=8))
+                model.gradient_checkpointing_enable()
+                for batch in data:
+                    model(**batch).loss.backward()
+
+            def train_gptq(data):
+                model = AutoModelForCausalLM.from_pretrained("TheBloke/Llama-2-7B-GPTQ")
+                model = prepare_model_for_kbit_training(model)
+                model = get_peft_model(model, LoraConfig(r=8))
+                model.gradient_checkpointing_enable()
+                for batch in data:
+                    model(**batch).loss.backward()
+            """
+        ),
         # A project Trainer that sets its own checkpointing kwargs: not transformers' default.
         Valid(
             """
@@ -563,6 +591,39 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         ),
     ]
     invalid = [
+        # `prepare_model_for_kbit_training` on a model loaded in bf16 only freezes it: input
+        # grads are enabled for a quantized model alone (peft 0.4 to 0.17).
+        Invalid(
+            """
+            import torch
+            from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf", torch_dtype=torch.bfloat16)
+            model = prepare_model_for_kbit_training(model)
+            model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+            model.gradient_checkpointing_enable()
+            for batch in []:
+                model(**batch).loss.backward()
+            """,
+            line=8,
+            column=1,
+            target_versions={"transformers": "4.40"},
+            message_contains="after `get_peft_model` (line 7)",
+            expected_fix="""
+            import torch
+            from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf", torch_dtype=torch.bfloat16)
+            model = prepare_model_for_kbit_training(model)
+            model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+            model.enable_input_require_grads()
+            model.gradient_checkpointing_enable()
+            for batch in []:
+                model(**batch).loss.backward()
+            """,
+        ),
         # Only the head is saved: the embeddings stay frozen (a GPT-NeoX head named `embed_out`
         # is no embedding either).
         Invalid(
@@ -859,8 +920,8 @@ def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], S
     if any(t.trainer is not TrainerKind.TRANSFORMERS or t.enables_checkpointing is None for t in trainers):
         return []
     starts = [order for order in (history.training_starts, *(t.order for t in trainers)) if order is not None]
-    if history.has(StepKind.INPUT_GRADS, StepKind.KBIT_PREPARED):
-        return []
+    if history.has(StepKind.INPUT_GRADS) or (history.has(StepKind.KBIT_PREPARED) and not _loaded_unquantized(history)):
+        return []  # (`prepare_model_for_kbit_training` enables input grads on a quantized model only)
     # Trained in this file's flow, or (the model leaves it) where the project model says.
     elsewhere = not starts or history.escaped_before(min(starts))
     enabling = history.of_kind(StepKind.GC_ENABLED) + [t for t in trainers if t.enables_checkpointing]
@@ -893,6 +954,16 @@ def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], S
         if (before_5 or from_5) and (not elsewhere or trained_at is not None):
             exposures.append(_Exposure(step, before_5, from_5, trained_at))
     return exposures
+
+
+def _loaded_unquantized(history: ModelHistory) -> bool:
+    """Whether the model is known to be loaded in full precision: no quantization argument,
+    from a literal Hub id that names no pre-quantized checkpoint (`PRE_QUANTIZED_CHECKPOINT`)."""
+    return (
+        history.quantized is False
+        and history.checkpoint is not None
+        and not PRE_QUANTIZED_CHECKPOINT.search(history.checkpoint)
+    )
 
 
 def _has_adapters(history: ModelHistory, step: ModelStep) -> bool:

@@ -90,6 +90,18 @@ LIGHTNING_ENTRY_POINTS = frozenset(
      "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
 )
 
+# --- peft: prepare_model_for_kbit_training ---------------------------------------------------
+
+# `prepare_model_for_kbit_training(model)` freezes the model and, only for a quantized one
+# (`is_loaded_in_8bit` / `is_loaded_in_4bit`, or a GPTQ, AQLM, EETQ, HQQ, torchao
+# `quantization_method`), enables input grads and gradient checkpointing; on a bf16/fp32 model
+# it does neither. Read in peft 0.4.0, 0.13.2 and 0.17.1 (`peft/utils/other.py`).
+# `from_pretrained` loads a checkpoint quantized without any quantization argument when its
+# config carries a `quantization_config` (GPTQ, AWQ, bitsandbytes exports): a Hub id naming
+# one of these is not known to load unquantized.
+PRE_QUANTIZED_CHECKPOINT = re.compile(r"gptq|awq|bnb|nf4|[248]-?bit|int[248]|hqq|eetq|aqlm|quant|exl2|gguf|fp8", re.I)
+
+
 # --- the same model under another name ----------------------------------------------------
 
 # Calls that hand back the model they are given, possibly wrapped, sharing its layers: a
