@@ -74,13 +74,16 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     No fix when the call shares its line with a compound statement (`if gc: model...()`), or
     when the model is not named by a plain name or attribute (`get_model().…`).
 
-    Not reported when the cache is turned off anywhere for that model, before or after the
-    call, in the function or in a helper of the same file it calls: `model.config.use_cache =
+    Not reported when the cache is turned off anywhere for that model (on a path that can
+    run with the call), before or after the call, in the function or in a helper of the same file it calls: `model.config.use_cache =
     False` (also through `model.base_model.config` or a PEFT wrapper), `setattr(model.config,
     "use_cache", False)`, a config object with it (`AutoConfig.from_pretrained(...,
     use_cache=False)`, `config.use_cache = False`) passed to the loader,
     `from_pretrained(..., use_cache=False)` or `use_cache=False if args.gradient_checkpointing
-    else True` (any value but a literal `True` counts), `use_cache=False` on a forward call,
+    else True` (any value but a literal `True` counts, except one whose falsy case contradicts the
+    condition checkpointing is turned on under: `use_cache=not args.no_gradient_checkpointing`
+    with `if not args.no_gradient_checkpointing: model.gradient_checkpointing_enable()`, which
+    keeps the cache on exactly when checkpointing is on), `use_cache=False` on a forward call,
     or a `**model_kwargs` whose contents are not known; in another file too, on the model's
     way to its training loop. Not reported either: models handed to a `Trainer`
     (transformers', TRL's or a subclass; see the evidence),
@@ -162,8 +165,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         model_class = history.model_class
         if model_class is None or not (model_class.generative is True or _remote_auto_model(history)):
             return []
-        if history.has(StepKind.TRAINER, StepKind.USE_CACHE_OFF):
+        if history.has(StepKind.TRAINER):
             return []
+        cache_off = history.of_kind(StepKind.USE_CACHE_OFF)
         enabling = [
             step
             for step in history.steps
@@ -174,6 +178,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             step
             for index, step in enumerate(enabling)
             if not any(not earlier.exclusive_with(step) for earlier in enabling[:index])
+            # the cache turned off wherever checkpointing may be on (`use_cache=not
+            # args.no_gradient_checkpointing` turns it off only where it is not)
+            and all(off.exclusive_with(step) for off in cache_off)
         ]
         if history.training_starts is not None and not history.escaped_before(history.training_starts):
             return [(step, None) for step in first]
@@ -214,6 +221,23 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         )
 
     valid = [
+        # The cache off where checkpointing is on: the same flag, the right way round (and a
+        # value only known at runtime, which may be off wherever checkpointing is on).
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            def train(args, data):
+                model = AutoModelForCausalLM.from_pretrained(args.model, use_cache=args.no_gradient_checkpointing)
+                if not args.no_gradient_checkpointing:
+                    model.gradient_checkpointing_enable()
+                other = AutoModelForCausalLM.from_pretrained(args.model, use_cache=args.use_cache)
+                other.gradient_checkpointing_enable()
+                for batch in data:
+                    model(**batch).loss.backward()
+                    other(**batch).loss.backward()
+            """
+        ),
         # A test class: each test is a run of its own, and the one that calls backward trains
         # another model; the test that enables checkpointing only generates.
         Valid(
@@ -428,6 +452,45 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         ),
     ]
     invalid = [
+        # The cache turned off by a value that is falsy exactly where checkpointing is *not*
+        # turned on (StarCoder's fine-tuning script: the comment says the opposite).
+        Invalid(
+            """
+            import argparse
+            from transformers import AutoModelForCausalLM
+
+            def train(data):
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--no_gradient_checkpointing", action="store_true")
+                args = parser.parse_args()
+                # disable caching when using gradient checkpointing
+                model = AutoModelForCausalLM.from_pretrained("bigcode/starcoderbase-1b", use_cache=not args.no_gradient_checkpointing)
+                if not args.no_gradient_checkpointing:
+                    model.gradient_checkpointing_enable()
+                for batch in data:
+                    model(**batch).loss.backward()
+            """,
+            line=11,
+            column=9,
+            target_versions={"transformers": "4.28"},
+            message_contains="on `model`, a generative `AutoModelForCausalLM`",
+            expected_fix="""
+            import argparse
+            from transformers import AutoModelForCausalLM
+
+            def train(data):
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--no_gradient_checkpointing", action="store_true")
+                args = parser.parse_args()
+                # disable caching when using gradient checkpointing
+                model = AutoModelForCausalLM.from_pretrained("bigcode/starcoderbase-1b", use_cache=not args.no_gradient_checkpointing)
+                if not args.no_gradient_checkpointing:
+                    model.gradient_checkpointing_enable()
+                    model.config.use_cache = False
+                for batch in data:
+                    model(**batch).loss.backward()
+            """,
+        ),
         # The Hub's code decides what `AutoModel` is (ChatGLM): reported, saying so.
         Invalid(
             """

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import QualifiedNameSource
 
-from ckptlint.analysis.branches import literal_truth
+from ckptlint.analysis.branches import Conditions, condition_literals, literal_truth
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_models.objects import (
     ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, PeftConfigValue, Scope, ScriptValue,
@@ -152,6 +152,16 @@ class Calls:
             return part.child(method)
         return part.child(method + "()")
 
+    def _cache_off_by_keyword(self, part: ModelPart, call: cst.Call, frame: Scope) -> None:
+        """`use_cache=` other than a literal True (at load or in a forward call) turns the cache
+        off where its value is falsy: `use_cache=not args.no_gradient_checkpointing` only where
+        checkpointing is not turned on by `if not args.no_gradient_checkpointing:`, which the
+        step's conditions say (a value only known at runtime is off wherever it may be)."""
+        use_cache = keyword_value(call, "use_cache")
+        if use_cache is not None and not is_true(use_cache):
+            when = () if is_false(use_cache) else condition_literals(use_cache, False)
+            self._step(part, StepKind.USE_CACHE_OFF, call, frame, when=when)
+
     def _requires_grad(self, part: ModelPart, trainable: bool, node: cst.CSTNode, frame: Scope) -> None:
         """`part.requires_grad_(flag)`, or `p.requires_grad = flag` for `p` over
         `part.parameters()`: the embeddings (or the whole model) made trainable are input
@@ -166,9 +176,7 @@ class Calls:
 
     def _forward_call(self, call: cst.Call, part: ModelPart, args: list[ScriptValue], frame: Scope) -> None:
         """A forward pass: `use_cache=False` (or a runtime value) there turns the cache off."""
-        use_cache = keyword_value(call, "use_cache")
-        if use_cache is not None and not is_true(use_cache):
-            self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+        self._cache_off_by_keyword(part, call, frame)
         for arg, value in zip(call.args, args):
             if arg.star == "**" and isinstance(value, DictValue) and value.keys is not None and "use_cache" in value.keys:
                 if not is_true(value.keys["use_cache"]):
@@ -347,9 +355,7 @@ class Calls:
         obj.remote_code = remote is not None and not is_false(remote)
         self.objects.append(obj)
         part = ModelPart(obj)
-        use_cache = keyword_value(call, "use_cache")
-        if use_cache is not None and not is_true(use_cache):
-            self._step(part, StepKind.USE_CACHE_OFF, call, frame)
+        self._cache_off_by_keyword(part, call, frame)
         config_arg = keyword_value(call, "config")
         loads_weights = isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"
         if loads_weights:
@@ -538,11 +544,13 @@ class Calls:
         kind: StepKind,
         node: cst.CSTNode,
         frame: Scope,
+        when: Conditions = (),
         **details,
     ) -> None:
+        """Record a step of the model where the frame is (`when`: what else must hold for it)."""
         self.order += 1
         function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
-        step = ModelStep(kind, self.order, node, frame.branches, frame.conditions, frame.statement, **details,
+        step = ModelStep(kind, self.order, node, frame.branches, frame.conditions + when, frame.statement, **details,
                          function=function, known=frame.known)
         for model in part.model.sharing_steps():
             model.steps.append(step)
