@@ -71,6 +71,17 @@ def test_the_finding_in_a_helper_follows_its_call_sites(cli, make_project):
     assert "as passed at " in third[0][4] and "eval_bn.py:4" in third[0][4]
 
 
+def test_the_message_names_the_projects_own_call_site_before_a_tests(cli, make_project):
+    # `tests/a_test.py` sorts before `train.py`; the script's call is what the user runs.
+    test = "from helpers import wrap_blocks\nfrom nets import Net\n\n\ndef test_wrap():\n    wrap_blocks(Net())  # ckpt\n"
+    root = make_project(
+        {"nets.py": NETS, "helpers.py": HELPER, "train.py": TRAIN.format(arguments=""), "tests/a_test.py": test}
+    )
+    found = json_findings(cli(["--output-format", "json", "."], root), root, with_message=True)
+    assert [f[:4] for f in found] == [("helpers.py", 6, 31, "CKPT010")]
+    assert "model.blocks (as passed at train.py:4 and 1 more call site)" in found[0][4]
+
+
 def test_a_helper_nobody_calls_is_not_reported(cli, make_project):
     root = make_project({"nets.py": NETS, "helpers.py": HELPER})
     assert json_findings(cli(["--output-format", "json", "."], root), root) == []

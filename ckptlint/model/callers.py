@@ -343,7 +343,8 @@ class CallSiteResolution:
         self._passed_falsy[key] = frozenset(falsy_values)
         self._falsy_at[key] = falsy_sites
         found = self._passed[key] = frozenset(values)
-        self._passed_at[key] = sites
+        # A message names the first: the project's own call sites before its tests'.
+        self._passed_at[key] = sorted(sites, key=lambda site: is_test_path(site[0]))
         return found
 
     def falsy_passed_at(self, function: str, parameter: str) -> tuple[tuple[str, int], ...]:
