@@ -48,8 +48,12 @@ def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, 
     facts = project.files.get(relative_path)
     if facts is not None and facts.wrapped_classes:
         return True
-    names = (*project.checkpoint_wrappers, *settings.checkpoint_functions, *LIBRARY_CHECKPOINTING_HELPERS)
+    names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
     if any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names):
+        return True
+    # A library's helper (timm's `checkpoint_seq`, DeepSpeed's `checkpoint`) is imported from
+    # its package, which the file then names: `checkpoint(` alone is in every file that saves one.
+    if any(f"{name.rsplit('.', 1)[-1]}(" in text and name.split(".", 1)[0] in text for name in LIBRARY_CHECKPOINTING_HELPERS):
         return True
     return project.imports_checkpoint_alias(relative_path)  # `from .utils import checkpoint`
 
