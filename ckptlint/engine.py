@@ -83,8 +83,8 @@ class LintOutcome:
 
 def import_rules() -> None:
     """Import libcst, the traversal and the rules ahead of the lint: in the parent of a
-    large run while the index workers extract (`WorkerPool.while_busy`), so that the lint
-    workers forked next inherit them instead of importing them each (0.15 s apiece)."""
+    run while the index workers extract (`WorkerPool.while_busy`), so that the lint workers
+    forked next inherit them instead of importing them each (0.15-0.2 s apiece)."""
     from ckptlint.traversal import run_rules  # noqa: F401  (and libcst with it)
 
     all_rules()

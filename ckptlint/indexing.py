@@ -66,7 +66,7 @@ class Projects:
         jobs: int | None = None,
         build: bool = True,
         limits: AnalysisLimits = AnalysisLimits(),
-        while_indexing: Callable[[], None] | None = None,
+        while_indexing: Callable[[Sequence[str]], None] | None = None,
     ) -> None:
         self.settings = settings
         self.while_indexing = while_indexing  # `build_index`'s `while_extracting`
@@ -229,15 +229,16 @@ def build_index(
     jobs: int | None = None,
     files: Sequence[tuple[str, str]] | None = None,
     limits: AnalysisLimits = AnalysisLimits(),
-    while_extracting: Callable[[], None] | None = None,
+    while_extracting: Callable[[Sequence[str]], None] | None = None,
 ) -> ProjectIndex:
     """The project's index, of `files` ((path, absolute path) pairs) or else of
     `project_files`. With the cache, a file whose stat (mtime, size, inode, ctime) is the one
     recorded with its digest is not read at all; one whose content digest is unchanged is not
     parsed; only the others are extracted, in worker processes under the per-file limits.
     A file over the size limit is not even read; one whose extraction stops at a limit has
-    no facts (and is not tried again under the same limits). `while_extracting` runs here
-    while the extraction workers are busy (`WorkerPool.while_busy`)."""
+    no facts (and is not tried again under the same limits). `while_extracting(paths)` runs
+    here while the extraction workers are busy (`WorkerPool.while_busy`), with the paths of
+    the files they extract."""
     trusted_before = time.time_ns() - RACY_WINDOW_NS
     cache = _IndexCache(settings, root) if use_cache else None
     stopped_under = limits.fingerprint()
@@ -294,7 +295,8 @@ def build_index(
     workers = workers_for(sizes, jobs, min_files=PARALLEL_EXTRACTION_THRESHOLD, min_bytes=PARALLEL_EXTRACTION_BYTES)
     extracted: list = []
     if pending:
-        with WorkerPool(_extract, workers=workers, limits=limits.for_workers, while_busy=while_extracting) as pool:
+        while_busy = None if while_extracting is None else functools.partial(while_extracting, [path for path, _ in pending])
+        with WorkerPool(_extract, workers=workers, limits=limits.for_workers, while_busy=while_busy) as pool:
             extracted = pool.map(pending, weights=sizes)  # the largest files first: none left for last
     errors: list[str] = []
     for (path, relative), result in zip(pending, extracted):

@@ -18,7 +18,7 @@ from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, places_in_cells, read_notebook
-from ckptlint.registry import project_rule_codes
+from ckptlint.registry import RULE_TRIGGERS, project_rule_codes
 from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult, fixable
@@ -226,6 +226,28 @@ def _size(path: Path) -> int:
         return 0  # `check_file` reports it
 
 
+# From this many changed files on, some will need the rules: not worth reading them first.
+_CHANGED_FILES_SURELY_LINTED = 16
+
+
+def import_rules_for(changed: Sequence[str]) -> None:
+    """`import_rules`, where linting the files the index is extracting again (those that
+    changed: they are the ones linted next) will need them: many files, or a few of which
+    one names a rule's trigger word. Where only files without one changed (a warm run after
+    an edit elsewhere), libcst is never imported."""
+    if len(changed) >= _CHANGED_FILES_SURELY_LINTED or any(_names_a_trigger(path) for path in changed):
+        import_rules()
+
+
+def _names_a_trigger(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError:
+        return False
+    return any(word.encode() in data for word in RULE_TRIGGERS)
+
+
 def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
     return Projects(
         settings,
@@ -233,7 +255,7 @@ def projects_for_run(settings: Settings, options: RunOptions) -> Projects:
         jobs=options.jobs,
         build=bool(project_rule_codes() & settings.enabled_codes),
         limits=options.limits,
-        while_indexing=import_rules,
+        while_indexing=import_rules_for,
     )
 
 

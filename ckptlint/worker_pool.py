@@ -133,10 +133,10 @@ class WorkerPool:
     returns the results in order, a `TaskFailure` in place of each task that did not return.
 
     `initializer(*initargs)` runs in each worker before its first task. `while_busy` runs
-    once in this process, after the workers of a batch (of two or more) have their first
-    tasks: work that would otherwise wait for them (it runs on no core they use, and the
-    processes forked later inherit what it did; never in a thread, which a fork could
-    copy halfway through an import). The pool is a context manager; leaving it (an
+    once in this process, after the workers have their first tasks: work that would
+    otherwise wait for them (on a machine of two or more cores it runs on one the first
+    worker does not use, and the processes forked later inherit what it did; never in a
+    thread, which a fork could copy halfway through an import). The pool is a context manager; leaving it (an
     interrupt included) stops every worker at once."""
 
     def __init__(
@@ -154,7 +154,7 @@ class WorkerPool:
         self.limits = limits
         self.initializer = initializer
         self.initargs = initargs
-        self.while_busy = while_busy if self.workers >= 2 else None
+        self.while_busy = while_busy
         self._live: list[_Worker] = []
 
     def __enter__(self) -> WorkerPool:

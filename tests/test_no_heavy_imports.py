@@ -98,3 +98,22 @@ def test_a_file_no_rule_can_apply_to_is_only_syntax_checked(tmp_path):
     code, imported = imported_during(["check", "--no-cache", str(tmp_path), "--output-format", "json"], tmp_path)
     assert (code, _roots(imported, ("libcst",))) == (0, set())
     assert not {name for name in imported if name.startswith("ckptlint.rules")}
+
+
+def test_an_edit_imports_libcst_only_where_a_rule_may_look(tmp_path):
+    """While the index extracts the files that changed, the parent imports the rules (and
+    libcst) for the lint that follows only when one of them names a rule's trigger word: an
+    edit to a file no rule looks at costs no libcst, one to a checkpointing file is linted."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    model = tmp_path / "model.py"
+    model.write_text("from torch.utils.checkpoint import checkpoint\ndef forward(self, x):\n    return checkpoint(self.block, x)\n")
+    unrelated = tmp_path / "unrelated.py"
+    unrelated.write_text("x = 1\n")
+    args = ["check", str(tmp_path), "--output-format", "json"]
+    assert imported_during(args, tmp_path)[0] == 1
+    unrelated.write_text("x = 1  # edited\n")
+    code, imported = imported_during(args, tmp_path)
+    assert (code, _roots(imported, ("libcst",))) == (1, set())
+    model.write_text(model.read_text() + "# edited\n")
+    code, imported = imported_during(args, tmp_path)
+    assert (code, _roots(imported, ("libcst",))) == (1, {"libcst"})
