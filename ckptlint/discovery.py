@@ -18,15 +18,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from ckptlint.recipes import SHELL_SUFFIXES
+
 PYTHON_SUFFIXES = (".py", ".pyi")
 PYTHON_INCLUDE = ("*.py", "*.pyi")
 # Files whose code the project index reads: Python sources and Jupyter notebooks.
 INDEXED_SUFFIXES = (*PYTHON_SUFFIXES, ".ipynb")
 INDEXED_INCLUDE = (*PYTHON_INCLUDE, "*.ipynb")
-# Configuration files the index also reads, for the defaults of options that decide
-# reentrancy (`use_reentrant: true` in a Hydra / OmegaConf YAML).
-CONFIGURATION_SUFFIXES = (".yaml", ".yml")
-CONFIGURATION_INCLUDE = ("*.yaml", "*.yml")
+# Configuration files the index also reads: YAML, for the defaults of options that decide
+# reentrancy (`use_reentrant: true` in a Hydra / OmegaConf YAML) and accelerate's FSDP
+# configs, and launch scripts, for the files they run under them (`accelerate launch
+# --config_file fsdp.yaml train.py`).
+CONFIGURATION_SUFFIXES = (".yaml", ".yml", *SHELL_SUFFIXES)
+CONFIGURATION_INCLUDE = tuple(f"*{suffix}" for suffix in CONFIGURATION_SUFFIXES)
 
 # A path relative to the project root as its parts; None for a path outside the root.
 Parts = tuple[str, ...]

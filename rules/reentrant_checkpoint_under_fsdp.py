@@ -70,7 +70,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     ## What it does
     In a project that uses torch FSDP anywhere (`FullyShardedDataParallel`, `fully_shard`,
     `TrainingArguments(fsdp=...)`, accelerate's `FullyShardedDataParallelPlugin`, Lightning's
-    `FSDPStrategy`, in any file under the project root but its tests; a test file counts
+    `FSDPStrategy`, in any file under the project root but its tests; or a launch script's
+    `accelerate launch --config_file fsdp.yaml train.py` whose config says `distributed_type:
+    FSDP`, or whose own options say `--use_fsdp` (in a `.sh` / `.bash` / `.slurm` / `.sbatch`
+    file, inside a SLURM job's `srun ... bash -c "..."` too), which counts as the launched
+    file's own use, as if it sharded itself; a test file counts
     only its own, and each of its tests only the wraps in it (or in the file's helpers,
     fixtures and top level): a test does not inherit FSDP from the package it tests or from
     another test, nor the package from a test that shards; a top-level training script that shards,
@@ -199,7 +203,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     `gradient_checkpointing_enable` replaces `None` kwargs by `{"use_reentrant": False}` and
     uses any dict as given (EVIDENCE Q4); transformers 4.x replaced `None` by
     `{"use_reentrant": True}` (`modeling_utils.py`, 4.35 to 4.57). transformers issue 30404
-    is the redundant all-gather warning.
+    is the redundant all-gather warning. A launch: `accelerate launch` turns a config file's
+    `distributed_type: FSDP` (or `--use_fsdp`) into `ACCELERATE_USE_FSDP=true` and `FSDP_*`
+    variables for the processes it starts, and `Accelerator()` builds its
+    `FullyShardedDataParallelPlugin` from them when none is passed ("init from env variables",
+    `accelerator.py`; `state.py` sets `DistributedType.FSDP`; accelerate 1.x).
     """
 
     code = "CKPT002"

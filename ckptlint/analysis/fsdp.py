@@ -63,12 +63,18 @@ def project_fsdp(context: FileContext) -> str | None:
     uses = context.project.fsdp_uses_reaching(context.relative_path)
     if not uses:
         return None
-    # The file's own use first: that is the one the reader sees.
-    own = [use for use in uses if use.path == context.relative_path]
-    return describe_use((own or list(uses))[0])
+    # The file's own use first (its own code, or a launch of it): that is the one the
+    # reader sees; then a launch of a file that imports it.
+    relative = context.relative_path
+    own = [use for use in uses if relative in (use.path, use.launched)]
+    near = [use for use in uses if use.launched and relative in context.project.imported_by(use.launched)]
+    return describe_use((own or near or list(uses))[0])
 
 
 def describe_use(use: FsdpUse) -> str:
+    if use.kind is FsdpKind.ACCELERATE_LAUNCH:
+        how = f"--config_file {use.config}" if use.config else "--use_fsdp"
+        return f"`accelerate launch {how}` of {use.launched} at {use.path}:{use.line}"
     return f"`{use.kind.value}` at {use.path}:{use.line}"
 
 

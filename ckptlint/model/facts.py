@@ -18,6 +18,8 @@ class FsdpKind(str, enum.Enum):
     HF_TRAINER = "TrainingArguments(fsdp=...)"
     ACCELERATE = "accelerate FullyShardedDataParallelPlugin"
     LIGHTNING = "Lightning FSDPStrategy"
+    # `accelerate launch --config_file fsdp.yaml train.py` (or `--use_fsdp`) in a launch script.
+    ACCELERATE_LAUNCH = "accelerate launch"
 
 
 class EventKind(str, enum.Enum):
@@ -75,6 +77,10 @@ class FsdpUse:
     kind: FsdpKind
     path: str  # relative to the project root
     line: int
+    # ACCELERATE_LAUNCH: the project file the launch runs (its reach is the use's), and the
+    # accelerate config file that turns FSDP on ("" for the launcher's own `--use_fsdp`).
+    launched: str = ""
+    config: str = ""
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,20 @@ class WrappedClass:
 
 
 @dataclass(frozen=True)
+class AccelerateLaunch:
+    """`accelerate launch [--config_file <config>] [--use_fsdp] <entry> ...` in a launch
+    script (`ckptlint.model.launch_scripts`): what it runs and with which FSDP, as written."""
+
+    entry: str  # the script's path, or the module after `-m`
+    module: bool
+    config: str  # the `--config_file` as written ("" for none)
+    line: int
+    # The FSDP version the launcher's own options turn on (`--use_fsdp`, `--fsdp_version 2`,
+    # `ACCELERATE_USE_FSDP=true`): 1 or 2, 0 when they leave it to the config file.
+    fsdp_version: int = 0
+
+
+@dataclass(frozen=True)
 class OptionDefault:
     """The default of a configuration option that decides reentrancy (`use_reentrant`):
     a dataclass field (`use_reentrant: bool = True`, `field(default=True)`) or an argparse
@@ -237,6 +257,10 @@ class FileFacts:
     registrars: tuple[tuple[str, str], ...] = ()
     registrations: tuple[tuple[str, str, str], ...] = ()
     forwarding: tuple[ForwardingFact, ...] = ()
+    # A launch script's `accelerate launch` commands; an accelerate config file's FSDP version
+    # (`distributed_type: FSDP`: 1 or 2; 0 for any other file).
+    launches: tuple[AccelerateLaunch, ...] = ()
+    accelerate_fsdp: int = 0
     # What each function binds, builds and returns (`ckptlint.model.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -297,6 +321,8 @@ class FileFacts:
             "registrars": [list(r) for r in self.registrars],
             "registrations": [list(r) for r in self.registrations],
             "forwarding": [[f.name, f.kind.value, f.line, list(f.accepted), f.checkpoint_line, f.via] for f in self.forwarding],
+            "launches": [[l.entry, l.module, l.config, l.line, l.fsdp_version] for l in self.launches],
+            "accelerate_fsdp": self.accelerate_fsdp,
             "summaries": self.summaries_json,
         }
 
@@ -337,6 +363,8 @@ class FileFacts:
                 ForwardingFact(name, ForwardingKind(kind), line, tuple(accepted), checkpoint_line, via)
                 for name, kind, line, accepted, checkpoint_line, via in data.get("forwarding", ())
             ),
+            launches=tuple(AccelerateLaunch(*launch) for launch in data.get("launches", ())),
+            accelerate_fsdp=data.get("accelerate_fsdp", 0),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

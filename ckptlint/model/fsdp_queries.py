@@ -7,13 +7,17 @@ wrap a model in FSDP1 (a caller of one reaches CKPT003 without naming FSDP). A m
 
 from __future__ import annotations
 
+import posixpath
 from functools import cached_property
+
+from ckptlint.discovery import CONFIGURATION_SUFFIXES
 
 from ckptlint.model.facts import EventKind, FsdpKind, FsdpUse
 from ckptlint.model.names import is_test_path
 from ckptlint.model.summary import MODULE_LEVEL
 
 FSDP_KIND = "fsdp"
+LAUNCH_KIND = "launches"  # launch scripts running `accelerate launch` (`ckptlint.model.launch_scripts`)
 
 
 class FsdpQueries:
@@ -26,7 +30,32 @@ class FsdpQueries:
                 # `training_arguments_classes` scans every class: only asked when needed.
                 if self._resolve_name(callee, self.training_arguments_classes):
                     uses.append(FsdpUse(FsdpKind.HF_TRAINER, path, line))
+        uses.extend(self._accelerate_launches())
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    def _accelerate_launches(self) -> list[FsdpUse]:
+        """`accelerate launch --config_file <config> <entry>` commands of the project's launch
+        scripts whose config (or own options) turn FSDP on, as uses of the file they run."""
+        uses = []
+        for script, facts in self._files_of_kind(LAUNCH_KIND):
+            for launch in facts.launches:
+                config = self._launched_file(script, launch.config) if launch.config else None
+                version = launch.fsdp_version or (self.files[config].accelerate_fsdp if config is not None else 0)
+                entry = self.path_of(f"{launch.entry}.x") if launch.module else self._launched_file(script, launch.entry)
+                if version and entry is not None and not entry.endswith(CONFIGURATION_SUFFIXES):
+                    uses.append(FsdpUse(FsdpKind.ACCELERATE_LAUNCH, script, launch.line, entry, config or ""))
+        return uses
+
+    def _launched_file(self, script: str, written: str) -> str | None:
+        """A file a launch script names, as the project holds it: relative to the project
+        root (where scripts are run from), else to the script's own directory."""
+        if written.startswith(("/", "~", "$")):
+            return None
+        for base in ("", posixpath.dirname(script)):
+            candidate = posixpath.normpath(posixpath.join(base, written))
+            if candidate in self.files:
+                return candidate
+        return None
 
     @cached_property
     def fsdp_wrapper_words(self) -> frozenset[str]:
@@ -53,14 +82,22 @@ class FsdpQueries:
             if not is_test_path(use.path) and relative_path in self._reached_by(use)
         )
 
+    def imported_by(self, relative_path: str) -> set[str]:
+        """The project files a file imports (`ckptlint.model.scripts`)."""
+        from ckptlint.model.scripts import imported_files
+
+        return imported_files(self, relative_path)
+
     def _reached_by(self, use: FsdpUse):
         """The files an FSDP use can apply to (`ckptlint.model.scripts`)."""
-        key = (use.path, use.line)
+        key = (use.path, use.line, use.launched)
         cached = self._reach_cache.get(key)
         if cached is None:
-            from ckptlint.model.scripts import reached_by
+            from ckptlint.model.scripts import reached_by, reached_from_entry
 
-            cached = self._reach_cache[key] = reached_by(self, use.path, use.line)
+            cached = self._reach_cache[key] = (
+                reached_from_entry(self, use.launched) if use.launched else reached_by(self, use.path, use.line)
+            )
         return cached
 
     @cached_property

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
-from ckptlint.model.fsdp_queries import FSDP_KIND, FsdpQueries
+from ckptlint.model.fsdp_queries import FSDP_KIND, LAUNCH_KIND, FsdpQueries
 from ckptlint.model.norm_freezing_queries import NORM_FREEZING_KIND, NormFreezingQueries, freezes_batchnorm
 from ckptlint.model.registries import registered_classes
 from ckptlint.model.summary import FunctionSummary
@@ -91,6 +91,8 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(DECORATED_KIND)
     if any(e.kind is EventKind.HF_GC for f in facts.functions for e in f.events):
         kinds.append(HF_CHECKPOINTING_KIND)
+    if facts.launches:
+        kinds.append(LAUNCH_KIND)
     return kinds
 
 

@@ -14,6 +14,8 @@ import ast
 from collections.abc import Iterator
 
 from ckptlint.model.facts import FileFacts, OptionDefault
+from ckptlint.model.launch_scripts import accelerate_fsdp_version, launch_script_facts
+from ckptlint.recipes import SHELL_SUFFIXES
 from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 
@@ -58,9 +60,14 @@ def argparse_options(call: ast.Call) -> Iterator[OptionDefault]:
 def configuration_facts(text: str, relative: str, module: str) -> FileFacts:
     """The facts of a YAML configuration file: its boolean options whose key mentions
     `reentrant` (`model.use_reentrant: true`), under the key's last part, the attribute a
-    loaded config has (`cfg.model.use_reentrant`). A file that cannot be read as YAML holds
-    none (its lint, if it is a recipe, says why)."""
-    if "reentrant" not in text:
+    loaded config has (`cfg.model.use_reentrant`), and the FSDP version of an accelerate
+    config (`ckptlint.model.launch_scripts`). A file that cannot be read as YAML holds none
+    (its lint, if it is a recipe, says why). A launch script's facts are its `accelerate
+    launch` commands."""
+    if relative.lower().endswith(SHELL_SUFFIXES):
+        return launch_script_facts(text, module)
+    reentrant, accelerate = "reentrant" in text, "distributed_type" in text
+    if not (reentrant or accelerate):
         return FileFacts(module)
     from ckptlint.recipes.documents import RecipeSyntaxError, parse_recipe
 
@@ -73,8 +80,8 @@ def configuration_facts(text: str, relative: str, module: str) -> FileFacts:
         for document in documents
         for setting in document.settings.values()
         if "reentrant" in setting.key[-1] and isinstance(setting.value, bool)
-    )
-    return FileFacts(module, options=options)
+    ) if reentrant else ()
+    return FileFacts(module, options=options, accelerate_fsdp=accelerate_fsdp_version(documents) if accelerate else 0)
 
 
 # How code reads a flag from the environment, and the strings that mean true.

@@ -48,11 +48,27 @@ def reached_by(index: ProjectIndex, path: str, line: int = 0) -> EverythingBut:
     return EverythingBut(reach.excluded | apart) if apart else reach
 
 
+def reached_from_entry(index: ProjectIndex, path: str) -> EverythingBut:
+    """The files an FSDP use applies to when a launch runs `path` under FSDP (`accelerate
+    launch --config_file fsdp.yaml path`): `path` and what it imports, through any number of
+    imports, and nothing else. Unlike a use written in code, which may hand its model to any
+    package module, the launch names the one program the processes run: a package of
+    examples launched one by one (`examples/sft/train.py` sharded beside
+    `examples/dreambooth/train.py`) shares nothing with it."""
+    reached, pending = {path}, [path]
+    while pending:
+        for target in imported_files(index, pending.pop()):
+            if target not in reached:
+                reached.add(target)
+                pending.append(target)
+    return EverythingBut(frozenset(other for other in index.files if other not in reached))
+
+
 def _reached_in_folder(index: ProjectIndex, path: str, line: int) -> EverythingBut:
     if path not in index.files:
         return EVERY_FILE
     scripts = [other for other in index.files if _is_script(index, other)]
-    imported = {target for script in scripts for target in _imports(index, script) if target != script}
+    imported = {target for script in scripts for target in imported_files(index, script) if target != script}
     if path in scripts and path not in imported:
         return _script_reach(index, path, scripts, imported)
     callers = _calling_scripts(index, path, line, set(scripts))
@@ -108,7 +124,7 @@ def _script_reach(index: ProjectIndex, path: str, scripts: list[str], imported: 
     reached, pending = {path}, [path]
     while pending:
         current = pending.pop()
-        for target in _imports(index, current):
+        for target in imported_files(index, current):
             if target not in reached:
                 reached.add(target)
                 pending.append(target)
@@ -150,7 +166,7 @@ def _folder_groups(index: ProjectIndex) -> dict[str, str]:
         return folder
 
     for path in index.files:
-        for target in _imports(index, path):
+        for target in imported_files(index, path):
             a, b = find(_folder(path)), find(_folder(target))
             if a != b:
                 parent[max(a, b)] = min(a, b)
@@ -178,7 +194,7 @@ def _is_script(index: ProjectIndex, path: str) -> bool:
     return f"{directory}/__init__.py" not in index.files if directory else True
 
 
-def _imports(index: ProjectIndex, path: str) -> set[str]:
+def imported_files(index: ProjectIndex, path: str) -> set[str]:
     """The project files `path` imports: by absolute name, or, for a script, a sibling by its
     bare name (`from model import Net` in `examples/sharded/train.py`)."""
     facts = index.files.get(path)

@@ -1,0 +1,131 @@
+"""Launch scripts as FSDP uses: which `accelerate launch` commands the index reads from a
+shell script (`ckptlint.model.launch_scripts`), and which file of the project each one runs
+under FSDP (`ProjectIndex.fsdp_uses`)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ckptlint.config import resolve_settings
+from ckptlint.indexing import build_index
+from ckptlint.model.facts import AccelerateLaunch, FsdpKind
+from ckptlint.model.launch_scripts import launch_script_facts
+from ckptlint.model.options import configuration_facts
+from conftest import json_findings
+
+FSDP_CONFIG = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"
+
+
+def launches(script: str) -> tuple[AccelerateLaunch, ...]:
+    return launch_script_facts(textwrap.dedent(script), "scripts.run").launches
+
+
+def test_a_launch_inside_a_slurm_jobs_bash_c_keeps_its_row():
+    """`srun ... bash -c "..."`: the quoted script is read as bash reads it (`\\$` is the
+    inner script's `$`), on the rows it is written on; options holding variables the script
+    does not set (`--jobid=$SLURM_JOB_ID`) do not hide it."""
+    found = launches('''\
+        #!/bin/bash
+        BETA=$1
+        srun --jobid=$SLURM_JOB_ID --nodes=2 bash -c "
+        export HF_HUB_OFFLINE=1
+        accelerate launch \\
+            --config_file configs/fsdp.yaml \\
+            --machine_rank \\$SLURM_PROCID \\
+            train.py --beta ${BETA}
+        "
+        ''')
+    assert found == (AccelerateLaunch("train.py", False, "configs/fsdp.yaml", 5),)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("accelerate launch --use_fsdp train.py", AccelerateLaunch("train.py", False, "", 1, 1)),
+        ("accelerate launch --use_fsdp --fsdp_version 2 -m pkg.train", AccelerateLaunch("pkg.train", True, "", 1, 2)),
+        ("ACCELERATE_USE_FSDP=true accelerate launch train.py", AccelerateLaunch("train.py", False, "", 1, 1)),
+        ("accelerate launch --use_fsdp false train.py", AccelerateLaunch("train.py", False, "", 1, 0)),
+        ("accelerate launch --num_processes 8 train.py", AccelerateLaunch("train.py", False, "", 1, 0)),
+        # The config named through a variable the script sets; one it does not set is unknown.
+        ("CFG=configs/fsdp.yaml\naccelerate launch --config_file $CFG train.py", AccelerateLaunch("train.py", False, "configs/fsdp.yaml", 2)),
+        ('accelerate launch --config_file "$CONFIG" train.py', None),
+        ("torchrun --nproc_per_node 8 train.py", None),
+        ("python -m accelerate.commands.launch --config_file fsdp.yaml train.py", AccelerateLaunch("train.py", False, "fsdp.yaml", 1)),
+    ],
+)
+def test_launcher_options_and_config_files(command, expected):
+    assert launches(command) == ((expected,) if expected is not None else ())
+
+
+@pytest.mark.parametrize(
+    ("config", "version"),
+    [
+        (FSDP_CONFIG, 1),
+        (FSDP_CONFIG + "  fsdp_version: 2\n", 2),
+        ("distributed_type: MULTI_GPU\nnum_processes: 8\n", 0),
+        ("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n", 0),
+        ("model:\n  distributed_type: FSDP\n", 0),  # a key of some other configuration
+    ],
+)
+def test_accelerate_config_files(config, version):
+    assert configuration_facts(config, "configs/x.yaml", "configs.x").accelerate_fsdp == version
+
+
+def test_launched_files_are_found_from_the_root_or_the_scripts_directory(make_project):
+    """Paths as a launch script writes them: relative to the project root (where scripts
+    are run from), else to the script's own directory; a module after `-m` by its name. A
+    launch of a file the project does not hold, or of an unknown config, is no use."""
+    root = make_project({
+        "configs/fsdp.yaml": FSDP_CONFIG,
+        "train.py": "import torch\n",
+        "examples/sharded/fsdp.yaml": FSDP_CONFIG,
+        "examples/sharded/run.sh": "accelerate launch --config_file fsdp.yaml finetune.py\n",
+        "examples/sharded/finetune.py": "import torch\n",
+        "pkg/__init__.py": "",
+        "pkg/lora.py": "import torch\n",
+        "scripts/all.sh": (
+            "accelerate launch --config_file configs/fsdp.yaml train.py\n"
+            "accelerate launch --config_file configs/fsdp.yaml -m pkg.lora\n"
+            "accelerate launch --config_file configs/missing.yaml train.py\n"
+            "accelerate launch --config_file configs/fsdp.yaml missing.py\n"
+        ),
+    })
+    index = build_index(root, resolve_settings(root), use_cache=False)
+    assert [(u.kind, u.path, u.line, u.launched, u.config) for u in index.fsdp_uses] == [
+        (FsdpKind.ACCELERATE_LAUNCH, "examples/sharded/run.sh", 1, "examples/sharded/finetune.py", "examples/sharded/fsdp.yaml"),
+        (FsdpKind.ACCELERATE_LAUNCH, "scripts/all.sh", 1, "train.py", "configs/fsdp.yaml"),
+        (FsdpKind.ACCELERATE_LAUNCH, "scripts/all.sh", 2, "pkg/lora.py", "configs/fsdp.yaml"),
+    ]
+
+
+def test_a_launch_reaches_the_file_it_runs_and_its_imports_not_the_other_scripts(cli, make_project):
+    """Reported in the launched script and in the helper it imports, named by the launch;
+    another training script, launched data parallel, stays quiet. Changing the config file
+    alone changes the findings of a warm run."""
+    gc_script = '''\
+        import torch
+        from transformers import AutoModelForCausalLM
+        from helpers import enable
+        model = AutoModelForCausalLM.from_pretrained("m")
+        model.config.use_cache = False
+        model.gradient_checkpointing_enable()
+        enable(model)
+        for batch in []:
+            model(**batch).loss.backward()
+        '''
+    root = make_project({
+        "fsdp.yaml": FSDP_CONFIG,
+        "ddp.yaml": "distributed_type: MULTI_GPU\n",
+        "helpers.py": "def enable(model):\n    model.gradient_checkpointing_enable()\n",
+        "sharded.py": gc_script,
+        "plain.py": gc_script,
+        "run.sh": "accelerate launch --config_file fsdp.yaml sharded.py\naccelerate launch --config_file ddp.yaml plain.py\n",
+    }, pyproject="[project]\nname = 'x'\ndependencies = ['transformers==4.46.3']\n")
+    args = ["check", "--output-format", "json", "--select", "CKPT002", "."]
+    findings = json_findings(cli(args, root), root, with_message=True)
+    assert [f[:4] for f in findings] == [("helpers.py", 2, 5, "CKPT002"), ("sharded.py", 6, 1, "CKPT002")]
+    assert all("`accelerate launch --config_file fsdp.yaml` of sharded.py at run.sh:1" in f[4] for f in findings)
+    (root / "fsdp.yaml").write_text("distributed_type: MULTI_GPU\n")
+    assert json_findings(cli(args, root), root) == []
