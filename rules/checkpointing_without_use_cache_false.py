@@ -91,7 +91,11 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     architecture; but `AutoModel.from_pretrained(..., trust_remote_code=True)` is reported,
     saying that the Hub's code picks the class and may be generative: chatglm-6b's
     `config.json` maps `AutoModel` to `ChatGLMForConditionalGeneration`), `use_cache = True` set back after training, scripts with no training loop
-    anywhere in the project (a helper whose model is only evaluated), models handed on
+    anywhere in the project (a helper whose model is only evaluated), a model put in eval
+    mode after checkpointing is enabled (`.eval()`, `.train(False)`) and never in training
+    mode in the file nor handed to a trainer (a DPO reference model loaded like the policy:
+    every architecture checkpoints only under `self.gradient_checkpointing and
+    self.training`), models handed on
     their way to a function the project model cannot see into (a third-party library it
     has no facts for: it may turn the cache off), and
     projects targeting transformers >= 5.0.
@@ -181,6 +185,7 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             # the cache turned off wherever checkpointing may be on (`use_cache=not
             # args.no_gradient_checkpointing` turns it off only where it is not)
             and all(off.exclusive_with(step) for off in cache_off)
+            and not history.kept_for_inference(step)
         ]
         if history.training_starts is not None and not history.escaped_before(history.training_starts):
             return [(step, None) for step in first]
@@ -236,6 +241,23 @@ class CheckpointingWithoutUseCacheFalse(Rule):
                 for batch in data:
                     model(**batch).loss.backward()
                     other(**batch).loss.backward()
+            """
+        ),
+        # A reference model loaded like the policy and kept for inference: never checkpointed.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            def train(args, data):
+                policy = AutoModelForCausalLM.from_pretrained(args.model, use_cache=False)
+                policy.gradient_checkpointing_enable()
+                reference = AutoModelForCausalLM.from_pretrained(args.model)
+                reference.gradient_checkpointing_enable()
+                reference.eval()
+                for batch in data:
+                    with torch.no_grad():
+                        reference_logits = reference(**batch).logits
+                    policy(**batch).loss.backward()
             """
         ),
         # A test class: each test is a run of its own, and the one that calls backward trains
@@ -489,6 +511,39 @@ class CheckpointingWithoutUseCacheFalse(Rule):
                     model.config.use_cache = False
                 for batch in data:
                     model(**batch).loss.backward()
+            """,
+        ),
+        # Evaluated first, then put back in training mode: not kept for inference.
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            def train(data):
+                model = AutoModelForCausalLM.from_pretrained("gpt2")
+                model.gradient_checkpointing_enable()
+                model.eval()
+                evaluate(model)
+                for epoch in range(3):
+                    model.train()
+                    for batch in data:
+                        model(**batch).loss.backward()
+            """,
+            line=5,
+            column=5,
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            from transformers import AutoModelForCausalLM
+
+            def train(data):
+                model = AutoModelForCausalLM.from_pretrained("gpt2")
+                model.gradient_checkpointing_enable()
+                model.config.use_cache = False
+                model.eval()
+                evaluate(model)
+                for epoch in range(3):
+                    model.train()
+                    for batch in data:
+                        model(**batch).loss.backward()
             """,
         ),
         # The Hub's code decides what `AutoModel` is (ChatGLM): reported, saying so.

@@ -125,7 +125,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       `{"use_reentrant": True}` in a call, a `TrainingArguments(...)` or an assignment to
       `args.gradient_checkpointing_kwargs`. A `gradient_checkpointing_enable()` that runs a
       project class's own method (a wrapper's `def gradient_checkpointing_enable(self):`
-      handing on to its model's) is not one: the call it makes is checked.
+      handing on to its model's) is not one: the call it makes is checked. Nor is one on a
+      Hugging Face model the file then puts in eval mode (`.eval()`, `.train(False)`), never
+      putting it back in training mode (`.train()`) nor handing it to a trainer: a model kept
+      for inference (a DPO reference model loaded like the policy), which Hugging Face never
+      checkpoints (`self.gradient_checkpointing and self.training`).
 
     The finding is at the checkpoint call even when FSDP is set up in another file: the
     model's `forward` in `model.py`, the wrap in `train.py`. The message names the FSDP use
@@ -342,7 +346,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def finish(self) -> None:
         for call in self._wrapping_calls:
             if is_gc_enable_call(call):
-                if not self.runs_project_method(call):  # its own method: the call it makes is checked
+                # A project class's own method: the call it makes is checked. A model kept
+                # for inference is never checkpointed.
+                if not self.runs_project_method(call) and not self._kept_for_inference(call):
                     self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
             elif is_checkpoint_wrapper(self.context, call):
                 self._check_wrapper(call)
@@ -402,6 +408,18 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def _is_training_arguments(self, call: cst.Call) -> bool:
         names = absolute_names(self.context, call.func)
         return bool(names) and all(self.context.project.is_training_arguments(name) for name in names)
+
+    def _kept_for_inference(self, call: cst.Call) -> bool:
+        """Whether the Hugging Face model whose checkpointing `call` enables is then kept for
+        inference (`ModelHistory.kept_for_inference`: put in eval mode, never trained here)."""
+        from ckptlint.analysis.hf_models import StepKind, script_models
+
+        return any(
+            history.kept_for_inference(step)
+            for history in script_models(self.context).histories
+            for step in history.steps
+            if step.node is call and step.kind is StepKind.GC_ENABLED
+        )
 
     def _check_hf(self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False) -> None:
         reentrancy, applies = kwargs.reentrancy(self.context.versions)
@@ -611,6 +629,21 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             model = FullyShardedDataParallel(model)
             """,
             target_versions={"transformers": "5.0"},
+        ),
+        # A reference model enabled like the policy, then kept for inference: Hugging Face
+        # checkpoints only in training mode.
+        Valid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            reference = AutoModelForCausalLM.from_pretrained("x")
+            reference.gradient_checkpointing_enable()
+            reference.eval()
+            trainer = DPOLoop(policy, reference_model=reference)
+            """,
+            target_versions={"transformers": "4.46"},
         ),
         # A project function called `checkpoint_wrapper` is not torch's.
         Valid(
@@ -890,6 +923,62 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
             plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            """,
+        ),
+        # Evaluated before training, then trained: the eval does not keep it for inference.
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM
+
+            def train():
+                plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+                model = AutoModelForCausalLM.from_pretrained("x")
+                model.gradient_checkpointing_enable()
+                model.eval()
+                evaluate(model)
+                model.train()
+            """,
+            line=7,
+            column=5,
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM
+
+            def train():
+                plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+                model = AutoModelForCausalLM.from_pretrained("x")
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                model.eval()
+                evaluate(model)
+                model.train()
+            """,
+        ),
+        # Put in eval mode, then handed to a Trainer, which trains it (`model.train()`).
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM, Trainer
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            model = AutoModelForCausalLM.from_pretrained("x")
+            model.gradient_checkpointing_enable()
+            model.eval()
+            Trainer(model, args).train()
+            """,
+            line=6,
+            column=1,
+            target_versions={"transformers": "4.46"},
+            expected_fix="""
+            from accelerate import FullyShardedDataParallelPlugin
+            from transformers import AutoModelForCausalLM, Trainer
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            model = AutoModelForCausalLM.from_pretrained("x")
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.eval()
+            Trainer(model, args).train()
             """,
         ),
         # A dict without the key replaces transformers' default in every version.

@@ -135,6 +135,9 @@ class Calls:
         elif method == "requires_grad_":
             flag = call.args[0].value if call.args else None
             self._requires_grad(part, flag is None or not is_false(flag), call, frame)
+        elif method in ("eval", "train") and not part.path:
+            off = method == "eval" and not call.args or len(call.args) == 1 and is_false(call.args[0].value)
+            self._step(part, StepKind.EVAL_MODE if off else StepKind.TRAIN_MODE, call, frame)
         elif method == "register_forward_hook" and part.is_embedding:
             if not call.args or self._hook_may_set_requires_grad(call.args[0].value):
                 self._step(part, StepKind.INPUT_GRADS, call, frame)

@@ -31,6 +31,8 @@ class StepKind(str, enum.Enum):
     ESCAPED = "handed to code not visible here"
     FROZEN = "parameters frozen"  # `requires_grad_(False)`, or `p.requires_grad = False` over `parameters()`
     UNFROZEN = "layers unfrozen"  # the same set True on a part of the layer stack (`model.layers[-2:]`)
+    EVAL_MODE = "put in eval mode"  # `model.eval()`, `model.train(False)`
+    TRAIN_MODE = "put in training mode"  # `model.train()`
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,15 @@ class ModelHistory:
         """Whether code not visible here got the model before `order` (and may have
         prepared it)."""
         return any(step.kind is StepKind.ESCAPED and step.order <= order for step in self.steps)
+
+    def kept_for_inference(self, step: ModelStep) -> bool:
+        """Whether the model is put in eval mode after `step` (where it can run) and never in
+        training mode here, nor handed to a trainer: kept for inference (a DPO reference
+        model loaded like the policy), where Hugging Face checkpoints nothing (every
+        architecture checks `self.gradient_checkpointing and self.training`)."""
+        return not self.has(StepKind.TRAIN_MODE, StepKind.TRAINER) and any(
+            later.order > step.order and not later.exclusive_with(step) for later in self.of_kind(StepKind.EVAL_MODE)
+        )
 
     def of_kind(self, *kinds: StepKind) -> list[ModelStep]:
         return [step for step in self.steps if step.kind in kinds]
