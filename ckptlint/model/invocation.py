@@ -2,7 +2,7 @@
 constructed with the arguments matched to its `__init__` (torch's containers hold their
 members; a library class keeps its constant arguments), a project function returns what
 its summary returns under the call's arguments, a registry's `get` / `build` reads the
-registered class. A mixin of `Denotation`, which provides `_eval`, `summary`, `index`,
+registered class, a project object's `__call__` runs. A mixin of `Denotation`, which provides `_eval`, `summary`, `index`,
 `_method`, `_module_of`, `_may_hold` and the other mixins' methods."""
 
 from __future__ import annotations
@@ -84,6 +84,13 @@ class CallSemantics:
                 named = {**dict(callee.bound), **named}
                 return self._returns(summary, callee, positional, named, opaque)
             return self._library_function(callee, positional, named)
+        if isinstance(callee, Instance):
+            # `Builder(norm_layer)(channels, arch)`: a project object called runs its
+            # `__call__` (a module's runs `forward`, which returns tensors: nothing followed).
+            summary = self._method(callee.cls, "__call__")
+            if summary is not None:
+                frame = Frame(summary.name, "", (), callee)
+                return self._returns(summary, FunctionRef(summary.name, frame), positional, named, opaque)
         return set()
 
     def _construct(self, cls: ClassRef, positional: list, named: dict, opaque: bool) -> Instance:
