@@ -45,6 +45,9 @@ def test_a_launch_inside_a_slurm_jobs_bash_c_keeps_its_row():
     [
         ("accelerate launch --use_fsdp train.py", AccelerateLaunch("train.py", False, "", 1, 1)),
         ("accelerate launch --use_fsdp --fsdp_version 2 -m pkg.train", AccelerateLaunch("pkg.train", True, "", 1, 2)),
+        # `-m` first, the launcher's options after it (hallo's `train.sh`).
+        ("accelerate launch -m --config_file c.yaml --num_processes 1 scripts.train --config x.yaml",
+         AccelerateLaunch("scripts.train", True, "c.yaml", 1)),
         ("ACCELERATE_USE_FSDP=true accelerate launch train.py", AccelerateLaunch("train.py", False, "", 1, 1)),
         ("accelerate launch --use_fsdp false train.py", AccelerateLaunch("train.py", False, "", 1, 0)),
         ("accelerate launch --num_processes 8 train.py", AccelerateLaunch("train.py", False, "", 1, 0)),
@@ -83,6 +86,8 @@ def test_launched_files_are_found_from_the_root_or_the_scripts_directory(make_pr
         "examples/sharded/fsdp.yaml": FSDP_CONFIG,
         "examples/sharded/run.sh": "accelerate launch --config_file fsdp.yaml finetune.py\n",
         "examples/sharded/finetune.py": "import torch\n",
+        # Run from its own directory (`cd $(dirname "$0")`), naming files above it.
+        "recipes/sft/run.sh": 'cd $(dirname "$0")\naccelerate launch --config_file ../../configs/fsdp.yaml ../../train.py\n',
         "pkg/__init__.py": "",
         "pkg/lora.py": "import torch\n",
         "scripts/all.sh": (
@@ -95,6 +100,7 @@ def test_launched_files_are_found_from_the_root_or_the_scripts_directory(make_pr
     index = build_index(root, resolve_settings(root), use_cache=False)
     assert [(u.kind, u.path, u.line, u.launched, u.config) for u in index.fsdp_uses] == [
         (FsdpKind.ACCELERATE_LAUNCH, "examples/sharded/run.sh", 1, "examples/sharded/finetune.py", "examples/sharded/fsdp.yaml"),
+        (FsdpKind.ACCELERATE_LAUNCH, "recipes/sft/run.sh", 2, "train.py", "configs/fsdp.yaml"),
         (FsdpKind.ACCELERATE_LAUNCH, "scripts/all.sh", 1, "train.py", "configs/fsdp.yaml"),
         (FsdpKind.ACCELERATE_LAUNCH, "scripts/all.sh", 2, "pkg/lora.py", "configs/fsdp.yaml"),
     ]

@@ -131,8 +131,8 @@ def _launcher_options(words: list[Word]) -> tuple[list[Option], int]:
             options.append(Option(_name(word), word, word))
             i += 1
         elif name in _LAUNCHER_SWITCHES:
-            if name in ("-m", "--module"):
-                break
+            if name in ("-m", "--module") and not (i + 1 < len(words) and (words[i + 1].value or "").startswith("-")):
+                break  # `-m module`; a `-m` followed by more options marks the entry as a module
             following = words[i + 1].value if i + 1 < len(words) else None
             if following in _OPTIONAL_VALUES:
                 options.append(Option(_name(word), word, words[i + 1]))
@@ -147,9 +147,12 @@ def _launcher_options(words: list[Word]) -> tuple[list[Option], int]:
 
 
 def _program(command: Command, launcher: str, launcher_options: list[Option], rest: list[Word]) -> Launch | None:
-    """The entry point (`script.py` or `-m module`) and its arguments."""
+    """The entry point (`script.py` or `-m module`, also `accelerate launch -m --config_file
+    c.yaml module`) and its arguments."""
     if rest and rest[0].value in ("-m", "--module") and len(rest) > 1:
         entry, module, arguments = rest[1], True, rest[2:]
+    elif rest and any(option.flag.value in ("-m", "--module") for option in launcher_options):
+        entry, module, arguments = rest[0], True, rest[1:]
     elif rest:
         entry, module, arguments = rest[0], False, rest[1:]
     else:
