@@ -253,6 +253,53 @@ def test_requirement_files_come_before_an_environment_file(tmp_path):
     ]
 
 
+# --- install scripts -------------------------------------------------------------------
+
+INSTALL_SH = """
+#!/bin/bash
+conda create --name halos python=3.10.14
+conda install pytorch=2.4.0 pytorch-cuda=12.1 -c pytorch -c nvidia
+pip install flash-attn==2.6.3 --no-build-isolation
+pip install transformers==4.51.3
+python -m pip install --index-url https://example.org/simple 'peft>=0.12,<0.13'
+uv pip install -U accelerate
+pip install -e ./vendor/trl git+https://github.com/huggingface/trl
+"""
+
+
+def test_an_install_script_declares_what_the_environment_gets(tmp_path):
+    """HALOs pins its libraries only in `install.sh`: `pip install`, `python -m pip install`,
+    `uv pip install` and `conda install` commands declare, last of all sources; options'
+    values, paths, URLs and VCS requirements do not."""
+    write(tmp_path, {"install.sh": INSTALL_SH})
+    assert declared(tmp_path) == {
+        "torch": "2.4 (declared dependency: install.sh: pytorch=2.4.0)",
+        "transformers": "4.51.3 (declared dependency: install.sh: transformers==4.51.3)",
+        "peft": "0.12 (declared dependency: install.sh: peft>=0.12,<0.13)",
+    }
+    assert warnings(tmp_path) == []
+
+
+def test_install_scripts_come_last_and_never_conflict(tmp_path):
+    """A requirement file wins over an install script (which may install something else for
+    another purpose, without a warning); the requirement files a script names (`-r`) are
+    read with it; a shell script not named for set-up (`train.sh`) declares nothing."""
+    write(
+        tmp_path,
+        {
+            "requirements.txt": "transformers==4.46.3\n",
+            "scripts/setup_env.sh": "pip install transformers==4.40.0\npip install -r ../deps/base.txt\n",
+            "deps/base.txt": "torch>=2.3\n",
+            "train.sh": "pip install accelerate==1.6.0\n",
+        },
+    )
+    assert declared(tmp_path) == {
+        "torch": "2.3 (declared dependency: scripts/setup_env.sh:2 -> deps/base.txt: torch>=2.3)",
+        "transformers": "4.46.3 (declared dependency: requirements.txt: transformers==4.46.3)",
+    }
+    assert warnings(tmp_path) == []
+
+
 # --- setup.py, setup.cfg, pyproject.toml ------------------------------------------------
 
 SETUP_PY = '''
