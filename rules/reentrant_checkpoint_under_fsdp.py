@@ -4,6 +4,7 @@ import ast
 
 import libcst as cst
 
+from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites
 from ckptlint.analysis.fsdp import (
     absolute_names,
@@ -129,7 +130,10 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       Hugging Face model the file then puts in eval mode (`.eval()`, `.train(False)`), never
       putting it back in training mode (`.train()`) nor handing it to a trainer: a model kept
       for inference (a DPO reference model loaded like the policy), which Hugging Face never
-      checkpoints (`self.gradient_checkpointing and self.training`).
+      checkpoints (`self.gradient_checkpointing and self.training`). Nor is checkpointing on a
+      branch that never runs with any of the FSDP uses reaching it, all in the same file (`if
+      args.strategy == "deepspeed":` beside `if args.strategy == "fsdp":`; `self.args.strategy`
+      in a method counts as the script's `args.strategy`).
 
     The finding is at the checkpoint call even when FSDP is set up in another file: the
     model's `forward` in `model.py`, the wrap in `train.py`. The message names the FSDP use
@@ -240,6 +244,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.fsdp = project_fsdp(context)
+        self._branches: dict[cst.Call, BranchPath] | None = None  # `branch_paths`, when first asked
         self._wrapping_calls: list[cst.Call] = []
         self._assignments: list[cst.Assign] = []
         self._bound_calls: dict[cst.Call, cst.Name] = {}  # `wrapper = partial(checkpoint_wrapper, ...)`
@@ -306,6 +311,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if self.fsdp is None or self.recomputes_tensors_only(site):
             return  # a function of tensors alone: no FSDP unit or parameter in its recomputation
+        if self._never_with_fsdp(site.node):
+            return
         if fsdp_misses_class(self.context, self._owner(self._call_scopes.get(site.node, ()))):
             return  # every FSDP wrap of the project wraps models that do not hold this class
         if reports_explicit_reentrant(site):
@@ -409,6 +416,32 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         names = absolute_names(self.context, call.func)
         return bool(names) and all(self.context.project.is_training_arguments(name) for name in names)
 
+    def _never_with_fsdp(self, call: cst.Call) -> bool:
+        """Whether every FSDP use that reaches the file is a call of this file on a branch
+        that never runs with `call` (`if args.strategy == "fsdp": model = FSDP(model)` and
+        `if args.strategy == "deepspeed": model.gradient_checkpointing_enable()`; in a method,
+        `self.args.strategy` is the `args.strategy` the script's function stored there)."""
+        relative = self.context.relative_path
+        uses = self.context.project.fsdp_uses_reaching(relative) if self.context.settings.fsdp == "auto" else ()
+        if not uses or any(use.path != relative for use in uses):
+            return False
+        if self._branches is None:
+            self._branches = branch_paths(self.context.module)
+        mine = self._branches.get(call)
+        if mine is None or not (mine.branches or mine.conditions):
+            return False
+        lines = {use.line for use in uses}
+        at_uses: dict[int, list] = {}
+        for other, path in self._branches.items():
+            line = self.context.position(other).start.line if path.branches or path.conditions else None
+            if line in lines:
+                at_uses.setdefault(line, []).append(path)
+        mine = _as_seen_from_outside(mine)
+        return all(
+            at_uses.get(line) and all(_as_seen_from_outside(path).exclusive_with(mine) for path in at_uses[line])
+            for line in lines
+        )
+
     def _kept_for_inference(self, call: cst.Call) -> bool:
         """Whether the Hugging Face model whose checkpointing `call` enables is then kept for
         inference (`ModelHistory.kept_for_inference`: put in eval mode, never trained here)."""
@@ -423,7 +456,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     def _check_hf(self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False) -> None:
         reentrancy, applies = kwargs.reentrancy(self.context.versions)
-        if not reentrancy.is_reentrant:
+        if not reentrancy.is_reentrant or self._never_with_fsdp(call):
             return
         note = f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)" if applies is Applies.UNKNOWN else ""
         new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional)
@@ -448,7 +481,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     def _check_wrapper(self, call: cst.Call) -> None:
         impl, value = checkpoint_wrapper_impl(self.context, call)
-        if value is None or _custom_checkpoint_fn(call):
+        if value is None or _custom_checkpoint_fn(call) or self._never_with_fsdp(call):
             return
         # `checkpoint_impl=impl`, chosen elsewhere (`REENTRANT if reentrant else ...` over a
         # parameter defaulting to True): the project's to change, no fix.
@@ -644,6 +677,28 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             trainer = DPOLoop(policy, reference_model=reference)
             """,
             target_versions={"transformers": "4.46"},
+        ),
+        # One script, two strategies: checkpointing only with DeepSpeed, FSDP only without it
+        # (also across a method reading `self.args`).
+        Valid(
+            """
+            import argparse
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from transformers import AutoModelForCausalLM
+
+            class Module:
+                def configure_model(self):
+                    if self.args.strategy == "deepspeed":
+                        self.model.gradient_checkpointing_enable()
+
+            args = argparse.ArgumentParser().parse_args()
+            model = AutoModelForCausalLM.from_pretrained("m", use_cache=False)
+            if args.strategy == "deepspeed":
+                model.gradient_checkpointing_enable()
+            if args.strategy == "fsdp":
+                model = FSDP(model)
+            """,
+            target_versions={"transformers": "4.45"},
         ),
         # A project function called `checkpoint_wrapper` is not torch's.
         Valid(
@@ -925,6 +980,28 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             """,
         ),
+        # The same strategy on both branches: they run together.
+        Invalid(
+            """
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            if args.strategy == "fsdp":
+                model.gradient_checkpointing_enable()
+            if args.strategy == "fsdp":
+                model = FSDP(model)
+            """,
+            line=4,
+            column=5,
+            target_versions={"transformers": "4.45"},
+            expected_fix="""
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            if args.strategy == "fsdp":
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if args.strategy == "fsdp":
+                model = FSDP(model)
+            """,
+        ),
         # Evaluated before training, then trained: the eval does not keep it for inference.
         Invalid(
             """
@@ -1095,6 +1172,13 @@ def _custom_checkpoint_fn(call: cst.Call) -> bool:
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         given = positional[2].value if len(positional) > 2 else None
     return given is not None and not (isinstance(given, cst.Name) and given.value == "None")
+
+
+
+def _as_seen_from_outside(path: BranchPath) -> BranchPath:
+    """A branch path with `self.` dropped from its conditions: a method's `if
+    self.args.strategy == "deepspeed":` tests the options its script's `args` holds."""
+    return BranchPath(path.branches, tuple((atom.removeprefix("self."), truth) for atom, truth in path.conditions))
 
 
 def _callee(call: cst.Call) -> str:

@@ -5,6 +5,8 @@ and by the Hugging Face interpreter's steps."""
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -65,12 +67,26 @@ def _plain_dotted(expr: cst.BaseExpression, outermost: bool = False) -> str | No
 
 
 def exclusive(branches: Branches, conditions: Conditions, other_branches: Branches, other_conditions: Conditions) -> bool:
-    """Whether code under (`branches`, `conditions`) and code under the others never both run."""
+    """Whether code under (`branches`, `conditions`) and code under the others never both run:
+    different branches of one `if`, one condition required both ways, or one expression
+    required equal to two different literals (`if args.strategy == "fsdp":` ...
+    `if args.strategy == "deepspeed":`)."""
     mine = dict(branches)
     if any(node in mine and mine[node] != index for node, index in other_branches):
         return True
     required = dict(conditions)
-    return any(atom in required and required[atom] != truth for atom, truth in other_conditions)
+    if any(atom in required and required[atom] != truth for atom, truth in other_conditions):
+        return True
+    equal = {match["left"]: ast.literal_eval(match["right"]) for atom, truth in conditions if truth and (match := _EQUALS_LITERAL.match(atom))}
+    return any(
+        (match := _EQUALS_LITERAL.match(atom)) is not None and match["left"] in equal
+        and equal[match["left"]] != ast.literal_eval(match["right"])
+        for atom, truth in other_conditions if truth
+    )
+
+
+# `x == "fsdp"` as `condition_literals` writes it: an expression equal to a literal.
+_EQUALS_LITERAL = re.compile(r"^(?P<left>.+) == (?P<right>-?\d+(?:\.\d+)?|'[^'\\]*'|\"[^\"\\]*\"|True|False|None)$")
 
 
 def contradicts(known: Conditions, conditions: Conditions) -> bool:
