@@ -318,7 +318,8 @@ def _describe_settings(settings) -> str:
         lines.append(f"  from:            {settings.origins.get(key, 'default')}")
     lines.append("target versions:")
     for package, target in settings.target_versions.all().items():
-        lines.append(f"  {package:<13}  {target.describe() if target else 'unknown'}")
+        declared = settings.target_versions.declared_range(package) if target is None else None
+        lines.append(f"  {package:<13}  {target.describe() if target else declared.describe() if declared else 'unknown'}")
         lines.extend(f"  {'':<13}    also declared: {origin}" for origin in (target.also_declared if target else ()))
     return "\n".join(lines)
 

@@ -106,7 +106,7 @@ class Settings:
         if root == self.project_root:
             return self
         declared = read_declarations(root)
-        versions = self.target_versions.with_declared(declared.versions)
+        versions = self.target_versions.with_declared(declared.versions, declared.ranges)
         return replace(
             self,
             project_root=root,
@@ -489,7 +489,7 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         package, version = parse_target_version_option(option)
         explicit[package] = TargetVersion(version, VersionSource.CLI, f"--target-version {option}")
     declared = read_declarations(project_root)
-    versions = TargetVersions({**declared.versions, **explicit})
+    versions = TargetVersions({**declared.versions, **explicit}, ranges=declared.ranges)
 
     cache_dir = overrides.cache_dir or file_settings.cache_dir or default_cache_dir(project_root)
     if cache_dir == project_root or cache_dir in project_root.parents:

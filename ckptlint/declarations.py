@@ -39,7 +39,7 @@ import enum
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from ckptlint.environment_files import (
 from ckptlint.setup_py import setup_call_arguments
 from ckptlint.versions import (
     TRACKED_PACKAGES,
+    DeclaredRange,
     TargetVersion,
     VersionRange,
     VersionSource,
@@ -118,6 +119,9 @@ class DeclarationWarning:
 class DeclaredDependencies:
     versions: Mapping[str, TargetVersion]
     warnings: tuple[DeclarationWarning, ...]
+    # Packages declared only with an upper bound (`transformers<4.46.0`): no target version,
+    # but an installed version outside the range is not what the project runs on.
+    ranges: Mapping[str, DeclaredRange] = field(default_factory=dict)
 
 
 def declared_versions(project_root: Path, pyproject: Mapping | None | str = "read") -> dict[str, TargetVersion]:
@@ -147,6 +151,7 @@ def _resolve(declarations: list[Declaration], warnings: list[DeclarationWarning]
     for _, declaration in ordered:
         by_package.setdefault(declaration.admitted.package, []).append(declaration)
     versions: dict[str, TargetVersion] = {}
+    ranges: dict[str, DeclaredRange] = {}
     conflicts: list[DeclarationWarning] = []
     for package in TRACKED_PACKAGES:
         found = by_package.get(package, [])
@@ -160,6 +165,13 @@ def _resolve(declarations: list[Declaration], warnings: list[DeclarationWarning]
             versions[package] = TargetVersion(
                 winner.admitted.min, VersionSource.DECLARED, winner.origin, winner.admitted, others
             )
+        else:
+            bounded = next(
+                (d for d in found if not d.conditional and d.admitted.max is not None and not _serves_tooling(d.where)),
+                None,
+            )
+            if bounded is not None:
+                ranges[package] = DeclaredRange(bounded.admitted, bounded.origin)
         for index, declaration in enumerate(found):
             if (
                 declaration is winner
@@ -183,7 +195,7 @@ def _resolve(declarations: list[Declaration], warnings: list[DeclarationWarning]
                         package,
                     )
                 )
-    return DeclaredDependencies(versions, tuple(warnings) + tuple(conflicts))
+    return DeclaredDependencies(versions, tuple(warnings) + tuple(conflicts), ranges)
 
 
 def _excluded_by(candidate: Declaration, earlier: list[Declaration]) -> Declaration | None:

@@ -57,6 +57,12 @@ class VersionRange:
     def contains(self, version: Version) -> bool:
         return (self.min is None or version >= self.min) and (self.max is None or version < self.max)
 
+    def within(self, other: VersionRange) -> bool:
+        """Whether every version of this range is in `other`."""
+        return (other.min is None or (self.min is not None and self.min >= other.min)) and (
+            other.max is None or (self.max is not None and self.max <= other.max)
+        )
+
     def overlaps(self, other: VersionRange) -> bool:
         return (self.max is None or other.min is None or other.min < self.max) and (
             other.max is None or self.min is None or self.min < other.max
@@ -99,6 +105,18 @@ class TargetVersion:
         return self.admitted.overlaps(version_range)
 
 
+@dataclass(frozen=True)
+class DeclaredRange:
+    """A declaration with no lower bound (`transformers<4.46.0`): no version to target, but
+    what the project runs on is in it, so an installed version outside it is not that."""
+
+    admitted: VersionRange
+    origin: str  # the file and requirement
+
+    def describe(self) -> str:
+        return f"unknown, below {self.admitted.max} (declared dependency: {self.origin})"
+
+
 class Applies(enum.Enum):
     YES = "yes"
     NO = "no"
@@ -114,25 +132,35 @@ class TargetVersions:
         resolved: Mapping[str, TargetVersion],
         *,
         use_installed: bool = True,
+        ranges: Mapping[str, DeclaredRange] | None = None,
     ) -> None:
         self._resolved = dict(resolved)
         self._use_installed = use_installed
         self._looked_up: set[str] = set(self._resolved)
+        # Declared ranges without a lower bound, for the packages no version is targeted for.
+        self._ranges = {name: r for name, r in (ranges or {}).items() if name not in self._resolved}
 
     def get(self, package: str) -> TargetVersion | None:
         if package not in self._looked_up:
             self._looked_up.add(package)
             if self._use_installed:
                 installed = installed_version(package)
-                if installed is not None:
+                declared = self._ranges.get(package)
+                if installed is not None and (declared is None or declared.admitted.contains(installed.version)):
                     self._resolved[package] = installed
         return self._resolved.get(package)
 
-    def with_declared(self, declared: Mapping[str, TargetVersion]) -> TargetVersions:
+    def declared_range(self, package: str) -> DeclaredRange | None:
+        """The declared range without a lower bound, when no version is targeted."""
+        return self._ranges.get(package) if self.get(package) is None else None
+
+    def with_declared(
+        self, declared: Mapping[str, TargetVersion], ranges: Mapping[str, DeclaredRange] | None = None
+    ) -> TargetVersions:
         """These versions for another project: its declared versions replace this one's,
         explicit ones (command line, configuration) stay."""
         explicit = {name: self._resolved[name] for name in self.explicit_packages()}
-        return TargetVersions({**declared, **explicit}, use_installed=self._use_installed)
+        return TargetVersions({**declared, **explicit}, use_installed=self._use_installed, ranges=ranges)
 
     def explicit_packages(self) -> frozenset[str]:
         """The packages whose version the command line or the configuration sets."""
@@ -141,25 +169,36 @@ class TargetVersions:
         )
 
     def applies(self, ranges: Iterable[VersionRange]) -> Applies:
-        """Whether the targeted versions fall in every range (unknown packages: UNKNOWN)."""
+        """Whether the targeted versions fall in every range (unknown packages: UNKNOWN,
+        unless a declared range without a lower bound lies wholly inside or outside it)."""
         verdict = Applies.YES
         for version_range in ranges:
             target = self.get(version_range.package)
-            if target is None:
-                verdict = Applies.UNKNOWN
-            elif not version_range.contains(target.version):
+            if target is not None:
+                if not version_range.contains(target.version):
+                    return Applies.NO
+                continue
+            declared = self._ranges.get(version_range.package)
+            if declared is not None and not declared.admitted.overlaps(version_range):
                 return Applies.NO
+            if declared is None or not declared.admitted.within(version_range):
+                verdict = Applies.UNKNOWN
         return verdict
 
     def could_be(self, version_range: VersionRange) -> bool:
         """Whether the project may run a version in `version_range` ("could this be
-        transformers 5?"): True when the package's version is unknown."""
+        transformers 5?"): True when the package's version is unknown (and no declared
+        range rules it out)."""
         target = self.get(version_range.package)
-        return target is None or target.could_be(version_range)
+        if target is not None:
+            return target.could_be(version_range)
+        declared = self._ranges.get(version_range.package)
+        return declared is None or declared.admitted.overlaps(version_range)
 
     def fingerprint(self) -> str:
         return ";".join(
-            f"{name}={self.get(name).version}" if self.get(name) else f"{name}=?"
+            f"{name}={self.get(name).version}" if self.get(name)
+            else f"{name}<{self._ranges[name].admitted.max}" if name in self._ranges else f"{name}=?"
             for name in TRACKED_PACKAGES
         )
 

@@ -300,6 +300,18 @@ def test_install_scripts_come_last_and_never_conflict(tmp_path):
     assert warnings(tmp_path) == []
 
 
+def test_an_upper_bound_alone_is_kept_as_a_range(tmp_path):
+    """`transformers<4.46.0` declares no version to target (no lower bound) but a range the
+    project runs in (`TargetVersions` then rules out an installed version outside it); a
+    docs or CI file's bound is not the project's."""
+    write(tmp_path, {"requirements.txt": "transformers<4.46.0\n", "requirements-docs.txt": "torch<2.0\n"})
+    declarations = read_declarations(tmp_path)
+    assert declarations.versions == {}
+    assert {name: r.describe() for name, r in declarations.ranges.items()} == {
+        "transformers": "unknown, below 4.46 (declared dependency: requirements.txt: transformers<4.46.0)"
+    }
+
+
 # --- setup.py, setup.cfg, pyproject.toml ------------------------------------------------
 
 SETUP_PY = '''

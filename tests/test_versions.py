@@ -15,6 +15,7 @@ from ckptlint.config import resolve_settings
 from ckptlint.declarations import declared_versions
 from ckptlint.versions import (
     Applies,
+    DeclaredRange,
     TargetVersion,
     TargetVersions,
     Version,
@@ -450,3 +451,30 @@ def test_hidden_findings_cite_the_versions_of_their_own_project(cli, make_projec
         "(1 finding not shown: CKPT001 applies to torch>=1.11, the target is torch 1.10 (declared dependency: "
         "pyproject.toml: torch==1.10.0); `--target-version` to see them.)\n"
     )
+
+
+def test_a_declared_upper_bound_rules_out_an_installed_version_outside_it(monkeypatch):
+    """`transformers<4.46.0` declares no version to target, but the project does not run the
+    installed 5.17: a rule for < 5.0 applies, one for >= 5.0 does not; an installed version
+    inside the range is used as before."""
+    import ckptlint.versions as versions_module
+
+    installed = {"transformers": "5.17.0"}
+    monkeypatch.setattr(
+        versions_module, "installed_version",
+        lambda package: TargetVersion(Version.parse(installed[package]), VersionSource.INSTALLED, package)
+        if package in installed else None,
+    )
+    declared = {"transformers": DeclaredRange(VersionRange.of("transformers", max="4.46.0"), "requirements.txt: transformers<4.46.0")}
+    versions = TargetVersions({}, ranges=declared)
+    assert versions.get("transformers") is None
+    assert versions.declared_range("transformers") == declared["transformers"]
+    assert versions.applies([VersionRange.of("transformers", max="5.0")]) is Applies.YES
+    assert versions.applies([VersionRange.of("transformers", min="5.0")]) is Applies.NO
+    assert versions.applies([VersionRange.of("transformers", min="4.40", max="5.0")]) is Applies.UNKNOWN
+    assert not versions.could_be(VersionRange.of("transformers", min="5.0"))
+    assert versions.fingerprint() != TargetVersions({}).fingerprint()
+    installed["transformers"] = "4.45.2"
+    inside = TargetVersions({}, ranges=declared)
+    assert str(inside.get("transformers").version) == "4.45.2"
+    assert inside.declared_range("transformers") is None
