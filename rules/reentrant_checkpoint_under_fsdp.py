@@ -51,18 +51,23 @@ WHY = (
 
 
 def _collected(node: ast.AST) -> bool:
-    """What `visit_Call` and `visit_Assign` collect, in CPython's tree (and a little more:
-    `gradient_checkpointing_enable` called by a bare name)."""
+    """What `visit_Call` and `visit_Assign` collect, and the QLoRA preparations `finish`
+    checks, in CPython's tree (and a little more: `gradient_checkpointing_enable` called by a
+    bare name)."""
     if isinstance(node, ast.Call):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         return (
-            name in ("checkpoint_wrapper", "partial", GC_ENABLE) or "checkpoint_wrapper" in name
+            name in ("checkpoint_wrapper", "partial", GC_ENABLE, PREPARE_FOR_KBIT_WORD) or "checkpoint_wrapper" in name
             or any(keyword.arg == "gradient_checkpointing" for keyword in node.keywords)
         )
     return isinstance(node, ast.Assign) and any(
         isinstance(target, ast.Attribute) and target.attr == GC_KWARGS for target in node.targets
     )
+
+
+# peft's QLoRA preparation, which turns Hugging Face checkpointing on.
+PREPARE_FOR_KBIT_WORD = "prepare_model_for_kbit_training"
 
 
 class ReentrantCheckpointUnderFsdp(SiteScopes):
@@ -83,7 +88,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     project's modules, not for the project's other top-level training scripts, which run on
     their own; a package function that shards, `wrap_with_fsdp(model)`, counts where it is
     called: for the package and for the scripts that call it, not for the training scripts
-    that never do; in a repository of separate projects, each in a top-level folder that
+    that never do (one called by nothing the project model sees, an entry point run by
+    `fire.Fire(main)`: not for the training scripts that never import its module); in a repository of separate projects, each in a top-level folder that
     is not a package (`beit/`, `dit/`, `PFPO/` side by side, the root marked by `.git`),
     FSDP counts only in its own folder and the folders its imports join it to (through
     any folder, or the root's own files); a package folder (`mypkg/__init__.py`) is never
@@ -124,7 +130,10 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       (transformers applies its default only when the kwargs are `None`, so
       `{"preserve_rng_state": False}` runs torch's reentrant default), or
       `{"use_reentrant": True}` in a call, a `TrainingArguments(...)` or an assignment to
-      `args.gradient_checkpointing_kwargs`. A `gradient_checkpointing_enable()` that runs a
+      `args.gradient_checkpointing_kwargs`; and peft's `prepare_model_for_kbit_training(model)`
+      on a model loaded in 4 or 8 bit, which turns it on with the `gradient_checkpointing_kwargs`
+      it is given (none: transformers' default; no fix, peft before 0.7 takes no such
+      argument). A `gradient_checkpointing_enable()` that runs a
       project class's own method (a wrapper's `def gradient_checkpointing_enable(self):`
       handing on to its model's) is not one: the call it makes is checked. Nor is one on a
       Hugging Face model the file then puts in eval mode (`.eval()`, `.train(False)`), never
@@ -225,11 +234,16 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     # Not bare `gradient_checkpointing`: every transformers model file sets that flag.
     triggers = (
         *SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable", b"gradient_checkpointing_kwargs",
-        b"gradient_checkpointing=",
+        b"gradient_checkpointing=", PREPARE_FOR_KBIT_WORD.encode(),
     )
     requires = (b"checkpoint",)
     supersedes = ("CKPT001",)
     uses_project = True
+
+    @classmethod
+    def may_apply_to(cls, text: str) -> bool:
+        # peft's QLoRA preparation turns checkpointing on without the file naming it.
+        return super().may_apply_to(text) or PREPARE_FOR_KBIT_WORD in text
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
@@ -365,6 +379,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                     kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
                     if kwargs.shape is KwargsShape.WITH_FLAG or not self._trl_defaults_non_reentrant(call):
                         self._check_hf(call, kwargs, f"`{_callee(call)}(gradient_checkpointing=True)`")
+        if self.fsdp is not None and PREPARE_FOR_KBIT_WORD in self.context.text:
+            self._check_kbit_preparations()
         for assignment in self._assignments:
             kwargs = HfCheckpointingKwargs.of(assignment.value, trainer_path=True)
             reentrancy, applies = kwargs.reentrancy(self.context.versions)
@@ -454,12 +470,36 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             if step.node is call and step.kind is StepKind.GC_ENABLED
         )
 
-    def _check_hf(self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False) -> None:
+    def _check_kbit_preparations(self) -> None:
+        """`prepare_model_for_kbit_training(model)` on a model loaded in 4 or 8 bit turns
+        Hugging Face checkpointing on (peft's `use_gradient_checkpointing=True`) with the
+        `gradient_checkpointing_kwargs` it is given (peft 0.4 to 0.17: only on a quantized
+        model; none given: transformers' default before 5.0, reentrant). No fix: peft before
+        0.7 takes no `gradient_checkpointing_kwargs`."""
+        from ckptlint.analysis.hf_models import StepKind, script_models
+
+        checked: set[cst.Call] = set()  # a call may prepare the models of several loads (4 bit, 8 bit)
+        for history in script_models(self.context).histories:
+            if history.quantized is not True:
+                continue
+            for step in history.of_kind(StepKind.KBIT_PREPARED):
+                if (
+                    step.enables_checkpointing and isinstance(step.node, cst.Call) and step.node not in checked
+                    and not history.kept_for_inference(step)
+                ):
+                    checked.add(step.node)
+                    kwargs = step.kwargs or HfCheckpointingKwargs.of(None)
+                    what = "`prepare_model_for_kbit_training` on a model loaded in 4 or 8 bit"
+                    self._check_hf(step.node, kwargs, what, fixable=False)
+
+    def _check_hf(
+        self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False, fixable: bool = True
+    ) -> None:
         reentrancy, applies = kwargs.reentrancy(self.context.versions)
         if not reentrancy.is_reentrant or self._never_with_fsdp(call):
             return
         note = f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)" if applies is Applies.UNKNOWN else ""
-        new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional)
+        new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional) if fixable else None
         self.report(
             call,
             self._hf_message(what, kwargs) + note,
@@ -699,6 +739,24 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 model = FSDP(model)
             """,
             target_versions={"transformers": "4.45"},
+        ),
+        # peft enables checkpointing only on a quantized model, and as it is told.
+        Valid(
+            """
+            import torch
+            from accelerate import FullyShardedDataParallelPlugin
+            from peft import prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            full = AutoModelForCausalLM.from_pretrained("m", torch_dtype=torch.bfloat16)
+            full = prepare_model_for_kbit_training(full)
+            quantized = AutoModelForCausalLM.from_pretrained("m", quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+            quantized = prepare_model_for_kbit_training(quantized, gradient_checkpointing_kwargs={"use_reentrant": False})
+            frozen = AutoModelForCausalLM.from_pretrained("m", load_in_8bit=True)
+            frozen = prepare_model_for_kbit_training(frozen, use_gradient_checkpointing=False)
+            """,
+            target_versions={"transformers": "4.44", "peft": "0.10"},
         ),
         # A project function called `checkpoint_wrapper` is not torch's.
         Valid(
@@ -980,6 +1038,22 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             """,
         ),
+        # QLoRA under FSDP: peft turns checkpointing on with transformers' reentrant default.
+        Invalid(
+            """
+            from accelerate import FullyShardedDataParallelPlugin
+            from peft import prepare_model_for_kbit_training
+            from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+            plugin = FullyShardedDataParallelPlugin(sharding_strategy="FULL_SHARD")
+            model = AutoModelForCausalLM.from_pretrained("m", quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+            model = prepare_model_for_kbit_training(model)
+            """,
+            line=7,
+            column=9,
+            target_versions={"transformers": "4.44", "peft": "0.10"},
+            message_contains="`prepare_model_for_kbit_training` on a model loaded in 4 or 8 bit",
+        ),
         # The same strategy on both branches: they run together.
         Invalid(
             """
@@ -1172,6 +1246,7 @@ def _custom_checkpoint_fn(call: cst.Call) -> bool:
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         given = positional[2].value if len(positional) > 2 else None
     return given is not None and not (isinstance(given, cst.Name) and given.value == "None")
+
 
 
 

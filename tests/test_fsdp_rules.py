@@ -694,3 +694,35 @@ def test_a_subfolder_of_a_repository_of_separate_projects_does_not_inherit_anoth
     (tmp_path / "seg/vit.py").write_text("from lm.model import Decoder\n" + files["seg/vit.py"])
     findings = json_findings(cli(["--output-format", "json", "--no-cache", "."], tmp_path), tmp_path)
     assert [f[3] for f in findings] == ["CKPT002"], findings
+
+
+def test_an_entry_points_fsdp_reaches_no_training_script_that_never_imports_it(cli, make_project):
+    """A package's `main()` that shards, called only by what the project model cannot see
+    (`fire.Fire(main)`), reaches the package and what imports it, not a quickstart that
+    trains with the package's own loop on one GPU and never imports that module."""
+    root = make_project(
+        {
+            "cookbook/__init__.py": "",
+            "cookbook/train_utils.py": "def train(model, loader):\n    for batch in loader:\n        model(**batch).loss.backward()\n",
+            "cookbook/finetuning.py": (
+                "import fire\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+                "from transformers import AutoModelForCausalLM\n\n"
+                "def main(enable_fsdp=False):\n    model = AutoModelForCausalLM.from_pretrained('m')\n"
+                "    model.gradient_checkpointing_enable()\n    if enable_fsdp:\n        model = FSDP(model)\n\n"
+                "if __name__ == '__main__':\n    fire.Fire(main)\n"
+            ),
+            "quickstart/peft.py": (
+                "from transformers import AutoModelForCausalLM\nfrom cookbook.train_utils import train\n\n"
+                "model = AutoModelForCausalLM.from_pretrained('m')\nmodel.gradient_checkpointing_enable()\ntrain(model, [])\n"
+            ),
+            "quickstart/sharded.py": (
+                "from transformers import AutoModelForCausalLM\nfrom cookbook import finetuning\nfrom cookbook.train_utils import train\n\n"
+                "model = AutoModelForCausalLM.from_pretrained('m')\nmodel.gradient_checkpointing_enable()\ntrain(model, [])\n"
+            ),
+        },
+        pyproject="[project]\nname = 'cookbook'\ndependencies = ['transformers==4.46.3']\n",
+    )
+    found = json_findings(cli(["check", "--output-format", "json", "--select", "CKPT002", "."], root), root)
+    assert [(path, row, code) for path, row, _, code in found] == [
+        ("cookbook/finetuning.py", 7, "CKPT002"), ("quickstart/sharded.py", 6, "CKPT002"),
+    ]

@@ -9,9 +9,12 @@ to the project's other training scripts (they train with `backward()` or a train
 run on their own. A package function that shards (`wrap_with_fsdp(model)` in a
 `training_utils` module) does so where it is called: its use applies to the package and to
 the scripts that call it (through other package functions too) and what they import, not to
-the training scripts that never call it. Any other use (a package module's top-level code, a
-helper the package hands around as a value) applies everywhere: everywhere in its own
-top-level folder, that is, when the repository holds separate projects side by side in
+the training scripts that never call it. Any other use (a package function called by
+nothing the model sees, an entry point run by `fire.Fire(main)` or a helper handed around
+as a value; a package module's top-level code) applies everywhere but the training scripts
+that never import its module, even through others (a quickstart training with the
+package's loop: a training script runs `backward()`, or hands a model to a trainer or to a
+project function that does): everywhere in its own top-level folder, that is, when the repository holds separate projects side by side in
 folders that are not packages (`beit/`, `PFPO/`) and no import joins the two.
 """
 
@@ -55,13 +58,19 @@ def reached_from_entry(index: ProjectIndex, path: str) -> EverythingBut:
     package module, the launch names the one program the processes run: a package of
     examples launched one by one (`examples/sft/train.py` sharded beside
     `examples/dreambooth/train.py`) shares nothing with it."""
+    reached = _importing_closure(index, path)
+    return EverythingBut(frozenset(other for other in index.files if other not in reached))
+
+
+def _importing_closure(index: ProjectIndex, path: str) -> set[str]:
+    """`path` and the files it imports, through any number of imports."""
     reached, pending = {path}, [path]
     while pending:
         for target in imported_files(index, pending.pop()):
             if target not in reached:
                 reached.add(target)
                 pending.append(target)
-    return EverythingBut(frozenset(other for other in index.files if other not in reached))
+    return reached
 
 
 def _reached_in_folder(index: ProjectIndex, path: str, line: int) -> EverythingBut:
@@ -73,7 +82,13 @@ def _reached_in_folder(index: ProjectIndex, path: str, line: int) -> EverythingB
         return _script_reach(index, path, scripts, imported)
     callers = _calling_scripts(index, path, line, set(scripts))
     if callers is None:
-        return EVERY_FILE
+        # Called by what the project model cannot see (an entry point, `fire.Fire(main)`):
+        # not in a training script that never imports its module, even through others (a
+        # quickstart notebook training with the package's loop, single-GPU).
+        return EverythingBut(frozenset(
+            other for other in scripts
+            if other not in imported and _trains(index, other) and path not in _importing_closure(index, other)
+        ))
     excluded: frozenset[str] | None = None
     for caller in sorted(callers):
         reach = _script_reach(index, caller, scripts, imported) if caller not in imported else EVERY_FILE
@@ -213,7 +228,22 @@ def imported_files(index: ProjectIndex, path: str) -> set[str]:
 
 
 def _trains(index: ProjectIndex, path: str) -> bool:
-    """A training script: a function of it runs `backward()` or hands a model to a trainer."""
+    """A training script: a function of it runs `backward()` or hands a model to a trainer,
+    or hands it to a project function that does (`train(model, loader, ...)` from the
+    package's training utilities: a notebook of its own, not the package's sharded run)."""
     facts = index.files.get(path)
-    return facts is not None and any(e.kind in (EventKind.BACKWARD, EventKind.TRAINER) for f in facts.functions for e in f.events)
+    return facts is not None and any(
+        e.kind in _TRAINING or (e.kind is EventKind.CALL and e.callee and _function_trains(index, e.callee))
+        for f in facts.functions for e in f.events
+    )
+
+
+_TRAINING = (EventKind.BACKWARD, EventKind.TRAINER)
+
+
+def _function_trains(index: ProjectIndex, name: str) -> bool:
+    path = index.path_of(name)
+    facts = index.files.get(path) if path is not None else None
+    function = facts.named("functions", name) if facts is not None else None
+    return function is not None and any(e.kind in _TRAINING for e in function.events)
 
