@@ -50,6 +50,7 @@ from ckptlint.environment_files import (
     conda_range,
     environment_entries,
 )
+from ckptlint.install_scripts import install_commands, install_scripts
 from ckptlint.setup_py import setup_call_arguments
 from ckptlint.versions import (
     TRACKED_PACKAGES,
@@ -235,13 +236,11 @@ class _DeclarationReader:
                     self.read_environment_file(path, standing)
                 else:
                     self.read_requirement_file(path, standing)
-        for path in _install_scripts(self.root):
+        for path in install_scripts(self.root, SKIPPED_DIRECTORIES):
             self.read_install_script(path)
 
     def read_install_script(self, path: Path) -> None:
         """The `pip install` / `conda install` commands of a shell script (`install.sh`)."""
-        from ckptlint.recipes.shell import command_words, parse_script
-
         where = self.relative(path)
         try:
             if path.stat().st_size > MAX_REQUIREMENT_FILE_BYTES:
@@ -250,18 +249,14 @@ class _DeclarationReader:
         except OSError as error:
             self.warn(f"{where}: cannot be read ({_first_line(error)})")
             return
-        for command in parse_script(text):
-            installed = _installed_words(command_words(command))
-            if installed is None:
-                continue
-            words, conda, requirement_files = installed
-            for word in words:
-                self.record(word, where, Standing.INSTALL_SCRIPTS, command.line, conda=conda)
-            for name in requirement_files:
+        for install in install_commands(text):
+            for requirement in install.requirements:
+                self.record(requirement, where, Standing.INSTALL_SCRIPTS, install.line, conda=install.conda)
+            for name in install.requirement_files:
                 target = (path.parent / name) if not os.path.isabs(name) else Path(name)
                 for candidate in (target, self.root / name):
                     if candidate.is_file():
-                        self.read_requirement_file(candidate.resolve(), Standing.INSTALL_SCRIPTS, f"{where}:{command.line}")
+                        self.read_requirement_file(candidate.resolve(), Standing.INSTALL_SCRIPTS, f"{where}:{install.line}")
                         break
 
     def warn(self, message: str, package: str | None = None) -> None:
@@ -538,97 +533,6 @@ def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
         return (relative != "requirements.txt", relative.count("/"), _serves_tooling(stem), bool(ENVIRONMENT_FILE.match(path.name)), relative)
 
     return sorted(at_root, key=order), sorted(nested, key=order)
-
-
-# --- install scripts -------------------------------------------------------------------
-
-# A shell script whose name has one of these words sets up the environment.
-_INSTALL_SCRIPT_WORDS = ("install", "setup", "env", "deps", "prepare", "requirements")
-_SHELL_SCRIPT_SUFFIXES = (".sh", ".bash")
-# Installer options that take a value (the value is no requirement).
-_PIP_VALUE_OPTIONS = frozenset({
-    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
-    "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--platform", "--python-version",
-    "--implementation", "--abi", "--only-binary", "--no-binary", "--trusted-host", "--src", "--upgrade-strategy",
-    "--progress-bar", "--python", "--config-settings", "-C", "--index-strategy",
-})  # fmt: skip
-_CONDA_VALUE_OPTIONS = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"})
-
-
-def _install_scripts(root: Path) -> list[Path]:
-    """The install scripts at the root, then those one directory down (outside hidden,
-    skipped and nested-project directories)."""
-    from ckptlint.config import is_project_root
-
-    found = _install_scripts_in(root)
-    for entry in _entries(root):
-        name = entry.name
-        if name.startswith(".") or name in SKIPPED_DIRECTORIES or not _is_directory(entry):
-            continue
-        if not is_project_root(Path(entry.path)):
-            found.extend(_install_scripts_in(Path(entry.path)))
-    return found
-
-
-def _install_scripts_in(directory: Path) -> list[Path]:
-    return [
-        Path(entry.path) for entry in _entries(directory)
-        if entry.name.lower().endswith(_SHELL_SCRIPT_SUFFIXES)
-        and any(word in entry.name.lower() for word in _INSTALL_SCRIPT_WORDS) and not _is_directory(entry)
-    ]
-
-
-def _entries(directory: Path) -> list[os.DirEntry]:
-    try:
-        return sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return []
-
-
-def _is_directory(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
-def _installed_words(words) -> tuple[list[str], bool, list[str]] | None:
-    """What an install command installs: (requirement words, whether conda writes them, the
-    requirement files it names with `-r`); None for any other command."""
-    values = [word.value for word in words]
-    if not values or values[0] is None:
-        return None
-    program = values[0].rsplit("/", 1)[-1]
-    if re.fullmatch(r"pip[23]?(\.\d+)?", program) and values[1:2] == ["install"]:
-        rest, conda = values[2:], False
-    elif re.fullmatch(r"python[23]?(\.\d+)?", program) and values[1:4] == ["-m", "pip", "install"]:
-        rest, conda = values[4:], False
-    elif program == "uv" and values[1:3] == ["pip", "install"]:
-        rest, conda = values[3:], False
-    elif program in ("conda", "mamba", "micromamba") and values[1:2] == ["install"]:
-        rest, conda = values[2:], True
-    else:
-        return None
-    takes_value = _CONDA_VALUE_OPTIONS if conda else _PIP_VALUE_OPTIONS
-    requirements: list[str] = []
-    files: list[str] = []
-    skip_next = False
-    for index, value in enumerate(rest):
-        if skip_next:
-            skip_next = False
-            continue
-        if value is None:
-            continue
-        if value.startswith("-"):
-            name = value.split("=", 1)[0]
-            if name in ("-r", "--requirement") and "=" not in value and index + 1 < len(rest) and rest[index + 1]:
-                files.append(rest[index + 1])
-            skip_next = name in takes_value and "=" not in value
-            continue
-        if "/" in value or value.startswith((".", "git+")) or "://" in value:
-            continue  # a path, a URL or a VCS requirement
-        requirements.append(value)
-    return requirements, conda, files
 
 
 # --- Poetry ------------------------------------------------------------------------------

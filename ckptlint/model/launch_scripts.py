@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import AccelerateLaunch, FileFacts
