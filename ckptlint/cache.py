@@ -23,6 +23,8 @@ from ckptlint.writer import interrupts_deferred
 
 # The project index keeps each file's facts in a file of its own under `facts-<project key>/`.
 FACTS_PREFIX = "facts-"
+# The project-wide tables kept beside the facts files (`ckptlint.indexing._StoredTables`).
+TABLE_SUFFIX = ".table"
 CACHE_README = "This directory is ckptlint's cache; it is safe to delete (`ckptlint clean`).\n"
 
 
@@ -284,4 +286,4 @@ def _is_result_directory(path: Path) -> bool:
 
 
 def _is_cache_file(path: Path) -> bool:
-    return path.is_file() and path.suffix in (".json", ".tmp")
+    return path.is_file() and path.suffix in (".json", ".tmp", TABLE_SUFFIX)

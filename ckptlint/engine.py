@@ -81,12 +81,14 @@ class LintOutcome:
     hidden: tuple[str, ...] = ()  # see `FileResult.hidden`
 
 
-def import_rules() -> None:
-    """Import libcst, the traversal and the rules ahead of the lint: in the parent of a
-    run while the index workers extract (`WorkerPool.while_busy`), so that the lint workers
-    forked next inherit them instead of importing them each (0.15-0.2 s apiece)."""
-    from ckptlint.traversal import run_rules  # noqa: F401  (and libcst with it)
-
+def import_rules(*, with_libcst: bool = True) -> None:
+    """Import the rules ahead of the lint, and with `with_libcst` libcst and the traversal
+    too: in the parent of a run while the index workers extract (`WorkerPool.while_busy`),
+    so that the lint workers forked next inherit them instead of importing them each
+    (libcst: 0.15-0.2 s apiece). The rules alone (their gates) need no libcst
+    (`ckptlint.lazy_libcst`)."""
+    if with_libcst:
+        from ckptlint.traversal import run_rules  # noqa: F401  (and libcst with it)
     all_rules()
 
 

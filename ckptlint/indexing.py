@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ckptlint.cache import FACTS_PREFIX, CacheFile, save_cache_file
+from ckptlint.cache import FACTS_PREFIX, TABLE_SUFFIX, CacheFile, save_cache_file
 from ckptlint.config import Settings, is_project_root, marks_project_root
 from ckptlint.discovery import (
     CONFIGURATION_INCLUDE,
@@ -350,6 +350,8 @@ def build_index(
         fingerprint_of(exported.items()),
         {kind: frozenset(holders) for kind, holders in files_with.items()},
         tuple(errors),
+        exported=exported,
+        table_store=cache.tables() if cache is not None else None,
     )
     if cache is not None:
         cache.retain(digests)
@@ -368,6 +370,27 @@ def facts_format() -> str:
     for module in sorted((*package.joinpath("model").glob("*.py"), *package.joinpath("recipes").glob("*.py"))):
         digest.update(module.read_bytes())
     return digest.hexdigest()
+
+
+class _StoredTables:
+    """`ProjectIndex.stored_table`'s store: one file per table (`<name>.table`: JSON beside
+    the facts files: not one of them), holding the key (the exported digests of the files
+    it was computed from) with the value. Written by
+    whichever process computes it (a lint worker), atomically; a file for another key, or
+    damaged, is as good as none."""
+
+    def __init__(self, cache_directory: Path, directory: Path) -> None:
+        self._cache_directory, self._directory = cache_directory, directory
+
+    def load(self, name: str, key: str) -> object | None:
+        try:
+            data = json.loads((self._directory / f"{name}{TABLE_SUFFIX}").read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return None
+        return data.get("value") if isinstance(data, dict) and data.get("key") == key else None
+
+    def store(self, name: str, key: str, value: object) -> None:
+        save_cache_file(self._cache_directory, self._directory / f"{name}{TABLE_SUFFIX}", {"key": key, "value": value})
 
 
 class _IndexCache:
@@ -438,6 +461,9 @@ class _IndexCache:
             return FileFacts.from_json(data["facts"])
         except (OSError, KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
             return None
+
+    def tables(self) -> _StoredTables:
+        return _StoredTables(self.directory, self._facts_directory)
 
     def retain(self, digests: Mapping[str, str]) -> None:
         """Forget files no longer in the project; after new facts were stored, delete the

@@ -20,7 +20,7 @@ import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameSource
 

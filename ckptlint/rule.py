@@ -20,19 +20,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-
-from libcst._nodes.internal import CodegenState
-from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.positions import Positions, StatementLines
 from ckptlint.source import LineIndex
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 if TYPE_CHECKING:
+    from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
+
     from ckptlint.analysis.hf_models.local_functions import FileDefinitions
+    from ckptlint.analysis.positions import StatementLines
     from ckptlint.config import Settings
     from ckptlint.model.index import ProjectIndex
 
@@ -90,6 +89,8 @@ class FileContext:
         # Positions need code generation (of the statements asked about, with the lines):
         # done only once something asks.
         if self._positions is None:
+            from ckptlint.analysis.positions import Positions
+
             self._positions = Positions(self.module, self.statement_lines, self.known_holders)
         return self._positions[node]
 
@@ -125,6 +126,8 @@ class FileContext:
         return start, old_text, self._render(replacement, indent)
 
     def _render(self, node: cst.CSTNode, indent: str) -> str:
+        from libcst._nodes.internal import CodegenState
+
         state = CodegenState(self.module.default_indent, self.module.default_newline, indent_tokens=[indent] if indent else [])
         node._codegen(state)
         return "".join(state.tokens)
@@ -195,7 +198,12 @@ def _decoded(words: tuple[bytes, ...]) -> tuple[str, ...]:
     return tuple(word.decode() for word in words)
 
 
-class Rule(cst.BatchableCSTVisitor):
+class Rule:
+    """A lint rule: its gates (classmethods, asked before any libcst parse) and its
+    `visit_*` / `leave_*` methods, which the traversal batches with the other rules'
+    (`get_visitors`). Not a libcst class, so that importing a rule to ask its gate does not
+    import libcst (`ckptlint.lazy_libcst`); rules read no libcst metadata."""
+
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]
@@ -257,7 +265,6 @@ class Rule(cst.BatchableCSTVisitor):
     invalid: ClassVar[Sequence[Invalid]] = ()
 
     def __init__(self, context: FileContext) -> None:
-        super().__init__()
         self.context = context
         self.diagnostics: list[Diagnostic] = []
         # A rule that raises is stopped for this file; the engine reports the error with the

@@ -232,11 +232,18 @@ _CHANGED_FILES_SURELY_LINTED = 16
 
 def import_rules_for(changed: Sequence[str]) -> None:
     """`import_rules`, where linting the files the index is extracting again (those that
-    changed: they are the ones linted next) will need them: many files, or a few of which
-    one names a rule's trigger word. Where only files without one changed (a warm run after
-    an edit elsewhere), libcst is never imported."""
-    if len(changed) >= _CHANGED_FILES_SURELY_LINTED or any(_names_a_trigger(path) for path in changed):
+    changed: they are the ones linted next) will need them. With many files, libcst too:
+    some will surely be analysed, by several workers. With a few of which one names a
+    rule's trigger word, the rules only: whether the rules' gates let the file through to
+    libcst is known once its facts are (a model file that only names
+    `gradient_checkpointing` is never parsed with libcst), and the extraction takes less
+    time than importing libcst, so the one worker that may need it loses little importing
+    it itself. Where only files without a trigger word changed (a warm run after an edit
+    elsewhere), neither is imported."""
+    if len(changed) >= _CHANGED_FILES_SURELY_LINTED:
         import_rules()
+    elif any(_names_a_trigger(path) for path in changed):
+        import_rules(with_libcst=False)
 
 
 def _names_a_trigger(path: str) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
@@ -283,7 +283,7 @@ def run_rules(
     )
     analyzer = FileAnalyzer()
     context.known_holders = analyzer.statement_of
-    visitors: list[cst.BatchableCSTVisitor] = [analyzer, analyzer.scope_builder]
+    visitors: list[BatchedVisitor] = [analyzer, analyzer.scope_builder]
     if any(rule_class.uses_script_models for rule_class in rule_classes):
         from ckptlint.analysis.hf_models.local_functions import FileDefinitions
 
@@ -292,10 +292,6 @@ def run_rules(
     rules = [rule_class(context) for rule_class in rule_classes]
     walk_batched(wrapper, [*visitors, *rules])
     analyzer.resolve_names(wrapper)
-    # libcst hands metadata to visitors only during the traversal; the hooks that follow it
-    # need it too (already computed and cached on the wrapper, so this costs nothing).
-    for visitor in (analyzer, *rules):
-        visitor.metadata = wrapper.resolve_many(visitor.get_inherited_dependencies())
 
     sites, context.possible_sites = analyzer.checkpoint_sites(*_project_aliases(project, relative_path))
     context.sites = sites

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.construction_wrappers import ConstructionWrap, wrapped_at_construction
-from ckptlint.analysis.cst_walk import walk
+from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
@@ -380,35 +381,32 @@ def _statements_in_one_block(
     module: cst.Module, first_call: cst.Call, second_call: cst.Call
 ) -> tuple[cst.Module | cst.IndentedBlock, int, int] | None:
     """The block holding `first_call` as an expression statement and `second_call` as the
-    value of an assignment, later in the same block."""
-    finder = _BlockFinder(first_call, second_call)
-    walk(module, finder)
-    return finder.found
-
-
-class _BlockFinder(cst.CSTVisitor):
-    def __init__(self, first: cst.Call, second: cst.Call) -> None:
-        self.first, self.second = first, second
-        self.found = None
-
-    def _look(self, block) -> None:
+    value of an assignment, later in the same block (the last such block of the module, in
+    the order of the source)."""
+    found = None
+    for block in _blocks_in_order(module):
         first = second = None
         for index, statement in enumerate(block.body):
             if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
                 continue
             small = statement.body[0]
-            if isinstance(small, cst.Expr) and small.value is self.first:
+            if isinstance(small, cst.Expr) and small.value is first_call:
                 first = index
-            elif isinstance(small, cst.Assign) and small.value is self.second:
+            elif isinstance(small, cst.Assign) and small.value is second_call:
                 second = index
         if first is not None and second is not None and first < second:
-            self.found = (block, first, second)
+            found = (block, first, second)
+    return found
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self._look(node)
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._look(node)
+def _blocks_in_order(node: cst.CSTNode) -> Iterator[cst.Module | cst.IndentedBlock]:
+    """The module and its indented blocks, in the order of the source."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            yield node
+        stack.extend(reversed(child_nodes(node)))
 
 
 def _names(node: cst.CSTNode) -> list[cst.Name]:

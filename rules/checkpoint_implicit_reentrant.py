@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.kinds import Reentrancy

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.region_paths import region_running_stats, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from functools import cached_property
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.accelerate_plugin import plugin_checkpointed
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
-from ckptlint.analysis.cst_walk import walk
+from ckptlint.analysis.cst_walk import descendants
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.analysis.huggingface import GC_ENABLE, gc_enable_kwargs
 from ckptlint.analysis.region_paths import region_checkpoints, shown
@@ -717,18 +717,9 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
-class _FlagReader(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if any(word in node.value.lower() for word in _FLAG_WORDS):
-            self.found = True
-
-
 def _reads_flag(test: cst.BaseExpression) -> bool:
-    reader = _FlagReader()
-    walk(test, reader)
-    return reader.found
+    return any(
+        isinstance(node, cst.Name) and any(word in node.value.lower() for word in _FLAG_WORDS)
+        for node in descendants(test)
+    )
 

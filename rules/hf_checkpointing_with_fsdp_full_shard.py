@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import set_dict_key

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import (
     SITE_REQUIRES,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.cst_walk import descendants, walk
@@ -17,7 +17,7 @@ from ckptlint.types import Applicability
 # rule to read it without torch's checkpoint named.
 _HANDS_HF_A_LAMBDA = re.compile(rf"{HF_CHECKPOINTING_ATTRIBUTE}\(\s*lambda\b")
 
-Callable = cst.Lambda | cst.FunctionDef
+Callable = "cst.Lambda | cst.FunctionDef"  # in annotations only
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.cst_walk import child_nodes, descendants, walk

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, SiteKind, literal_bool
 from ckptlint.analysis.region_paths import region_randomness, shown

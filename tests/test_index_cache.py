@@ -94,3 +94,36 @@ def test_a_file_whose_extraction_raises_is_said_and_not_remembered(tmp_path, mon
     again = build_index(tmp_path, settings, jobs=1)
     assert again.extraction_errors == ()
     assert [c.name for c in again.files["model.py"].classes] == ["model.Net"]
+
+
+def test_a_table_computed_from_some_kinds_of_files_is_kept_between_runs(tmp_path):
+    """`checkpoint_aliases`, which every linted file asks, is computed once per state of the
+    files that hold checkpoint imports and re-exports: a later run reads it without loading
+    any facts; an edit elsewhere keeps it; an edit to one of those files, or a damaged
+    table, computes it again."""
+    shutil.copytree(FIXTURES / "projects" / "reexported_checkpoint", tmp_path / "project")
+    root = tmp_path / "project"
+    settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
+    expected = build_index(root, settings, use_cache=False).checkpoint_aliases
+    assert expected["vision.utils.recompute"] == "torch.utils.checkpoint.checkpoint"
+    assert build_index(root, settings).checkpoint_aliases == expected  # computed, stored
+
+    served = build_index(root, settings)
+    assert served.checkpoint_aliases == expected
+    assert not served.files._built  # read from the store: no file's facts loaded
+
+    (root / "vision" / "own_checkpoint.py").write_text("def checkpoint(model, path):\n    return path\n")
+    served = build_index(root, settings)
+    assert served.checkpoint_aliases == expected
+    assert set(served.files._built) <= {"vision/own_checkpoint.py"}
+
+    compat = root / "vision" / "utils" / "compat.py"
+    compat.write_text(compat.read_text() + "again = torch.utils.checkpoint.checkpoint\n")
+    recomputed = build_index(root, settings).checkpoint_aliases
+    assert recomputed == build_index(root, settings, use_cache=False).checkpoint_aliases
+    assert recomputed["vision.utils.compat.again"] == "torch.utils.checkpoint.checkpoint"
+
+    [table] = (tmp_path / "cache").rglob("checkpoint_aliases.table")
+    table.write_text('{"key": "x", "value": [')
+    assert build_index(root, settings).checkpoint_aliases == recomputed
+    assert build_index(root, settings).checkpoint_aliases == recomputed  # stored again, well-formed

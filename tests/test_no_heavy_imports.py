@@ -117,3 +117,70 @@ def test_an_edit_imports_libcst_only_where_a_rule_may_look(tmp_path):
     model.write_text(model.read_text() + "# edited\n")
     code, imported = imported_during(args, tmp_path)
     assert (code, _roots(imported, ("libcst",))) == (1, {"libcst"})
+
+
+# Names `gradient_checkpointing` (a trigger word), holds nothing any rule reports.
+GRADIENT_CHECKPOINTING_LAYER_MODEL = """\
+from torch import nn
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_utils import PreTrainedModel
+
+
+class Block(GradientCheckpointingLayer):
+    def __init__(self, width):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, hidden):
+        return self.proj(hidden)
+
+
+class TinyModel(PreTrainedModel):
+    supports_gradient_checkpointing = True
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.layers = nn.ModuleList(Block(config.width) for _ in range(config.depth))
+        self.gradient_checkpointing = False
+
+    def forward(self, hidden):
+        for layer in self.layers:
+            hidden = layer(hidden)
+        return hidden
+"""
+
+
+def test_the_rules_and_their_gates_import_no_libcst(tmp_path):
+    """Every rule module imports, and its gates answer, with libcst made unimportable: a
+    file the gates turn away never costs libcst's import (`ckptlint.lazy_libcst`)."""
+    script = (
+        "import sys\n"
+        "sys.modules['libcst'] = None  # an import of it raises\n"
+        "from pathlib import Path\n"
+        "from ckptlint.config import resolve_settings\n"
+        "from ckptlint.engine import lint_text\n"
+        "from ckptlint.lazy_libcst import libcst_loaded\n"
+        "from ckptlint.registry import all_rules\n"
+        "path = Path(sys.argv[1])\n"
+        "outcome = lint_text(path.read_text(), path, resolve_settings(path.parent))\n"
+        "print(len(all_rules()), outcome.diagnostics, libcst_loaded())\n"
+    )
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    model = tmp_path / "modeling.py"
+    model.write_text(GRADIENT_CHECKPOINTING_LAYER_MODEL)
+    result = subprocess.run([sys.executable, "-c", script, str(model)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    from ckptlint.registry import all_rules
+
+    assert result.stdout.split() == [str(len(all_rules())), "()", "False"]
+
+
+def test_a_model_file_no_rule_looks_into_is_linted_without_libcst(tmp_path):
+    """A Hugging Face style model file names `gradient_checkpointing` (a trigger word) but
+    holds nothing a rule reports: its rules' gates, asked with the file's facts, turn it
+    away before any libcst parse, so neither the run nor its workers import libcst."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "modeling.py").write_text(GRADIENT_CHECKPOINTING_LAYER_MODEL)
+    code, imported = imported_during(["check", "--no-cache", str(tmp_path), "--output-format", "json"], tmp_path)
+    assert (code, _roots(imported, ("libcst",))) == (0, set())
+    assert "ckptlint.rule" in imported  # the gates were asked

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import GC_ENABLE, keyword_value

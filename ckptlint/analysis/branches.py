@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import walk
 Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index), outermost first
@@ -18,9 +18,10 @@ Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index
 # gives ("a", True), ("b", False); `x != "full"` gives ('x == "full"', False).
 Conditions = tuple[tuple[str, bool], ...]
 
+# By the operator's class name (libcst is imported only once a file is analysed).
 _COMPARISONS = {
-    cst.Equal: ("==", True), cst.NotEqual: ("==", False), cst.Is: ("is", True), cst.IsNot: ("is", False),
-    cst.In: ("in", True), cst.NotIn: ("in", False),
+    "Equal": ("==", True), "NotEqual": ("==", False), "Is": ("is", True), "IsNot": ("is", False),
+    "In": ("in", True), "NotIn": ("in", False),
 }
 
 
@@ -35,7 +36,7 @@ def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
             return condition_literals(test.left, truth) + condition_literals(test.right, truth)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
-        operator = _COMPARISONS.get(type(comparison.operator))
+        operator = _COMPARISONS.get(type(comparison.operator).__name__)
         if operator is not None:
             atom = f"{_source(test.left)} {operator[0]} {_source(comparison.comparator)}"
             return ((atom, truth == operator[1]),)
@@ -123,27 +124,24 @@ class BranchPath:
 
 def branch_paths(module: cst.Module) -> dict[cst.Call, BranchPath]:
     """The branch path of every call of a module."""
-    visitor = _BranchVisitor()
-    walk(module, visitor)
-    return visitor.found
+    found: dict[cst.Call, BranchPath] = {}
+    enclosing: list[tuple[tuple[int, int], Conditions]] = []
 
+    class BranchVisitor(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> bool:
+            walk(node.test, self)
+            for index, (block, truth) in enumerate(((node.body, True), (node.orelse, False))):
+                if block is not None:
+                    enclosing.append(((id(node), index), condition_literals(node.test, truth)))
+                    walk(block, self)
+                    enclosing.pop()
+            return False  # its children are visited above, each in its branch
 
-class _BranchVisitor(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.stack: list[tuple[tuple[int, int], Conditions]] = []
-        self.found: dict[cst.Call, BranchPath] = {}
+        def visit_Call(self, node: cst.Call) -> None:
+            found[node] = BranchPath(tuple(key for key, _ in enclosing), tuple(c for _, cs in enclosing for c in cs))
 
-    def visit_If(self, node: cst.If) -> bool:
-        walk(node.test, self)
-        for index, (block, truth) in enumerate(((node.body, True), (node.orelse, False))):
-            if block is not None:
-                self.stack.append(((id(node), index), condition_literals(node.test, truth)))
-                walk(block, self)
-                self.stack.pop()
-        return False  # its children are visited above, each in its branch
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.found[node] = BranchPath(tuple(key for key, _ in self.stack), tuple(c for _, cs in self.stack for c in cs))
+    walk(module, BranchVisitor())
+    return found
 
 
 def leaving_isinstance_guard(node: cst.If) -> tuple[str, cst.BaseExpression] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.model.summary import FunctionSummary, Parameter

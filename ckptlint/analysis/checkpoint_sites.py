@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.kinds import Reentrancy
 from ckptlint.model import values as model_values
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 PARTIAL = "functools.partial"
 
 # Lookups the engine provides, so the resolver stays independent of the traversal.
-QualifiedNameLookup = Callable[[cst.BaseExpression], "set[QualifiedName]"]
-AssignedValueLookup = Callable[[cst.Name], "Sequence[cst.BaseExpression]"]
+QualifiedNameLookup = Callable[["cst.BaseExpression"], "set[QualifiedName]"]
+AssignedValueLookup = Callable[["cst.Name"], "Sequence[cst.BaseExpression]"]
 
 
 class CheckpointApi(str, enum.Enum):

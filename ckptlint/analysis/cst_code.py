@@ -4,7 +4,7 @@ code the project index summarised with `ast`."""
 
 from __future__ import annotations
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import walk
 from ckptlint.model.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key

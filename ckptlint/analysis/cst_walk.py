@@ -17,11 +17,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from typing import TYPE_CHECKING, Protocol
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper
+from ckptlint.lazy_libcst import cst
+
+if TYPE_CHECKING:
+    from libcst.metadata import MetadataWrapper
 
 _Hook = Callable[..., object]
 
@@ -116,7 +119,13 @@ def _visit_value(value, visit: Callable[[cst.CSTNode], None]) -> None:
             visit(child)
 
 
-def walk_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
+class BatchedVisitor(Protocol):
+    """What `walk_batched` walks with: a libcst `BatchableCSTVisitor`, or a rule."""
+
+    def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]: ...
+
+
+def walk_batched(wrapper: MetadataWrapper, visitors: Sequence[BatchedVisitor]) -> None:
     """`wrapper.visit_batched(visitors)`: every visitor's methods for a node, in the
     visitors' order; children are always visited (a batched visit cannot skip them)."""
     methods: dict[str, list[_Hook]] = {}
@@ -144,7 +153,8 @@ def walk_batched(wrapper: MetadataWrapper, visitors: Sequence[cst.BatchableCSTVi
     try:
         with ExitStack() as stack:
             for visitor in visitors:
-                stack.enter_context(visitor.resolve(wrapper))
+                if isinstance(visitor, cst.MetadataDependent):  # a rule is not one
+                    stack.enter_context(visitor.resolve(wrapper))
             visit(wrapper.module)
     finally:
         # `visit` calls itself: a reference cycle through its cell, holding the visitors

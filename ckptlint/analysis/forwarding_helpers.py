@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CHECKPOINT_OWN_KEYWORDS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.kinds import Reentrancy

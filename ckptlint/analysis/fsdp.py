@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import libcst as cst
-from libcst.metadata import QualifiedNameSource
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
 from ckptlint.model.index import ProjectIndex
@@ -39,7 +38,7 @@ def absolute_names(context: FileContext, expr: cst.BaseExpression) -> set[str]:
     names = set()
     for qualified in context.qualified_names(expr):
         name = qualified.name
-        if qualified.source is QualifiedNameSource.LOCAL:
+        if qualified.source is cst.metadata.QualifiedNameSource.LOCAL:
             name = f"{module}.{name}"
         elif name.startswith("."):
             name = absolute_import(module, is_package, name)

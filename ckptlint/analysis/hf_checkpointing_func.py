@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CHECKPOINT_OWN_KEYWORDS
 from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.huggingface import GC_KWARGS, keyword_value
 from ckptlint.analysis.transforms import set_keyword

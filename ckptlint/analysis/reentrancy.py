@@ -7,7 +7,7 @@ import re
 import threading
 from collections.abc import Sequence
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, Reentrancy, SiteKind
 from ckptlint.analysis.cst_walk import descendants

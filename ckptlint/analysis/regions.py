@@ -19,7 +19,7 @@ A region the model cannot resolve is not reported.
 
 from __future__ import annotations
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind, checkpointed_segments
 from ckptlint.analysis.cst_walk import walk

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import leaving_isinstance_guard
 from ckptlint.analysis.checkpoint_sites import CheckpointSite

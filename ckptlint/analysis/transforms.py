@@ -3,7 +3,7 @@ multi-line call with a magic trailing comma goes on its own line, like the other
 
 from __future__ import annotations
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 
 def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:

@@ -26,13 +26,33 @@ def returns_checkpoint(facts: FileFacts) -> bool:
     return any(returned_checkpoint_function(s, names) is not None for s in facts.summaries if s.returns)
 
 
+AliasTables = tuple[dict[str, str], dict[str, tuple[tuple[str, object], ...]], dict[str, tuple[str, ...]]]
+
+
+def _tables_from_json(value) -> AliasTables:
+    found, bound, alternatives = value
+    return (
+        {str(name): str(function) for name, function in found.items()},
+        {str(name): tuple((str(keyword), flag) for keyword, flag in pairs) for name, pairs in bound.items()},
+        {str(name): tuple(map(str, functions)) for name, functions in alternatives.items()},
+    )
+
+
 class AliasQueries:
     @cached_property
-    def _checkpoint_alias_tables(self) -> tuple[dict[str, str], dict[str, tuple], dict[str, tuple[str, ...]]]:
-        from ckptlint.model.checkpoint_aliases import checkpoint_aliases
+    def _checkpoint_alias_tables(self) -> AliasTables:
+        from ckptlint.model.index import TableCodec
 
-        return checkpoint_aliases(
-            list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
+        def compute() -> AliasTables:
+            from ckptlint.model.checkpoint_aliases import checkpoint_aliases
+
+            return checkpoint_aliases(
+                list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
+            )
+
+        # Every file linted asks (`imports_checkpoint_alias`): kept between runs.
+        return self.stored_table(
+            "checkpoint_aliases", (CHECKPOINT_IMPORT_KIND, REEXPORT_KIND), compute, TableCodec(list, _tables_from_json)
         )
 
     @property

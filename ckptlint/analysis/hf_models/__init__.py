@@ -38,9 +38,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.hf_models.interpreter import Interpreter
 from ckptlint.analysis.hf_models.steps import ModelHistory, ModelStep, ScriptModels, StepKind, TrainerKind
 from ckptlint.analysis.hf_models.syntax import dotted_name, insert_line, is_simple_reference, line_of, source_of
 from ckptlint.model.library import MainInput, ModelClass, classify_model_class
@@ -66,6 +65,8 @@ def script_models(context: FileContext) -> ScriptModels:
         cached = _CACHE.get(key)
         if cached is not None and cached[0] is context.module:
             return cached[1]
+    from ckptlint.analysis.hf_models.interpreter import Interpreter  # libcst code: not for the rules' gates
+
     result = Interpreter(context).run()
     with _CACHE_LOCK:
         _CACHE.clear()  # one file at a time: the rules of a file run one after the other

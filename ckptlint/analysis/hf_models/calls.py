@@ -4,8 +4,7 @@ project model says what they return)."""
 
 from __future__ import annotations
 
-import libcst as cst
-from libcst.metadata import QualifiedNameSource
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import Conditions, condition_literals, literal_truth
 from ckptlint.analysis.fsdp import absolute_names
@@ -199,7 +198,7 @@ class Calls:
         body: cst.CSTNode | None = hook.body if isinstance(hook, cst.Lambda) else None
         if isinstance(hook, cst.Name):
             names = self.context.qualified_names(hook)
-            local = [self.functions.get(q.name) for q in names if q.source is QualifiedNameSource.LOCAL]
+            local = [self.functions.get(q.name) for q in names if q.source is cst.metadata.QualifiedNameSource.LOCAL]
             if len(local) != 1 or local[0] is None:
                 return True
             body = local[0]
@@ -520,7 +519,7 @@ class Calls:
         if not isinstance(func, (cst.Name, cst.Attribute)):
             return False
         names = self.context.qualified_names(func)
-        if any(q.source is not QualifiedNameSource.IMPORT for q in names):
+        if any(q.source is not cst.metadata.QualifiedNameSource.IMPORT for q in names):
             return False  # a builtin, a local variable's method, a function of this file
         if any(q.name.startswith(".") for q in names):
             return True

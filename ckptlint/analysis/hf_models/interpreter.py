@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import libcst as cst
-from libcst.metadata import QualifiedNameSource
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.hf_models.calls import Calls
 from ckptlint.analysis.hf_models.objects import (
@@ -83,7 +82,7 @@ class Interpreter(Calls):
         if len(names) != 1:
             return None
         (qualified,) = names
-        if qualified.source is not QualifiedNameSource.LOCAL:
+        if qualified.source is not cst.metadata.QualifiedNameSource.LOCAL:
             return None
         return self.functions.get(qualified.name)
 
@@ -448,7 +447,7 @@ class Interpreter(Calls):
         if len(qualified) != 1:
             return None
         (only,) = qualified
-        if only.source is not QualifiedNameSource.IMPORT or not self._is_project_name(only.name):
+        if only.source is not cst.metadata.QualifiedNameSource.IMPORT or not self._is_project_name(only.name):
             return None
         if name.value not in self._imported_dicts:
             frame = Frame(None, self.module_name)

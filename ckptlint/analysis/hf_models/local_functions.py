@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.hf_models.syntax import body_of
 from ckptlint.analysis.huggingface import GC_ENABLE

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import Branches, Conditions
 from ckptlint.analysis.hf_models.steps import ModelStep

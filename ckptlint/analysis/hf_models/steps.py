@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import Branches, Conditions, exclusive
 from ckptlint.analysis.huggingface import HfCheckpointingKwargs

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-import libcst as cst
+from ckptlint.lazy_libcst import cst
 
 from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
 from ckptlint.rule import Replacement
