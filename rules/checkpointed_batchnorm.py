@@ -31,7 +31,15 @@ class CheckpointedBatchnorm(RegionRule):
     (which runs `layer` again in backward: read in 0.16.4; both in `ckptlint/model/library.py`,
     `LIBRARY_CHECKPOINTING_HELPERS`). Likewise a
     constructor argument without a default (`def __init__(self, dim, norm_layer)`) is what
-    the project's constructor calls pass (`Block as constructed at model.py:9`). A timm model
+    the project's constructor calls pass (`Block as constructed at model.py:9`), and one given
+    through a keyword dict completed item by item (`ba["norm_layer"] = self.norm_layer`, then
+    `InvertedResidual(**ba)`: timm's `EfficientNetBuilder` idiom; the stored class is added to
+    what the key held, the store may not run). timm's `get_norm_act_layer(norm_layer,
+    act_layer)` (the library, or a copy kept in the project) builds the norm + act class of
+    the norm it is given: BatchNorm2d (or `"batchnorm"`) becomes `BatchNormAct2d`, which keeps
+    running statistics; GroupNorm / LayerNorm become their Act versions, which keep none
+    (read in timm 1.0.29.dev0, `timm/layers/create_norm_act.py`; `ckptlint/model/timm_layers.py`).
+    A timm model
     is known by the architecture it is created from: `model.set_grad_checkpointing()` on
     `timm.create_model("resnet50")` (or `efficientnet_b0`, `mobilenetv3_large_100`,
     `regnety_040`, `densenet121`, ...: 40 families, `ckptlint/model/timm_families.py`) is
@@ -352,8 +360,78 @@ class CheckpointedBatchnorm(RegionRule):
                     return checkpoint(self._frozen, x, use_reentrant=False)
             """
         ),
+        # Keyword dicts completed item by item: GroupNorm stored, or another key than the
+        # norm's; timm's factory given GroupNorm builds GroupNormAct.
+        Valid(
+            """
+            import torch.nn as nn
+            from timm.layers import get_norm_act_layer
+            from torch.utils.checkpoint import checkpoint
+
+            class ConvNormAct(nn.Module):
+                def __init__(self, chs, norm_layer=nn.GroupNorm, act_layer=nn.ReLU):
+                    super().__init__()
+                    self.conv = nn.Conv2d(chs, chs, 3, padding=1)
+                    self.norm = get_norm_act_layer(norm_layer, act_layer)(chs)
+
+                def forward(self, x):
+                    return self.norm(self.conv(x))
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    gn = dict(chs=16)
+                    gn["norm_layer"] = nn.GroupNorm
+                    act = dict(chs=16)
+                    act["act_layer"] = nn.GELU
+                    self.blocks = nn.Sequential(ConvNormAct(**gn), ConvNormAct(**act))
+
+                def forward(self, x):
+                    return checkpoint(self.blocks, x, use_reentrant=False)
+            """
+        ),
     ]
     invalid = [
+        # A builder completing each block's keywords (`ba["norm_layer"] = self.norm_layer`,
+        # timm's `EfficientNetBuilder`), and timm's factory turning BatchNorm2d into
+        # BatchNormAct2d.
+        Invalid(
+            """
+            import torch.nn as nn
+            from timm.layers import get_norm_act_layer
+            from torch.utils.checkpoint import checkpoint
+
+            class ConvNormAct(nn.Module):
+                def __init__(self, chs, norm_layer=nn.GroupNorm, act_layer=nn.ReLU):
+                    super().__init__()
+                    self.conv = nn.Conv2d(chs, chs, 3, padding=1)
+                    self.norm = get_norm_act_layer(norm_layer, act_layer)(chs)
+
+                def forward(self, x):
+                    return self.norm(self.conv(x))
+
+            class Builder:
+                def __init__(self, norm_layer=None):
+                    self.norm_layer = norm_layer
+
+                def make_block(self, ba):
+                    if self.norm_layer is not None:
+                        ba["norm_layer"] = self.norm_layer
+                    return ConvNormAct(**ba)
+
+            class Net(nn.Module):
+                def __init__(self, defs):
+                    super().__init__()
+                    builder = Builder(norm_layer=nn.BatchNorm2d)
+                    self.blocks = nn.Sequential(*[builder.make_block(dict(d)) for d in defs])
+
+                def forward(self, x):
+                    return checkpoint(self.blocks, x, use_reentrant=False)
+            """,
+            line=30,
+            column=16,
+            message_contains="Net.blocks -> ConvNormAct.norm -> (timm.layers.norm_act.BatchNormAct2d)",
+        ),
         # Blocks in mmengine's `ModuleList` (torch's, with an `init_cfg`), and a helper that
         # builds an empty `nn.Sequential` and adds its BatchNorm with `add_module`.
         Invalid(

@@ -19,6 +19,7 @@ from ckptlint.model.summary import (
     ADD,
     ADD_ELEMENTS,
     ASSIGN,
+    ITEM,
     ELEMENTS,
     MAX_DEPTH,
     UNKNOWN,
@@ -115,6 +116,14 @@ def pattern(node: ast.AST, depth: int = 0) -> Expr:
     if isinstance(node, (ast.Attribute, ast.Subscript)):
         return expression(node, depth + 1)
     return UNKNOWN
+
+
+def _keyed(target: ast.Subscript, value: Expr) -> Expr:
+    """The value a subscript assignment stores, with its key when that is a literal string."""
+    key = target.slice
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return (ITEM, key.value, value)
+    return value
 
 
 def is_known(expr: Expr) -> bool:
@@ -358,12 +367,15 @@ class _Summarizer:
             )
             # `layers["down"] = conv_bn(...)` into an `OrderedDict()` later made a Sequential,
             # `self.stages[name] = Stage(...)` into a `ModuleDict()`: a member added to the
-            # container, as `append` adds one (a constant stored by key is no module).
-            self.bindings.extend(
-                Binding(pattern(t.value), ADD, value, line, 0, conditions) for t in node.targets
-                if isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute))
-                and value[0] in ("call", "name", "attr")
-            )
+            # container, as `append` adds one (a constant stored by key is no module). Under
+            # a literal key, the key too (`ITEM`), and a constant as well:
+            # `kwargs["norm_layer"] = nn.BatchNorm2d` (or `= "groupnorm"`) then
+            # `Block(**kwargs)` passes it.
+            for t in node.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute)):
+                    stored = _keyed(t, value)
+                    if value[0] in ("call", "name", "attr") or (stored[0] == ITEM and value[0] == "const"):
+                        self.bindings.append(Binding(pattern(t.value), ADD, stored, line, 0, conditions))
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             value = self.value(node.value)
             if is_known(value) or self._kept_constant(value):

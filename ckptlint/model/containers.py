@@ -14,6 +14,7 @@ from dataclasses import replace
 from ckptlint.model import open_clip_models
 from ckptlint.model.library import STATE_UPDATING_WRAPPERS, is_container_class
 from ckptlint.model.timm_families import TIMM_CREATE_MODEL
+from ckptlint.model.timm_layers import is_norm_act_factory, norm_act_layers
 from ckptlint.model.torchvision_models import torchvision_model
 from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
@@ -29,6 +30,7 @@ from ckptlint.model.values import (
     Mapping,
     Sequence,
     Splat,
+    StoredItem,
     Value,
     arguments_of,
     destructure,
@@ -67,6 +69,10 @@ class ContainerSemantics:
             postfix = positional[2] if len(positional) > 2 and not isinstance(positional[2], Splat) else None
             name = norm_layer_name(positional[0], named.get("postfix", postfix if postfix is not None else {Constant("")}))
             return {Sequence((name, layers), layers)} if layers else set()
+        if is_norm_act_factory(name):
+            # timm's `get_norm_act_layer(norm_layer, act_layer)`: `timm_layers.py`
+            first = known[0] if known else NOTHING
+            return norm_act_layers(name, first | named.get("norm_layer", NOTHING))
         if name in STATE_UPDATING_WRAPPERS and known:
             # `spectral_norm(nn.Conv2d(...))`: the module, updating buffers on every forward
             return {Instance(name, arguments_of([("module", known[0])]))}
@@ -177,7 +183,21 @@ class ContainerSemantics:
         """A local container and what was added to it (`result = nn.Sequential()`, then
         `result.add_module("bn", nn.BatchNorm2d(c))`, or `blocks.append(...)` on an
         `nn.ModuleList()`): each addition (a `Sequence` of what it adds) becomes a member of
-        the container, in no known order."""
+        the container, in no known order. A local dict and what was stored in it under a
+        literal key (`kwargs["norm_layer"] = nn.BatchNorm2d`): an entry of it, beside what
+        the key held before (the store may not run: bindings are not ordered by flow). A
+        dict the model does not know (a parameter, `ba` in timm's
+        `EfficientNetBuilder._make_block(ba, ...)`): the entries stored in it are known, the
+        rest is not (a `**ba` splat of it passes those keys, and others not known)."""
+        stored = [v for v in values if isinstance(v, StoredItem)]
+        if stored:
+            mappings = [v for v in values if isinstance(v, Mapping)]
+            values = (values - set(stored) - set(mappings)) | {_with_entries(m, stored) for m in mappings}
+            containers = any(isinstance(v, Instance) and is_container_class(v.cls) for v in values)
+            if not mappings and not containers:
+                values.add(_with_entries(Mapping(()), stored))
+            if not mappings or containers:
+                values |= {Sequence(None, item.values) for item in stored}  # a member added, as `append`
         containers = [v for v in values if isinstance(v, Instance) and v.members is not None and is_container_class(v.cls)]
         added = [v for v in values if isinstance(v, Sequence) and v.items is None]
         if not containers or not added:
@@ -283,3 +303,15 @@ class ContainerSemantics:
         bound = [(name, frozenset(destructure(values, target, name, self._elements))) for name in names_in(target)]
         inner = replace(frame, locals=arguments_of([*frame.locals, *bound]))
         return self._comprehension(element, rest, inner)
+
+
+def _with_entries(mapping: Mapping, stored: list[StoredItem]) -> Mapping:
+    """`mapping` with the items stored in it: a key it holds gets the stored values too."""
+    entries = list(mapping.entries)
+    for item in stored:
+        hits = [i for i, (key, _) in enumerate(entries) if key == item.key]
+        for i in hits:
+            entries[i] = (entries[i][0], entries[i][1] | item.values)
+        if not hits:
+            entries.append((item.key, item.values))
+    return Mapping(tuple(entries))

@@ -35,7 +35,7 @@ from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.invocation import CallSemantics
 from ckptlint.model.modules import ModuleSemantics
 from ckptlint.model.registries import RegistrySemantics
-from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, Binding, Expr, FunctionSummary
+from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, ITEM, Binding, Expr, FunctionSummary
 from ckptlint.model.values import (
     ANY_KEY,
     OTHER_KEY,
@@ -48,6 +48,7 @@ from ckptlint.model.values import (
     Lambda,
     OutOfBudget,
     Sequence,
+    StoredItem,
     Value,
     destructure,
     falsy,
@@ -296,6 +297,8 @@ class Denotation(
             return self._eval(expr[2], frame) | self._eval(expr[3], frame)
         if tag == "const":
             return {Constant(expr[1])}
+        if tag == ITEM:  # what `d["key"] = expr` stores (`_bound_by` keeps the key)
+            return self._eval(expr[2], frame)
         if tag == "not":
             # `not USE_REENTRANT`: the negated truth of each value, when every one's is known
             truths = [truthiness(value) for value in self._eval(expr[1], frame)]
@@ -388,6 +391,8 @@ class Denotation(
             if binding.pattern != ("name", name):
                 return set()
             added = values if binding.how == ADD else self._elements(values)
+            if binding.value[0] == ITEM:
+                return {StoredItem(binding.value[1], frozenset(added))}
             return {Sequence(None, frozenset(added))}
         return set(destructure(values, binding.pattern, name, self._elements))
 

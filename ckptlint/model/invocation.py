@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ckptlint.model.library import ORDERED_DICTS, is_container_class
 from ckptlint.model.openmmlab import conv_module_config_keys, is_mmcv
+from ckptlint.model.timm_layers import is_norm_act_factory
 from ckptlint.model.summary import Expr, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,
@@ -78,8 +79,9 @@ class CallSemantics:
         if isinstance(callee, ClassRef):
             return {self._construct(callee, positional, named, opaque)}
         if isinstance(callee, FunctionRef):
-            summary = self.summary(callee.name) if not is_mmcv(callee.name, "build_norm_layer") else None
-            if summary is not None:  # (a copy of mmcv in the project's tree is mmcv: library facts)
+            library = is_mmcv(callee.name, "build_norm_layer") or is_norm_act_factory(callee.name)
+            summary = self.summary(callee.name) if not library else None
+            if summary is not None:  # (a copy of mmcv or timm in the project's tree is mmcv, timm: library facts)
                 positional = [*callee.positional, *positional]
                 named = {**dict(callee.bound), **named}
                 return self._returns(summary, callee, positional, named, opaque)

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ckptlint.model.openmmlab import MMCV_NORMS_WITH_RUNNING_STATS
+from ckptlint.model.timm_layers import NORM_ACT_WITH_RUNNING_STATS
 from ckptlint.versions import VersionRange
 
 # --- torch: activation checkpointing ----------------------------------------------------
@@ -314,7 +315,7 @@ _INSTANCE_NORMS = ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyIn
 NORMS_WITH_RUNNING_STATS = frozenset(
     f"{prefix}.{name}" for prefix in ("torch.nn", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm")
     for name in (*_BATCH_NORMS, *_INSTANCE_NORMS)
-) | MMCV_NORMS_WITH_RUNNING_STATS
+) | MMCV_NORMS_WITH_RUNNING_STATS | NORM_ACT_WITH_RUNNING_STATS
 # Tensor methods that write in place, and container methods that mutate.
 IN_PLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_add_",
                               "scatter_", "masked_fill_", "lerp_", "index_copy_", "index_fill_", "masked_scatter_",

@@ -14,6 +14,8 @@ An expression is kept as a nested tuple (cheap to build, to hash and to write as
     ("or", (expr...))                    ("if", test, then, else)
     ("not", expr)
     ("const", value)                     ("comp", element, ((pattern, iterable)...))
+    ("item", key, expr)                  `expr` stored under literal `key` (an `append` binding's
+                                         value, from `d["key"] = expr`): evaluates to `expr`
     ("?",)                               anything else
 
 A binding target (`pattern`) is a name, an attribute (`self.blocks`), a subscript, or a
@@ -37,6 +39,7 @@ MAX_DEPTH = 40
 # (`insert`, `add`) adds the value to the container the pattern names; `extend` (`+=`) adds
 # each element of it.
 ASSIGN, ELEMENTS, ADD, ADD_ELEMENTS = "=", "for", "append", "extend"
+ITEM = "item"  # the tag of an `append` binding's value stored under a literal key
 
 
 @dataclass(frozen=True)

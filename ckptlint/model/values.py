@@ -104,6 +104,16 @@ class Mapping:
     entries: tuple[tuple[object, frozenset], ...]
 
 
+@dataclass(frozen=True)
+class StoredItem:
+    """`d["key"] = value` on a local name: what the name's mapping then holds under `key`,
+    merged into it (or into its container) where the name is read
+    (`Denotation._with_added_members`); never a value of its own."""
+
+    key: str
+    values: frozenset
+
+
 Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
 NOTHING: frozenset = frozenset()
 # The key of `values[key]` when it is not a known literal: every entry may be the one read.
