@@ -28,8 +28,9 @@ INDEXED_INCLUDE = (*PYTHON_INCLUDE, "*.ipynb")
 # Configuration files the index also reads: YAML, for the defaults of options that decide
 # reentrancy (`use_reentrant: true` in a Hydra / OmegaConf YAML) and accelerate's FSDP
 # configs, and launch scripts, for the files they run under them (`accelerate launch
-# --config_file fsdp.yaml train.py`).
-CONFIGURATION_SUFFIXES = (".yaml", ".yml", *SHELL_SUFFIXES)
+# --config_file fsdp.yaml train.py`). accelerate reads a config that is not `.json` as YAML
+# whatever its suffix (`load_config_from_file`): `.conf` is one projects use.
+CONFIGURATION_SUFFIXES = (".yaml", ".yml", ".conf", *SHELL_SUFFIXES)
 CONFIGURATION_INCLUDE = tuple(f"*{suffix}" for suffix in CONFIGURATION_SUFFIXES)
 
 # A path relative to the project root as its parts; None for a path outside the root.

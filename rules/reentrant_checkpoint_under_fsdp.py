@@ -78,7 +78,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     `TrainingArguments(fsdp=...)`, accelerate's `FullyShardedDataParallelPlugin`, Lightning's
     `FSDPStrategy`, in any file under the project root but its tests; or a launch script's
     `accelerate launch --config_file fsdp.yaml train.py` whose config says `distributed_type:
-    FSDP`, or whose own options say `--use_fsdp` (in a `.sh` / `.bash` / `.slurm` / `.sbatch`
+    FSDP` (a `.yaml`, `.yml` or `.conf` config: accelerate reads any config not named `.json`
+    as YAML), or whose own options say `--use_fsdp` (in a `.sh` / `.bash` / `.slurm` / `.sbatch`
     file, inside a SLURM job's `srun ... bash -c "..."` too), which counts as the launched
     file's own use, as if it sharded itself; a test file counts
     only its own, and each of its tests only the wraps in it (or in the file's helpers,
