@@ -26,24 +26,36 @@ _LOCK = threading.Lock()
 
 
 class _LibcstOnFirstUse(types.ModuleType):
-    """Stands for the `libcst` package; `__getattr__` only runs for names not copied yet."""
+    """Stands for the `libcst` package until the first read of one of its names; then it is
+    a plain module holding them (`__class__` set back, as `importlib.util.LazyLoader`
+    does): CPython specializes attribute reads of plain modules only, and the rules read
+    `cst.*` in every visitor."""
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)  # `__path__`, `__wrapped__`: not a package, not a wrapper
         with _LOCK:
-            import libcst
+            if type(self) is _LibcstOnFirstUse:  # (not loaded by another thread meanwhile)
+                import libcst
 
-            for key, value in vars(libcst).items():
-                if not key.startswith("__"):
-                    self.__dict__.setdefault(key, value)
-            if name not in self.__dict__:
-                # A subpackage libcst itself does not import (`cst.helpers`).
-                try:
-                    self.__dict__[name] = importlib.import_module(f"libcst.{name}")
-                except ModuleNotFoundError:
-                    raise AttributeError(f"module 'libcst' has no attribute {name!r}") from None
-            return self.__dict__[name]
+                for key, value in vars(libcst).items():
+                    if not key.startswith("__"):
+                        self.__dict__.setdefault(key, value)
+                self.__dict__["__getattr__"] = _subpackage  # PEP 562, for the plain module
+                self.__class__ = types.ModuleType
+        return getattr(self, name)
+
+
+def _subpackage(name: str):
+    """A subpackage libcst itself does not import (`cst.helpers`), on first use."""
+    if name.startswith("__"):
+        raise AttributeError(name)  # `__path__`, `__wrapped__`: not a package, not a wrapper
+    try:
+        module = importlib.import_module(f"libcst.{name}")
+    except ModuleNotFoundError:
+        raise AttributeError(f"module 'libcst' has no attribute {name!r}") from None
+    setattr(cst, name, module)
+    return module
 
 
 if TYPE_CHECKING:
@@ -54,4 +66,4 @@ else:
 
 def libcst_loaded() -> bool:
     """Whether anything has read libcst through `cst` yet."""
-    return "Module" in vars(cst)
+    return type(cst) is not _LibcstOnFirstUse
