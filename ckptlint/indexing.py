@@ -373,11 +373,10 @@ def facts_format() -> str:
 
 
 class _StoredTables:
-    """`ProjectIndex.stored_table`'s store: one file per table (`<name>.table`: JSON beside
-    the facts files: not one of them), holding the key (the exported digests of the files
-    it was computed from) with the value. Written by
-    whichever process computes it (a lint worker), atomically; a file for another key, or
-    damaged, is as good as none."""
+    """`ProjectIndex.stored_table`'s store: one file per table (`<name>.table`, JSON, beside
+    the facts files but not one of them), holding the key (the exported digests of the files
+    it was computed from) with the value. Written atomically by whichever process computes
+    it (a lint worker); a file for another key, or a damaged one, is as good as none."""
 
     def __init__(self, cache_directory: Path, directory: Path) -> None:
         self._cache_directory, self._directory = cache_directory, directory

@@ -192,7 +192,7 @@ class ContainerSemantics:
         stored = [v for v in values if isinstance(v, StoredItem)]
         if stored:
             mappings = [v for v in values if isinstance(v, Mapping)]
-            values = (values - set(stored) - set(mappings)) | {_with_entries(m, stored) for m in mappings}
+            values = (set(values) - set(stored) - set(mappings)) | {_with_entries(m, stored) for m in mappings}
             containers = any(isinstance(v, Instance) and is_container_class(v.cls) for v in values)
             if not mappings and not containers:
                 values.add(_with_entries(Mapping(()), stored))
