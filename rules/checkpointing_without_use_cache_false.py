@@ -32,7 +32,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     the model, enables checkpointing and returns it to scripts that train it
     (`load_model()` in `models.py`, the loop in `train.py`), a model handed to a training
     loop of another module (`train_loop(model, loader)`), kept by a Lightning module in
-    `self.model`, or loaded by a helper and enabled by the script. The message then names
+    `self.model` or by a project trainer class whose constructor stores it
+    (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`) and whose
+    `train()` runs it, or loaded by a helper and enabled by the script. The message then names
     the function that trains it. A model handed on its way to a project function of another
     module that neither trains it, nor checkpoints it, nor keeps it, nor passes it to code
     the project model cannot see (a parameter counter, a logging helper, an evaluation

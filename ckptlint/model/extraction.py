@@ -377,6 +377,8 @@ class _Extractor(WrapperFacts):
     def _assignment(self, node: ast.Assign | ast.AnnAssign, events: list[Event], enclosing_class: str | None) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         self._built_and_passed(node, targets, events, enclosing_class)
+        for name, source in _prepared_in_order(targets, node.value):
+            events.append(Event(EventKind.ALIAS, name, node.lineno, node.col_offset, source=source))
         source = self._model_source(node.value, enclosing_class)
         if source is None:
             return
@@ -594,4 +596,23 @@ def _fsdp_argument(call: ast.Call) -> bool:
     if isinstance(value, ast.Attribute) and dotted(value.value) in ("FSDPOption",):
         return True
     return False
+
+
+def _prepared_in_order(targets: list[ast.AST], value: ast.AST | None) -> list[tuple[str, str]]:
+    """`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`: accelerate's
+    `prepare(*args)` hands back its arguments, wrapped, in order; each name is the same
+    object as the argument at its position."""
+    if not (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "prepare"
+        and len(value.args) > 1 and not value.keywords and not any(isinstance(a, ast.Starred) for a in value.args)
+    ):
+        return []
+    pairs = []
+    for target in targets:
+        if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(value.args):
+            for element, argument in zip(target.elts, value.args):
+                name, source = dotted(element), dotted(argument)
+                if name is not None and source is not None and name != source:
+                    pairs.append((name, source))
+    return pairs
 

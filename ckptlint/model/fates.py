@@ -174,7 +174,7 @@ class _Walk:
     def _call(self, event: Event, here: Site, *, training: bool, caller: Known = ()) -> bool:
         """The model passed to a project function: followed into it (unknown where the
         index cannot see it)."""
-        callee = self.index.function(event.callee) or self._constructor(event)
+        callee = called_function(self.index, event.callee)
         if callee is None:
             summary = self.index.function_summary(event.callee)
             if summary is None or not _takes(summary, event.parameter):
@@ -183,10 +183,6 @@ class _Walk:
         parameter = _parameter(callee, event.parameter)
         known = known_parameters(self.index, callee.name, event.arguments, caller)
         return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training, known=known)
-
-    def _constructor(self, event: Event) -> FunctionFacts | None:
-        """`Helper(model)` for a class of the project: its `__init__` gets the model."""
-        return self.index.function(f"{event.callee}.__init__") if self.index.class_named(event.callee) else None
 
     def _siblings(self, function: FunctionFacts, names: set[str]) -> None:
         """`self.model = model` in one method, trained in another of the same class."""
@@ -203,6 +199,16 @@ class _Walk:
         for caller, event in calls_of(self.index, function.name):
             if event.kind is EventKind.RESULT and event.parameter == index:
                 self.follow(caller, {event.target}, event.line)
+
+
+def called_function(index: ProjectIndex, callee: str) -> FunctionFacts | None:
+    """The facts of what a call of project name `callee` runs: a function's own, or for a
+    class (`Trainer(accelerator, model)`) its `__init__`'s, which gets the arguments (not
+    the facts of its class body, which a class holding a model class as an attribute,
+    `policy_hf_model_class = AutoModelForCausalLM`, has too)."""
+    if index.class_named(callee) is not None:
+        return index.function(f"{callee}.__init__")
+    return index.function(callee)
 
 
 def function_line(function: FunctionFacts) -> int:
@@ -232,7 +238,7 @@ def handed_model(
     passes the model to, called with `arguments` (`Event.arguments`; None: not known). A
     function of the project with no facts does nothing to it; one the index cannot see (a
     library's, not indexed) or a parameter it cannot name (`**kwargs`) is `unknown`."""
-    facts = index.function(function)
+    facts = called_function(index, function)
     here = Site(index.path_of(function) or "?", 0, function)
     if facts is None:
         summary = index.function_summary(function)
