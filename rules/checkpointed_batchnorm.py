@@ -32,7 +32,8 @@ class CheckpointedBatchnorm(RegionRule):
     `LIBRARY_CHECKPOINTING_HELPERS`). Likewise a
     constructor argument without a default (`def __init__(self, dim, norm_layer)`) is what
     the project's constructor calls pass (`Block as constructed at model.py:9`), and one given
-    through a keyword dict completed item by item (`ba["norm_layer"] = self.norm_layer`, then
+    through a keyword dict completed item by item (`ba["norm_layer"] = self.norm_layer`,
+    `kwargs.update(norm_layer=...)`, `kwargs.setdefault("norm_layer", ...)`, then
     `InvertedResidual(**ba)`: timm's `EfficientNetBuilder` idiom; the stored class is added to
     what the key held, the store may not run). timm's `get_norm_act_layer(norm_layer,
     act_layer)` (the library, or a copy kept in the project) builds the norm + act class of
