@@ -161,6 +161,8 @@ class _Extractor(WrapperFacts):
             or ("transformers" in text and _MODEL_CONSTRUCTED.search(text) is not None)
         )
         self.module_classes: set[str] = set()  # classes of this file that are torch modules
+        # Other classes: the `self.<attr>` their constructor stores a parameter in (`HfEvents.kept`).
+        self._kept_by_class: dict[str, frozenset[str]] = {}
         # Configuration options that decide reentrancy (`ckptlint.model.options`).
         self.names_reentrancy = "reentrant" in text
         self.options: list[OptionDefault] = []
@@ -309,7 +311,8 @@ class _Extractor(WrapperFacts):
         # A module's methods run its layers; only its constructor can load a model
         # (`self.model = AutoModelForCausalLM.from_pretrained(...)` in a policy wrapper).
         in_module = enclosing_class in self.module_classes and not name.endswith(".__init__")
-        hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name) if self.hf_models and not in_module else None
+        kept = self._kept_by_class.get(enclosing_class, frozenset()) if enclosing_class is not None and not in_class_body else frozenset()
+        hf = HfEvents(lambda expr: self.resolve(expr, enclosing_class), parameters, name, kept) if self.hf_models and not in_module else None
         unchanged = UnchangedParameters(list(body), parameters) if hf is not None and parameters else frozenset()
         self._unchanged_parameters.append(unchanged)
         if hf is not None:
@@ -340,6 +343,8 @@ class _Extractor(WrapperFacts):
                 ))
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)
+                else:
+                    self._kept_by_class[qualified] = _kept_parameters(node)
                 self._function(qualified, (), node.body, enclosing_class=qualified)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 source = _root(node.iter)
@@ -615,4 +620,27 @@ def _prepared_in_order(targets: list[ast.AST], value: ast.AST | None) -> list[tu
                 if name is not None and source is not None and name != source:
                     pairs.append((name, source))
     return pairs
+
+
+def _kept_parameters(node: ast.ClassDef) -> frozenset[str]:
+    """The `self.<attr>` a class's `__init__` stores one of its parameters in, as given
+    (`self.policy = policy`) or prepared by accelerate with others
+    (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`)."""
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None or not init.args.args:
+        return frozenset()
+    self_name = init.args.args[0].arg
+    parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args[1:], *init.args.kwonlyargs)}
+    kept: set[str] = set()
+    for statement in ast.walk(init):
+        if not isinstance(statement, ast.Assign):
+            continue
+        pairs = _prepared_in_order(statement.targets, statement.value)
+        if isinstance(statement.value, ast.Name):
+            pairs += [(dotted(target), statement.value.id) for target in statement.targets]
+        kept |= {
+            name for name, source in pairs
+            if name is not None and name.startswith(f"{self_name}.") and name.count(".") == 1 and source in parameters
+        }
+    return frozenset(kept)
 

@@ -95,6 +95,9 @@ class ReturnedModel:
 class _Walk:
     index: ProjectIndex
     seen: set = field(default_factory=set)
+    # Whether each followed (function, names, ...) runs the model, once known: a function
+    # reached again (a sibling method through another) answers as it did.
+    runs: dict = field(default_factory=dict)
     trained: list = field(default_factory=list)
     trainers: list = field(default_factory=list)
     cache_off: list = field(default_factory=list)
@@ -126,7 +129,7 @@ class _Walk:
         do does not happen."""
         key = (function.name, frozenset(names), after, training, known)
         if key in self.seen or len(self.seen) >= _MAX_FUNCTIONS:
-            return False
+            return self.runs.get(key, False)
         self.seen.add(key)
         path = self.index.path_of(function.name) or "?"
         names = _aliases(function, names)
@@ -160,6 +163,7 @@ class _Walk:
                 runs |= self._call(event, here, training=training, caller=known)
             elif event.kind is EventKind.RETURNED and callers:
                 self._callers(function, event.parameter)
+        self.runs[key] = runs
         if runs and backward and training:
             self.trained.append(Site(path, backward[0] or function_line(function), function.name))
         if any(name.startswith("self.") for name in names):
@@ -185,14 +189,29 @@ class _Walk:
         return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training, known=known)
 
     def _siblings(self, function: FunctionFacts, names: set[str]) -> None:
-        """`self.model = model` in one method, trained in another of the same class."""
+        """`self.model = model` in one method, trained in another of the same class: the
+        loop itself, or one that runs backward on what a method running the model computes
+        (`loss = self.compute_loss(batch)` then `loss.backward()`, where `compute_loss`
+        runs `self.model(**batch)`)."""
         owner = function.name.rsplit(".", 1)[0]
         if self.index.class_named(owner) is None:
             return
         facts = self.index.facts_of(owner)
-        for method in facts.functions if facts is not None else ():
-            if method.name.rsplit(".", 1)[0] == owner and method.name != function.name:
-                self.follow(method, names, 0, callers=False)
+        methods = [
+            method for method in (facts.functions if facts is not None else ())
+            if method.name.rsplit(".", 1)[0] == owner and method.name != function.name
+        ]
+        running = {method.name.rsplit(".", 1)[1] for method in methods if self.follow(method, names, 0, callers=False)}
+        if not running:
+            return
+        path = self.index.path_of(owner) or "?"
+        for method in methods:
+            backward = [event.line for event in method.events if event.kind is EventKind.BACKWARD]
+            summary = self.index.function_summary(method.name) if backward else None
+            if summary is not None and any(
+                callee[:2] == ("attr", ("name", summary.self_name)) and callee[2] in running for callee, _ in summary.calls
+            ):
+                self.trained.append(Site(path, backward[0], method.name))
 
     def _callers(self, function: FunctionFacts, index: int) -> None:
         """The model returned to each caller: followed there from the call on."""

@@ -86,9 +86,15 @@ def loaded_class(callee: str | None) -> str | None:
 class HfEvents:
     """Collects one function's events from the nodes of its body, in the extraction's walk."""
 
-    def __init__(self, resolve: Callable[[ast.AST], str | None], parameters: tuple[str, ...], name: str) -> None:
+    def __init__(
+        self, resolve: Callable[[ast.AST], str | None], parameters: tuple[str, ...], name: str,
+        kept: frozenset[str] = frozenset(),
+    ) -> None:
         self.resolve = resolve
         self.parameters = set(parameters)
+        # `self.<attr>` a constructor of the class stores a parameter in (the model a
+        # trainer class is given): called in any method, that method runs it.
+        self.kept = kept
         self.events: list[Event] = []
         self.called: list[tuple[str, int, int]] = []  # (name, line, column) of `name(...)` calls
         self.trains = name.rsplit(".", 1)[-1] == "training_step"  # Lightning runs backward after it
@@ -270,8 +276,9 @@ class HfEvents:
     def finish(self, other_events: list[Event], *, method: bool) -> list[Event]:
         """The events that can concern a model, with a `FORWARD` for each name called as a
         function where that can be training: in a function that trains (calls
-        `.backward(`), and for parameters and names bound from them anywhere (a
-        `compute_loss(model, batch)` helper). A result bound or a value returned is kept
+        `.backward(`), for parameters and names bound from them anywhere (a
+        `compute_loss(model, batch)` helper), and for what the class's constructor keeps of
+        its parameters (`self.policy` in a trainer's `compute_loss(self, batch)`). A result bound or a value returned is kept
         only for a name something else here makes a model (loaded, run in training, wrapped,
         its cache or checkpointing touched, kept in `self.<attr>`), or, in a function that
         is not a method, for a result it returns or passes on (`build()` returning
@@ -283,7 +290,7 @@ class HfEvents:
             self.events.insert(0, Event(EventKind.BACKWARD, "", 0, 0))
         for name, line, column in self.called:
             root = aliases.get(name, name)
-            if trains or root in self.parameters or name.split(".")[0] in self.parameters:
+            if trains or root in self.parameters or name.split(".")[0] in self.parameters or name in self.kept:
                 self.events.append(Event(EventKind.FORWARD, name, line, column))
         models = {e.target for e in self.events if e.kind not in (EventKind.RESULT, EventKind.RETURNED, EventKind.BACKWARD)}
         models |= {e.target for e in other_events if e.kind is EventKind.HF_GC}
