@@ -34,7 +34,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     loop of another module (`train_loop(model, loader)`), kept by a Lightning module in
     `self.model` or by a project trainer class whose constructor stores it
     (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`) and whose
-    `train()` runs it, or loaded by a helper and enabled by the script. The message then names
+    `train()` runs it, or runs backward on what a method running it returns
+    (`self.accelerator.backward(self.loss(batch))`), or loaded by a helper and enabled by
+    the script. The message then names
     the function that trains it. A model handed on its way to a project function of another
     module that neither trains it, nor checkpoints it, nor keeps it, nor passes it to code
     the project model cannot see (a parameter counter, a logging helper, an evaluation
