@@ -722,4 +722,3 @@ def _reads_flag(test: cst.BaseExpression) -> bool:
         isinstance(node, cst.Name) and any(word in node.value.lower() for word in _FLAG_WORDS)
         for node in descendants(test)
     )
-

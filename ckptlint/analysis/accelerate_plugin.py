@@ -78,4 +78,3 @@ def plugin_checkpointed(
             ):
                 found.append(PluginCheckpointing(call, plugin, prepare))
     return found
-

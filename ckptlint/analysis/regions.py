@@ -301,7 +301,3 @@ def _as_instances(values: frozenset, call: cst.Call) -> frozenset:
 def is_backward_call(call: cst.Call) -> bool:
     """`loss.backward()`, `self.manual_backward(loss)`, `accelerator.backward(loss)`."""
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in BACKWARD_METHODS
-
-
-
-

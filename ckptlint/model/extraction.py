@@ -643,4 +643,3 @@ def _kept_parameters(node: ast.ClassDef) -> frozenset[str]:
             if name is not None and name.startswith(f"{self_name}.") and name.count(".") == 1 and source in parameters
         }
     return frozenset(kept)
-
