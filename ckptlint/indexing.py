@@ -373,7 +373,7 @@ def facts_format() -> str:
 
 
 class _StoredTables:
-    """`ProjectIndex.stored_table`'s store: one file per table (`<name>.table`, JSON, beside
+    """`ckptlint.model.stored_tables`' store: one file per table (`<name>.table`, JSON, beside
     the facts files but not one of them), holding the key (the exported digests of the files
     it was computed from) with the value. Written atomically by whichever process computes
     it (a lint worker); a file for another key, or a damaged one, is as good as none."""

@@ -41,7 +41,7 @@ def _tables_from_json(value) -> AliasTables:
 class AliasQueries:
     @cached_property
     def _checkpoint_alias_tables(self) -> AliasTables:
-        from ckptlint.model.index import TableCodec
+        from ckptlint.model.stored_tables import TableCodec, stored_table
 
         def compute() -> AliasTables:
             from ckptlint.model.checkpoint_aliases import checkpoint_aliases
@@ -51,9 +51,10 @@ class AliasQueries:
             )
 
         # Every file linted asks (`imports_checkpoint_alias`): kept between runs.
-        return self.stored_table(
-            "checkpoint_aliases", (CHECKPOINT_IMPORT_KIND, REEXPORT_KIND), compute, TableCodec(list, _tables_from_json)
-        )
+        if self.files_with is None:
+            return compute()  # (the kinds of facts each file holds are not recorded)
+        paths = self._paths_of_kind(CHECKPOINT_IMPORT_KIND) | self._paths_of_kind(REEXPORT_KIND)
+        return stored_table(self, "checkpoint_aliases", paths, compute, TableCodec(list, _tables_from_json))
 
     @property
     def checkpoint_aliases(self) -> dict[str, str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from ckptlint.model.annotations import annotated_classes
 from ckptlint.model.ast_walk import child_nodes, walk
+from ckptlint.model.dict_stores import dict_stores, keyed_value
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
 from ckptlint.model.summary import (
     ADD,
@@ -116,14 +117,6 @@ def pattern(node: ast.AST, depth: int = 0) -> Expr:
     if isinstance(node, (ast.Attribute, ast.Subscript)):
         return expression(node, depth + 1)
     return UNKNOWN
-
-
-def _keyed(target: ast.Subscript, value: Expr) -> Expr:
-    """The value a subscript assignment stores, with its key when that is a literal string."""
-    key = target.slice
-    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-        return (ITEM, key.value, value)
-    return value
 
 
 def is_known(expr: Expr) -> bool:
@@ -373,7 +366,7 @@ class _Summarizer:
             # `Block(**kwargs)` passes it.
             for t in node.targets:
                 if isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute)):
-                    stored = _keyed(t, value)
+                    stored = keyed_value(t, value)
                     if value[0] in ("call", "name", "attr") or (stored[0] == ITEM and value[0] == "const"):
                         self.bindings.append(Binding(pattern(t.value), ADD, stored, line, 0, conditions))
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -431,7 +424,7 @@ class _Summarizer:
                 binding = _binding_call(node, self.self_name, conditions)
                 if binding is not None:
                     self.bindings.append(binding)
-                self.bindings.extend(_dict_stores(node, conditions))
+                self.bindings.extend(dict_stores(node, conditions))
                 callee = expression(node.func)
                 if _looks_like_checkpointing(node.func):
                     # What it runs, and how it is configured (`use_reentrant=flag`,
@@ -509,36 +502,6 @@ def _runs_code(callee: Expr) -> bool:
     while callee[0] == "attr":
         callee = callee[1]
     return callee[0] == "name" and callee[1] not in ("super", "print", "len", "range", "isinstance", "getattr")
-
-
-def _dict_stores(call: ast.Call, conditions: Conditions = ()) -> list[Binding]:
-    """`d.update(key=v)`, `d.update({"key": v})`, `d.setdefault("key", v)`: values stored
-    under literal keys, as `d["key"] = v` stores them (`ITEM`); `d.update(other)` with
-    `other` not a literal dict, an addition of keys not known (as `append`: a `**d` of it
-    passes keys the model does not know)."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute))):
-        return []
-    target, line = pattern(func.value), call.lineno
-    stored: list[tuple[str | None, ast.AST]] = []  # (literal key, value); None: keys not known
-    if func.attr == "setdefault" and len(call.args) == 2 and not call.keywords:
-        key = call.args[0]
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            stored.append((key.value, call.args[1]))
-    elif func.attr == "update" and len(call.args) <= 1:
-        for argument in call.args:
-            if isinstance(argument, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in argument.keys):
-                stored.extend((key.value, value) for key, value in zip(argument.keys, argument.values))
-            else:
-                stored.append((None, argument))
-        stored.extend((keyword.arg, keyword.value) for keyword in call.keywords)
-    bindings = []
-    for key, node in stored:
-        value = expression(node)
-        if value[0] == "?":
-            continue
-        bindings.append(Binding(target, ADD, (ITEM, key, value) if key is not None else value, line, 0, conditions))
-    return bindings
 
 
 def _binding_call(call: ast.Call, self_name: str | None, conditions: Conditions = ()) -> Binding | None:

@@ -20,7 +20,8 @@ from ckptlint.model.ast_walk import walk, walk_own_code
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import (
-    HF_WORDS, HfEvents, UnchangedParameters, call_arguments, parameter_guards, passed_result,
+    HF_WORDS, HfEvents, UnchangedParameters, call_arguments, kept_parameters, parameter_guards, passed_result,
+    prepared_in_order,
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import (
@@ -344,7 +345,7 @@ class _Extractor(WrapperFacts):
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)
                 else:
-                    self._kept_by_class[qualified] = _kept_parameters(node)
+                    self._kept_by_class[qualified] = kept_parameters(node)
                 self._function(qualified, (), node.body, enclosing_class=qualified)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 source = _root(node.iter)
@@ -382,7 +383,7 @@ class _Extractor(WrapperFacts):
     def _assignment(self, node: ast.Assign | ast.AnnAssign, events: list[Event], enclosing_class: str | None) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         self._built_and_passed(node, targets, events, enclosing_class)
-        for name, source in _prepared_in_order(targets, node.value):
+        for name, source in prepared_in_order(targets, node.value):
             events.append(Event(EventKind.ALIAS, name, node.lineno, node.col_offset, source=source))
         source = self._model_source(node.value, enclosing_class)
         if source is None:
@@ -601,45 +602,3 @@ def _fsdp_argument(call: ast.Call) -> bool:
     if isinstance(value, ast.Attribute) and dotted(value.value) in ("FSDPOption",):
         return True
     return False
-
-
-def _prepared_in_order(targets: list[ast.AST], value: ast.AST | None) -> list[tuple[str, str]]:
-    """`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`: accelerate's
-    `prepare(*args)` hands back its arguments, wrapped, in order; each name is the same
-    object as the argument at its position."""
-    if not (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "prepare"
-        and len(value.args) > 1 and not value.keywords and not any(isinstance(a, ast.Starred) for a in value.args)
-    ):
-        return []
-    pairs = []
-    for target in targets:
-        if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(value.args):
-            for element, argument in zip(target.elts, value.args):
-                name, source = dotted(element), dotted(argument)
-                if name is not None and source is not None and name != source:
-                    pairs.append((name, source))
-    return pairs
-
-
-def _kept_parameters(node: ast.ClassDef) -> frozenset[str]:
-    """The `self.<attr>` a class's `__init__` stores one of its parameters in, as given
-    (`self.policy = policy`) or prepared by accelerate with others
-    (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`)."""
-    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    if init is None or not init.args.args:
-        return frozenset()
-    self_name = init.args.args[0].arg
-    parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args[1:], *init.args.kwonlyargs)}
-    kept: set[str] = set()
-    for statement in ast.walk(init):
-        if not isinstance(statement, ast.Assign):
-            continue
-        pairs = _prepared_in_order(statement.targets, statement.value)
-        if isinstance(statement.value, ast.Name):
-            pairs += [(dotted(target), statement.value.id) for target in statement.targets]
-        kept |= {
-            name for name, source in pairs
-            if name is not None and name.startswith(f"{self_name}.") and name.count(".") == 1 and source in parameters
-        }
-    return frozenset(kept)

@@ -489,3 +489,45 @@ def _is_true(expr: ast.AST | None) -> bool:
 
 def _is_false(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value in (False, None, 0)
+
+
+def prepared_in_order(targets: list[ast.AST], value: ast.AST | None) -> list[tuple[str, str]]:
+    """`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`: accelerate's
+    `prepare(*args)` hands back its arguments, wrapped, in order; each name is the same
+    object as the argument at its position."""
+    if not (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "prepare"
+        and len(value.args) > 1 and not value.keywords and not any(isinstance(a, ast.Starred) for a in value.args)
+    ):
+        return []
+    pairs = []
+    for target in targets:
+        if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(value.args):
+            for element, argument in zip(target.elts, value.args):
+                name, source = dotted(element), dotted(argument)
+                if name is not None and source is not None and name != source:
+                    pairs.append((name, source))
+    return pairs
+
+
+def kept_parameters(node: ast.ClassDef) -> frozenset[str]:
+    """The `self.<attr>` a class's `__init__` stores one of its parameters in, as given
+    (`self.policy = policy`) or prepared by accelerate with others
+    (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`)."""
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None or not init.args.args:
+        return frozenset()
+    self_name = init.args.args[0].arg
+    parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args[1:], *init.args.kwonlyargs)}
+    kept: set[str] = set()
+    for statement in ast.walk(init):
+        if not isinstance(statement, ast.Assign):
+            continue
+        pairs = prepared_in_order(statement.targets, statement.value)
+        if isinstance(statement.value, ast.Name):
+            pairs += [(dotted(target), statement.value.id) for target in statement.targets]
+        kept |= {
+            name for name, source in pairs
+            if name is not None and name.startswith(f"{self_name}.") and name.count(".") == 1 and source in parameters
+        }
+    return frozenset(kept)

@@ -5,8 +5,8 @@ objects passed to it, transitively."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Mapping
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Container, Iterable, Mapping
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -46,27 +46,7 @@ if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a
     from ckptlint.model.denotation import Denotation
     from ckptlint.model.callers import CallSites
     from ckptlint.model.fates import HandedModel, ModelFate, ReturnedModel
-
-T = TypeVar("T")
-
-
-class TableStore(Protocol):
-    """Where `ProjectIndex.stored_table` keeps tables between runs (the index cache)."""
-
-    def load(self, name: str, key: str) -> object | None:
-        """The JSON value stored under `name` for `key`; None when there is none."""
-
-    def store(self, name: str, key: str, value: object) -> None:
-        """Keep a JSON value under `name` for `key` (replacing any other key's)."""
-
-
-@dataclass(frozen=True)
-class TableCodec(Generic[T]):
-    """How a table is written as JSON and read back."""
-
-    encode: Callable[[T], object]
-    decode: Callable[[object], T]
-
+    from ckptlint.model.stored_tables import TableStore
 
 WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
 REGISTRY_KIND = "registries"
@@ -163,7 +143,7 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
     # Files whose extraction raised (a bug of ours): they have no facts; the run says so.
     extraction_errors: tuple[str, ...] = ()
     # Each file's `exported_digest`, and where project-wide tables computed from the files
-    # of some kinds are kept between runs (`stored_table`), when the index is cached.
+    # of some kinds are kept between runs (`ckptlint.model.stored_tables`), when cached.
     exported: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
     table_store: TableStore | None = field(default=None, repr=False, compare=False)
 
@@ -175,29 +155,6 @@ class ProjectIndex(AliasQueries, ForwardingQueries, FsdpQueries, NormFreezingQue
     def recomputing_paths(self) -> frozenset[str]:
         """The files with a class whose checkpointed regions read what a caller can change."""
         return self._paths_of_kind(RECOMPUTE_KIND)
-
-    def stored_table(self, name: str, kinds: tuple[str, ...], compute: Callable[[], T], codec: TableCodec[T]) -> T:
-        """A project-wide table computed (by `compute`) from the files of `kinds` only:
-        taken from the store when those files' exported parts are what it was computed
-        from, else computed and stored. A one-file run after an edit then reads one small
-        file instead of the facts of every file of those kinds (hundreds in transformers)."""
-        if self.table_store is None or self.exported is None or self.files_with is None:
-            return compute()
-        paths = sorted(set().union(*(self._paths_of_kind(kind) for kind in kinds)))
-        if any(path not in self.exported for path in paths):
-            return compute()
-        from ckptlint.model.fingerprints import fingerprint_of
-
-        key = fingerprint_of((path, self.exported[path]) for path in paths)
-        stored = self.table_store.load(name, key)
-        if stored is not None:
-            try:
-                return codec.decode(stored)
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-                pass  # written by other code, or damaged: computed again
-        table = compute()
-        self.table_store.store(name, key, codec.encode(table))
-        return table
 
     def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
         if self.files_with is None:

@@ -1,0 +1,57 @@
+"""Project-wide tables kept between runs: computed from the facts of the files of some
+kinds only, stored in the index cache keyed by those files' exported digests, and read back
+while those files' exported parts are unchanged (`ProjectIndex.table_store`, written by
+`ckptlint.indexing`). A one-file run after an edit then reads one small file instead of the
+facts of every file of those kinds (hundreds in transformers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ckptlint.model.index import ProjectIndex
+
+T = TypeVar("T")
+
+
+class TableStore(Protocol):
+    """Where `stored_table` keeps tables between runs (`ckptlint.indexing`: the index cache)."""
+
+    def load(self, name: str, key: str) -> object | None:
+        """The JSON value stored under `name` for `key`; None when there is none."""
+
+    def store(self, name: str, key: str, value: object) -> None:
+        """Keep a JSON value under `name` for `key` (replacing any other key's)."""
+
+
+@dataclass(frozen=True)
+class TableCodec(Generic[T]):
+    """How a table is written as JSON and read back."""
+
+    encode: Callable[[T], object]
+    decode: Callable[[object], T]
+
+
+def stored_table(
+    index: ProjectIndex, name: str, paths: Iterable[str], compute: Callable[[], T], codec: TableCodec[T]
+) -> T:
+    """A project-wide table that `compute` builds from the files `paths` only: taken from
+    the store when those files' exported parts are what it was built from, else built and
+    stored."""
+    paths = sorted(set(paths))
+    if index.table_store is None or index.exported is None or any(path not in index.exported for path in paths):
+        return compute()
+    from ckptlint.model.fingerprints import fingerprint_of
+
+    key = fingerprint_of((path, index.exported[path]) for path in paths)
+    stored = index.table_store.load(name, key)
+    if stored is not None:
+        try:
+            return codec.decode(stored)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            pass  # written by other code, or damaged: computed again
+    table = compute()
+    index.table_store.store(name, key, codec.encode(table))
+    return table
