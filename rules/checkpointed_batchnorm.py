@@ -50,6 +50,11 @@ class CheckpointedBatchnorm(RegionRule):
     (ResNet / ResNeXt / Wide ResNet, DenseNet, VGG-BN, MobileNet v2/v3, EfficientNet, RegNet,
     ShuffleNet v2, MNASNet: which children hold BatchNorm was read by building each with
     torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/torchvision_models.py`).
+    An architecture a run picks by name from a module of the project
+    (`getattr(models, args.arch)()`, `models.__dict__[args.arch]()`, `vars(models)[name]()`)
+    may be any public class or function that module defines (a package's `__init__`: also
+    those it imports from the project); the region is reported when one of them puts
+    BatchNorm in it, and nothing is said when none does (a module of GroupNorm networks).
 
     OpenMMLab code is read through mmcv's library facts (`ckptlint/model/openmmlab.py`):
     `build_norm_layer(norm_cfg, c)` builds the class its `type` names (`BN`, `SyncBN`,

@@ -36,7 +36,15 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`) and whose
     `train()` runs it, or runs backward on what a method running it returns
     (`self.accelerator.backward(self.loss(batch))`), or loaded by a helper and enabled by
-    the script. The message then names
+    the script. The trainer class may inherit its constructor, its loop or the method
+    running the model from project base classes (`class DPOTrainer(BaseTrainer)`, with
+    `super().__init__(accelerator, policy, optimizer)` or none of its own), and may be
+    picked through a variable (`trainer_class = trainers.DPOTrainer`) or by a name known
+    only at run time (`getattr(trainers, config.trainer)`, `trainers.__dict__[name]`): then
+    every public class and function of that module that can take the model is followed on
+    its own, and the model counts as trained only where each of them trains it (a module
+    that also offers an abstract base whose `loss` raises, or an evaluation loop, gives no
+    finding); anything one of them does to the cache counts. The message then names
     the function that trains it. A model handed on its way to a project function of another
     module that neither trains it, nor checkpoints it, nor keeps it, nor passes it to code
     the project model cannot see (a parameter counter, a logging helper, an evaluation
@@ -464,6 +472,33 @@ class CheckpointingWithoutUseCacheFalse(Rule):
                 model(**batch).loss.backward()
             """
         ),
+        # A subclass that turns the cache off before its base's constructor keeps the policy.
+        Valid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            class BaseTrainer:
+                def __init__(self, accelerator, policy, optimizer):
+                    self.accelerator = accelerator
+                    self.policy, self.optimizer = accelerator.prepare(policy, optimizer)
+
+                def train(self, loader):
+                    for batch in loader:
+                        self.accelerator.backward(self.policy(**batch).loss)
+                        self.optimizer.step()
+
+            class CachelessTrainer(BaseTrainer):
+                def __init__(self, accelerator, policy, optimizer):
+                    policy.config.use_cache = False
+                    super().__init__(accelerator, policy, optimizer)
+
+            def main(name, accelerator, optimizer, loader):
+                policy = AutoModelForCausalLM.from_pretrained(name)
+                policy.gradient_checkpointing_enable()
+                CachelessTrainer(accelerator, policy, optimizer).train(loader)
+            """,
+            target_versions={"transformers": "4.46"},
+        ),
         # transformers >= 5.0 turns the cache off in every checkpointed layer.
         Valid(
             """
@@ -698,6 +733,61 @@ class CheckpointingWithoutUseCacheFalse(Rule):
 
                 def training_step(self, batch, batch_idx):
                     return self.model(**batch).loss
+            """,
+        ),
+        # A trainer class picked through a variable, with its base's constructor and loop:
+        # the subclass's `loss` runs the policy the base keeps.
+        Invalid(
+            """
+            from transformers import AutoModelForCausalLM
+
+            class BaseTrainer:
+                def __init__(self, accelerator, policy, optimizer):
+                    self.accelerator = accelerator
+                    self.policy, self.optimizer = accelerator.prepare(policy, optimizer)
+
+                def train(self, loader):
+                    for batch in loader:
+                        self.accelerator.backward(self.loss(batch))
+                        self.optimizer.step()
+
+            class SFTTrainer(BaseTrainer):
+                def loss(self, batch):
+                    return self.policy(**batch).loss
+
+            def main(name, accelerator, optimizer, loader):
+                trainer_class = SFTTrainer
+                policy = AutoModelForCausalLM.from_pretrained(name)
+                policy.gradient_checkpointing_enable()
+                trainer_class(accelerator, policy, optimizer).train(loader)
+            """,
+            line=20,
+            column=5,
+            target_versions={"transformers": "4.46"},
+            message_contains="(by `train` in ",
+            expected_fix="""
+            from transformers import AutoModelForCausalLM
+
+            class BaseTrainer:
+                def __init__(self, accelerator, policy, optimizer):
+                    self.accelerator = accelerator
+                    self.policy, self.optimizer = accelerator.prepare(policy, optimizer)
+
+                def train(self, loader):
+                    for batch in loader:
+                        self.accelerator.backward(self.loss(batch))
+                        self.optimizer.step()
+
+            class SFTTrainer(BaseTrainer):
+                def loss(self, batch):
+                    return self.policy(**batch).loss
+
+            def main(name, accelerator, optimizer, loader):
+                trainer_class = SFTTrainer
+                policy = AutoModelForCausalLM.from_pretrained(name)
+                policy.gradient_checkpointing_enable()
+                policy.config.use_cache = False
+                trainer_class(accelerator, policy, optimizer).train(loader)
             """,
         ),
         # transformers version unknown: reported, and the message names the affected versions.

@@ -28,6 +28,7 @@ from ckptlint.model.values import (
     Instance,
     Lambda,
     Mapping,
+    ModuleRef,
     Sequence,
     Splat,
     StoredItem,
@@ -123,6 +124,8 @@ class ContainerSemantics:
             if short == "enumerate" and known:
                 elements = frozenset(self._elements(known[0]))
                 return {Sequence(None, frozenset({Sequence((NOTHING, elements), elements)}))}
+            if short == "vars" and known:  # `vars(models)[args.arch]`: a project module's namespace
+                return set().union(*(self._attribute_of(m, "__dict__") for m in known[0] if isinstance(m, ModuleRef)))
             if short == "getattr" and len(known) >= 2:
                 names = {c.value for c in known[1] if isinstance(c, Constant) and isinstance(c.value, str)}
                 found = set()

@@ -35,7 +35,7 @@ from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.invocation import CallSemantics
 from ckptlint.model.modules import ModuleSemantics
 from ckptlint.model.registries import RegistrySemantics
-from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, ITEM, Binding, Expr, FunctionSummary
+from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, ITEM, MODULE_LEVEL, Binding, Expr, FunctionSummary
 from ckptlint.model.values import (
     ANY_KEY,
     OTHER_KEY,
@@ -46,6 +46,7 @@ from ckptlint.model.values import (
     FunctionRef,
     Instance,
     Lambda,
+    ModuleRef,
     OutOfBudget,
     Sequence,
     StoredItem,
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
 
 _BUILTINS = frozenset(
-    {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain"}
+    {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain", "vars"}
 )
 _MAX_DEPTH = 24
 _BUDGET = 20_000
@@ -122,6 +123,23 @@ class Denotation(
             return self._passed_at_call(function, parameter, caller, line)
         except OutOfBudget:
             return NOTHING, False
+
+    def named(self, name: str) -> frozenset:
+        """What a variable of the project holds, named by the scope binding it: a function's
+        local (`launch.main.TrainerClass`, bound to `getattr(trainers, config.trainer)`) or a
+        module's (`launch.TrainerClass`); empty for any other name."""
+        scope, _, variable = name.rpartition(".")
+        module = scope if scope in self._modules_by_name() else self._module_of(scope)
+        function = self.summary(scope) if module is not None and scope != module else None
+        if function is None and module is not None:
+            function = self._module_summaries(module).get(f"{module}.{MODULE_LEVEL}")
+        if function is None or module is None or variable not in self._bindings_of(function):
+            return NOTHING
+        self._budget = _BUDGET
+        try:
+            return frozenset(self._name(variable, self.frame_of(function.name, module)))
+        except OutOfBudget:
+            return NOTHING
 
     def frame_of(self, function: str, module: str, self_instance: Instance | None = None) -> Frame:
         """The frame of a project function looked at on its own (nested functions inside
@@ -441,9 +459,13 @@ class Denotation(
             return {ClassRef(found.name)}
         if self.summary(name) is not None:
             return {FunctionRef(name)}
+        if name in self._modules_by_name():
+            return {ModuleRef(name)}
         module, _, variable = name.rpartition(".")
+        if variable == "__dict__" and module in self._modules_by_name():
+            return self._attribute_of(ModuleRef(module), variable)  # `models.__dict__[args.arch]`
         if module in self._modules_by_name():
-            summary = self._module_summaries(module).get(f"{module}.<module>")
+            summary = self._module_summaries(module).get(f"{module}.{MODULE_LEVEL}")
             if summary is not None and variable in self._bindings_of(summary):
                 return self._name(variable, Frame(summary.name, module))
             # A package's `__init__` re-exporting a helper of a submodule

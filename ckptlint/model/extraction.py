@@ -20,8 +20,8 @@ from ckptlint.model.ast_walk import walk, walk_own_code
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import (
-    HF_WORDS, HfEvents, UnchangedParameters, call_arguments, kept_parameters, parameter_guards, passed_result,
-    prepared_in_order,
+    HF_WORDS, HfEvents, UnchangedParameters, call_arguments, chosen_callables, kept_parameters, parameter_guards,
+    passed_result, prepared_in_order, super_callee,
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.method_behaviour import (
@@ -146,6 +146,8 @@ class _Extractor(WrapperFacts):
         # The file's module-level functions, by name: what a class's methods call there.
         self._module_functions: dict[str, ast.FunctionDef] = {}
         self._parameters: list[tuple[str, ...]] = []
+        self._bodies: list[Sequence[ast.stmt]] = []  # the body of each function being walked
+        self._chosen_locals: dict[str, frozenset[str]] = {}  # `chosen_callables` of each scope, once asked
         # Per function being walked: its parameters it never rebinds, where Hugging Face
         # events are collected (`hf_events.unchanged_parameters`).
         self._unchanged_parameters: list[UnchangedParameters | frozenset[str]] = []
@@ -298,6 +300,21 @@ class _Extractor(WrapperFacts):
             return f"{self.module}.{written}"
         return None
 
+    def _chosen_callable(self, name: str, scope: str) -> str | None:
+        """`TrainerClass` in `TrainerClass(accelerator, policy)`, when the function (or the
+        module) binds it to a class or function it picks (`chosen_callables`), named by the
+        scope binding it (`launch.main.TrainerClass`, `launch.TrainerClass`)."""
+        if scope != self.module:
+            local = self._chosen_locals.get(scope)
+            if local is None:
+                local = self._chosen_locals[scope] = chosen_callables(self._bodies[-1])
+            if name in local:
+                return f"{scope}.{name}"
+        module = self._chosen_locals.get(self.module)
+        if module is None:
+            module = self._chosen_locals[self.module] = chosen_callables(self.tree.body)
+        return f"{self.module}.{name}" if name in module else None
+
     # walking ----------------------------------------------------------------------------
 
     def _function(
@@ -307,6 +324,7 @@ class _Extractor(WrapperFacts):
         loop_sources: dict[str, str] = {}  # loop variable -> the dotted name iterated over
         self._parameters.append(parameters)
         self._local_defs.append({n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
+        self._bodies.append(body)
         prefix = name.removesuffix(f".{MODULE_LEVEL}")
         in_class_body = name == enclosing_class
         # A module's methods run its layers; only its constructor can load a model
@@ -345,7 +363,7 @@ class _Extractor(WrapperFacts):
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)
                 else:
-                    self._kept_by_class[qualified] = kept_parameters(node)
+                    self._kept_by_class[qualified] = kept_parameters(node, bases)
                 self._function(qualified, (), node.body, enclosing_class=qualified)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
                 source = _root(node.iter)
@@ -353,12 +371,13 @@ class _Extractor(WrapperFacts):
                     for target in _names(node.target):
                         loop_sources[target] = source
             elif isinstance(node, ast.Call):
-                self._call(node, events, loop_sources, enclosing_class)
+                self._call(node, events, loop_sources, enclosing_class, prefix)
                 if enclosing_class is None and self._may_draw and (drawn := random_call(node, self.resolve)):
                     events.append(Event(EventKind.DRAWS_RANDOM, "", node.lineno, node.col_offset, api=drawn))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 self._assignment(node, events, enclosing_class)
         self._parameters.pop()
+        self._bodies.pop()
         self._local_defs.pop()
         self._unchanged_parameters.pop()
         if hf is not None:
@@ -423,7 +442,9 @@ class _Extractor(WrapperFacts):
             return dotted(first)
         return None
 
-    def _call(self, call: ast.Call, events: list[Event], loop_sources: Mapping[str, str], enclosing_class: str | None) -> None:
+    def _call(
+        self, call: ast.Call, events: list[Event], loop_sources: Mapping[str, str], enclosing_class: str | None, scope: str
+    ) -> None:
         callee = self.resolve(call.func, enclosing_class)
         line, column = call.lineno, call.col_offset
         first = call.args[0] if call.args else keyword_argument(call, "module") or keyword_argument(call, "model")
@@ -517,7 +538,13 @@ class _Extractor(WrapperFacts):
                     self.fsdp.append(FsdpUse(FsdpKind.HF_TRAINER, self.path, line))
                 else:
                     self.fsdp_argument_calls.append((callee, line))
-        # A project function receiving a model: what it does to it is resolved later.
+        # A project function receiving a model: what it does to it is resolved later. Also
+        # one a variable holds (`TrainerClass(accelerator, policy)`), named by the scope that
+        # binds it: what it holds is the model's (`ckptlint.model.fates.called_functions`).
+        if callee is None and isinstance(call.func, ast.Name) and call.func.id not in self._parameters[-1]:
+            callee = self._chosen_callable(call.func.id, scope)
+        elif callee is None:
+            callee = super_callee(call, enclosing_class)
         if callee is not None and not callee.startswith(LIBRARY_PREFIXES):
             resolve = lambda expr: self.resolve(expr, enclosing_class)  # noqa: E731
             for position, arg in enumerate(call.args):

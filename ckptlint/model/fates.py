@@ -14,17 +14,19 @@ interpreter to go on with the model in the caller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from ckptlint.model.facts import Event, EventKind, FunctionFacts
-from ckptlint.model.hf_events import PASSED_RESULT, RETURNED_VALUE
+from ckptlint.model.hf_events import PASSED_RESULT, RETURNED_VALUE, SUPER_CALL
+from ckptlint.model.values import ClassRef, FunctionRef
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
     from ckptlint.model.summary import FunctionSummary
 
 _MAX_FUNCTIONS = 64  # functions visited by one query
+_MAX_CANDIDATES = 16  # classes or functions a call may run, each followed (`_Walk._call`)
 
 Arguments = tuple[tuple[str | int, bool | str | None], ...]  # `Event.arguments`
 Known = tuple[tuple[str, bool], ...]  # parameters' truth, as `Event.guard` needs it
@@ -120,14 +122,16 @@ class _Walk:
         callers: bool = True,
         training: bool = True,
         known: Known = (),
+        instance: str | None = None,
     ) -> bool:
         """Follow the model named `names` in `function` from line `after` on; whether the
         function (or a callee given the model) runs it. Before `after`, only what prepares
         it counts (a helper given it earlier may have turned the cache off); with
         `training` off, where it is trained is not recorded (that helper ran before).
         `known`: the truth of parameters the call decides; what their branches not taken
-        do does not happen."""
-        key = (function.name, frozenset(names), after, training, known)
+        do does not happen. `instance`: the class of the object a method runs on, when
+        known (a constructor's): its methods are those `self.<method>` finds."""
+        key = (function.name, frozenset(names), after, training, known, instance)
         if key in self.seen or len(self.seen) >= _MAX_FUNCTIONS:
             return self.runs.get(key, False)
         self.seen.add(key)
@@ -151,7 +155,7 @@ class _Walk:
                 self.peft.append(here)
             if event.line < after:
                 if event.kind is EventKind.CALL:
-                    self._call(event, here, training=False, caller=known)
+                    self._call(event, here, training=False, caller=known, instance=instance)
                 continue
             if event.kind is EventKind.FORWARD:
                 runs = True
@@ -160,14 +164,14 @@ class _Walk:
             elif event.kind is EventKind.TRAINER and training:
                 self.trainers.append((here, event.api))
             elif event.kind is EventKind.CALL:
-                runs |= self._call(event, here, training=training, caller=known)
+                runs |= self._call(event, here, training=training, caller=known, instance=instance)
             elif event.kind is EventKind.RETURNED and callers:
                 self._callers(function, event.parameter)
         self.runs[key] = runs
         if runs and backward and training:
             self.trained.append(Site(path, backward[0] or function_line(function), function.name))
         if any(name.startswith("self.") for name in names):
-            self._siblings(function, {name for name in names if name.startswith("self.")})
+            self._siblings(function, {name for name in names if name.startswith("self.")}, instance)
         if callers and names & set(function.parameters):
             # A model passed in lives on in each caller after the call.
             for caller, event in calls_of(self.index, function.name):
@@ -175,43 +179,82 @@ class _Walk:
                     self.follow(caller, {event.target}, event.line)
         return runs
 
-    def _call(self, event: Event, here: Site, *, training: bool, caller: Known = ()) -> bool:
+    def _call(self, event: Event, here: Site, *, training: bool, caller: Known = (), instance: str | None = None) -> bool:
         """The model passed to a project function: followed into it (unknown where the
-        index cannot see it)."""
-        callee = called_function(self.index, event.callee)
-        if callee is None:
-            summary = self.index.function_summary(event.callee)
+        index cannot see it). Where the call runs one of several (a class picked at run
+        time), each is followed on its own: the model is trained (and runs) only where every
+        one of them trains it; what any of them does besides (turns its cache off, hands it
+        on out of sight) may happen."""
+        if SUPER_CALL in event.callee:
+            candidates = super_method(self.index, event.callee, instance)
+            if candidates == ():
+                return False  # `object.__init__`: takes nothing
+        else:
+            candidates = called_functions(self.index, event.callee)
+        if candidates is None or len(candidates) > _MAX_CANDIDATES:
+            self.unknown.append(here)
+            return False
+        if len(candidates) > 1:
+            # Not one that cannot take the argument: the call would raise `TypeError` there.
+            candidates = tuple(c for c in candidates if _accepts(self.index.function_summary(c.function), event.parameter))
+        if not candidates:
+            self.unknown.append(here)
+            return False
+        if len(candidates) == 1:
+            return self._follow_call(candidates[0], event, here, training, caller)
+        walks = [_Walk(self.index) for _ in candidates]
+        runs = [walk._follow_call(callee, event, here, training, caller) for walk, callee in zip(walks, candidates)]
+        every_trains = all(walk.trained for walk in walks)
+        for walk in walks:
+            for mine, theirs in ((self.trainers, walk.trainers), (self.cache_off, walk.cache_off),
+                                 (self.input_grads, walk.input_grads), (self.unknown, walk.unknown),
+                                 (self.peft, walk.peft), (self.checkpointing, walk.checkpointing)):
+                mine.extend(theirs)
+            if every_trains:
+                self.trained.extend(walk.trained)
+        return all(runs)
+
+    def _follow_call(self, callee: Callee, event: Event, here: Site, training: bool, caller: Known) -> bool:
+        facts = self.index.function(callee.function)
+        if facts is None:
+            summary = self.index.function_summary(callee.function)
             if summary is None or not _takes(summary, event.parameter):
                 self.unknown.append(here)
             return False  # a project function with no facts does nothing to a model
-        parameter = _parameter(callee, event.parameter)
-        known = known_parameters(self.index, callee.name, event.arguments, caller)
-        return parameter is not None and self.follow(callee, {parameter}, 0, callers=False, training=training, known=known)
+        parameter = _parameter(facts, event.parameter)
+        known = known_parameters(self.index, facts.name, event.arguments, caller)
+        return parameter is not None and self.follow(
+            facts, {parameter}, 0, callers=False, training=training, known=known, instance=callee.instance
+        )
 
-    def _siblings(self, function: FunctionFacts, names: set[str]) -> None:
-        """`self.model = model` in one method, trained in another of the same class: the
-        loop itself, or one that runs backward on what a method running the model computes
-        (`loss = self.compute_loss(batch)` then `loss.backward()`, where `compute_loss`
-        runs `self.model(**batch)`)."""
+    def _siblings(self, function: FunctionFacts, names: set[str], instance: str | None = None) -> None:
+        """`self.model = model` in one method, trained in another of the object's class (or
+        one it inherits): the loop itself, or one that runs backward on what a method running
+        the model computes (`loss = self.compute_loss(batch)` then `loss.backward()`, where
+        `compute_loss` runs `self.model(**batch)`). The object's class is `instance` where
+        known (a subclass built with its base's constructor), else the method's own."""
         owner = function.name.rsplit(".", 1)[0]
         if self.index.class_named(owner) is None:
             return
-        facts = self.index.facts_of(owner)
+        order = method_order(self.index, instance) if instance is not None else []
+        own = function.name.rsplit(".", 1)[1]
         methods = [
-            method for method in (facts.functions if facts is not None else ())
-            if method.name.rsplit(".", 1)[0] == owner and method.name != function.name
+            method for method in class_methods(self.index, order if owner in order else method_order(self.index, owner))
+            if method.name.rsplit(".", 1)[1] != own
         ]
-        running = {method.name.rsplit(".", 1)[1] for method in methods if self.follow(method, names, 0, callers=False)}
+        running = {
+            method.name.rsplit(".", 1)[1] for method in methods
+            if self.follow(method, names, 0, callers=False, instance=instance)
+        }
         if not running:
             return
-        path = self.index.path_of(owner) or "?"
         for method in methods:
             backward = [event.line for event in method.events if event.kind is EventKind.BACKWARD]
             summary = self.index.function_summary(method.name) if backward else None
             if summary is not None and any(
                 callee[:2] == ("attr", ("name", summary.self_name)) and callee[2] in running for callee, _ in summary.calls
             ):
-                self.trained.append(Site(path, backward[0], method.name))
+                self.trained.append(Site(self.index.path_of(method.name) or "?", backward[0], method.name))
 
     def _callers(self, function: FunctionFacts, index: int) -> None:
         """The model returned to each caller: followed there from the call on."""
@@ -220,14 +263,108 @@ class _Walk:
                 self.follow(caller, {event.target}, event.line)
 
 
-def called_function(index: ProjectIndex, callee: str) -> FunctionFacts | None:
-    """The facts of what a call of project name `callee` runs: a function's own, or for a
-    class (`Trainer(accelerator, model)`) its `__init__`'s, which gets the arguments (not
-    the facts of its class body, which a class holding a model class as an attribute,
-    `policy_hf_model_class = AutoModelForCausalLM`, has too)."""
+@dataclass(frozen=True)
+class Callee:
+    """A project function a call runs; for a constructor, the class of the object it builds."""
+
+    function: str
+    instance: str | None = None
+
+
+def called_functions(index: ProjectIndex, callee: str) -> tuple[Callee, ...] | None:
+    """The project functions a call of project name `callee` may run (None: not known):
+    - a function runs itself;
+    - a class (`Trainer(accelerator, model)`) runs its constructor, its own or the one it
+      inherits (`class DPOTrainer(BasicTrainer)` with no `__init__`), which gets the
+      arguments (not its class body, which a class holding a model class as an attribute,
+      `policy_hf_model_class = AutoModelForCausalLM`, has facts for too);
+    - a variable holding a class or function (`TrainerClass = trainers.DPOTrainer`, or
+      `getattr(trainers, config.trainer)`: any public class or function of that module)
+      runs what each of them runs; one holding something not known (a library class, a
+      value computed at run time) is not known."""
     if index.class_named(callee) is not None:
-        return index.function(f"{callee}.__init__")
-    return index.function(callee)
+        return _constructor(index, callee)
+    if index.function_summary(callee) is not None:
+        return (Callee(callee),)
+    values = index.denotation.named(callee)
+    names = sorted(
+        value.name for value in values
+        if isinstance(value, (ClassRef, FunctionRef)) and not value.bound and (
+            index.class_named(value.name) is not None or index.function_summary(value.name) is not None)
+    )
+    if not names or len(names) != len(values):
+        return (Callee(callee),) if not values else None
+    found: list[Callee] = []
+    for name in names:
+        candidates = called_functions(index, name) if name != callee else None
+        if candidates is None:
+            return None
+        found.extend(c for c in candidates if c not in found)
+    return tuple(found)
+
+
+def _constructor(index: ProjectIndex, class_name: str) -> tuple[Callee, ...] | None:
+    """The `__init__` a project class's instances are built by: its own, or the first one
+    its bases define in method order; the class itself where none does (`object`'s, which
+    takes nothing); None where a library base's runs."""
+    facts = index.class_named(class_name)
+    if facts is None:
+        return None
+    for owner in method_order(index, facts.name):
+        if index.class_named(owner) is None:
+            return None  # a library base's constructor: not visible
+        if index.function_summary(f"{owner}.__init__") is not None:
+            return (Callee(f"{owner}.__init__", facts.name),)
+    return (Callee(facts.name, facts.name),)
+
+
+def super_method(index: ProjectIndex, callee: str, instance: str | None) -> tuple[Callee, ...] | None:
+    """What `super().<method>(...)` in a method of class `cls` runs (`callee` is
+    `cls.<super>.<method>`): the method of the next class after `cls` in the method order
+    of the object's class (`instance`, else `cls`); () where no class defines it (`object`'s
+    constructor), None where a library class comes first."""
+    cls, _, method = callee.partition(f".{SUPER_CALL}.")
+    order = method_order(index, instance if instance is not None else cls)
+    if cls not in order:
+        order = method_order(index, cls)
+    for owner in order[order.index(cls) + 1:]:
+        if index.class_named(owner) is None:
+            return None
+        if index.function_summary(f"{owner}.{method}") is not None:
+            return (Callee(f"{owner}.{method}", instance if instance is not None else cls),)
+    return ()
+
+
+def method_order(index: ProjectIndex, class_name: str) -> list[str]:
+    """The class and its bases, depth first and left to right: Python's method resolution
+    order for the single-inheritance chains and leading mixins of training code. Bases the
+    project does not define are named as written and not gone into."""
+    found: list[str] = []
+
+    def visit(name: str) -> None:
+        facts = index.class_named(name)
+        resolved = facts.name if facts is not None else name
+        if resolved in found or len(found) >= 64 or resolved in ("object", "builtins.object"):
+            return
+        found.append(resolved)
+        for base in facts.bases if facts is not None else ():
+            visit(base)
+
+    visit(class_name)
+    return found
+
+
+def class_methods(index: ProjectIndex, order: list[str]) -> list[FunctionFacts]:
+    """The methods with facts an object of the class whose method order is `order` has:
+    for each name, the first class's that defines one."""
+    methods: dict[str, FunctionFacts] = {}
+    for owner in order:
+        facts = index.facts_of(owner) if index.class_named(owner) is not None else None
+        for method in facts.functions if facts is not None else ():
+            cls, _, short = method.name.rpartition(".")
+            if cls == owner and short not in methods:
+                methods[short] = method
+    return list(methods.values())
 
 
 def function_line(function: FunctionFacts) -> int:
@@ -257,8 +394,15 @@ def handed_model(
     passes the model to, called with `arguments` (`Event.arguments`; None: not known). A
     function of the project with no facts does nothing to it; one the index cannot see (a
     library's, not indexed) or a parameter it cannot name (`**kwargs`) is `unknown`."""
-    facts = called_function(index, function)
     here = Site(index.path_of(function) or "?", 0, function)
+    candidates = called_functions(index, function)
+    if candidates is None or len(candidates) > _MAX_CANDIDATES:
+        return HandedModel(ModelFate(unknown=(here,)))
+    if len(candidates) > 1:
+        return _merged([handed_model(index, c.function, parameter, arguments, _seen) for c in candidates])
+    (callee,) = candidates
+    function = callee.function
+    facts = index.function(function)
     if facts is None:
         summary = index.function_summary(function)
         return HandedModel(ModelFate() if summary is not None and _takes(summary, parameter) else ModelFate(unknown=(here,)))
@@ -267,7 +411,7 @@ def handed_model(
         return HandedModel(ModelFate(unknown=(here,)))
     walk = _Walk(index)
     known = known_parameters(index, facts.name, arguments)
-    walk.follow(facts, {name}, 0, callers=False, known=known)
+    walk.follow(facts, {name}, 0, callers=False, known=known, instance=callee.instance)
     if len(walk.seen) >= _MAX_FUNCTIONS:
         return HandedModel(ModelFate(unknown=(here,)))  # not followed to the end
     names = _aliases(facts, {name})
@@ -292,6 +436,20 @@ def handed_model(
         elif event.kind is EventKind.RETURNED and event.parameter == -1 and event.target in names:
             returned = True
     return HandedModel(walk.fate(), returned=returned, kept=_kept(names))
+
+
+def _merged(handed: list[HandedModel]) -> HandedModel:
+    """What one of several functions does to the model, not known which: everything any of
+    them does (`unknown` where one cannot be followed, so the rules stay silent there); handed
+    back only where each hands it back."""
+    fates = [h.fate for h in handed]
+    merged = ModelFate(*(tuple(sorted({item for fate in fates for item in getattr(fate, f.name)})) for f in fields(ModelFate)))
+    return HandedModel(merged, returned=all(h.returned for h in handed), kept=any(h.kept for h in handed))
+
+
+def _accepts(summary: FunctionSummary | None, parameter: str | int) -> bool:
+    """Whether a function may be called with that argument (one with no summary may)."""
+    return summary is None or any(p.kind in ("*", "**") for p in summary.parameters) or _takes(summary, parameter)
 
 
 def _takes(summary: FunctionSummary, parameter: str | int) -> bool:

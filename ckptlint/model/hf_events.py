@@ -48,6 +48,10 @@ HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training
 
 RETURNED_VALUE = "<returned>"  # the name of a model returned as soon as it is loaded
 PASSED_RESULT = "<passed@"  # `enable(load(name))`: the inner call's value, named by its place
+# `super().__init__(accelerator, policy)` in a method of `pkg.Sub`: `pkg.Sub.<super>.__init__`,
+# the method of the next class of the instance's bases (`ckptlint.model.fates`).
+SUPER_CALL = "<super>"
+KEPT_BY_BASE = "self.*"  # `kept_parameters` of a subclass: any `self.<attr>` its base's constructor may have kept
 
 
 def passed_result(argument: ast.AST, resolve: Callable[[ast.AST], str | None]) -> str | None:
@@ -290,7 +294,9 @@ class HfEvents:
             self.events.insert(0, Event(EventKind.BACKWARD, "", 0, 0))
         for name, line, column in self.called:
             root = aliases.get(name, name)
-            if trains or root in self.parameters or name.split(".")[0] in self.parameters or name in self.kept:
+            if trains or root in self.parameters or name.split(".")[0] in self.parameters or name in self.kept or (
+                KEPT_BY_BASE in self.kept and name.startswith("self.") and name.count(".") == 1
+            ):
                 self.events.append(Event(EventKind.FORWARD, name, line, column))
         models = {e.target for e in self.events if e.kind not in (EventKind.RESULT, EventKind.RETURNED, EventKind.BACKWARD)}
         models |= {e.target for e in other_events if e.kind is EventKind.HF_GC}
@@ -510,13 +516,16 @@ def prepared_in_order(targets: list[ast.AST], value: ast.AST | None) -> list[tup
     return pairs
 
 
-def kept_parameters(node: ast.ClassDef) -> frozenset[str]:
+def kept_parameters(node: ast.ClassDef, bases: list[str]) -> frozenset[str]:
     """The `self.<attr>` a class's `__init__` stores one of its parameters in, as given
     (`self.policy = policy`) or prepared by accelerate with others
-    (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`)."""
+    (`self.policy, self.optimizer = accelerator.prepare(policy, optimizer)`); with
+    `KEPT_BY_BASE` for a subclass of a project class, whose constructor may keep any."""
     init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    project_base = any(b not in ("object", "builtins.object") and not b.startswith(LIBRARY_PREFIXES) for b in bases)
+    inherited = {KEPT_BY_BASE} if project_base else set()
     if init is None or not init.args.args:
-        return frozenset()
+        return frozenset(inherited)
     self_name = init.args.args[0].arg
     parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args[1:], *init.args.kwonlyargs)}
     kept: set[str] = set()
@@ -530,4 +539,38 @@ def kept_parameters(node: ast.ClassDef) -> frozenset[str]:
             name for name, source in pairs
             if name is not None and name.startswith(f"{self_name}.") and name.count(".") == 1 and source in parameters
         }
-    return frozenset(kept)
+    return frozenset(kept | inherited)
+
+
+def super_callee(call: ast.Call, enclosing_class: str | None) -> str | None:
+    """`super().method(...)` (or `super(Sub, self).method(...)`) in a method of a class:
+    the method as `SUPER_CALL` names it."""
+    func = call.func
+    if enclosing_class is None or not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Call):
+        return None
+    inner = func.value
+    if isinstance(inner.func, ast.Name) and inner.func.id == "super" and len(inner.args) in (0, 2):
+        return f"{enclosing_class}.{SUPER_CALL}.{func.attr}"
+    return None
+
+
+def chosen_callables(body: list[ast.stmt]) -> frozenset[str]:
+    """The names a block's own code binds to a class or function it picks, which a call
+    through the name then runs: another name for one (`TrainerClass = trainers.DPOTrainer`),
+    one fetched by a name known at run time (`getattr(trainers, config.trainer)`,
+    `models.__dict__[args.arch]`, `MODELS[name]`), or either of two (`A if flag else B`)."""
+    return frozenset(
+        target.id
+        for node in _own_nodes(body)
+        if isinstance(node, ast.Assign) and _picks_callable(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    )
+
+
+def _picks_callable(value: ast.AST) -> bool:
+    if isinstance(value, ast.IfExp):
+        return _picks_callable(value.body) and _picks_callable(value.orelse)
+    if isinstance(value, ast.Call):
+        return isinstance(value.func, ast.Name) and value.func.id == "getattr" and len(value.args) == 2
+    return isinstance(value, (ast.Name, ast.Attribute, ast.Subscript))

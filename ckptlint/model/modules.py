@@ -23,7 +23,7 @@ from ckptlint.model.library import (
 from ckptlint.model.names import is_test_path
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.torchvision_models import torchvision_model
-from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, Binding, FunctionSummary
+from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, MODULE_LEVEL, Binding, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,
     ClassRef,
@@ -32,6 +32,7 @@ from ckptlint.model.values import (
     FunctionRef,
     Instance,
     Mapping,
+    ModuleRef,
     OutOfBudget,
     Sequence,
     Splat,
@@ -231,6 +232,12 @@ class ModuleSemantics:
         return None
 
     def _attribute_of(self, value: Value, name: str | None) -> set:
+        if isinstance(value, ModuleRef):
+            if name == "__dict__":  # `models.__dict__[args.arch]`
+                return {Mapping(tuple((key, frozenset(self._absolute(member))) for key, member in self._module_members(value.name)))}
+            if name is None:  # `getattr(trainers, config.trainer)`: any of its classes and functions
+                return set().union(*(self._absolute(member) for _, member in self._module_members(value.name)))
+            return set(self._absolute(f"{value.name}.{name}"))
         if isinstance(value, SuperView) and name is not None:
             method = self._super_method(value, name)
             if method is None or method.is_property:
@@ -251,6 +258,22 @@ class ModuleSemantics:
         if isinstance(value, ClassRef) and name is not None and self.index.class_named(value.name) is not None:
             return self._class_attribute(value.name, name)
         return set()
+
+    def _module_members(self, module: str) -> list[tuple[str, str]]:
+        """The public classes and functions a project module defines (a package's
+        `__init__` also those it imports from the project), by name: what a name chosen at
+        run time can fetch from it. Not its variables, nor library names it imports."""
+        path = self.index.module_paths.get(module) or ""
+        package = path.endswith("__init__.py")
+        members = []
+        for name, absolute in sorted(self._names(module).items()):
+            if name.startswith("_") or (absolute != f"{module}.{name}" and not package):
+                continue
+            if self.index.class_named(absolute) is not None or (
+                self.summary(absolute) is not None and not absolute.endswith(f".{MODULE_LEVEL}")
+            ):
+                members.append((name, absolute))
+        return members
 
     def _class_attribute(self, class_name: str, name: str) -> set:
         """`Config.norm` (also `cfg.norm` for a parameter annotated `cfg: Config`): the value

@@ -25,6 +25,14 @@ class ClassRef:
 
 
 @dataclass(frozen=True)
+class ModuleRef:
+    """A module of the project (`from train import trainers`): what `getattr(trainers,
+    config.trainer)` or `models.__dict__[args.arch]` reads a class or function from."""
+
+    name: str  # absolute
+
+
+@dataclass(frozen=True)
 class Instance:
     cls: str  # absolute
     arguments: Arguments = ()  # what the constructor got, by parameter name (or `#0`...)
@@ -114,7 +122,7 @@ class StoredItem:
     values: frozenset
 
 
-Value = Union[Constant, ClassRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
+Value = Union[Constant, ClassRef, ModuleRef, Instance, FunctionRef, Lambda, Sequence, Mapping]
 NOTHING: frozenset = frozenset()
 # The key of `values[key]` when it is not a known literal: every entry may be the one read.
 ANY_KEY = object()
@@ -162,7 +170,7 @@ def single(truths) -> bool | None:
 def truthiness(value: Value) -> bool | None:
     if isinstance(value, Constant):
         return bool(value.value)
-    if isinstance(value, (ClassRef, Instance, FunctionRef, Lambda)):
+    if isinstance(value, (ClassRef, ModuleRef, Instance, FunctionRef, Lambda)):
         return True
     return None
 
