@@ -35,7 +35,8 @@ class CheckpointedBatchnorm(RegionRule):
     through a keyword dict completed item by item (`ba["norm_layer"] = self.norm_layer`,
     `kwargs.update(norm_layer=...)`, `kwargs.setdefault("norm_layer", ...)`, then
     `InvertedResidual(**ba)`: timm's `EfficientNetBuilder` idiom; the stored class is added to
-    what the key held, the store may not run). timm's `get_norm_act_layer(norm_layer,
+    what the key held, the store may not run), with the block classes named through a star
+    import (`from ._efficientnet_blocks import *`: every public name of that module). timm's `get_norm_act_layer(norm_layer,
     act_layer)` (the library, or a copy kept in the project) builds the norm + act class of
     the norm it is given: BatchNorm2d (or `"batchnorm"`) becomes `BatchNormAct2d`, which keeps
     running statistics; GroupNorm / LayerNorm become their Act versions, which keep none
@@ -55,6 +56,9 @@ class CheckpointedBatchnorm(RegionRule):
     may be any public class or function that module defines (a package's `__init__`: also
     those it imports from the project); the region is reported when one of them puts
     BatchNorm in it, and nothing is said when none does (a module of GroupNorm networks).
+    A factory taking a class or a name (timm's `get_norm_layer`: `if isinstance(norm_layer,
+    str): norm_layer = _NORM_MAP[name]`) hands a class through: its table's BatchNorm is not
+    among what `get_norm_layer(nn.GroupNorm)` gives.
 
     OpenMMLab code is read through mmcv's library facts (`ckptlint/model/openmmlab.py`):
     `build_norm_layer(norm_cfg, c)` builds the class its `type` names (`BN`, `SyncBN`,

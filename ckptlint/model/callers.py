@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 from ckptlint.model.library import LIGHTNING_FABRIC_SETUP_METHODS, LIGHTNING_MODEL_PARALLEL, LIGHTNING_PARALLELIZE_KEYWORD
 from ckptlint.model.names import is_test_path
 from ckptlint.model.summary import Expr, FunctionSummary, dotted_absolute
-from ckptlint.model.values import NOTHING, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy
+from ckptlint.model.values import (
+    NOTHING, QUERY_BUDGET, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy,
+)
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -31,6 +33,7 @@ class CallSites:
         self.index = index
         self._namers: dict[str, list[str]] | None = None
         self._aliases: dict[str, list[str]] | None = None
+        self._value_names_by_path: dict[str, frozenset[str]] = {}
 
     def of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
         """(path, calling function, call, line) for every call whose callee's last name is
@@ -134,13 +137,20 @@ class CallSites:
         owner, _, short = function.rpartition(".")
         if short == "__init__":
             short = owner.rsplit(".", 1)[-1]
-        for path in self.candidates(function, module):
+        return any(short in self._value_names(path) for path in self.candidates(function, module))
+
+    def _value_names(self, path: str) -> frozenset[str]:
+        """The global names a file's summaries hold other than as what a call calls (each
+        file walked once: `named_as_value` asks about one name after another)."""
+        found = self._value_names_by_path.get(path)
+        if found is None:
+            names: set[str] = set()
             facts = self.index.files.get(path)
             for summary in facts.summaries if facts is not None else ():
-                exprs = [b.value for b in summary.bindings] + [r for r, _ in summary.returns] + [c for c, _ in summary.passes]
-                if any(_names_as_value(expr, short) for expr in exprs):
-                    return True
-        return False
+                for expr in (*(b.value for b in summary.bindings), *(r for r, _ in summary.returns), *(c for c, _ in summary.passes)):
+                    _collect_value_names(expr, names)
+            found = self._value_names_by_path[path] = frozenset(names)
+        return found
 
     def _builders_handed(self, class_name: str, paths: list[str]) -> set[str]:
         """The files of the project functions that `paths` hand the class to by name
@@ -261,7 +271,7 @@ class CallSiteResolution:
         """What `expr` denotes on `line` of project function `function` as the call of it on
         `site` (calling function, line) runs it: parameters bound to what that call passes,
         the rest to their defaults; with no site, the function looked at on its own."""
-        self._budget = 20_000
+        self._budget = QUERY_BUDGET
         try:
             module = self._module_of(function) or ""
             frame = self.frame_of(function, module) if site is None else self._call_frame(function, *site)
@@ -571,20 +581,25 @@ class CallSiteResolution:
         return self.frame_of(function, module, self.instance(owner) if owner is not None else None)
 
 
-def _names_as_value(expr: Expr, name: str) -> bool:
-    """Whether a summary expression holds the global `name` other than as what a call calls."""
+def _collect_value_names(expr: Expr, found: set[str]) -> None:
+    """The global names a summary expression holds other than as what a call calls."""
     if not isinstance(expr, tuple) or not expr:
-        return False
+        return
     if not isinstance(expr[0], str):  # a tuple of expressions (arguments, dict entries)
-        return any(_names_as_value(part, name) for part in expr)
-    if expr[0] == "name" and isinstance(expr[1], str):
-        return expr[1] == name
-    if expr[0] == "call":
+        for part in expr:
+            _collect_value_names(part, found)
+    elif expr[0] == "name" and isinstance(expr[1], str):
+        found.add(expr[1])
+    elif expr[0] == "call":
         callee = expr[1]
-        if callee[0] != "name" and _names_as_value(callee, name):
-            return True
-        return any(_names_as_value(part, name) for part in (*expr[2], *(value for _, value in expr[3])))
-    return any(_names_as_value(part, name) for part in expr[1:] if isinstance(part, tuple))
+        if callee[0] != "name":
+            _collect_value_names(callee, found)
+        for part in (*expr[2], *(value for _, value in expr[3])):
+            _collect_value_names(part, found)
+    else:
+        for part in expr[1:]:
+            if isinstance(part, tuple):
+                _collect_value_names(part, found)
 
 
 def _is_classmethod(summary: FunctionSummary) -> bool:

@@ -1,6 +1,7 @@
 """Whether a guarding `if` can hold where a binding or a return is evaluated: `if norm ==
-"bn":` with `norm` bound to "ln" cannot. A mixin of `ckptlint.model.denotation.Denotation`:
-the tested values come from its `_eval`.
+"bn":` with `norm` bound to "ln" cannot, nor `if isinstance(norm_layer, str):` with
+`norm_layer` a class. A mixin of `ckptlint.model.denotation.Denotation`: the tested values
+come from its `_eval`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import operator
 
 from ckptlint.model.summary import Expr
-from ckptlint.model.values import Constant, Frame, Sequence, single, truthiness
+from ckptlint.model.values import ClassRef, Constant, Frame, FunctionRef, Instance, Lambda, ModuleRef, Sequence, single, truthiness
 
 _ORDERINGS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -36,6 +37,11 @@ class ConditionSemantics:
             return (not decisive) if all(part is (not decisive) for part in parts) else None
         if tag == "cmp":
             return self._compare(test[1], self._eval(test[2], frame), self._eval(test[3], frame))
+        if tag == "call" and test[1] == ("name", "isinstance") and len(test[2]) == 2 and not test[3]:
+            types = _builtin_types(test[2][1])
+            values = self._eval(test[2][0], frame) if types is not None else frozenset()
+            if values:
+                return single(_is_instance(value, types) for value in values)
         return single(truthiness(value) for value in self._eval(test, frame))
 
     def _compare(self, operator: str, left: frozenset, right: frozenset) -> bool | None:
@@ -63,3 +69,26 @@ class ConditionSemantics:
             equal = single(a.value == b.value for a in left for b in right)
             return equal if equal is None or operator in ("==", "is") else not equal
         return None
+
+
+_BUILTIN_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "bytes": bytes}
+
+
+def _builtin_types(expr: Expr) -> tuple[type, ...] | None:
+    """`str`, `(str, int)`: the builtin scalar types an `isinstance` test names, else None."""
+    if expr[0] == "name" and expr[1] in _BUILTIN_TYPES:
+        return (_BUILTIN_TYPES[expr[1]],)
+    if expr[0] == "seq" and expr[1]:
+        parts = [_builtin_types(item) for item in expr[1]]
+        return tuple(t for part in parts for t in part) if all(part is not None for part in parts) else None
+    return None
+
+
+def _is_instance(value, types: tuple[type, ...]) -> bool | None:
+    """`isinstance(value, types)` for a scalar `types`: a constant's own type decides; a class,
+    function, module or module instance is never a string or a number."""
+    if isinstance(value, Constant):
+        return isinstance(value.value, types)
+    if isinstance(value, (ClassRef, FunctionRef, Instance, Lambda, ModuleRef)):
+        return False
+    return None

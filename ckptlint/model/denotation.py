@@ -47,6 +47,7 @@ from ckptlint.model.values import (
     Instance,
     Lambda,
     ModuleRef,
+    QUERY_BUDGET,
     OutOfBudget,
     Sequence,
     StoredItem,
@@ -64,7 +65,6 @@ _BUILTINS = frozenset(
     {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain", "vars"}
 )
 _MAX_DEPTH = 24
-_BUDGET = 20_000
 _GENERIC_ANNOTATIONS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "typing.Callable", "collections.abc.Callable"})
 
 
@@ -81,7 +81,7 @@ class Denotation(
         self._memo: dict = {}
         self._active: set = set()
         self._depth = 0
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         self._summaries: dict[str, dict[str, FunctionSummary]] = {}
         self._local_bindings: dict[str, dict[str, list[Binding]]] = {}
         self._methods_cache: dict[str, list[FunctionSummary]] = {}
@@ -99,7 +99,7 @@ class Denotation(
 
     def evaluate(self, expr: Expr, frame: Frame) -> frozenset:
         """The values `expr` may denote in `frame` (empty: not known)."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return self._eval(expr, frame)
         except OutOfBudget:
@@ -108,7 +108,7 @@ class Denotation(
     def always_holds(self, conditions: tuple, frame: Frame) -> bool:
         """Whether every guarding `if` test is known to have the truth it needs in `frame`
         (`if ac:` with `ac` True wherever it comes from); no conditions always hold."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return all(self._truth(test, frame) is wanted for test, wanted in conditions)
         except OutOfBudget:
@@ -118,7 +118,7 @@ class Denotation(
         """What the call of project function `function` on `line` of `caller` (looked at on
         its own) passes for `parameter`, and whether it passes it; when it does not (or the
         call is not one the summaries keep), the parameter's default."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return self._passed_at_call(function, parameter, caller, line)
         except OutOfBudget:
@@ -135,7 +135,7 @@ class Denotation(
             function = self._module_summaries(module).get(f"{module}.{MODULE_LEVEL}")
         if function is None or module is None or variable not in self._bindings_of(function):
             return NOTHING
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return frozenset(self._name(variable, self.frame_of(function.name, module)))
         except OutOfBudget:
@@ -160,7 +160,7 @@ class Denotation(
         """The values `instance.<name>` may hold (assigned in any method of its class or its
         bases; registered with `add_module` / `setattr`; else one of its dynamically named
         children)."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return self._attribute(instance, name)
         except OutOfBudget:
@@ -170,7 +170,7 @@ class Denotation(
         """Every attribute of a project class's instance that holds a module, with the
         module instances (containers flattened); `*` for children registered under
         computed names."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return self._children(instance)
         except OutOfBudget:
@@ -179,7 +179,7 @@ class Denotation(
     def runs(self, values: Iterable[Value]) -> frozenset:
         """What calling these values runs: module instances (their forward), and functions
         with the frames they run in."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         try:
             return frozenset(value for value in self._runs(values))
         except OutOfBudget:
@@ -187,7 +187,7 @@ class Denotation(
 
     def callees(self, function: FunctionRef) -> frozenset:
         """What a function's body calls that the model can follow."""
-        self._budget = _BUDGET
+        self._budget = QUERY_BUDGET
         summary = self.summary(function.name)
         if summary is None:
             return NOTHING
@@ -233,6 +233,22 @@ class Denotation(
         path = self._modules_by_name().get(module)
         facts = self.index.files.get(path) if path is not None else None
         return dict(facts.names) if facts is not None else {}
+
+    def star_imports(self, module: str) -> tuple[str, ...]:
+        """The project modules `module` imports every public name of (`from ._blocks import *`)."""
+        path = self._modules_by_name().get(module)
+        facts = self.index.files.get(path) if path is not None else None
+        return tuple(m for m in facts.star_imports if m in self._modules_by_name()) if facts is not None else ()
+
+    def _star_imported(self, module: str, name: str, depth: int = 0) -> str | None:
+        """What `name` is in `module` through its star imports (theirs too): the absolute name."""
+        if name.startswith("_") or depth > 4:
+            return None
+        for star in self.star_imports(module):
+            found = self._names(star).get(name) or self._star_imported(star, name, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     def _bindings_of(self, summary: FunctionSummary) -> dict[str, list[Binding]]:
         """The bindings of a function by the local name they bind."""
@@ -415,7 +431,7 @@ class Denotation(
         return set(destructure(values, binding.pattern, name, self._elements))
 
     def _global(self, name: str, module: str, before: int | None) -> Iterable[Value]:
-        absolute = self._names(module).get(name)
+        absolute = self._names(module).get(name) or self._star_imported(module, name)
         if absolute is not None:
             return self._absolute(absolute)
         if name in _BUILTINS:
@@ -470,7 +486,7 @@ class Denotation(
                 return self._name(variable, Frame(summary.name, module))
             # A package's `__init__` re-exporting a helper of a submodule
             # (`from .blocks import make_stage`): where it imports it from.
-            imported = self._names(module).get(variable)
+            imported = self._names(module).get(variable) or self._star_imported(module, variable)
             if imported is not None and imported != name and hops < 4:
                 return self._absolute(imported, hops + 1)
             return ()

@@ -134,6 +134,7 @@ class _Extractor(WrapperFacts):
         self.path = relative_path
         self.is_package = relative_path.endswith("__init__.py")
         self.imports: dict[str, str] = {}
+        self.star_imports: list[str] = []  # `from ._blocks import *`
         self.top_level: set[str] = set()
         self.fsdp: list[FsdpUse] = []
         self.classes: list[ClassFacts] = []
@@ -194,6 +195,8 @@ class _Extractor(WrapperFacts):
                 for alias in node.names:
                     if alias.name != "*":
                         self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                    elif base and base not in self.star_imports:
+                        self.star_imports.append(base)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.predicates.setdefault(node.name, node)
             elif isinstance(node, ast.ClassDef) and self.names_reentrancy:
@@ -228,6 +231,7 @@ class _Extractor(WrapperFacts):
             wrapped_classes=tuple(self.wrapped),
             fsdp_argument_calls=tuple(self.fsdp_argument_calls),
             names=tuple(sorted(names.items())),
+            star_imports=tuple(self.star_imports),
             options=tuple(self.options),
             registrars=tuple(registrars(tree, self.resolve, self.module)) if "[" in self.text_for_registries else (),
             registrations=tuple(self.registrations),

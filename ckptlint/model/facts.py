@@ -251,6 +251,8 @@ class FileFacts:
     # What the file's own names stand for: imports, and its top-level definitions and
     # assignments (local name -> absolute name).
     names: tuple[tuple[str, str], ...] = ()
+    # The modules the file imports every public name of (`from ._blocks import *`).
+    star_imports: tuple[str, ...] = ()
     options: tuple[OptionDefault, ...] = ()
     # Registries (`ckptlint.model.registries`): functions that store the class they decorate
     # in a dict (function, registry), and the file's class decorators (decorator, key, class).
@@ -317,6 +319,7 @@ class FileFacts:
             "wrapped_classes": [[w.name, w.line, w.api, w.impl.value] for w in self.wrapped_classes],
             "fsdp_argument_calls": [list(call) for call in self.fsdp_argument_calls],
             "names": [list(pair) for pair in self.names],
+            "star_imports": list(self.star_imports),
             "options": [[o.name, o.value, o.line, o.how] for o in self.options],
             "registrars": [list(r) for r in self.registrars],
             "registrations": [list(r) for r in self.registrations],
@@ -356,6 +359,7 @@ class FileFacts:
             ),
             fsdp_argument_calls=tuple((name, line) for name, line in data["fsdp_argument_calls"]),
             names=tuple((local, absolute) for local, absolute in data["names"]),
+            star_imports=tuple(data.get("star_imports", ())),
             options=tuple(OptionDefault(*option) for option in data.get("options", ())),
             registrars=tuple((function, registry) for function, registry in data.get("registrars", ())),
             registrations=tuple((decorator, key, cls) for decorator, key, cls in data.get("registrations", ())),

@@ -41,6 +41,7 @@ def _model_events(function: FunctionFacts) -> tuple:
         ),
     )
 
+
 def exported_digest(facts: FileFacts) -> str:
     """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
     observable = _Observable(dict(facts.names))
@@ -52,6 +53,7 @@ def exported_digest(facts: FileFacts) -> str:
         tuple(_parameter_events(f) for f in facts.functions if f.parameters),
         tuple(_model_events(f) for f in facts.functions),
         facts.names,
+        facts.star_imports,
         facts.options,
         facts.registrars,
         facts.registrations,

@@ -263,16 +263,22 @@ class ModuleSemantics:
         """The public classes and functions a project module defines (a package's
         `__init__` also those it imports from the project), by name: what a name chosen at
         run time can fetch from it. Not its variables, nor library names it imports."""
+        return sorted(self._namespace(module, 0).items())
+
+    def _namespace(self, module: str, depth: int) -> dict[str, str]:
+        """`_module_members` by name, those of its star imports (`from .resnet import *`) too."""
         path = self.index.module_paths.get(module) or ""
         package = path.endswith("__init__.py")
-        members = []
-        for name, absolute in sorted(self._names(module).items()):
+        members: dict[str, str] = {}
+        for star in self.star_imports(module) if depth < 4 else ():
+            members.update(self._namespace(star, depth + 1))
+        for name, absolute in self._names(module).items():
             if name.startswith("_") or (absolute != f"{module}.{name}" and not package):
                 continue
             if self.index.class_named(absolute) is not None or (
                 self.summary(absolute) is not None and not absolute.endswith(f".{MODULE_LEVEL}")
             ):
-                members.append((name, absolute))
+                members[name] = absolute
         return members
 
     def _class_attribute(self, class_name: str, name: str) -> set:
