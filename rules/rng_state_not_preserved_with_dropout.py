@@ -23,7 +23,11 @@ class RngStateNotPreservedWithDropout(RegionRule):
     ## What it does
     Finds `checkpoint(...)` and `checkpoint_sequential(...)` called with
     `preserve_rng_state=False` (written in the call, bound by a `functools.partial`, or an
-    entry of a dict literal splatted into it: `**ckpt_kwargs`, `**self.ckpt_kwargs`), and
+    entry of a dict literal or `dict(...)` call splatted into it: `**ckpt_kwargs`,
+    `**self.ckpt_kwargs`; or an expression the project model finds False wherever the project
+    sets it, or whose option defaults to False in every declaration of it:
+    `preserve_rng_state=self.cfg.preserve_rng` with a dataclass field `preserve_rng: bool =
+    False`, a module constant; reported without a fix, the knob being the project's), and
     `checkpoint_wrapper(Block(...), preserve_rng_state=False)` /
     `apply_activation_checkpointing(..., checkpoint_wrapper_fn=partial(checkpoint_wrapper,
     preserve_rng_state=False), check_fn=lambda m: isinstance(m, Block))` (the partial inline or
@@ -271,7 +275,13 @@ class RngStateNotPreservedWithDropout(RegionRule):
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         keyword = site.keywords.get("preserve_rng_state")
-        if keyword is None or literal_bool(keyword.value) is not Reentrancy.EXPLICIT_FALSE:
+        if keyword is None:
+            return
+        flag = literal_bool(keyword.value)
+        # `preserve_rng_state=self.cfg.preserve_rng`: False wherever the project sets it, or
+        # by the default of every declaration of the option (no fix: the knob stays).
+        configured = self.configured_flag(site, "preserve_rng_state", False) if flag is Reentrancy.UNKNOWN else None
+        if flag is not Reentrancy.EXPLICIT_FALSE and configured is None:
             return
         if site.kind is SiteKind.CALL and self.guard_never_holds(site.node):
             return
@@ -281,13 +291,23 @@ class RngStateNotPreservedWithDropout(RegionRule):
         random = region_randomness(region, self.context.project, frozenset(self.context.settings.stateful_modules))
         if not random:
             return
+        if configured is not None:
+            self.report(
+                site.node,
+                f"`{site.api.short_name}` with {configured}, recomputes a region that draws random numbers "
+                f"({shown(random)}): the recomputation in backward draws new masks, so gradients belong to a different "
+                "network than the loss; leave `preserve_rng_state` at its default (True)",
+            )
+            return
         self.report(
             site.node,
             f"`{site.api.short_name}` with `preserve_rng_state=False` recomputes a region that draws random numbers "
             f"({shown(random)}): the recomputation in backward draws new masks, so gradients belong to a different network "
             "than the loss; remove `preserve_rng_state=False`",
             replacements=[
-                Replacement(keyword.container, remove_dict_entry(keyword.container, keyword.entry))
+                Replacement(keyword.container, remove_keyword(keyword.container, "preserve_rng_state"))
+                if isinstance(keyword.container, cst.Call)  # an argument of a splatted `dict(...)`
+                else Replacement(keyword.container, remove_dict_entry(keyword.container, keyword.entry))
                 if keyword.call is None  # an entry of a splatted dict (`**ckpt_kwargs`)
                 else Replacement(keyword.call, remove_keyword(keyword.call, "preserve_rng_state"))
             ] if keyword.call is not None or keyword.container is not None else [],  # not: a partial of another module
@@ -295,6 +315,28 @@ class RngStateNotPreservedWithDropout(RegionRule):
         )
 
     valid = [
+        # A flag the project sets both ways (decided at run time), and a module constant that
+        # keeps the bookkeeping.
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            PRESERVE_RNG = True
+
+            class Block(nn.Module):
+                def __init__(self, preserve_rng=False):
+                    super().__init__()
+                    self.preserve_rng = preserve_rng
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+
+                def forward(self, x):
+                    x = checkpoint(self.mlp, x, use_reentrant=False, preserve_rng_state=self.preserve_rng)
+                    return checkpoint(self.mlp, x, use_reentrant=False, preserve_rng_state=PRESERVE_RNG)
+
+            blocks = [Block(preserve_rng=True), Block()]
+            """
+        ),
         # Auto classes loading a checkpoint whose layers draw nothing (Llama), one whose name
         # says nothing of its family, and a BERT checkpoint loaded with its dropout off.
         Valid(
@@ -757,6 +799,58 @@ class RngStateNotPreservedWithDropout(RegionRule):
                     super().__init__()
                     self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
                     self.ckpt_kwargs = {"use_reentrant": False}
+
+                def forward(self, x):
+                    return checkpoint(self.mlp, x, **self.ckpt_kwargs)
+            """,
+        ),
+        # The flag read from a module constant that is False: reported, without a fix (the
+        # knob is the project's to keep).
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            PRESERVE_RNG = False
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+
+                def forward(self, x):
+                    return checkpoint(self.mlp, x, use_reentrant=False, preserve_rng_state=PRESERVE_RNG)
+            """,
+            line=12,
+            column=16,
+            message_contains="`preserve_rng_state=PRESERVE_RNG`, `PRESERVE_RNG = False` at ",
+        ),
+        # The dict built with `dict(...)`: the fix removes the keyword from that call.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+                    self.ckpt_kwargs = dict(use_reentrant=False, preserve_rng_state=False)
+
+                def forward(self, x):
+                    return checkpoint(self.mlp, x, **self.ckpt_kwargs)
+            """,
+            line=11,
+            column=16,
+            expected_fix="""
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+                    self.ckpt_kwargs = dict(use_reentrant=False)
 
                 def forward(self, x):
                     return checkpoint(self.mlp, x, **self.ckpt_kwargs)

@@ -101,8 +101,10 @@ class KeywordValue:
     # The call (the site itself, or a partial) the keyword is written in; None for an entry
     # of a dict splatted into the call (`**ckpt_kwargs`), which `entry` / `container` give.
     call: cst.Call | None
-    entry: cst.DictElement | None = None
-    container: cst.Dict | None = None
+    # The dict's entry and the dict: a display (`{"use_reentrant": False}`), or the
+    # `dict(use_reentrant=False)` call and its argument.
+    entry: cst.DictElement | cst.Arg | None = None
+    container: cst.Dict | cst.Call | None = None
 
 
 @dataclass(frozen=True)
@@ -343,12 +345,12 @@ class CallableResolver:
         site = _site(call, SiteKind.CALL, resolved, keywords, positional, has_splat)
         return replace(site, alternatives=tuple(sorted(name for name in names if name not in API_BY_QUALIFIED_NAME)))
 
-    def _splatted_dict(self, enclosing_class: cst.ClassDef | None) -> Callable[[cst.BaseExpression], cst.Dict | None]:
+    def _splatted_dict(self, enclosing_class: cst.ClassDef | None) -> Callable[[cst.BaseExpression], cst.Dict | cst.Call | None]:
         """The dict literal a `**` argument splats, when it is one: written there, or a name
         (or `self.<attr>`) bound once to one (also `dict(key=value, ...)`). Its entries are known keywords; the splat still
         counts as one (the dict may gain keys elsewhere)."""
 
-        def literal(expr: cst.BaseExpression) -> cst.Dict | None:
+        def literal(expr: cst.BaseExpression) -> cst.Dict | cst.Call | None:
             values: Sequence[cst.BaseExpression] = [expr]
             if isinstance(expr, cst.Name):
                 values = self._assigned_values(expr)
@@ -356,18 +358,20 @@ class CallableResolver:
                 values = self._self_attribute_values.get((enclosing_class, expr.attr.value), ()) if enclosing_class else ()
             if len(values) != 1:
                 return None
-            found = values[0] if isinstance(values[0], cst.Dict) else _dict_call(values[0])
-            if found is None:
+            if isinstance(values[0], cst.Dict):
+                found = values[0]
+                if all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in found.elements):
+                    return found
                 return None
-            if all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) for e in found.elements):
-                return found
-            return None
+            return values[0] if _is_dict_call(values[0]) else None
 
         return literal
 
 
 def _split_arguments(
-    call: cst.Call, args: Sequence[cst.Arg], splatted_dict: Callable[[cst.BaseExpression], cst.Dict | None] | None = None
+    call: cst.Call,
+    args: Sequence[cst.Arg],
+    splatted_dict: Callable[[cst.BaseExpression], cst.Dict | cst.Call | None] | None = None,
 ) -> tuple[dict[str, KeywordValue], tuple[cst.Arg, ...], bool]:
     keywords: dict[str, KeywordValue] = {}
     positional: list[cst.Arg] = []
@@ -376,10 +380,13 @@ def _split_arguments(
         if arg.star == "**":
             has_splat = True
             dictionary = splatted_dict(arg.value) if splatted_dict is not None else None
-            for element in dictionary.elements if dictionary is not None else ():
-                name = element.key.evaluated_value
+            if isinstance(dictionary, cst.Call):  # `dict(use_reentrant=False, ...)`
+                entries = [(entry.keyword.value, entry) for entry in dictionary.args]
+            else:
+                entries = [(e.key.evaluated_value, e) for e in (dictionary.elements if dictionary is not None else ())]
+            for name, entry in entries:
                 if isinstance(name, str) and name not in keywords:
-                    keywords[name] = KeywordValue(name, element.value, None, element, dictionary)
+                    keywords[name] = KeywordValue(name, entry.value, None, entry, dictionary)
         elif arg.keyword is not None:
             keywords[arg.keyword.value] = KeywordValue(arg.keyword.value, arg.value, call)
         else:
@@ -451,11 +458,10 @@ def checkpointed_segments(values: frozenset, call: cst.Call) -> frozenset:
     return frozenset({model_values.Sequence(checkpointed, frozenset().union(*checkpointed))})
 
 
-def _dict_call(expr: cst.BaseExpression) -> cst.Dict | None:
-    """`dict(attention_mask=mask, position_ids=pos)` as the dict display it builds; None for
-    anything else (a call with positional arguments or a `**` splat)."""
-    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"):
-        return None
-    if not expr.args or any(arg.keyword is None or arg.star for arg in expr.args):
-        return None
-    return cst.Dict([cst.DictElement(cst.SimpleString(f'"{arg.keyword.value}"'), arg.value) for arg in expr.args])
+def _is_dict_call(expr: cst.BaseExpression) -> bool:
+    """`dict(use_reentrant=False, preserve_rng_state=False)`: keywords only (no positional
+    argument, no `**` splat), so its keys are known."""
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"
+        and bool(expr.args) and not any(arg.keyword is None or arg.star for arg in expr.args)
+    )

@@ -241,32 +241,38 @@ class SiteScopes(Rule):
         return all(_runs_no_module(denotation, v, 0) for v in values)
 
     def configured_reentrant(self, site: CheckpointSite) -> str | None:
-        """Where `use_reentrant=<expression>` at a site is True unless the run overrides it,
-        said for a message: the project model's values for the expression at the call (a
+        """Where `use_reentrant=<expression>` at a site is True unless the run overrides it
+        (`configured_flag`), said for a message; None otherwise."""
+        if site.reentrancy is not Reentrancy.UNKNOWN:
+            return None
+        return self.configured_flag(site, "use_reentrant", True)
+
+    def configured_flag(self, site: CheckpointSite, name: str, wanted: bool) -> str | None:
+        """Where `<name>=<expression>` at a site is `wanted` unless the run overrides it, said
+        for a message: the project model's values for the expression at the call (a
         constructor parameter's default with every value the project's calls pass, an
-        attribute set from it) are all True, or every declaration of the option it is read
-        from (a dataclass field, an argparse default, an environment default, a YAML
-        configuration) defaults to True. None otherwise (False somewhere, or nothing
-        known). What the code itself sets decides before any declaration of the option.
-        """
-        keyword = site.keywords.get("use_reentrant")
-        if keyword is None or site.reentrancy is not Reentrancy.UNKNOWN:
+        attribute set from it) are all `wanted`, or every declaration of the option it is
+        read from (a dataclass field, an argparse default, an environment default, a YAML
+        configuration) defaults to it. None otherwise (the other value somewhere, or nothing
+        known). What the code itself sets decides before any declaration of the option."""
+        keyword = site.keywords.get(name)
+        if keyword is None:
             return None
         value = keyword.value
         code = cst.Module([]).code_for_node(value)
-        name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
+        option_name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
         owner, values = self.values_at(site.node, value)
         known = bool(values) and all(isinstance(v, Constant) for v in values)
-        if known and not all(v.value is True for v in values):
+        if known and not all(v.value is wanted for v in values):
             return None  # the code decides, whatever a configuration says
-        declared = self.context.project.option_defaults(name) if name else ()
-        if declared and all(option.value for _, option in declared):
+        declared = self.context.project.option_defaults(option_name) if option_name else ()
+        if declared and all(option.value if wanted else option.value is False for _, option in declared):
             path, option = declared[0]
-            return f"`use_reentrant={code}`, whose default is True: {option.how} at {path}:{option.line}"
-        return f"`use_reentrant={code}`, {self._why_true(value, owner)}" if known else None
+            return f"`{name}={code}`, whose default is {wanted}: {option.how} at {path}:{option.line}"
+        return f"`{name}={code}`, {self._why(value, owner, wanted)}" if known else None
 
-    def _why_true(self, value: cst.BaseExpression, owner: str | None) -> str:
-        """Where a flag the project model finds True comes from, for a message: a module
+    def _why(self, value: cst.BaseExpression, owner: str | None, wanted: bool) -> str:
+        """Where a flag the project model finds `wanted` comes from, for a message: a module
         constant (`not USE_REENTRANT`, `USE_REENTRANT = False` at settings.py:1), or the
         constructor calls that all pass it (`self.reentrant` of `Net(reentrant=True)`)."""
         negated = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not)
@@ -283,8 +289,11 @@ class SiteScopes(Rule):
             ]
             if sites:
                 more = f" and {len(sites) - 1} more" if len(sites) > 1 else ""
-                return f"True: every `{owner.rsplit('.', 1)[-1]}` the project builds is given `{inner.attr.value}` True ({sites[0]}{more})"
-        return "True by default and wherever the project sets it"
+                return (
+                    f"{wanted}: every `{owner.rsplit('.', 1)[-1]}` the project builds is given `{inner.attr.value}` "
+                    f"{wanted} ({sites[0]}{more})"
+                )
+        return f"{wanted} by default and wherever the project sets it"
 
     def _module_constant(self, name: cst.Name) -> tuple[str, int, str] | None:
         """(path, line, literal) of the one module-level `NAME = True / False` a name refers to."""
