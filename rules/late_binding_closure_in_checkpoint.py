@@ -10,6 +10,7 @@ from ckptlint.analysis.cst_walk import descendants, walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.regions import CheckpointingGate, is_backward_call, mentions_checkpointing
 from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
+from ckptlint.model.names import module_name
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 
@@ -36,7 +37,8 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     Finds a `lambda` or a function defined inside a `for` / `while` loop or a comprehension,
     given to `torch.utils.checkpoint.checkpoint` (or in the function list of
     `checkpoint_sequential`, or to one of the project's own checkpoint wrappers: a function,
-    in any file of the project, that hands one of its parameters to torch's checkpoint; or
+    in any file of the project, that hands one of its parameters to torch's checkpoint, or
+    such a method of the class (or one it inherits) called on `self` (`self._ckpt(fn, x)`); or
     to a function listed in `checkpoint-functions`; or a lambda given to Hugging Face's
     `self._gradient_checkpointing_func`, the `partial(checkpoint, ...)` that
     `gradient_checkpointing_enable()` sets on a model's modules in transformers >= 4.35),
@@ -107,6 +109,8 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         self._function_stack: list[cst.CSTNode] = []
         # The function each call sits in, to find a name's definition in the same function.
         self._call_owner: dict[cst.Call, int] = {}
+        self._classes: list[str] = []  # the classes being visited, by absolute name
+        self._call_class: dict[cst.Call, str] = {}  # the class whose method a call sits in
         self._wrapper_calls: list[cst.Call] = []  # calls inside loops: maybe a project wrapper
         self._checked: set[cst.Call] = set()
         self._reported: set[cst.Call] = set()
@@ -121,6 +125,13 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
 
     def _owner(self) -> int:
         return id(self._function_stack[-1]) if self._function_stack else 0
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        outer = self._classes[-1] if self._classes else module_name(self.context.relative_path)
+        self._classes.append(f"{outer}.{node.name.value}")
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         live = self._live_loop_names()
@@ -176,6 +187,8 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         self._call_owner[node] = self._owner()
         if self._live_loop_names() and node.args:
             self._wrapper_calls.append(node)
+            if self._classes:
+                self._call_class[node] = self._classes[-1]
 
     def finish(self) -> None:
         """Calls of the project's checkpoint wrappers (a function that hands one of its
@@ -188,7 +201,7 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
                 if call.args[0].keyword is None and not call.args[0].star:
                     self._check(call, [call.args[0].value], HF_CHECKPOINTING_ATTRIBUTE)
                 continue
-            names = absolute_names(self.context, call.func)
+            names = self._own_method(call) or absolute_names(self.context, call.func)
             if not names:
                 continue
             positions = {
@@ -201,6 +214,16 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
             if position < len(positional):
                 label = cst.Module([]).code_for_node(call.func)
                 self._check(call, [positional[position].value], label)
+
+    def _own_method(self, call: cst.Call) -> set[str]:
+        """`self._ckpt(fn, x)` in a method: the method of the class (or of the base it
+        inherits it from), by absolute name."""
+        func = call.func
+        cls = self._call_class.get(call)
+        if cls is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return set()
+        found = self.context.project.class_method_in(cls, func.attr.value)
+        return {f"{found[0]}.{func.attr.value}"} if found is not None else set()
 
     # --- the check --------------------------------------------------------------------
 
@@ -266,6 +289,21 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         return []
 
     valid = [
+        # A method of the class that calls what it is given at once (nothing runs it again).
+        Valid(
+            """
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def _timed(self, fn, x):
+                    return fn(x)
+
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = self._timed(lambda y: layer(y), x)
+                    return x
+            """
+        ),
         # Greedy layer-wise training: each iteration runs backward on its own region, whose
         # input is detached: the recomputation runs before the loop moves on.
         Valid(
@@ -344,6 +382,40 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
         ),
     ]
     invalid = [
+        # The class's own checkpoint helper, inherited from its base: the lambda runs again
+        # in backward all the same.
+        Invalid(
+            """
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Checkpointed(nn.Module):
+                def _ckpt(self, fn, x):
+                    return checkpoint(fn, x, use_reentrant=False)
+
+            class Net(Checkpointed):
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = self._ckpt(lambda y: layer(y), x)
+                    return x
+            """,
+            line=11,
+            column=17,
+            expected_fix="""
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Checkpointed(nn.Module):
+                def _ckpt(self, fn, x):
+                    return checkpoint(fn, x, use_reentrant=False)
+
+            class Net(Checkpointed):
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = self._ckpt(lambda y, layer=layer: layer(y), x)
+                    return x
+            """,
+        ),
         # Backward in each iteration, but through every earlier region too (the output is
         # the next input): those recompute with the current block.
         Invalid(
