@@ -58,7 +58,9 @@ class CheckpointedBatchnorm(RegionRule):
     BatchNorm in it, and nothing is said when none does (a module of GroupNorm networks).
     A factory taking a class or a name (timm's `get_norm_layer`: `if isinstance(norm_layer,
     str): norm_layer = _NORM_MAP[name]`) hands a class through: its table's BatchNorm is not
-    among what `get_norm_layer(nn.GroupNorm)` gives.
+    among what `get_norm_layer(nn.GroupNorm)` gives. A class an object keeps and calls later
+    is followed too: `self.norm_layer(dim)` in a helper method, or a field of a dataclass of
+    layer factories handed to the blocks (`layers.conv_norm_act(...)`, timm's `LayerFn`).
 
     OpenMMLab code is read through mmcv's library facts (`ckptlint/model/openmmlab.py`):
     `build_norm_layer(norm_cfg, c)` builds the class its `type` names (`BN`, `SyncBN`,

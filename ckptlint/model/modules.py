@@ -460,6 +460,12 @@ class ModuleSemantics:
                                            positional, named, opaque)
                 elif method in MODULE_METHODS_RETURNING_SELF:
                     found.add(receiver)  # `Student().train()`, `Net().to(device)`
+                elif self.index.class_named(receiver.cls) is not None:
+                    # A class or function the object holds, called: `self.norm_layer(dim)`,
+                    # `layers.conv_norm_act(...)` (a dataclass field, timm's `LayerFn`)
+                    for value in self._attribute(receiver, method):
+                        if isinstance(value, (ClassRef, FunctionRef)):
+                            found |= self._invoke(value, positional, named, opaque)
             elif isinstance(receiver, Mapping):
                 if method == "values":
                     found.add(Sequence(None, frozenset().union(*(v for _, v in receiver.entries)) if receiver.entries else NOTHING))
