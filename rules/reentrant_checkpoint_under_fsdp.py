@@ -468,7 +468,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             history.kept_for_inference(step)
             for history in script_models(self.context).histories
             for step in history.steps
-            if step.node is call and step.kind is StepKind.GC_ENABLED
+            if step.kind is StepKind.GC_ENABLED and self.context.cst_node_at(step.node, cst.Call) is call
         )
 
     def _check_kbit_preparations(self) -> None:
@@ -484,14 +484,12 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             if history.quantized is not True:
                 continue
             for step in history.of_kind(StepKind.KBIT_PREPARED):
-                if (
-                    step.enables_checkpointing and isinstance(step.node, cst.Call) and step.node not in checked
-                    and not history.kept_for_inference(step)
-                ):
-                    checked.add(step.node)
+                call = self.context.cst_node_at(step.node, cst.Call) if isinstance(step.node, ast.Call) else None
+                if step.enables_checkpointing and call is not None and call not in checked and not history.kept_for_inference(step):
+                    checked.add(call)
                     kwargs = step.kwargs or HfCheckpointingKwargs.of(None)
                     what = "`prepare_model_for_kbit_training` on a model loaded in 4 or 8 bit"
-                    self._check_hf(step.node, kwargs, what, fixable=False)
+                    self._check_hf(call, kwargs, what, fixable=False)
 
     def _check_hf(
         self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False, fixable: bool = True

@@ -183,7 +183,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
             for step in history.of_kind(StepKind.GC_ENABLED, StepKind.TRAINER):
                 if step.kind is StepKind.TRAINER and step.enables_checkpointing is not True:
                     continue
-                entry = _preserve_rng_state_false(step.kwargs.node if step.kwargs is not None else None)
+                entry = _preserve_rng_state_false(
+                    self.context.cst_node_at(step.kwargs.node, cst.Dict) if step.kwargs is not None else None
+                )
                 if entry is None:
                     continue
                 if layer is not None and not sets_dropout:
@@ -198,7 +200,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                 dictionary, element = entry
                 api = "`gradient_checkpointing_enable`" if step.kind is StepKind.GC_ENABLED else "`TrainingArguments`"
                 self.report(
-                    step.node,
+                    self.context.cst_node_at(step.node, cst.Call),
                     f"{api} with `preserve_rng_state=False` checkpoints {random}: the recomputation "
                     "in backward draws new masks, so gradients belong to a different network than the loss; remove "
                     "`preserve_rng_state=False`",
@@ -212,7 +214,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
         `model.add_adapter(config)`), when the `LoraConfig` says so in this file."""
         names = lambda expr: absolute_names(self.context, expr) if isinstance(expr, (cst.Name, cst.Attribute)) else set()  # noqa: E731
         for step in history.of_kind(StepKind.PEFT_WRAPPED, StepKind.ADAPTER_ADDED):
-            call = step.node
+            call = self.context.cst_node_at(step.node, cst.Call)
             if step.exclusive_with(checkpointing) or not isinstance(call, cst.Call):
                 continue
             if step.kind is StepKind.PEFT_WRAPPED:

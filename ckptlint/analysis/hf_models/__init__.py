@@ -67,7 +67,7 @@ def script_models(context: FileContext) -> ScriptModels:
             return cached[1]
     from ckptlint.analysis.hf_models.interpreter import Interpreter  # libcst code: not for the rules' gates
 
-    result = Interpreter(context).run()
+    result = Interpreter(context).run() if context.ast_module is not None else ScriptModels(())
     with _CACHE_LOCK:
         _CACHE.clear()  # one file at a time: the rules of a file run one after the other
         _CACHE[key] = (context.module, result)

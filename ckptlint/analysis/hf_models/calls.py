@@ -4,6 +4,9 @@ project model says what they return)."""
 
 from __future__ import annotations
 
+import ast
+from dataclasses import replace
+
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import Conditions, condition_literals, literal_truth
@@ -552,7 +555,22 @@ class Calls:
         """Record a step of the model where the frame is (`when`: what else must hold for it)."""
         self.order += 1
         function = self.project_names[frame.stack[-1]] if frame.stack else f"{self.module_name}.<module>"
-        step = ModelStep(kind, self.order, node, frame.branches, frame.conditions + when, frame.statement, **details,
+        to_ast = self.bridge.ast_node_at
+        if details.get("subject") is not None:
+            details["subject"] = to_ast(details["subject"])
+        if details.get("arguments") is not None:
+            details["arguments"] = to_ast(details["arguments"])
+        kwargs = details.get("kwargs")
+        if kwargs is not None and kwargs.node is not None:
+            found = to_ast(kwargs.node)
+            if found is None:  # a dict another module defines, rebuilt here (`imported_kwargs_dict`)
+                found = ast.parse(code_of(kwargs.node), mode="eval").body
+            details["kwargs"] = replace(kwargs, node=found)
+        ast_node = to_ast(node)
+        if ast_node is None:
+            raise LookupError(f"no ast node for {type(node).__name__}")
+        statement = to_ast(frame.statement) if frame.statement is not None else None
+        step = ModelStep(kind, self.order, ast_node, frame.branches, frame.conditions + when, statement, **details,
                          function=function, known=frame.known)
         for model in part.model.sharing_steps():
             model.steps.append(step)

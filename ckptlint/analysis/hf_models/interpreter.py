@@ -29,6 +29,8 @@ class Interpreter(Calls):
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self.module = context.module
+        # Steps name the nodes of the file's `ast` tree: found from libcst's here.
+        self.bridge = context._bridge()
         self.order = 0
         # The call a statement unpacks into this many names (`policy, ref = load(name)`).
         self.unpacked: tuple[cst.BaseExpression, int] | None = None

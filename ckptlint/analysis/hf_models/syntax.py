@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -37,15 +38,21 @@ def dotted_text(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def dotted_name(expr: cst.BaseExpression | None) -> str | None:
-    """`model`, `self.model`: the name as the project model's events name it."""
-    return dotted_text(expr) if expr is not None else None
+def dotted_name(expr: ast.AST | None) -> str | None:
+    """`model`, `self.model` (a node of the file's `ast` tree): the name as the project
+    model's events name it."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = dotted_name(expr.value)
+        return f"{base}.{expr.attr}" if base is not None else None
+    return None
 
 
-def is_simple_reference(expr: cst.BaseExpression | None) -> bool:
+def is_simple_reference(expr: ast.AST | None) -> bool:
     """`model`, `self.model`, `accelerator.unwrap_model`-free dotted names: safe to repeat
     in an inserted statement."""
-    return expr is not None and dotted_text(expr) is not None
+    return dotted_name(expr) is not None
 
 
 def literal_value(expr: cst.BaseExpression | None) -> bool | None:
@@ -115,23 +122,28 @@ def code_of(node: cst.CSTNode) -> str:
 # --- entry point -----------------------------------------------------------------------------
 
 
-def line_of(context: FileContext, node: cst.CSTNode) -> int:
-    return context.position(node).start.line
+def line_of(node: ast.AST) -> int:
+    """The line an `ast` node starts on."""
+    return node.lineno
 
 
-def source_of(expr: cst.CSTNode) -> str:
-    return code_of(expr)
+def source_of(context: FileContext, expr: ast.AST) -> str:
+    """An expression's code as written (with its parentheses: libcst's node's code)."""
+    node = context.cst_node_at(expr, cst.BaseExpression)
+    return code_of(node) if node is not None else ast.get_source_segment(context.text, expr) or ""
 
 
-def insert_line(statement: cst.SimpleStatementLine | None, code: str, *, before: bool) -> Replacement | None:
+def insert_line(context: FileContext, statement: ast.stmt | None, code: str, *, before: bool) -> Replacement | None:
     """A replacement inserting the statement `code` on its own line just before or after
-    `statement`, at its indentation; comments and blank lines above `statement` stay above
-    both. None when no line can go there (no statement, or one sharing a line with `if x:`)."""
-    if statement is None:
+    the line of `statement`, at its indentation; comments and blank lines above it stay
+    above both. None when no line can go there (no statement, or one sharing a line with
+    `if x:`)."""
+    line = context.cst_node_at(statement, cst.SimpleStatementLine)
+    if line is None:
         return None
     inserted = cst.parse_statement(code + "\n")
     if before:
-        new = [inserted.with_changes(leading_lines=statement.leading_lines), statement.with_changes(leading_lines=())]
+        new = [inserted.with_changes(leading_lines=line.leading_lines), line.with_changes(leading_lines=())]
     else:
-        new = [statement, inserted]
-    return Replacement(statement, cst.FlattenSentinel(new))
+        new = [line, inserted]
+    return Replacement(line, cst.FlattenSentinel(new))
