@@ -30,7 +30,6 @@ from ckptlint.versions import Applies, TargetVersions, VersionRange
 if TYPE_CHECKING:
     from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
 
-    from ckptlint.analysis.hf_models.local_functions import FileDefinitions
     from ckptlint.analysis.positions import StatementLines
     from ckptlint.config import Settings
     from ckptlint.model.index import ProjectIndex
@@ -81,9 +80,6 @@ class FileContext:
     # and the innermost statement of the calls and blocks, as the traversal saw them.
     statement_lines: StatementLines | None = None
     known_holders: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
-    # The definitions the Hugging Face interpreter reads, collected in the traversal when a
-    # rule that asks for the file's models runs (`Rule.uses_script_models`).
-    file_definitions: FileDefinitions | None = None
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
@@ -258,10 +254,6 @@ class Rule:
     # Whether the rule reads the project index (`self.context.project`): a run builds the
     # index only when a selected rule does.
     uses_project: ClassVar[bool] = False
-    # Whether the rule asks for the file's model objects and their steps
-    # (`ckptlint.analysis.hf_models.script_models`): the traversal then collects the
-    # definitions the interpreter reads, instead of the interpreter walking the file again.
-    uses_script_models: ClassVar[bool] = False
     # Whether the project index brings to the rule a file without its trigger words: one
     # that calls a project function whose keywords reach torch's checkpoint, defined in
     # another module (`ProjectIndex.mentions_forwarding`); `may_apply_to_project` decides.

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ckptlint.analysis.hf_models import (
+from ckptlint.analysis.script_models import (
     ModelHistory,
     ModelStep,
     StepKind,
@@ -145,7 +145,6 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     """
 
     code = "CKPT020"
-    uses_script_models = True  # `script_models`
     name = "checkpointing-without-use-cache-false"
     message = (
         "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "

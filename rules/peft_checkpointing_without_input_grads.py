@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.hf_models import (
+from ckptlint.analysis.script_models import (
     MainInput,
     ModelHistory,
     ModelStep,
@@ -220,7 +220,6 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     """
 
     code = "CKPT021"
-    uses_script_models = True  # `script_models`
     name = "peft-checkpointing-without-input-grads"
     message = (
         "{what} {when}: {reentrant}, and nothing makes the checkpointed layers' inputs require grad{why_5}, so "

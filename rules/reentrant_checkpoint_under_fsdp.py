@@ -462,7 +462,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def _kept_for_inference(self, call: cst.Call) -> bool:
         """Whether the Hugging Face model whose checkpointing `call` enables is then kept for
         inference (`ModelHistory.kept_for_inference`: put in eval mode, never trained here)."""
-        from ckptlint.analysis.hf_models import StepKind, script_models
+        from ckptlint.analysis.script_models import StepKind, script_models
 
         return any(
             history.kept_for_inference(step)
@@ -477,7 +477,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         `gradient_checkpointing_kwargs` it is given (peft 0.4 to 0.17: only on a quantized
         model; none given: transformers' default before 5.0, reentrant). No fix: peft before
         0.7 takes no `gradient_checkpointing_kwargs`."""
-        from ckptlint.analysis.hf_models import StepKind, script_models
+        from ckptlint.analysis.script_models import StepKind, script_models
 
         checked: set[cst.Call] = set()  # a call may prepare the models of several loads (4 bit, 8 bit)
         for history in script_models(self.context).histories:

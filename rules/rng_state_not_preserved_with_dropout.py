@@ -7,7 +7,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, SiteKind, literal_bool
 from ckptlint.analysis.region_paths import region_randomness, shown
 from ckptlint.analysis.regions import RegionRule
-from ckptlint.analysis.hf_models import StepKind, script_models
+from ckptlint.analysis.script_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import checkpointed_lora_dropout
@@ -112,7 +112,6 @@ class RngStateNotPreservedWithDropout(RegionRule):
     """
 
     code = "CKPT033"
-    uses_script_models = True  # `script_models`
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 
 _NEWLINE = re.compile(r"\r\n?|\n")
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
-# libcst nodes that open a block: an expression never sits below one in its statement.
-_BLOCKS = ("IndentedBlock", "SimpleStatementSuite", "Else", "Finally", "ExceptHandler", "ExceptStarHandler", "MatchCase")
+# The blocks of a compound statement: the statements in them are paired on their own.
+_BLOCKS = ("IndentedBlock", "SimpleStatementSuite")
 
 Span = tuple[tuple[int, int], tuple[int, int]]  # ((line, column), (end line, end column)), characters
 
@@ -44,6 +45,7 @@ class AstBridge:
         self._statements: dict[int, tuple[cst.CSTNode, cst.SimpleStatementLine | None]] = {}
         self._holders: dict[int, ast.stmt] = {}  # id of an `ast` expression -> its statement
         self._lines = _NEWLINE.split(context.text)
+        self._ranges: dict[tuple[cst.CSTNode, object], list[tuple[cst.CSTNode, Span]]] = {}
         try:
             _pair_body(context.module.body, tree.body, self._statements)
         except _Mismatch:
@@ -80,55 +82,25 @@ class AstBridge:
         if span is None:
             return None
         found, found_span = None, None
-        for candidate in _nodes_of(holder, cst_type):
-            position = self._context.position(candidate)
-            candidate_span = ((position.start.line, position.start.column), (position.end.line, position.end.column))
+        for candidate, candidate_span in self._candidates(holder, cst_type):
             if candidate_span[0] <= span[0] and span[1] <= candidate_span[1] and (
                 found_span is None or (found_span[0] <= candidate_span[0] and candidate_span[1] <= found_span[1])
             ):
                 found, found_span = candidate, candidate_span  # later candidates lie deeper: ties go to them
         return found
 
-    def ast_node_at(self, node: cst.CSTNode) -> ast.AST | None:
-        """The `ast` node a libcst node is (the reverse of `cst_node_at`): the libcst
-        interpreter's steps name the nodes of `ast` this way until it runs on `ast` itself."""
-        if self._reverse is None:
-            self._reverse = {}
-            for statement_id, (statement, line) in self._statements.items():
-                self._reverse.setdefault(statement, statement_id)
-                if line is not None:
-                    self._reverse.setdefault(line, statement_id)
-            self._reverse_holders: dict[cst.CSTNode, cst.CSTNode] = {}
-            for statement in list(self._reverse):
-                pending = list(child_nodes(statement))
-                while pending:
-                    child = pending.pop()
-                    if child in self._reverse or type(child).__name__ in _BLOCKS:
-                        continue
-                    self._reverse_holders[child] = statement
-                    pending.extend(child_nodes(child))
-            self._ast_by_id = {id(n): n for n in _statements_of(self._tree)}
-        statement_id = self._reverse.get(node)
-        if statement_id is not None:
-            return self._ast_by_id.get(statement_id)
-        holder = self._reverse_holders.get(node)
-        if holder is None:
-            return None
-        statement = self._ast_by_id.get(self._reverse[holder])
-        position = self._context.position(node)
-        span = ((position.start.line, position.start.column), (position.end.line, position.end.column))
-        found, found_size = None, None
-        for candidate in _own_nodes(statement):
-            if not isinstance(candidate, ast.expr):
-                continue
-            candidate_span = self._span(candidate)
-            if candidate_span is None or not (span[0] <= candidate_span[0] and candidate_span[1] <= span[1]):
-                continue
-            if found_size is None or (candidate_span[0] <= found_size[0] and found_size[1] <= candidate_span[1]):
-                found, found_size = candidate, candidate_span
+    def _candidates(self, holder: cst.CSTNode, cst_type) -> list[tuple[cst.CSTNode, Span]]:
+        """The nodes of `cst_type` in a statement (outside its blocks) with their ranges,
+        outer ones first."""
+        key = (holder, cst_type)
+        found = self._ranges.get(key)
+        if found is None:
+            found = []
+            for candidate in _nodes_of(holder, cst_type):
+                position = self._context.position(candidate)
+                found.append((candidate, ((position.start.line, position.start.column), (position.end.line, position.end.column))))
+            self._ranges[key] = found
         return found
-
-    _reverse: dict | None = None
 
     def _span(self, node: ast.AST) -> Span | None:
         if getattr(node, "end_lineno", None) is None:
@@ -235,9 +207,9 @@ def _own_nodes(statement: ast.stmt):
 def _nodes_of(statement: cst.CSTNode, cst_type) -> list[cst.CSTNode]:
     """The nodes of `cst_type` in a statement outside its blocks, outer ones first."""
     found = []
-    pending = [statement]
+    pending = deque([statement])
     while pending:
-        node = pending.pop(0)
+        node = pending.popleft()
         if isinstance(node, cst_type):
             found.append(node)
         pending.extend(child for child in child_nodes(node) if type(child).__name__ not in _BLOCKS)

@@ -1,5 +1,6 @@
 """What happens to a Hugging Face model in a script, step by step: the interpreter's answer
-(`ckptlint.analysis.hf_models.script_models`), read by CKPT020, CKPT021 and CKPT033."""
+(`ckptlint.model.script_models.interpret`, asked through `ckptlint.analysis.script_models`),
+read by CKPT020, CKPT021, CKPT033 and CKPT005."""
 
 from __future__ import annotations
 
