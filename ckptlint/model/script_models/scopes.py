@@ -121,6 +121,7 @@ class ScopeNames:
         self.unsupported: str | None = None
         self._scope_of: dict[int, Scope] = {}
         self._accesses: dict[int, Access] = {}
+        self._answers: dict[int, frozenset[QualifiedName]] = {}
         self._stack: list[Scope] = [self.module_scope]
         self._attribute_frames: list[ast.Attribute | None] = [None]
         self._stored: set[int] = set()
@@ -134,6 +135,12 @@ class ScopeNames:
     # --- questions ---------------------------------------------------------------------
 
     def qualified(self, expr: ast.expr) -> frozenset[QualifiedName]:
+        found = self._answers.get(id(expr))
+        if found is None:
+            found = self._answers[id(expr)] = self._qualified(expr)
+        return found
+
+    def _qualified(self, expr: ast.expr) -> frozenset[QualifiedName]:
         scope = self._scope_of.get(id(expr))
         if scope is None or not isinstance(expr, (ast.Name, ast.Attribute, ast.Call)):
             return frozenset()
@@ -507,6 +514,8 @@ def _imported_names(node: ast.Import | ast.ImportFrom, full_name: str) -> set[Qu
     for alias in node.names:
         if alias.name == "*":
             return results
+        if not full_name.startswith(alias.asname or alias.name.partition(".")[0]):
+            continue  # no name this alias binds begins `full_name`
         parts = alias.name.split(".")
         for candidate in (".".join(parts[:i]) for i in range(len(parts), 0, -1)):
             as_name = candidate
