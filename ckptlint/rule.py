@@ -30,7 +30,6 @@ from ckptlint.versions import Applies, TargetVersions, VersionRange
 if TYPE_CHECKING:
     from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
 
-    from ckptlint.analysis.hf_models.local_functions import FileDefinitions
     from ckptlint.analysis.positions import StatementLines
     from ckptlint.config import Settings
     from ckptlint.model.index import ProjectIndex
@@ -47,6 +46,10 @@ def _visitor_method_names(rule: type) -> tuple[str, ...]:
         and callable(getattr(rule, name))
         and not getattr(getattr(rule, name), "_is_no_op", False)
     )
+
+
+# The `ast` tree of the last libcst module a context parsed it for (`FileContext.ast_module`).
+_LAST_AST: tuple[cst.Module, ast.Module | None] | None = None
 
 
 @dataclass
@@ -77,13 +80,47 @@ class FileContext:
     # and the innermost statement of the calls and blocks, as the traversal saw them.
     statement_lines: StatementLines | None = None
     known_holders: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
-    # The definitions the Hugging Face interpreter reads, collected in the traversal when a
-    # rule that asks for the file's models runs (`Rule.uses_script_models`).
-    file_definitions: FileDefinitions | None = None
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
         self._positions = None
+        self._ast_module: ast.Module | None | bool = False  # False: not parsed yet
+        self._ast_bridge = None
+
+    @property
+    def ast_module(self) -> ast.Module | None:
+        """The file's text parsed by CPython's parser (once, on first use), which the project
+        model's per-file analyses read; None when only libcst parses it (newer syntax)."""
+        if self._ast_module is False:
+            global _LAST_AST
+            # The contexts of one parsed module (the gated rules' run after the others')
+            # share its tree, so that what was computed from one holds for the other.
+            last = _LAST_AST
+            if last is not None and last[0] is self.module:
+                self._ast_module = last[1]
+            else:
+                try:
+                    self._ast_module = ast.parse(self.text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    self._ast_module = None
+                _LAST_AST = (self.module, self._ast_module)
+        return self._ast_module
+
+    def cst_node_at(self, node: ast.AST | None, cst_type: type | tuple[type, ...]) -> cst.CSTNode | None:
+        """The libcst node of type `cst_type` that an `ast` node of `ast_module` is, for a
+        report's location or a fix (`analysis/ast_bridge.py`): a statement's own, the
+        `cst.SimpleStatementLine` holding a small statement (None on a header's line,
+        `if x: y()`), or the innermost node of that type spanning an expression. None for
+        a node of no tree of this file."""
+        bridge = self._bridge()
+        return bridge.cst_node_at(node, cst_type) if bridge is not None else None
+
+    def _bridge(self):
+        if self._ast_bridge is None and self.ast_module is not None:
+            from ckptlint.analysis.ast_bridge import AstBridge
+
+            self._ast_bridge = AstBridge(self, self.ast_module)
+        return self._ast_bridge
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         # Positions need code generation (of the statements asked about, with the lines):
@@ -217,10 +254,6 @@ class Rule:
     # Whether the rule reads the project index (`self.context.project`): a run builds the
     # index only when a selected rule does.
     uses_project: ClassVar[bool] = False
-    # Whether the rule asks for the file's model objects and their steps
-    # (`ckptlint.analysis.hf_models.script_models`): the traversal then collects the
-    # definitions the interpreter reads, instead of the interpreter walking the file again.
-    uses_script_models: ClassVar[bool] = False
     # Whether the project index brings to the rule a file without its trigger words: one
     # that calls a project function whose keywords reach torch's checkpoint, defined in
     # another module (`ProjectIndex.mentions_forwarding`); `may_apply_to_project` decides.

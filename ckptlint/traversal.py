@@ -284,11 +284,6 @@ def run_rules(
     analyzer = FileAnalyzer()
     context.known_holders = analyzer.statement_of
     visitors: list[BatchedVisitor] = [analyzer, analyzer.scope_builder]
-    if any(rule_class.uses_script_models for rule_class in rule_classes):
-        from ckptlint.analysis.hf_models.local_functions import FileDefinitions
-
-        context.file_definitions = FileDefinitions(module_name(relative_path))
-        visitors.append(context.file_definitions)
     rules = [rule_class(context) for rule_class in rule_classes]
     walk_batched(wrapper, [*visitors, *rules])
     analyzer.resolve_names(wrapper)

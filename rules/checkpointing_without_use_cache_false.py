@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ckptlint.analysis.hf_models import (
+from ckptlint.analysis.script_models import (
     ModelHistory,
     ModelStep,
     StepKind,
@@ -11,6 +11,7 @@ from ckptlint.analysis.hf_models import (
     script_models,
     source_of,
 )
+from ckptlint.lazy_libcst import cst
 from ckptlint.model.fates import Site
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
@@ -152,7 +153,6 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     """
 
     code = "CKPT020"
-    uses_script_models = True  # `script_models`
     name = "checkpointing-without-use-cache-false"
     message = (
         "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "
@@ -208,14 +208,14 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             name = dotted_name(step.subject)
             if name is None:
                 continue
-            fate = self.context.project.model_fate(step.function, name, line_of(self.context, step.node))
+            fate = self.context.project.model_fate(step.function, name, line_of(step.node))
             if fate.trained_by_hand and not fate.cache_off and not fate.unknown:
                 found.append((step, fate.trained[0]))
         return found
 
     def _report(self, history: ModelHistory, step: ModelStep, trained_at: Site | None) -> None:
         subject = step.subject if is_simple_reference(step.subject) else None
-        model = source_of(subject) if subject is not None else "model"
+        model = source_of(self.context, subject) if subject is not None else "model"
         call = "gradient_checkpointing_enable()" if step.kind is StepKind.GC_ENABLED else "prepare_model_for_kbit_training()"
         message = self.message.format(call=call, model=model, cls=history.model_class.short_name)
         if history.model_class.generative is not True:  # `AutoModel` with the Hub's own code
@@ -229,9 +229,12 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             message = message.replace(
                 "in a manual training loop", f"in a manual training loop (by {trained_at})", 1
             )
-        fix = insert_line(step.statement, f"{model}.config.use_cache = False", before=False) if subject is not None else None
+        fix = (
+            insert_line(self.context, step.statement, f"{model}.config.use_cache = False", before=False)
+            if subject is not None else None
+        )
         self.report(
-            step.node,
+            self.context.cst_node_at(step.node, cst.Call),
             message + self.version_note(),
             replacements=[fix] if fix is not None else [],
             fix_message=f"Insert `{model}.config.use_cache = False`",

@@ -8,7 +8,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.cst_walk import child_nodes, descendants, walk
-from ckptlint.analysis.hf_models.syntax import dotted_text
+from ckptlint.analysis.cst_code import dotted_text
 from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
 from ckptlint.analysis.regions import is_backward_call
 from ckptlint.analysis.site_scopes import SiteScopes

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.hf_models import (
+from ckptlint.analysis.script_models import (
     MainInput,
     ModelHistory,
     ModelStep,
@@ -219,7 +220,6 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     """
 
     code = "CKPT021"
-    uses_script_models = True  # `script_models`
     name = "peft-checkpointing-without-input-grads"
     message = (
         "{what} {when}: {reentrant}, and nothing makes the checkpointed layers' inputs require grad{why_5}, so "
@@ -261,7 +261,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         name = dotted_name(step.subject)
         if step.kind is not StepKind.GC_ENABLED or name is None:
             return None
-        fate = self.context.project.model_fate(step.function, name, line_of(self.context, step.node))
+        fate = self.context.project.model_fate(step.function, name, line_of(step.node))
         if fate.trained_by_hand and not fate.input_grads and not fate.unknown:
             return fate.trained[0]
         return None
@@ -269,11 +269,11 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     def _report(self, history: ModelHistory, exposure: _Exposure, before_5: Applies) -> None:
         step = exposure.step
         subject = step.subject if is_simple_reference(step.subject) else None
-        model = source_of(subject) if subject is not None else "model"
+        model = source_of(self.context, subject) if subject is not None else "model"
         if step.kind is StepKind.TRAINER:
             what = (
-                f"`{_callee(step.arguments)}(gradient_checkpointing=True)` for `{model}`, handed to "
-                f"`{_callee(step.node)}` at line {line_of(self.context, step.node)},"
+                f"`{self._callee(step.arguments)}(gradient_checkpointing=True)` for `{model}`, handed to "
+                f"`{self._callee(step.node)}` at line {line_of(step.node)},"
             )
         else:
             what = f"gradient checkpointing enabled on `{model}`"
@@ -296,30 +296,34 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             model=model,
             trained="the adapters" if _has_adapters(history, step) else "the layers made trainable",
         )
-        fix = insert_line(step.statement, f"{model}.enable_input_require_grads()", before=True) if subject else None
+        fix = insert_line(self.context, step.statement, f"{model}.enable_input_require_grads()", before=True) if subject else None
         self.report(
-            _reported_node(step),
+            self.context.cst_node_at(_reported_node(step), cst.Call),
             message + note,
             replacements=[fix] if fix is not None else [],
             fix_message=f"Insert `{model}.enable_input_require_grads()`",
         )
 
+    def _callee(self, node: ast.AST | None) -> str:
+        func = node.func if isinstance(node, ast.Call) else None
+        return source_of(self.context, func) if func is not None else "TrainingArguments"
+
     def _when(self, history: ModelHistory, step: ModelStep) -> str:
         wraps = [w for w in history.of_kind(StepKind.PEFT_WRAPPED) if w.order <= step.order and not w.exclusive_with(step)]
         if wraps:
             wrap = wraps[-1]
-            if isinstance(wrap.node, cst.FunctionDef):  # wrapped before the project hands it over
-                return f"with adapters added before `{wrap.node.name.value}` gets it (every call passes a PEFT model)"
-            return f"after `{_callee(wrap.node)}` (line {line_of(self.context, wrap.node)})"
+            if isinstance(wrap.node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # wrapped before the project hands it over
+                return f"with adapters added before `{wrap.node.name}` gets it (every call passes a PEFT model)"
+            return f"after `{self._callee(wrap.node)}` (line {line_of(wrap.node)})"
         adapters = [
             a for a in history.of_kind(StepKind.ADAPTER_ADDED) if a.order > step.order and not a.exclusive_with(step)
         ]
         if adapters:
-            return f"before `{_callee(adapters[0].node)}` (line {line_of(self.context, adapters[0].node)}) adds the adapters"
+            return f"before `{self._callee(adapters[0].node)}` (line {line_of(adapters[0].node)}) adds the adapters"
         unfrozen = [u for u in _unfrozen_layers(history) if not u.exclusive_with(step)]
         if unfrozen:
             return (
-                f"while its frozen layers are made trainable again (line {line_of(self.context, unfrozen[0].node)}; "
+                f"while its frozen layers are made trainable again (line {line_of(unfrozen[0].node)}; "
                 "its embeddings stay frozen)"
             )
         return "on a model with adapters"
@@ -1001,8 +1005,3 @@ def _reported_node(step: ModelStep):
     """The call that turns checkpointing on: `gradient_checkpointing_enable(...)`, or the
     `TrainingArguments(...)` the Trainer enables it from."""
     return step.arguments if step.kind is StepKind.TRAINER and step.arguments is not None else step.node
-
-
-def _callee(node) -> str:
-    func = getattr(node, "func", None)
-    return source_of(func) if func is not None else "TrainingArguments"

@@ -462,13 +462,13 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def _kept_for_inference(self, call: cst.Call) -> bool:
         """Whether the Hugging Face model whose checkpointing `call` enables is then kept for
         inference (`ModelHistory.kept_for_inference`: put in eval mode, never trained here)."""
-        from ckptlint.analysis.hf_models import StepKind, script_models
+        from ckptlint.analysis.script_models import StepKind, script_models
 
         return any(
             history.kept_for_inference(step)
             for history in script_models(self.context).histories
             for step in history.steps
-            if step.node is call and step.kind is StepKind.GC_ENABLED
+            if step.kind is StepKind.GC_ENABLED and self.context.cst_node_at(step.node, cst.Call) is call
         )
 
     def _check_kbit_preparations(self) -> None:
@@ -477,21 +477,19 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         `gradient_checkpointing_kwargs` it is given (peft 0.4 to 0.17: only on a quantized
         model; none given: transformers' default before 5.0, reentrant). No fix: peft before
         0.7 takes no `gradient_checkpointing_kwargs`."""
-        from ckptlint.analysis.hf_models import StepKind, script_models
+        from ckptlint.analysis.script_models import StepKind, script_models
 
         checked: set[cst.Call] = set()  # a call may prepare the models of several loads (4 bit, 8 bit)
         for history in script_models(self.context).histories:
             if history.quantized is not True:
                 continue
             for step in history.of_kind(StepKind.KBIT_PREPARED):
-                if (
-                    step.enables_checkpointing and isinstance(step.node, cst.Call) and step.node not in checked
-                    and not history.kept_for_inference(step)
-                ):
-                    checked.add(step.node)
+                call = self.context.cst_node_at(step.node, cst.Call) if isinstance(step.node, ast.Call) else None
+                if step.enables_checkpointing and call is not None and call not in checked and not history.kept_for_inference(step):
+                    checked.add(call)
                     kwargs = step.kwargs or HfCheckpointingKwargs.of(None)
                     what = "`prepare_model_for_kbit_training` on a model loaded in 4 or 8 bit"
-                    self._check_hf(step.node, kwargs, what, fixable=False)
+                    self._check_hf(call, kwargs, what, fixable=False)
 
     def _check_hf(
         self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False, fixable: bool = True

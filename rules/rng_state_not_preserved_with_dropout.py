@@ -7,7 +7,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, SiteKind, literal_bool
 from ckptlint.analysis.region_paths import region_randomness, shown
 from ckptlint.analysis.regions import RegionRule
-from ckptlint.analysis.hf_models import StepKind, script_models
+from ckptlint.analysis.script_models import StepKind, script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import checkpointed_lora_dropout
@@ -116,7 +116,6 @@ class RngStateNotPreservedWithDropout(RegionRule):
     """
 
     code = "CKPT033"
-    uses_script_models = True  # `script_models`
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE
@@ -187,7 +186,9 @@ class RngStateNotPreservedWithDropout(RegionRule):
             for step in history.of_kind(StepKind.GC_ENABLED, StepKind.TRAINER):
                 if step.kind is StepKind.TRAINER and step.enables_checkpointing is not True:
                     continue
-                entry = _preserve_rng_state_false(step.kwargs.node if step.kwargs is not None else None)
+                entry = _preserve_rng_state_false(
+                    self.context.cst_node_at(step.kwargs.node, cst.Dict) if step.kwargs is not None else None
+                )
                 if entry is None:
                     continue
                 if layer is not None and not sets_dropout:
@@ -202,7 +203,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
                 dictionary, element = entry
                 api = "`gradient_checkpointing_enable`" if step.kind is StepKind.GC_ENABLED else "`TrainingArguments`"
                 self.report(
-                    step.node,
+                    self.context.cst_node_at(step.node, cst.Call),
                     f"{api} with `preserve_rng_state=False` checkpoints {random}: the recomputation "
                     "in backward draws new masks, so gradients belong to a different network than the loss; remove "
                     "`preserve_rng_state=False`",
@@ -216,7 +217,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
         `model.add_adapter(config)`), when the `LoraConfig` says so in this file."""
         names = lambda expr: absolute_names(self.context, expr) if isinstance(expr, (cst.Name, cst.Attribute)) else set()  # noqa: E731
         for step in history.of_kind(StepKind.PEFT_WRAPPED, StepKind.ADAPTER_ADDED):
-            call = step.node
+            call = self.context.cst_node_at(step.node, cst.Call)
             if step.exclusive_with(checkpointing) or not isinstance(call, cst.Call):
                 continue
             if step.kind is StepKind.PEFT_WRAPPED:

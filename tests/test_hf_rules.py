@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint.analysis.hf_models import MainInput, classify_model_class
+from ckptlint.analysis.script_models import MainInput, classify_model_class
 from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import build_index

@@ -15,7 +15,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import GC_ENABLE, keyword_value
-from ckptlint.analysis.hf_models.syntax import dotted_text
+from ckptlint.analysis.cst_code import dotted_text
 from ckptlint.model.library import ACCELERATE_FSDP_PLUGIN
 from ckptlint.rule import FileContext
 

@@ -121,3 +121,13 @@ def _callees(node: cst.CSTNode) -> tuple[Expr, ...]:
 
     walk(node, Calls())
     return tuple(found)
+
+
+def dotted_text(expr: cst.BaseExpression) -> str | None:
+    """`model`, `self.model`: a libcst name or attribute chain as written, else None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = dotted_text(expr.value)
+        return f"{base}.{expr.attr.value}" if base is not None else None
+    return None

@@ -15,6 +15,7 @@ The `Trainer` path differs in one detail: from 5.0 it pops `every_n_layers` / `o
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,35 +37,66 @@ class HfCheckpointingKwargs:
 
     shape: KwargsShape
     flag: Reentrancy = Reentrancy.UNKNOWN  # the literal `use_reentrant` value, for WITH_FLAG
-    node: cst.BaseExpression | None = None  # the dict (or None) written in the code, if any
+    # The dict (or None) written in the code, if any: a libcst node (`of`), or an `ast` node of
+    # the file's tree (`of_ast`, in the steps of `ckptlint.model.script_models`).
+    node: object = None
 
     @classmethod
     def of(cls, value: cst.BaseExpression | None, *, trainer_path: bool = False) -> HfCheckpointingKwargs:
+        """What a libcst expression is."""
         if value is None or (isinstance(value, cst.Name) and value.value == "None"):
             return cls(KwargsShape.DEFAULT, node=value)
+        keys: dict[str, cst.BaseExpression] | None = None
         if isinstance(value, cst.Dict):
-            keys: dict[str, cst.BaseExpression] = {}
+            keys = {}
             for element in value.elements:
                 if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
                     return cls(KwargsShape.UNKNOWN, node=value)  # `**other` or a computed key
                 keys[element.key.evaluated_value] = element.value
-            if "use_reentrant" in keys:
-                return cls(KwargsShape.WITH_FLAG, literal_bool(keys["use_reentrant"]), value)
-            if trainer_path and set(keys) <= TRAINER_OWN_KEYS:
-                # From 5.0 the Trainer passes `kwargs or None`; before 5.0 these keys did not
-                # exist. Either way not a dict torch sees without the flag.
-                return cls(KwargsShape.UNKNOWN, node=value)
-            return cls(KwargsShape.WITHOUT_FLAG, node=value)
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
             if any(arg.star or arg.keyword is None for arg in value.args):
                 return cls(KwargsShape.UNKNOWN, node=value)
-            names = {arg.keyword.value: arg.value for arg in value.args}
-            if "use_reentrant" in names:
-                return cls(KwargsShape.WITH_FLAG, literal_bool(names["use_reentrant"]), value)
-            if trainer_path and set(names) <= TRAINER_OWN_KEYS:
+            keys = {arg.keyword.value: arg.value for arg in value.args}
+        if keys is None:
+            return cls(KwargsShape.UNKNOWN, node=value)
+        flag = literal_bool(keys["use_reentrant"]) if "use_reentrant" in keys else None
+        return cls._of_keys(set(keys), flag, value, trainer_path)
+
+    @classmethod
+    def of_ast(cls, value: ast.expr | None, *, trainer_path: bool = False) -> HfCheckpointingKwargs:
+        """What an `ast` expression is (the project model's script interpreter's)."""
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            return cls(KwargsShape.DEFAULT, node=value)
+        keys: dict[object, ast.expr] | None = None
+        if isinstance(value, ast.Dict):
+            keys = {}
+            for key, entry in zip(value.keys, value.values):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, (str, bytes))):
+                    return cls(KwargsShape.UNKNOWN, node=value)  # `**other` or a computed key
+                keys[key.value] = entry
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+            if value.args or any(keyword.arg is None for keyword in value.keywords):
                 return cls(KwargsShape.UNKNOWN, node=value)
-            return cls(KwargsShape.WITHOUT_FLAG, node=value)
-        return cls(KwargsShape.UNKNOWN, node=value)
+            keys = {keyword.arg: keyword.value for keyword in value.keywords}
+        if keys is None:
+            return cls(KwargsShape.UNKNOWN, node=value)
+        flag = None
+        if "use_reentrant" in keys:
+            entry = keys["use_reentrant"]
+            literal = entry.value if isinstance(entry, ast.Constant) and isinstance(entry.value, bool) else None
+            flag = Reentrancy.UNKNOWN if literal is None else Reentrancy.EXPLICIT_TRUE if literal else Reentrancy.EXPLICIT_FALSE
+        return cls._of_keys(set(keys), flag, value, trainer_path)
+
+    @classmethod
+    def _of_keys(cls, keys: set, flag: Reentrancy | None, node: object, trainer_path: bool) -> HfCheckpointingKwargs:
+        """A dict with these keys (`flag`: its literal `use_reentrant`, None without the key)."""
+        if flag is not None:
+            return cls(KwargsShape.WITH_FLAG, flag, node)
+        if trainer_path and keys <= TRAINER_OWN_KEYS:
+            # From 5.0 the Trainer passes `kwargs or None`; before 5.0 these keys did not
+            # exist. Either way not a dict torch sees without the flag.
+            return cls(KwargsShape.UNKNOWN, node=node)
+        return cls(KwargsShape.WITHOUT_FLAG, node=node)
 
     def reentrancy(self, versions: TargetVersions) -> tuple[Reentrancy, Applies]:
         """The implementation transformers will run, and whether that depends on a version

@@ -1,7 +1,7 @@
 """Where a Hugging Face model goes after a line of the project, and what a project function
 returns: the cross-file half of the CKPT020 / CKPT021 analysis.
 
-`ckptlint.analysis.hf_models` follows a model through one file. When it leaves the file (it
+`ckptlint.model.script_models` follows a model through one file. When it leaves the file (it
 is returned by a helper that other modules call, or handed to a project function of another
 module) these queries follow it through the `hf_events` of the functions it reaches:
 callees it is passed to, callers it is returned to, and the other methods of a class that

@@ -4,7 +4,7 @@ A fine-tuning project loads its model in one module (`def load_model(): ...; ret
 enables gradient checkpointing there or in the script, and trains it in another module (a
 loop with `loss.backward()`, a `Trainer`, a Lightning `training_step`). The rules that
 depend on the order of those steps (CKPT020, CKPT021) follow one model object through a
-file with `ckptlint.analysis.hf_models`; across functions and files they follow it through
+file with `ckptlint.model.script_models`; across functions and files they follow it through
 these events, which `ProjectIndex.model_fate` and `ProjectIndex.returned_model` chain:
 
 - `LOADED`: `m = AutoModelForCausalLM.from_pretrained(...)` (the class, and whether it is
@@ -455,7 +455,7 @@ def _model_name(value: ast.AST, resolve: Callable[[ast.AST], str | None]) -> str
 
 def _cache_off_at_load(call: ast.Call) -> bool:
     """`from_pretrained(..., use_cache=<anything but True>)`, a config built elsewhere, or
-    `**kwargs`: the cache may be off (as `hf_models` counts it)."""
+    `**kwargs`: the cache may be off (as `script_models` counts it)."""
     use_cache = keyword_argument(call, "use_cache")
     if use_cache is not None and not _is_true(use_cache):
         return True

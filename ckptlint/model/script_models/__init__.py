@@ -30,45 +30,33 @@ A dict constant imported from another module (`from config import GC_KWARGS`) is
 project model's evaluator says it holds. A model that a
 project function of another module returns, or passes to a function of this file that
 nothing here calls, gets its class and what was done to it from the project model too.
-Names are resolved through libcst's qualified names.
+The interpreter runs on the file's `ast` tree, whose nodes its steps name (a rule reaches
+the libcst node of one with `FileContext.cst_node_at`). What a name or attribute denotes is
+a `ScriptNames`: `scopes.ScopeNames` computes libcst's qualified names on the `ast` tree, so
+that the answers do not depend on the tree read (`ckptlint.analysis.script_models` hands the
+interpreter libcst's own for the few constructs it does not model).
 """
 
 from __future__ import annotations
 
-import threading
+import ast
 from typing import TYPE_CHECKING
 
-from ckptlint.lazy_libcst import cst
-
-from ckptlint.analysis.hf_models.steps import ModelHistory, ModelStep, ScriptModels, StepKind, TrainerKind
-from ckptlint.analysis.hf_models.syntax import dotted_name, insert_line, is_simple_reference, line_of, source_of
 from ckptlint.model.library import MainInput, ModelClass, classify_model_class
+from ckptlint.model.script_models.names import QualifiedName, ScriptNames
+from ckptlint.model.script_models.steps import ModelHistory, ModelStep, ScriptModels, StepKind, TrainerKind
 
 if TYPE_CHECKING:
-    from ckptlint.rule import FileContext
+    from ckptlint.model.index import ProjectIndex
 
 __all__ = [
-    "MainInput", "ModelClass", "ModelHistory", "ModelStep", "ScriptModels", "StepKind", "TrainerKind",
-    "classify_model_class", "dotted_name", "insert_line", "is_simple_reference", "line_of", "script_models",
-    "source_of",
+    "MainInput", "ModelClass", "ModelHistory", "ModelStep", "QualifiedName", "ScriptModels", "ScriptNames", "StepKind",
+    "TrainerKind", "classify_model_class", "interpret",
 ]
 
-_CACHE: dict[int, tuple[cst.Module, ScriptModels]] = {}
-_CACHE_LOCK = threading.Lock()
 
+def interpret(tree: ast.Module, text: str, relative_path: str, project: ProjectIndex, names: ScriptNames) -> ScriptModels:
+    """The model objects of a file (its `ast` tree, of `text`) and their steps."""
+    from ckptlint.model.script_models.interpreter import Interpreter
 
-def script_models(context: FileContext) -> ScriptModels:
-    """The model objects of the file and their steps (computed once per parsed file, shared
-    by the rules that ask)."""
-    key = id(context.module)
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None and cached[0] is context.module:
-            return cached[1]
-    from ckptlint.analysis.hf_models.interpreter import Interpreter  # libcst code: not for the rules' gates
-
-    result = Interpreter(context).run()
-    with _CACHE_LOCK:
-        _CACHE.clear()  # one file at a time: the rules of a file run one after the other
-        _CACHE[key] = (context.module, result)
-    return result
+    return Interpreter(tree, text, relative_path, project, names).run()

@@ -4,29 +4,30 @@ project model says what they return)."""
 
 from __future__ import annotations
 
-from ckptlint.lazy_libcst import cst
+import ast
 
-from ckptlint.analysis.branches import Conditions, condition_literals, literal_truth
-from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.hf_models.objects import (
-    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, PeftConfigValue, Scope, ScriptValue,
-    TrainingArgumentsValue, TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values,
-    parts_of, peft_config_at, quantized_at_load, training_arguments_of,
-)
-from ckptlint.analysis.hf_models.steps import ModelStep, StepKind, TrainerKind
-from ckptlint.analysis.hf_models.syntax import (
-    code_of, dict_keys, dotted_text, is_auto_peft_loader, is_config_class, is_false, is_peft_model_loader, is_true,
-    literal_value, may_load_a_model,
-)
-from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, keyword_value
+from ckptlint.analysis.branches import Conditions
+from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
+from ckptlint.model.fates import ReturnedModel
 from ckptlint.model.library import (
     ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
     LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
     is_model_class_name, is_peft_config, with_checkpoint,
 )
-from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
-from ckptlint.model.fates import ReturnedModel
 from ckptlint.model.names import module_name
+from ckptlint.model.script_models.definitions import FunctionNode
+from ckptlint.model.script_models.names import absolute_names
+from ckptlint.model.script_models.objects import (
+    ConfigValue, DictValue, ModelObject, ModelPart, ObjectOfClass, PeftConfigValue, Scope, ScriptValue,
+    TrainingArgumentsValue, TupleValue, argument_value, config_at, dict_expression, gc_enable_kwargs, merge_values,
+    parts_of, peft_config_at, quantized_at_load, training_arguments_of,
+)
+from ckptlint.model.script_models.steps import ModelStep, StepKind, TrainerKind
+from ckptlint.model.script_models.syntax import (
+    arguments_of, condition_literals, dict_keys, dotted_text, is_auto_peft_loader, is_config_class, is_false,
+    is_peft_model_loader, is_true, keyword_value, literal_truth, literal_value, may_load_a_model, string_value,
+)
 
 MAX_INLINE_DEPTH = 8
 
@@ -34,18 +35,19 @@ MAX_INLINE_DEPTH = 8
 class Calls:
     """A mixin of `Interpreter`: what a call does to the objects it is given."""
 
-    def _call(self, call: cst.Call, frame: Scope) -> ScriptValue:
+    def _call(self, call: ast.Call, frame: Scope) -> ScriptValue:
+        arguments = arguments_of(call)
         func = call.func
-        receiver = self._eval(func.value, frame) if isinstance(func, cst.Attribute) else None
-        callee = receiver.child(func.attr.value) if isinstance(receiver, ModelPart) else None
-        if callee is None and not isinstance(func, cst.Attribute):
+        receiver = self._eval(func.value, frame) if isinstance(func, ast.Attribute) else None
+        callee = receiver.child(func.attr) if isinstance(receiver, ModelPart) else None
+        if callee is None and not isinstance(func, ast.Attribute):
             callee_value = self._eval(func, frame)
             callee = callee_value if isinstance(callee_value, ModelPart) else None
-        elif callee is None and isinstance(func, cst.Attribute) and receiver is None:
+        elif callee is None and isinstance(func, ast.Attribute) and receiver is None:
             found = frame.lookup(dotted_text(func) or "")
             callee = found if isinstance(found, ModelPart) else None
-        args = [self._eval(arg.value, frame) for arg in call.args]
-        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        args = [self._eval(arg.value, frame) for arg in arguments]
+        method = func.attr if isinstance(func, ast.Attribute) else None
         if method == "backward":
             frame.context.start_training(self.order)
 
@@ -55,7 +57,7 @@ class Calls:
             self._forward_call(call, callee, args, frame)
             return None
         if isinstance(receiver, ConfigValue) and method == "update":
-            keys = dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
+            keys = dict_keys(arguments[0].value) if len(arguments) == 1 and not arguments[0].keyword else None
             if keys is None or "use_cache" in keys:
                 # An update whose keys are not known may turn it off too.
                 self._config_use_cache(receiver, keys["use_cache"] if keys is not None else None, call, frame)
@@ -66,7 +68,7 @@ class Calls:
         if isinstance(receiver, ObjectOfClass) and method is not None:
             found = self._method(receiver.class_name, method)
             return self._inline(call, found, args, frame, receiver) if found is not None else None
-        called = self._eval(func, frame) if not isinstance(func, cst.Attribute) else frame.lookup(dotted_text(func) or "")
+        called = self._eval(func, frame) if not isinstance(func, ast.Attribute) else frame.lookup(dotted_text(func) or "")
         if isinstance(called, ObjectOfClass):
             found = self._method(called.class_name, "forward") or self._method(called.class_name, "__call__")
             return self._inline(call, found, args, frame, called) if found is not None else None
@@ -74,11 +76,11 @@ class Calls:
         local = self._local_function(call, frame.class_name)
         if local is not None:
             return self._inline(call, local, args, frame)
-        if isinstance(func, cst.Name) and func.value == "setattr" and len(call.args) >= 3:
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(arguments) >= 3:
             self._setattr(call, args, frame)
             return None
-        if isinstance(func, cst.Name) and func.value == "dict" and not any(a.star for a in call.args):
-            return DictValue(call, {a.keyword.value: a.value for a in call.args if a.keyword is not None})
+        if isinstance(func, ast.Name) and func.id == "dict" and not any(a.star for a in arguments):
+            return DictValue(call, {a.keyword: a.value for a in arguments if a.keyword is not None})
         names = self._absolute_names(func)
         if names:
             handled, value = self._library_call(call, names, args, frame)
@@ -100,21 +102,21 @@ class Calls:
 
     def _local_name(self, name: str) -> str:
         """A name defined in this file, without the module prefix."""
-        return name.removeprefix(module_name(self.context.relative_path) + ".")
+        return name.removeprefix(module_name(self.relative_path) + ".")
 
-    def _method(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> cst.FunctionDef | None:
+    def _method(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> FunctionNode | None:
         """A method of a class of this file, also inherited from a base class of this file."""
         found = self.functions.get(f"{class_name}.{method}")
         if found is not None or class_name in _seen or class_name not in self.classes:
             return found
         for base in self.classes[class_name].bases:
-            for name in self._absolute_names(base.value):
+            for name in self._absolute_names(base):
                 inherited = self._method(self._local_name(name), method, _seen | {class_name})
                 if inherited is not None:
                     return inherited
         return None
 
-    def _instantiate(self, call: cst.Call, class_name: str, args: list[ScriptValue], frame: Scope) -> ObjectOfClass:
+    def _instantiate(self, call: ast.Call, class_name: str, args: list[ScriptValue], frame: Scope) -> ObjectOfClass:
         """`Helper(model)` for a class of this file: its `__init__` runs on a new object."""
         instance = ObjectOfClass(class_name)
         init = self._method(class_name, "__init__")
@@ -122,8 +124,9 @@ class Calls:
             self._inline(call, init, args, frame, instance)
         return instance
 
-    def _model_method(self, call: cst.Call, part: ModelPart, method: str, args: list[ScriptValue], frame: Scope) -> ScriptValue:
-        subject = call.func.value if isinstance(call.func, cst.Attribute) else None
+    def _model_method(self, call: ast.Call, part: ModelPart, method: str, args: list[ScriptValue], frame: Scope) -> ScriptValue:
+        arguments = arguments_of(call)
+        subject = call.func.value if isinstance(call.func, ast.Attribute) else None
         if method == GC_ENABLE:
             kwargs = gc_enable_kwargs(call, frame)
             self._step(part, StepKind.GC_ENABLED, call, frame, subject=subject, kwargs=kwargs)
@@ -132,18 +135,18 @@ class Calls:
         elif method in ADAPTER_METHODS:
             self._step(part, StepKind.ADAPTER_ADDED, call, frame)
         elif method == "requires_grad_":
-            flag = call.args[0].value if call.args else None
+            flag = arguments[0].value if arguments else None
             self._requires_grad(part, flag is None or not is_false(flag), call, frame)
         elif method in ("eval", "train") and not part.path:
-            off = method == "eval" and not call.args or len(call.args) == 1 and is_false(call.args[0].value)
+            off = method == "eval" and not arguments or len(arguments) == 1 and is_false(arguments[0].value)
             self._step(part, StepKind.EVAL_MODE if off else StepKind.TRAIN_MODE, call, frame)
         elif method == "register_forward_hook" and part.is_embedding:
-            if not call.args or self._hook_may_set_requires_grad(call.args[0].value):
+            if not arguments or self._hook_may_set_requires_grad(arguments[0].value):
                 self._step(part, StepKind.INPUT_GRADS, call, frame)
         elif method in ("forward", "__call__", "module", "base_model", "model"):
             self._forward_call(call, part, args, frame)
         elif method == "update" and part.path and part.path[-1] == "config":
-            keys = dict_keys(call.args[0].value) if len(call.args) == 1 and not call.args[0].keyword else None
+            keys = dict_keys(arguments[0].value) if len(arguments) == 1 and not arguments[0].keyword else None
             if keys is None or ("use_cache" in keys and not is_true(keys["use_cache"])):
                 self._step(part, StepKind.USE_CACHE_OFF, call, frame)
         if method in SAME_MODEL_METHODS:
@@ -154,17 +157,17 @@ class Calls:
             return part.child(method)
         return part.child(method + "()")
 
-    def _cache_off_by_keyword(self, part: ModelPart, call: cst.Call, frame: Scope) -> None:
+    def _cache_off_by_keyword(self, part: ModelPart, call: ast.Call, frame: Scope) -> None:
         """`use_cache=` other than a literal True (at load or in a forward call) turns the cache
         off where its value is falsy: `use_cache=not args.no_gradient_checkpointing` only where
         checkpointing is not turned on by `if not args.no_gradient_checkpointing:`, which the
         step's conditions say (a value only known at runtime is off wherever it may be)."""
         use_cache = keyword_value(call, "use_cache")
         if use_cache is not None and not is_true(use_cache):
-            when = () if is_false(use_cache) else condition_literals(use_cache, False)
+            when = () if is_false(use_cache) else condition_literals(use_cache, False, self.source)
             self._step(part, StepKind.USE_CACHE_OFF, call, frame, when=when)
 
-    def _requires_grad(self, part: ModelPart, trainable: bool, node: cst.CSTNode, frame: Scope) -> None:
+    def _requires_grad(self, part: ModelPart, trainable: bool, node: ast.AST, frame: Scope) -> None:
         """`part.requires_grad_(flag)`, or `p.requires_grad = flag` for `p` over
         `part.parameters()`: the embeddings (or the whole model) made trainable are input
         grads; the model (or a part of it) frozen, and a part of its layer stack unfrozen
@@ -176,37 +179,39 @@ class Calls:
         elif trainable and any(name in LAYER_STACKS for name in part.path):
             self._step(part, StepKind.UNFROZEN, node, frame, path=part.path)
 
-    def _forward_call(self, call: cst.Call, part: ModelPart, args: list[ScriptValue], frame: Scope) -> None:
+    def _forward_call(self, call: ast.Call, part: ModelPart, args: list[ScriptValue], frame: Scope) -> None:
         """A forward pass: `use_cache=False` (or a runtime value) there turns the cache off."""
+        arguments = arguments_of(call)
         self._cache_off_by_keyword(part, call, frame)
-        for arg, value in zip(call.args, args):
+        for arg, value in zip(arguments, args):
             if arg.star == "**" and isinstance(value, DictValue) and value.keys is not None and "use_cache" in value.keys:
                 if not is_true(value.keys["use_cache"]):
                     self._step(part, StepKind.USE_CACHE_OFF, call, frame)
 
-    def _setattr(self, call: cst.Call, args: list[ScriptValue], frame: Scope) -> None:
-        owner, attribute, value = args[0], call.args[1].value, call.args[2].value
-        if not isinstance(attribute, cst.SimpleString) or attribute.evaluated_value != "use_cache":
+    def _setattr(self, call: ast.Call, args: list[ScriptValue], frame: Scope) -> None:
+        arguments = arguments_of(call)
+        owner, attribute, value = args[0], arguments[1].value, arguments[2].value
+        if not (isinstance(attribute, ast.Constant) and attribute.value == "use_cache"):
             return
         if isinstance(owner, ModelPart):
             self._assign_model_attribute(owner, "use_cache", value, call, frame)
         elif isinstance(owner, ConfigValue):
             self._config_use_cache(owner, value, call, frame)
 
-    def _hook_may_set_requires_grad(self, hook: cst.BaseExpression) -> bool:
+    def _hook_may_set_requires_grad(self, hook: ast.expr) -> bool:
         """A forward hook that sets `requires_grad` on the output (or one not visible here)."""
-        body: cst.CSTNode | None = hook.body if isinstance(hook, cst.Lambda) else None
-        if isinstance(hook, cst.Name):
-            names = self.context.qualified_names(hook)
-            local = [self.functions.get(q.name) for q in names if q.source is cst.metadata.QualifiedNameSource.LOCAL]
+        body: ast.AST | None = hook.body if isinstance(hook, ast.Lambda) else None
+        if isinstance(hook, ast.Name):
+            names = self.names.qualified(hook)
+            local = [self.functions.get(q.name) for q in names if q.source == "local"]
             if len(local) != 1 or local[0] is None:
                 return True
             body = local[0]
         if body is None:
             return True
-        return "requires_grad" in code_of(body)
+        return "requires_grad" in self.source.of(body)
 
-    def _may_matter(self, function: cst.FunctionDef, frame: Scope, args: list[ScriptValue]) -> bool:
+    def _may_matter(self, function: FunctionNode, frame: Scope, args: list[ScriptValue]) -> bool:
         """Whether running `function` can change anything: it gets a value the analysis
         follows, reads one (a module name, `self.<attr>`), or it (or a function it calls)
         names something that loads, wraps, checkpoints or trains a model."""
@@ -221,18 +226,19 @@ class Calls:
 
     def _inline(
         self,
-        call: cst.Call,
-        function: cst.FunctionDef,
+        call: ast.Call,
+        function: FunctionNode,
         args: list[ScriptValue],
         frame: Scope,
         instance: ObjectOfClass | None = None,
     ) -> ScriptValue:
         """Run a function of this file where it is called: `instance` is the object a method
         runs on (by default the caller's `self` for its own class's methods)."""
+        arguments = arguments_of(call)
         if function in frame.stack or len(frame.stack) >= MAX_INLINE_DEPTH:
             return None
-        positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
-        keywords = {arg.keyword.value: value for arg, value in zip(call.args, args) if arg.keyword is not None}
+        positional = [value for arg, value in zip(arguments, args) if arg.keyword is None and not arg.star]
+        keywords = {arg.keyword: value for arg, value in zip(arguments, args) if arg.keyword is not None}
         class_name = self.class_of_function.get(function)
         if instance is not None:
             shared, class_name = instance.attributes, instance.class_name
@@ -252,15 +258,16 @@ class Calls:
 
     # --- library calls -----------------------------------------------------------------
 
-    def _library_call(self, call: cst.Call, names: set[str], args: list[ScriptValue], frame: Scope) -> tuple[bool, ScriptValue]:
-        first = args[0] if args and call.args[0].keyword is None else None
+    def _library_call(self, call: ast.Call, names: set[str], args: list[ScriptValue], frame: Scope) -> tuple[bool, ScriptValue]:
+        arguments = arguments_of(call)
+        first = args[0] if args and arguments[0].keyword is None else None
         if names <= GET_PEFT_MODEL:
             model = first if isinstance(first, ModelPart) else argument_value(call, args, "model")
             if isinstance(model, ModelPart):
                 self._step(model, StepKind.PEFT_WRAPPED, call, frame)
                 # A trainable copy of the input embeddings (`modules_to_save`): their output
                 # requires grad, as with `enable_input_require_grads()`.
-                second = args[1] if len(args) > 1 and call.args[1].keyword is None else argument_value(call, args, "peft_config")
+                second = args[1] if len(args) > 1 and arguments[1].keyword is None else argument_value(call, args, "peft_config")
                 if isinstance(second, PeftConfigValue) and second.trains_embeddings:
                     self._step(model, StepKind.INPUT_GRADS, call, frame)
             return True, model
@@ -276,8 +283,8 @@ class Calls:
                     StepKind.KBIT_PREPARED,
                     call,
                     frame,
-                    subject=call.args[0].value if first is not None else None,
-                    kwargs=HfCheckpointingKwargs.of(dict_expression(kwargs, frame)) if kwargs is not None else None,
+                    subject=arguments[0].value if first is not None else None,
+                    kwargs=HfCheckpointingKwargs.of_ast(dict_expression(kwargs, frame)) if kwargs is not None else None,
                     enables_checkpointing=True if enables is None else literal_value(enables),
                 )
             return True, model
@@ -310,10 +317,10 @@ class Calls:
         model_classes = {self._model_class_of(name) for name in names}
         if len(model_classes) == 1 and None not in model_classes:
             model_class = model_classes.pop()
-            checkpoint = call.args[0].value if call.args and call.args[0].keyword is None else keyword_value(
+            checkpoint = arguments[0].value if arguments and arguments[0].keyword is None else keyword_value(
                 call, "pretrained_model_name_or_path")
-            if isinstance(checkpoint, cst.SimpleString):
-                model_class = with_checkpoint(model_class, str(checkpoint.evaluated_value))
+            if string_value(checkpoint) is not None:
+                model_class = with_checkpoint(model_class, string_value(checkpoint))
             return True, self._new_model(model_class, call, frame)
         if all(is_config_class(name) for name in names):
             return True, config_at(call, frame)
@@ -325,7 +332,7 @@ class Calls:
             if name.endswith(suffix):
                 name = name[: -len(suffix)]
                 break
-        local = name.removeprefix(module_name(self.context.relative_path) + ".")
+        local = name.removeprefix(module_name(self.relative_path) + ".")
         if local in self.classes:
             if not self._is_pretrained_model_subclass(local):
                 return None
@@ -339,8 +346,8 @@ class Calls:
         if node is None or class_name in seen:
             return False
         for base in node.bases:
-            for name in self._absolute_names(base.value):
-                local = name.removeprefix(module_name(self.context.relative_path) + ".")
+            for name in self._absolute_names(base):
+                local = name.removeprefix(module_name(self.relative_path) + ".")
                 if local in self.classes:
                     if self._is_pretrained_model_subclass(local, seen | {class_name}):
                         return True
@@ -350,7 +357,8 @@ class Calls:
                     return True
         return False
 
-    def _new_model(self, model_class: ModelClass | None, call: cst.Call, frame: Scope) -> ModelPart:
+    def _new_model(self, model_class: ModelClass | None, call: ast.Call, frame: Scope) -> ModelPart:
+        arguments = arguments_of(call)
         quantized = quantized_at_load(call, frame)
         obj = ModelObject(model_class, quantized, frame.context)
         remote = keyword_value(call, "trust_remote_code")
@@ -359,15 +367,15 @@ class Calls:
         part = ModelPart(obj)
         self._cache_off_by_keyword(part, call, frame)
         config_arg = keyword_value(call, "config")
-        loads_weights = isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"
+        loads_weights = isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained"
         if loads_weights:
             source = keyword_value(call, "pretrained_model_name_or_path")
-            if source is None and call.args and call.args[0].keyword is None and not call.args[0].star:
-                source = call.args[0].value
-            if isinstance(source, cst.SimpleString) and isinstance(source.evaluated_value, str):
-                obj.checkpoint = source.evaluated_value
-        if config_arg is None and call.args and call.args[0].keyword is None and not loads_weights:
-            config_arg = call.args[0].value  # `LlamaForCausalLM(config)`, `from_config(config)`
+            if source is None and arguments and arguments[0].keyword is None and not arguments[0].star:
+                source = arguments[0].value
+            if isinstance(source, ast.Constant) and isinstance(source.value, str):
+                obj.checkpoint = source.value
+        if config_arg is None and arguments and arguments[0].keyword is None and not loads_weights:
+            config_arg = arguments[0].value  # `LlamaForCausalLM(config)`, `from_config(config)`
         if config_arg is not None:
             config = self._eval(config_arg, frame)
             if isinstance(config, ConfigValue):
@@ -376,7 +384,7 @@ class Calls:
                     self._step(part, StepKind.USE_CACHE_OFF, call, frame)
             else:
                 self._step(part, StepKind.USE_CACHE_OFF, call, frame)  # a config not built here: unknown
-        for arg in call.args:
+        for arg in arguments:
             if arg.star == "**":
                 value = self._eval(arg.value, frame)
                 keys = value.keys if isinstance(value, DictValue) else None
@@ -384,19 +392,20 @@ class Calls:
                     self._step(part, StepKind.USE_CACHE_OFF, call, frame)
         return part
 
-    def _hand_to_project(self, call: cst.Call, names: set[str], args: list[ScriptValue], frame: Scope) -> ModelPart | None:
+    def _hand_to_project(self, call: ast.Call, names: set[str], args: list[ScriptValue], frame: Scope) -> ModelPart | None:
         """Models passed to a project function of another module: what the project model says
         that function does to each (`ProjectIndex.handed_model`) happens at the call, and the
         model goes on here, unless the function trains it, checkpoints it, keeps it or hands
         it to code the index cannot see: then it has *escaped*, and the rules follow it with
         `model_fate`. Returns the model the function hands back as its value, if any."""
+        arguments = arguments_of(call)
         handed_back = None
-        for position, (arg, value) in enumerate(zip(call.args, args)):
+        for position, (arg, value) in enumerate(zip(arguments, args)):
             for part in parts_of(value):
-                parameter = arg.keyword.value if arg.keyword is not None else position
+                parameter = arg.keyword if arg.keyword is not None else position
                 handed = None
-                if part.path == () and not any(a.star for a in call.args) and len(names) == 1 and value is part:
-                    handed = self.context.project.handed_model(next(iter(names)), parameter, call_arguments(call, frame))
+                if part.path == () and not any(a.star for a in arguments) and len(names) == 1 and value is part:
+                    handed = self.project.handed_model(next(iter(names)), parameter, call_arguments(call, frame))
                 if handed is None or handed.leaves:
                     self._step(part, StepKind.ESCAPED, call, frame)
                     continue
@@ -409,22 +418,22 @@ class Calls:
                     handed_back = part
         return handed_back
 
-    def _returned_model(self, call: cst.Call, names: set[str], frame: Scope) -> ScriptValue:
+    def _returned_model(self, call: ast.Call, names: set[str], frame: Scope) -> ScriptValue:
         """The model a project function of another module returns, as the project model
         knows it (`model = load_model(name)`): its class, and what the function did to it
         already. Checkpointing it enabled is that file's to report."""
         if len(names) != 1:
             return None
         function, arguments = next(iter(names)), call_arguments(call, frame)
-        returned = self.context.project.returned_model(function, -1, arguments)
+        returned = self.project.returned_model(function, -1, arguments)
         if returned is None and self.unpacked is not None and self.unpacked[0] is call:
             # `policy, reference = load_models(name)`: each item the function returns.
-            items = [self.context.project.returned_model(function, i, arguments) for i in range(self.unpacked[1])]
+            items = [self.project.returned_model(function, i, arguments) for i in range(self.unpacked[1])]
             if any(item is not None for item in items):
                 return TupleValue(tuple(self._returned_part(item, call, frame) if item else None for item in items))
         return self._returned_part(returned, call, frame) if returned is not None else None
 
-    def _returned_part(self, returned: ReturnedModel, call: cst.Call, frame: Scope) -> ModelPart:
+    def _returned_part(self, returned: ReturnedModel, call: ast.Call, frame: Scope) -> ModelPart:
         obj = ModelObject(classify_model_class(returned.model_class), returned.quantized, frame.context)
         obj.origin = returned
         obj.remote_code = returned.remote_code
@@ -436,8 +445,9 @@ class Calls:
                 self._step(part, kind, call, frame)
         return part
 
-    def _trainer(self, call: cst.Call, args: list[ScriptValue], kind: TrainerKind, frame: Scope) -> None:
-        positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
+    def _trainer(self, call: ast.Call, args: list[ScriptValue], kind: TrainerKind, frame: Scope) -> None:
+        call_args = arguments_of(call)
+        positional = [value for arg, value in zip(call_args, args) if arg.keyword is None and not arg.star]
         model = argument_value(call, args, "model")
         if model is None and positional:
             model = positional[0]
@@ -446,7 +456,7 @@ class Calls:
         training_arguments = argument_value(call, args, "args")
         if training_arguments is None and len(positional) > 1:
             training_arguments = positional[1]
-        has_arguments = keyword_value(call, "args") is not None or len(positional) > 1 or any(a.star for a in call.args)
+        has_arguments = keyword_value(call, "args") is not None or len(positional) > 1 or any(a.star for a in call_args)
         if isinstance(training_arguments, TrainingArgumentsValue):
             enables, kwargs, arguments = training_arguments.enables, training_arguments.kwargs, training_arguments.node
         elif not has_arguments:
@@ -454,8 +464,8 @@ class Calls:
         else:
             enables, kwargs, arguments = None, None, None
         model_arg = keyword_value(call, "model")
-        if model_arg is None and call.args and call.args[0].keyword is None:
-            model_arg = call.args[0].value
+        if model_arg is None and call_args and call_args[0].keyword is None:
+            model_arg = call_args[0].value
         self._step(
             model,
             StepKind.TRAINER,
@@ -486,40 +496,41 @@ class Calls:
 
     def _configures_checkpointing(self, name: str) -> bool:
         """A project class (of this file or another) whose code sets how checkpointing runs."""
-        local = name.removeprefix(module_name(self.context.relative_path) + ".")
+        local = name.removeprefix(module_name(self.relative_path) + ".")
         if local in self.classes:
-            return any(word in code_of(self.classes[local]) for word in CHECKPOINTING_SETTINGS)
-        facts = self.context.project.class_named(name)
+            return any(word in self.source.of(self.classes[local]) for word in CHECKPOINTING_SETTINGS)
+        facts = self.project.class_named(name)
         return facts is not None and facts.configures_checkpointing
 
     def _ancestors(self, name: str) -> list[str]:
-        local = name.removeprefix(module_name(self.context.relative_path) + ".")
+        local = name.removeprefix(module_name(self.relative_path) + ".")
         if local in self.classes:
             found = [name]
             for base in self.classes[local].bases:
-                for base_name in self._absolute_names(base.value):
+                for base_name in self._absolute_names(base):
                     if base_name != name:
                         found.extend(self._ancestors(base_name))
             return found
-        return self.context.project.ancestors(name)
+        return self.project.ancestors(name)
 
     def _is_training_arguments(self, name: str) -> bool:
-        return name in TRAINING_ARGUMENTS_CLASSES or self.context.project.is_training_arguments(name)
+        return name in TRAINING_ARGUMENTS_CLASSES or self.project.is_training_arguments(name)
 
     # --- names -------------------------------------------------------------------------
 
-    def _absolute_names(self, expr: cst.BaseExpression) -> set[str]:
+    def _absolute_names(self, expr: ast.expr) -> set[str]:
         if expr not in self._names:
-            self._names[expr] = absolute_names(self.context, expr) if isinstance(expr, (cst.Name, cst.Attribute)) else set()
+            found = self.names.qualified(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else frozenset()
+            self._names[expr] = absolute_names(found, self.relative_path) if found else set()
         return self._names[expr]
 
-    def _is_project_call(self, func: cst.BaseExpression) -> bool:
+    def _is_project_call(self, func: ast.expr) -> bool:
         """A function imported from another module of the project: it may do anything to a
         model handed to it."""
-        if not isinstance(func, (cst.Name, cst.Attribute)):
+        if not isinstance(func, (ast.Name, ast.Attribute)):
             return False
-        names = self.context.qualified_names(func)
-        if any(q.source is not cst.metadata.QualifiedNameSource.IMPORT for q in names):
+        names = self.names.qualified(func)
+        if any(q.source != "import" for q in names):
             return False  # a builtin, a local variable's method, a function of this file
         if any(q.name.startswith(".") for q in names):
             return True
@@ -528,10 +539,10 @@ class Calls:
     def _is_project_name(self, name: str) -> bool:
         if self._project_modules is None:
             modules: set[str] = set()
-            for path in self.context.project.files:
+            for path in self.project.files:
                 parts = module_name(path).split(".")
                 modules.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-            modules.add(module_name(self.context.relative_path))
+            modules.add(module_name(self.relative_path))
             self._project_modules = frozenset(modules)
         parts = name.split(".")
         if parts[0] in HF_LIBRARY_ROOTS:
@@ -544,7 +555,7 @@ class Calls:
         self,
         part: ModelPart,
         kind: StepKind,
-        node: cst.CSTNode,
+        node: ast.AST,
         frame: Scope,
         when: Conditions = (),
         **details,
@@ -558,13 +569,14 @@ class Calls:
             model.steps.append(step)
 
 
-def call_arguments(call: cst.Call, frame: Scope) -> tuple[tuple[str | int, bool | None], ...]:
+def call_arguments(call: ast.Call, frame: Scope) -> tuple[tuple[str | int, bool | None], ...]:
     """The truth of each argument of a call to another module, as the project model takes
     it (`Event.arguments`): a literal, or a name whose truth the frame knows."""
+    arguments = arguments_of(call)
     found: list[tuple[str | int, bool | None]] = []
-    for position, arg in enumerate(call.args):
+    for position, arg in enumerate(arguments):
         if arg.star:
             found.append(("*", None))
         else:
-            found.append((arg.keyword.value if arg.keyword is not None else position, literal_truth(arg.value, frame.known)))
+            found.append((arg.keyword if arg.keyword is not None else position, literal_truth(arg.value, frame.known)))
     return tuple(found)

@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
-from ckptlint.lazy_libcst import cst
+import ast
 
 from ckptlint.analysis.branches import Branches, Conditions
-from ckptlint.analysis.hf_models.steps import ModelStep
-from ckptlint.analysis.hf_models.syntax import dict_keys, is_false, is_true, literal_value
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, KwargsShape, keyword_value
+from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.script_models.steps import ModelStep
+from ckptlint.model.script_models.syntax import (
+    arguments_of, dict_keys, is_false, is_true, keyword_value, literal_value, string_value,
+)
 from ckptlint.model.library import EMBEDDING_PARTS, PEFT_TRAINABLE_MODULES, ModelClass, trains_input_embeddings
 
 
@@ -75,7 +77,7 @@ class ConfigValue:
 
 
 class TrainingArgumentsValue:
-    def __init__(self, node: cst.Call, enables: bool | None, kwargs: HfCheckpointingKwargs) -> None:
+    def __init__(self, node: ast.Call, enables: bool | None, kwargs: HfCheckpointingKwargs) -> None:
         self.node = node
         self.enables = enables
         self.kwargs = kwargs
@@ -84,7 +86,7 @@ class TrainingArgumentsValue:
 class DictValue:
     """A dict literal (or `dict(...)`) bound to a name: its string keys, while known."""
 
-    def __init__(self, expression: cst.BaseExpression | None, keys: dict[str, cst.BaseExpression] | None) -> None:
+    def __init__(self, expression: ast.expr | None, keys: dict[str, ast.expr] | None) -> None:
         self.expression = expression  # None once it was changed after being built
         self.keys = keys  # None: not known
 
@@ -123,7 +125,7 @@ class Scope:
         shared: dict[str, ScriptValue] | None = None,
         class_name: str | None = None,
         branches: Branches = (),
-        stack: tuple[cst.FunctionDef, ...] = (),
+        stack: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...] = (),
         module_names: dict[str, ScriptValue] | None = None,
     ) -> None:
         self.context = context
@@ -141,7 +143,7 @@ class Scope:
         self.known: Conditions = ()
         self.stack = stack
         self.returns: list[ScriptValue] = []
-        self.statement: cst.SimpleStatementLine | None = None  # insertable statement being run
+        self.statement: ast.stmt | None = None  # the small statement being run
 
     def _table(self, name: str) -> dict[str, ScriptValue]:
         if self.shared is not None and name.startswith("self."):
@@ -203,61 +205,63 @@ def merge_values(values: list[ScriptValue]) -> ScriptValue:
     return None
 
 
-def argument_value(call: cst.Call, args: list[ScriptValue], name: str) -> ScriptValue:
-    for arg, value in zip(call.args, args):
-        if arg.keyword is not None and arg.keyword.value == name:
+def argument_value(call: ast.Call, args: list[ScriptValue], name: str) -> ScriptValue:
+    for arg, value in zip(arguments_of(call), args):
+        if arg.keyword == name:
             return value
     return None
 
 
-def dict_expression(expr: cst.BaseExpression | None, frame: Scope) -> cst.BaseExpression | None:
+def dict_expression(expr: ast.expr | None, frame: Scope) -> ast.expr | None:
     """A kwargs expression, with a name bound to an unchanged dict literal replaced by it."""
-    if isinstance(expr, cst.Name) and expr.value != "None":
-        value = frame.lookup(expr.value)
+    if isinstance(expr, ast.Name):
+        value = frame.lookup(expr.id)
         if isinstance(value, DictValue) and value.expression is not None:
             return value.expression
     return expr
 
 
-def gc_enable_kwargs(call: cst.Call, frame: Scope) -> HfCheckpointingKwargs:
-    if any(arg.star for arg in call.args):
+def gc_enable_kwargs(call: ast.Call, frame: Scope) -> HfCheckpointingKwargs:
+    arguments = arguments_of(call)
+    if any(arg.star for arg in arguments):
         return HfCheckpointingKwargs(KwargsShape.UNKNOWN)
-    positional = [arg for arg in call.args if arg.keyword is None]
+    positional = [arg for arg in arguments if arg.keyword is None]
     value = positional[0].value if positional else keyword_value(call, GC_KWARGS)
-    return HfCheckpointingKwargs.of(dict_expression(value, frame))
+    return HfCheckpointingKwargs.of_ast(dict_expression(value, frame))
 
 
-def training_arguments_of(call: cst.Call, frame: Scope) -> TrainingArgumentsValue:
-    if any(arg.star for arg in call.args):
+def training_arguments_of(call: ast.Call, frame: Scope) -> TrainingArgumentsValue:
+    if any(arg.star for arg in arguments_of(call)):
         return TrainingArgumentsValue(call, None, HfCheckpointingKwargs(KwargsShape.UNKNOWN))
     enabled = keyword_value(call, "gradient_checkpointing")
-    kwargs = HfCheckpointingKwargs.of(dict_expression(keyword_value(call, GC_KWARGS), frame), trainer_path=True)
+    kwargs = HfCheckpointingKwargs.of_ast(dict_expression(keyword_value(call, GC_KWARGS), frame), trainer_path=True)
     return TrainingArgumentsValue(call, False if enabled is None else literal_value(enabled), kwargs)
 
 
-def config_at(call: cst.Call, frame: Scope) -> ConfigValue:
+def config_at(call: ast.Call, frame: Scope) -> ConfigValue:
     use_cache = keyword_value(call, "use_cache")
-    if any(arg.star == "**" for arg in call.args):
+    if any(arg.star == "**" for arg in arguments_of(call)):
         return ConfigValue(None)
     return ConfigValue(use_cache is not None and not is_true(use_cache))
 
 
-def peft_config_at(call: cst.Call) -> PeftConfigValue:
+def peft_config_at(call: ast.Call) -> PeftConfigValue:
     """What a PEFT config call makes trainable, from the literals it is given (a module list
     in a variable counts as not naming the embeddings)."""
     trains = False
     for keyword in PEFT_TRAINABLE_MODULES:
         value = keyword_value(call, keyword)
-        if isinstance(value, (cst.List, cst.Tuple)):
-            names = tuple(str(e.value.evaluated_value) for e in value.elements if isinstance(e.value, cst.SimpleString))
-            indices = keyword == "trainable_token_indices" and value.elements and not names
+        if isinstance(value, (ast.List, ast.Tuple)):
+            elements = [e.value if isinstance(e, ast.Starred) else e for e in value.elts]
+            names = tuple(text for text in map(string_value, elements) if text is not None)
+            indices = keyword == "trainable_token_indices" and value.elts and not names
             trains |= trains_input_embeddings(keyword, None if indices else names)
         elif value is not None and dict_keys(value) is not None:
             trains |= trains_input_embeddings(keyword, tuple(dict_keys(value)))
     return PeftConfigValue(trains)
 
 
-def quantized_at_load(call: cst.Call, frame: Scope) -> bool | None:
+def quantized_at_load(call: ast.Call, frame: Scope) -> bool | None:
     for name in ("load_in_4bit", "load_in_8bit"):
         value = keyword_value(call, name)
         if value is not None and not is_false(value):
@@ -265,9 +269,9 @@ def quantized_at_load(call: cst.Call, frame: Scope) -> bool | None:
     config = keyword_value(call, "quantization_config")
     if config is not None and not is_false(config):
         return True
-    for arg in call.args:
+    for arg in arguments_of(call):
         if arg.star == "**":
-            value = frame.lookup(arg.value.value) if isinstance(arg.value, cst.Name) else None
+            value = frame.lookup(arg.value.id) if isinstance(arg.value, ast.Name) else None
             keys = value.keys if isinstance(value, DictValue) else None
             if keys is None:
                 return None

@@ -1,12 +1,12 @@
 """What happens to a Hugging Face model in a script, step by step: the interpreter's answer
-(`ckptlint.analysis.hf_models.script_models`), read by CKPT020, CKPT021 and CKPT033."""
+(`ckptlint.model.script_models.interpret`, asked through `ckptlint.analysis.script_models`),
+read by CKPT020, CKPT021, CKPT033 and CKPT005."""
 
 from __future__ import annotations
 
+import ast
 import enum
 from dataclasses import dataclass
-
-from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import Branches, Conditions, exclusive
 from ckptlint.analysis.huggingface import HfCheckpointingKwargs
@@ -39,24 +39,31 @@ class StepKind(str, enum.Enum):
 class ModelStep:
     kind: StepKind
     order: int  # interpretation order; helpers' steps are ordered where they are called
-    node: cst.CSTNode  # the call (or assignment) that did it
+    # The call (or assignment, or the function a model is passed to) that did it: a node of
+    # the file's `ast` tree (`FileContext.ast_module`); `FileContext.cst_node_at` gives the
+    # libcst node a report or a fix needs.
+    node: ast.AST
     branches: Branches = ()
     conditions: Conditions = ()
-    # The statement holding `node`, when a line can be inserted before or after it (a simple
-    # statement line of an indented block or of the module).
-    statement: cst.SimpleStatementLine | None = None
-    subject: cst.BaseExpression | None = None  # how the code names the model there
+    # The small statement holding `node`, where a line may be inserted before or after it
+    # (`cst_node_at(statement, cst.SimpleStatementLine)`: None on a header's line).
+    statement: ast.stmt | None = None
+    subject: ast.expr | None = None  # how the code names the model there
     path: tuple[str, ...] = ()  # FROZEN / UNFROZEN: the part of the model (`("model", "layers", "[]")`)
     kwargs: HfCheckpointingKwargs | None = None  # GC_ENABLED, KBIT_PREPARED, TRAINER
     enables_checkpointing: bool | None = None  # KBIT_PREPARED / TRAINER: known to turn it on
     trainer: TrainerKind | None = None  # TRAINER
-    arguments: cst.Call | None = None  # TRAINER: the `TrainingArguments(...)` call, if known
+    arguments: ast.Call | None = None  # TRAINER: the `TrainingArguments(...)` call, if known
     # The function it happens in, named as the project model names it (`pkg.train.main`,
     # `pkg.train.<module>`): where `ProjectIndex.model_fate` follows the model on from.
     function: str = ""
     # What is known of the parameters' truth where it happens (`Scope.known`: the literals a
     # call of the function it sits in passes, `lora_model(cfg, dropout=0.05)`).
     known: Conditions = ()
+
+    @property
+    def line(self) -> int:
+        return self.node.lineno
 
     def exclusive_with(self, other: ModelStep) -> bool:
         """Whether the two steps can never both run: different branches of one `if`, or
@@ -106,5 +113,3 @@ class ModelHistory:
 class ScriptModels:
     histories: tuple[ModelHistory, ...]
 
-
-# --- interpretation: values ---------------------------------------------------------------

@@ -1,0 +1,216 @@
+"""From the `ast` nodes the project model speaks of to the libcst nodes a rule reports and
+fixes (`FileContext.cst_node_at`), for one file.
+
+The statements of the two trees pair up block by block (a line of small statements,
+`a = 1; b = 2`, is one libcst statement holding one `ast` statement per small statement;
+`if x: y()` holds its body on the header's line). An expression is found in the libcst
+statement paired with the `ast` statement holding it, as the innermost node of the asked
+type whose range (`FileContext.position`, libcst's own) holds the expression's: a libcst
+node's range includes its parentheses, an `ast` node's does not, and `ast` counts columns
+in UTF-8 bytes where libcst counts characters.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ckptlint.lazy_libcst import cst
+
+from ckptlint.analysis.cst_walk import child_nodes
+
+if TYPE_CHECKING:
+    from ckptlint.rule import FileContext
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+_TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+# The blocks of a compound statement: the statements in them are paired on their own.
+_BLOCKS = ("IndentedBlock", "SimpleStatementSuite")
+
+Span = tuple[tuple[int, int], tuple[int, int]]  # ((line, column), (end line, end column)), characters
+
+
+class _Mismatch(Exception):
+    """The two trees' statements do not pair up (a tree of another text)."""
+
+
+class AstBridge:
+    """The libcst node of an `ast` node of the same file's text, built on first use."""
+
+    def __init__(self, context: FileContext, tree: ast.Module) -> None:
+        self._context = context
+        # id of an `ast` statement -> (its libcst statement, the line of small statements holding it)
+        self._statements: dict[int, tuple[cst.CSTNode, cst.SimpleStatementLine | None]] = {}
+        self._holders: dict[int, ast.stmt] = {}  # id of an `ast` expression -> its statement
+        self._lines = _NEWLINE.split(context.text)
+        self._ranges: dict[tuple[cst.CSTNode, object], list[tuple[cst.CSTNode, Span]]] = {}
+        try:
+            _pair_body(context.module.body, tree.body, self._statements)
+        except _Mismatch:
+            self._statements = {}
+        for statement in _statements_of(tree):
+            for node in _own_nodes(statement):
+                self._holders[id(node)] = statement
+        self._tree = tree  # the ids above are those of its nodes: keep them alive
+
+    def cst_node_at(self, node: ast.AST | None, cst_type: type | tuple[type, ...]) -> cst.CSTNode | None:
+        """The libcst node of type `cst_type` that `node` is (None: none, or a node of
+        another tree): a statement's own, the line of small statements holding it
+        (`cst.SimpleStatementLine`, None on a header's line), or the innermost node whose
+        range holds an expression's."""
+        if node is None:
+            return None
+        if isinstance(node, ast.stmt):
+            paired = self._statements.get(id(node))
+            if paired is None:
+                return None
+            statement, line = paired
+            if cst_type is cst.SimpleStatementLine:
+                return line
+            if isinstance(statement, cst_type):
+                return statement
+            holder = statement
+        else:
+            holder_ast = self._holders.get(id(node))
+            paired = self._statements.get(id(holder_ast)) if holder_ast is not None else None
+            if paired is None:
+                return None
+            holder = paired[0]
+        span = self._span(node)
+        if span is None:
+            return None
+        found, found_span = None, None
+        for candidate, candidate_span in self._candidates(holder, cst_type):
+            if candidate_span[0] <= span[0] and span[1] <= candidate_span[1] and (
+                found_span is None or (found_span[0] <= candidate_span[0] and candidate_span[1] <= found_span[1])
+            ):
+                found, found_span = candidate, candidate_span  # later candidates lie deeper: ties go to them
+        return found
+
+    def _candidates(self, holder: cst.CSTNode, cst_type) -> list[tuple[cst.CSTNode, Span]]:
+        """The nodes of `cst_type` in a statement (outside its blocks) with their ranges,
+        outer ones first."""
+        key = (holder, cst_type)
+        found = self._ranges.get(key)
+        if found is None:
+            found = []
+            for candidate in _nodes_of(holder, cst_type):
+                position = self._context.position(candidate)
+                found.append((candidate, ((position.start.line, position.start.column), (position.end.line, position.end.column))))
+            self._ranges[key] = found
+        return found
+
+    def _span(self, node: ast.AST) -> Span | None:
+        if getattr(node, "end_lineno", None) is None:
+            return None
+        return ((node.lineno, self._column(node.lineno, node.col_offset)),
+                (node.end_lineno, self._column(node.end_lineno, node.end_col_offset)))
+
+    def _column(self, line: int, byte_offset: int) -> int:
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        if text.isascii():
+            return byte_offset
+        return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
+
+
+def _pair_body(statements, body: list[ast.stmt], found: dict) -> None:
+    index = 0
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for _small in statement.body:
+                if index >= len(body):
+                    raise _Mismatch
+                found[id(body[index])] = (_small, statement)
+                index += 1
+            continue
+        if index >= len(body):
+            raise _Mismatch
+        found[id(body[index])] = (statement, None)
+        _pair_blocks(statement, body[index], found)
+        index += 1
+    if index != len(body):
+        raise _Mismatch
+
+
+def _pair_block(block, body: list[ast.stmt], found: dict) -> None:
+    if isinstance(block, cst.IndentedBlock):
+        _pair_body(block.body, body, found)
+    elif isinstance(block, cst.SimpleStatementSuite):  # `if x: y(); z()`
+        if len(block.body) != len(body):
+            raise _Mismatch
+        for small, statement in zip(block.body, body):
+            found[id(statement)] = (small, None)
+    else:
+        raise _Mismatch
+
+
+def _pair_blocks(statement: cst.CSTNode, node: ast.stmt, found: dict) -> None:
+    if isinstance(statement, cst.If):
+        if not isinstance(node, ast.If):
+            raise _Mismatch
+        _pair_block(statement.body, node.body, found)
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):  # `elif`: the `ast` `orelse` holds its `If`
+            if len(node.orelse) != 1:
+                raise _Mismatch
+            found[id(node.orelse[0])] = (orelse, None)
+            _pair_blocks(orelse, node.orelse[0], found)
+        elif orelse is not None:
+            _pair_block(orelse.body, node.orelse, found)
+        elif node.orelse:
+            raise _Mismatch
+    elif isinstance(statement, (cst.For, cst.While)):
+        _pair_block(statement.body, node.body, found)
+        if statement.orelse is not None:
+            _pair_block(statement.orelse.body, node.orelse, found)
+    elif isinstance(statement, cst.Try) or type(statement).__name__ == "TryStar":
+        if not isinstance(node, _TRY) or len(statement.handlers) != len(node.handlers):
+            raise _Mismatch
+        _pair_block(statement.body, node.body, found)
+        for handler, ast_handler in zip(statement.handlers, node.handlers):
+            _pair_block(handler.body, ast_handler.body, found)
+        if statement.orelse is not None:
+            _pair_block(statement.orelse.body, node.orelse, found)
+        if statement.finalbody is not None:
+            _pair_block(statement.finalbody.body, node.finalbody, found)
+    elif isinstance(statement, (cst.With, cst.FunctionDef, cst.ClassDef)):
+        _pair_block(statement.body, node.body, found)
+    elif isinstance(statement, cst.Match):
+        if not isinstance(node, ast.Match) or len(statement.cases) != len(node.cases):
+            raise _Mismatch
+        for case, ast_case in zip(statement.cases, node.cases):
+            _pair_block(case.body, ast_case.body, found)
+
+
+def _statements_of(tree: ast.AST):
+    """Every statement of the tree."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                yield child
+            pending.append(child)
+
+
+def _own_nodes(statement: ast.stmt):
+    """The nodes of a statement outside the statements it holds."""
+    pending = [child for child in ast.iter_child_nodes(statement) if not isinstance(child, ast.stmt)]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt))
+
+
+def _nodes_of(statement: cst.CSTNode, cst_type) -> list[cst.CSTNode]:
+    """The nodes of `cst_type` in a statement outside its blocks, outer ones first."""
+    found = []
+    pending = deque([statement])
+    while pending:
+        node = pending.popleft()
+        if isinstance(node, cst_type):
+            found.append(node)
+        pending.extend(child for child in child_nodes(node) if type(child).__name__ not in _BLOCKS)
+    return found
