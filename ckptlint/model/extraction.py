@@ -17,6 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ckptlint.model.ast_walk import walk, walk_own_code
+from ckptlint.model.call_syntax import (
+    bound_names, default_checkpointing_kwargs, is_none, is_truthy_literal, iterated_root, listed_strings, turns_fsdp_on,
+)
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
 from ckptlint.model.hf_events import (
@@ -370,9 +373,9 @@ class _Extractor(WrapperFacts):
                     self._kept_by_class[qualified] = kept_parameters(node, bases)
                 self._function(qualified, (), node.body, enclosing_class=qualified)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                source = _root(node.iter)
+                source = iterated_root(node.iter)
                 if source is not None:
-                    for target in _names(node.target):
+                    for target in bound_names(node.target):
                         loop_sources[target] = source
             elif isinstance(node, ast.Call):
                 self._call(node, events, loop_sources, enclosing_class, prefix)
@@ -455,7 +458,7 @@ class _Extractor(WrapperFacts):
         if callee in FSDP1:
             self.fsdp.append(FsdpUse(FsdpKind.FSDP1, self.path, line))
             policy = keyword_argument(call, "auto_wrap_policy")
-            auto_wrap = policy is not None and not _is_none(policy)
+            auto_wrap = policy is not None and not is_none(policy)
             target = dotted(first) if first is not None else None
             if target is not None:
                 events.append(Event(EventKind.FSDP1, target, line, column, api=dotted(call.func) or "", auto_wrap=auto_wrap))
@@ -466,9 +469,9 @@ class _Extractor(WrapperFacts):
                 events.append(Event(EventKind.FSDP2, target, line, column, api=dotted(call.func) or ""))
         elif callee in ACCELERATE_FSDP_PLUGIN:
             self.fsdp.append(FsdpUse(FsdpKind.ACCELERATE, self.path, line))
-            if _truthy(keyword_argument(call, "activation_checkpointing")):
+            if is_truthy_literal(keyword_argument(call, "activation_checkpointing")):
                 names = keyword_argument(call, "transformer_cls_names_to_wrap")
-                for text in _strings(names):
+                for text in listed_strings(names):
                     self.wrapped.append(WrappedClass(text, line, "FullyShardedDataParallelPlugin"))
         elif callee in LIGHTNING_FSDP_STRATEGY:
             self.fsdp.append(FsdpUse(FsdpKind.LIGHTNING, self.path, line))
@@ -499,7 +502,7 @@ class _Extractor(WrapperFacts):
         elif callee in CHECKPOINT_WRAPPER or callee in COMPOSABLE_CHECKPOINT:
             impl = Impl.NON_REENTRANT if callee in COMPOSABLE_CHECKPOINT else self._impl_of(call, enclosing_class)
             if first is not None:
-                root = _root(first)
+                root = iterated_root(first)
                 root = loop_sources.get(root, root) if root is not None else None
                 if root is not None:
                     events.append(
@@ -535,8 +538,8 @@ class _Extractor(WrapperFacts):
             target = dotted(call.func.value)
             if target is not None:
                 events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable",
-                                    source=DEFAULT_KWARGS if _default_checkpointing_kwargs(call) else ""))
-        if _fsdp_argument(call):
+                                    source=DEFAULT_KWARGS if default_checkpointing_kwargs(call) else ""))
+        if turns_fsdp_on(call):
             if callee is not None:
                 if callee in TRAINING_ARGUMENTS_CLASSES:
                     self.fsdp.append(FsdpUse(FsdpKind.HF_TRAINER, self.path, line))
@@ -570,66 +573,3 @@ def _is_module_class(base: str) -> bool:
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
-
-
-def _default_checkpointing_kwargs(call: ast.Call) -> bool:
-    """`gradient_checkpointing_enable()` (or `gradient_checkpointing_kwargs=None`): the kwargs
-    are transformers' default for the version."""
-    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
-        return False
-    value = call.args[0] if call.args else keyword_argument(call, "gradient_checkpointing_kwargs")
-    return value is None or (isinstance(value, ast.Constant) and value.value is None)
-
-
-def _root(expr: ast.AST) -> str | None:
-    """The object an expression is part of: `model.layers[i]` -> `model`,
-    `self.model.layers` -> `self.model`, `model.named_children()` -> `model`."""
-    while True:
-        if isinstance(expr, ast.Subscript):
-            expr = expr.value
-        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            expr = expr.func.value
-        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "list", "reversed", "zip") and expr.args:
-            expr = expr.args[0]
-        elif isinstance(expr, ast.Attribute):
-            written = dotted(expr)
-            if written is not None:
-                head = written.split(".")
-                return ".".join(head[:2]) if head[0] == "self" else head[0]
-            expr = expr.value
-        elif isinstance(expr, ast.Name):
-            return expr.id
-        else:
-            return None
-
-
-def _names(target: ast.AST) -> list[str]:
-    return [node.id for node in walk(target) if isinstance(node, ast.Name)]
-
-
-def _is_none(expr: ast.AST) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value is None
-
-
-def _truthy(expr: ast.AST | None) -> bool:
-    return isinstance(expr, ast.Constant) and bool(expr.value) and expr.value is not None
-
-
-def _strings(expr: ast.AST | None) -> list[str]:
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return [s.strip() for s in expr.value.split(",") if s.strip()]
-    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
-        return [s for element in expr.elts for s in _strings(element)]
-    return []
-
-
-def _fsdp_argument(call: ast.Call) -> bool:
-    """`fsdp=` with a value that turns FSDP on: a non-empty string or list, or True."""
-    value = keyword_argument(call, "fsdp")
-    if isinstance(value, ast.Constant):
-        return value.value is True or (isinstance(value.value, str) and bool(value.value.strip()))
-    if isinstance(value, (ast.List, ast.Tuple)):
-        return bool(value.elts)
-    if isinstance(value, ast.Attribute) and dotted(value.value) in ("FSDPOption",):
-        return True
-    return False
