@@ -16,111 +16,14 @@ tests/test_name_resolution.py holds both to the same answers."""
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from ckptlint.lazy_libcst import cst
+from ckptlint.model.name_scopes import Access, Binding, Scope, referents
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
 _TYPING_CALLS = frozenset({"TypeVar", "NewType"})  # libcst skips their first argument
-
-
-class Scope:
-    """A namespace: `kind` is builtin, global, function, class or comprehension."""
-
-    def __init__(self, kind: str, parent: Scope | None, name: str | None = None) -> None:
-        self.kind = kind
-        self.parent: Scope = parent if parent is not None else self
-        self.globals: Scope = self if kind in ("builtin", "global") else self.parent.globals
-        self.bindings: dict[str, list[Binding]] = {}
-        self.overwrites: dict[str, Scope] = {}  # `global` / `nonlocal` declarations
-        self.count = 0  # assignment-like statements completed so far (libcst's index)
-        self.in_element = False  # a comprehension whose element precedes its targets
-        if kind in ("builtin", "global"):
-            self.name_prefix = ""
-        elif kind == "function":
-            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, name, "<locals>"]))
-        elif kind == "class":
-            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, name]))
-        else:
-            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, "<comprehension>"]))
-        self._builtin_bindings: dict[str, Binding] = {}
-
-    # --- libcst's Scope protocol ------------------------------------------------------
-
-    def visible_from_children(self) -> bool:
-        return self.kind != "class"
-
-    def next_visible_parent(self, first: Scope | None = None) -> Scope:
-        parent = first if first is not None else self.parent
-        while not parent.visible_from_children():
-            parent = parent.parent
-        return parent
-
-    def contains(self, name: str) -> bool:
-        if self.kind == "builtin":
-            return hasattr(builtins, name)
-        if self.kind != "global" and name in self.overwrites:
-            return self.overwrites[name].contains(name)
-        if name in self.bindings:
-            return len(self.bindings[name]) > 0
-        return self.next_visible_parent().contains(name)
-
-    def resolve(self, name: str, from_scope: Scope) -> list[Binding]:
-        if self.kind == "builtin":
-            if not hasattr(builtins, name):
-                return []
-            if name not in self._builtin_bindings:
-                self._builtin_bindings[name] = Binding(name, self, None, -1, "builtin")
-            return [self._builtin_bindings[name]]
-        if self.kind != "global" and name in self.overwrites:
-            return self.next_visible_parent(self.overwrites[name]).resolve(name, from_scope)
-        if name in self.bindings:
-            return self.bindings[name]
-        return self.next_visible_parent().resolve(name, from_scope)
-
-    def assignment_target(self, name: str) -> Scope:
-        if self.kind not in ("builtin", "global") and name in self.overwrites:
-            return self.next_visible_parent(self.overwrites[name]).assignment_target(name)
-        return self
-
-    def bind(self, name: str, node: cst.CSTNode, kind: str = "local", as_name: cst.CSTNode | None = None) -> None:
-        target = self.assignment_target(name)
-        target.bindings.setdefault(name, []).append(Binding(name, target, node, target.count, kind, as_name))
-
-
-@dataclass(frozen=True, eq=False)
-class Binding:
-    """One assignment of a name (libcst's Assignment, ImportAssignment, BuiltinAssignment)."""
-
-    name: str
-    scope: Scope
-    node: cst.CSTNode | None
-    index: int
-    kind: str  # local, import or builtin
-    as_name: cst.CSTNode | None = None
-
-    def qualified_names(self, full_name: str) -> set[QualifiedName]:
-        if self.kind == "builtin":
-            return {QualifiedName(f"builtins.{self.name}", QualifiedNameSource.BUILTIN)}
-        if self.kind == "local":
-            prefix = self.scope.name_prefix
-            return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, QualifiedNameSource.LOCAL)}
-        return _imported_names(self.node, full_name)
-
-
-@dataclass(eq=False)
-class Access:
-    """A name read: where, at which point of its scope, and the attribute chain around it."""
-
-    name: cst.Name
-    scope: Scope
-    index: int | None  # None: at the end of its comprehension scope
-    enclosing_attribute: cst.Attribute | None
-    resolved_node: cst.CSTNode | None = field(default=None)
-    resolved_name: str = ""
 
 
 class ScopeBuilder(cst.BatchableCSTVisitor):
@@ -455,8 +358,8 @@ class NameResolution:
         if access is not None:
             return {
                 name
-                for binding in _referents(access)
-                for name in binding.qualified_names(binding.name)
+                for binding in referents(access)
+                for name in _qualified_names(binding, binding.name)
             }
         full_name = get_full_name_for_node(expr)
         if full_name is None:
@@ -465,16 +368,16 @@ class NameResolution:
         prefix: str | None = full_name
         while prefix:
             if scope.contains(prefix):
-                bindings = scope.resolve(prefix, scope)
+                bindings = scope.resolve(prefix)
                 break
             idx = prefix.rfind(".")
             prefix = None if idx == -1 else prefix[:idx]
         for binding in bindings:
             if binding.kind != "builtin" and _is_binding_node(expr, binding.node):
-                return binding.qualified_names(full_name)
+                return _qualified_names(binding, full_name)
         names: set[QualifiedName] = set()
         for binding in bindings:
-            names |= binding.qualified_names(full_name)
+            names |= _qualified_names(binding, full_name)
         return names
 
     def bindings(self, name: cst.Name) -> list[Binding] | None:
@@ -482,7 +385,7 @@ class NameResolution:
         scope = self._scope_of.get(name)
         if scope is None:
             return None
-        return scope.resolve(name.value, scope)
+        return scope.resolve(name.value)
 
     def _access_at(self, expr: cst.BaseExpression) -> Access | None:
         """The access whose node `expr` is: a read name, or the dotted prefix libcst
@@ -503,14 +406,13 @@ class NameResolution:
         return access if access.resolved_node is expr else None
 
 
-def _referents(access: Access) -> list[Binding]:
-    scope, name = access.scope, access.resolved_name
-    index = access.index if access.index is not None else scope.count
-    bindings = scope.resolve(name, scope)
-    previous = [b for b in bindings if b.scope is not scope or b.index < index]
-    if not previous and bindings and scope.parent is not scope:
-        previous = scope.parent.resolve(name, scope)
-    return previous
+def _qualified_names(binding: Binding, full_name: str) -> set[QualifiedName]:
+    if binding.kind == "builtin":
+        return {QualifiedName(f"builtins.{binding.name}", QualifiedNameSource.BUILTIN)}
+    if binding.kind == "local":
+        prefix = binding.scope.name_prefix
+        return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, QualifiedNameSource.LOCAL)}
+    return _imported_names(binding.node, full_name)
 
 
 def _dotted_names(node: cst.BaseExpression) -> Iterator[tuple[str, cst.CSTNode]]:

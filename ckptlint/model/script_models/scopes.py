@@ -12,104 +12,15 @@ does not reproduce (see `ckptlint.name_resolution`), `ScopeNames.unsupported` sa
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Iterator
 
+from ckptlint.model.name_scopes import Access, Binding, Scope, referents
 from ckptlint.model.script_models.names import QualifiedName
 from ckptlint.model.script_models.syntax import arguments_of
 
 _TYPING_CALLS = frozenset({"TypeVar", "NewType"})  # libcst skips their first argument
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
-
-
-class Scope:
-    """A namespace: `kind` is builtin, global, function, class or comprehension."""
-
-    def __init__(self, kind: str, parent: Scope | None, name: str | None = None) -> None:
-        self.kind = kind
-        self.parent: Scope = parent if parent is not None else self
-        self.bindings: dict[str, list[Binding]] = {}
-        self.overwrites: dict[str, Scope] = {}  # `global` / `nonlocal` declarations
-        self.count = 0  # assignment-like statements completed so far (libcst's index)
-        self.in_element = False  # a comprehension whose element precedes its targets
-        if kind in ("builtin", "global"):
-            self.name_prefix = ""
-        elif kind == "function":
-            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, name, "<locals>"]))
-        elif kind == "class":
-            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, name]))
-        else:
-            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, "<comprehension>"]))
-        self._builtin_bindings: dict[str, Binding] = {}
-
-    def visible_from_children(self) -> bool:
-        return self.kind != "class"
-
-    def next_visible_parent(self, first: Scope | None = None) -> Scope:
-        parent = first if first is not None else self.parent
-        while not parent.visible_from_children():
-            parent = parent.parent
-        return parent
-
-    def contains(self, name: str) -> bool:
-        if self.kind == "builtin":
-            return hasattr(builtins, name)
-        if self.kind != "global" and name in self.overwrites:
-            return self.overwrites[name].contains(name)
-        if name in self.bindings:
-            return len(self.bindings[name]) > 0
-        return self.next_visible_parent().contains(name)
-
-    def resolve(self, name: str) -> list[Binding]:
-        if self.kind == "builtin":
-            if not hasattr(builtins, name):
-                return []
-            if name not in self._builtin_bindings:
-                self._builtin_bindings[name] = Binding(name, self, None, -1, "builtin")
-            return [self._builtin_bindings[name]]
-        if self.kind != "global" and name in self.overwrites:
-            return self.next_visible_parent(self.overwrites[name]).resolve(name)
-        if name in self.bindings:
-            return self.bindings[name]
-        return self.next_visible_parent().resolve(name)
-
-    def assignment_target(self, name: str) -> Scope:
-        if self.kind not in ("builtin", "global") and name in self.overwrites:
-            return self.next_visible_parent(self.overwrites[name]).assignment_target(name)
-        return self
-
-    def bind(self, name: str, node: ast.AST, kind: str = "local", alias: ast.alias | None = None) -> None:
-        target = self.assignment_target(name)
-        target.bindings.setdefault(name, []).append(Binding(name, target, node, target.count, kind, alias))
-
-
-class Binding:
-    """One assignment of a name (libcst's Assignment, ImportAssignment, BuiltinAssignment)."""
-
-    __slots__ = ("name", "scope", "node", "index", "kind", "alias")
-
-    def __init__(self, name: str, scope: Scope, node: ast.AST | None, index: int, kind: str, alias: ast.alias | None = None) -> None:
-        self.name, self.scope, self.node, self.index, self.kind, self.alias = name, scope, node, index, kind, alias
-
-    def qualified_names(self, full_name: str) -> set[QualifiedName]:
-        if self.kind == "builtin":
-            return {QualifiedName(f"builtins.{self.name}", "builtin")}
-        if self.kind == "local":
-            prefix = self.scope.name_prefix
-            return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, "local")}
-        return _imported_names(self.node, full_name)
-
-
-class Access:
-    """A name read: where, at which point of its scope, and the attribute chain around it."""
-
-    __slots__ = ("name", "scope", "index", "enclosing_attribute", "resolved_node", "resolved_name")
-
-    def __init__(self, name: ast.Name, scope: Scope, index: int | None, enclosing_attribute: ast.Attribute | None) -> None:
-        self.name, self.scope, self.index, self.enclosing_attribute = name, scope, index, enclosing_attribute
-        self.resolved_node: ast.AST | None = None
-        self.resolved_name = ""
 
 
 class ScopeNames:
@@ -146,7 +57,7 @@ class ScopeNames:
             return frozenset()
         access = self._access_at(expr)
         if access is not None:
-            return frozenset(name for binding in _referents(access) for name in binding.qualified_names(binding.name))
+            return frozenset(name for binding in referents(access) for name in _qualified_names(binding, binding.name))
         full_name = full_name_of(expr)
         if full_name is None:
             return frozenset()
@@ -160,7 +71,7 @@ class ScopeNames:
             prefix = None if idx == -1 else prefix[:idx]
         names: set[QualifiedName] = set()
         for binding in bindings:
-            names |= binding.qualified_names(full_name)
+            names |= _qualified_names(binding, full_name)
         return frozenset(names)
 
     def _access_at(self, expr: ast.expr) -> Access | None:
@@ -461,14 +372,13 @@ class ScopeNames:
         self._stack.pop()
 
 
-def _referents(access: Access) -> list[Binding]:
-    scope, name = access.scope, access.resolved_name
-    index = access.index if access.index is not None else scope.count
-    bindings = scope.resolve(name)
-    previous = [b for b in bindings if b.scope is not scope or b.index < index]
-    if not previous and bindings and scope.parent is not scope:
-        previous = scope.parent.resolve(name)
-    return previous
+def _qualified_names(binding: Binding, full_name: str) -> set[QualifiedName]:
+    if binding.kind == "builtin":
+        return {QualifiedName(f"builtins.{binding.name}", "builtin")}
+    if binding.kind == "local":
+        prefix = binding.scope.name_prefix
+        return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, "local")}
+    return _imported_names(binding.node, full_name)
 
 
 def full_name_of(node: ast.AST) -> str | None:

@@ -1,0 +1,101 @@
+"""Python's scopes as libcst's scope analysis builds them, whatever tree they are built from:
+what a name binds where (`Binding`, with the count of assignment-like statements completed
+before it, libcst's index), what a read sees (`Access`, `referents`). Shared by the
+libcst-side resolution (`ckptlint.name_resolution`) and the project model's on `ast`
+(`ckptlint.model.script_models.scopes`), which build them from their own trees; a node
+is whatever the builder's tree has (an `ast` or a libcst node)."""
+
+from __future__ import annotations
+
+import builtins
+
+
+class Scope:
+    """A namespace: `kind` is builtin, global, function, class or comprehension."""
+
+    def __init__(self, kind: str, parent: Scope | None, name: str | None = None) -> None:
+        self.kind = kind
+        self.parent: Scope = parent if parent is not None else self
+        self.bindings: dict[str, list[Binding]] = {}
+        self.overwrites: dict[str, Scope] = {}  # `global` / `nonlocal` declarations
+        self.count = 0  # assignment-like statements completed so far (libcst's index)
+        self.in_element = False  # a comprehension whose element precedes its targets
+        if kind in ("builtin", "global"):
+            self.name_prefix = ""
+        elif kind == "function":
+            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, name, "<locals>"]))
+        elif kind == "class":
+            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, name]))
+        else:
+            self.name_prefix = ".".join(filter(None, [self.parent.name_prefix, "<comprehension>"]))
+        self._builtin_bindings: dict[str, Binding] = {}
+
+    def visible_from_children(self) -> bool:
+        return self.kind != "class"
+
+    def next_visible_parent(self, first: Scope | None = None) -> Scope:
+        parent = first if first is not None else self.parent
+        while not parent.visible_from_children():
+            parent = parent.parent
+        return parent
+
+    def contains(self, name: str) -> bool:
+        if self.kind == "builtin":
+            return hasattr(builtins, name)
+        if self.kind != "global" and name in self.overwrites:
+            return self.overwrites[name].contains(name)
+        if name in self.bindings:
+            return len(self.bindings[name]) > 0
+        return self.next_visible_parent().contains(name)
+
+    def resolve(self, name: str) -> list[Binding]:
+        if self.kind == "builtin":
+            if not hasattr(builtins, name):
+                return []
+            if name not in self._builtin_bindings:
+                self._builtin_bindings[name] = Binding(name, self, None, -1, "builtin")
+            return [self._builtin_bindings[name]]
+        if self.kind != "global" and name in self.overwrites:
+            return self.next_visible_parent(self.overwrites[name]).resolve(name)
+        if name in self.bindings:
+            return self.bindings[name]
+        return self.next_visible_parent().resolve(name)
+
+    def assignment_target(self, name: str) -> Scope:
+        if self.kind not in ("builtin", "global") and name in self.overwrites:
+            return self.next_visible_parent(self.overwrites[name]).assignment_target(name)
+        return self
+
+    def bind(self, name: str, node: object, kind: str = "local", alias: object = None) -> None:
+        target = self.assignment_target(name)
+        target.bindings.setdefault(name, []).append(Binding(name, target, node, target.count, kind, alias))
+
+
+class Binding:
+    """One assignment of a name (libcst's Assignment, ImportAssignment, BuiltinAssignment)."""
+
+    __slots__ = ("name", "scope", "node", "index", "kind", "alias")
+
+    def __init__(self, name: str, scope: Scope, node: object, index: int, kind: str, alias: object = None) -> None:
+        self.name, self.scope, self.node, self.index, self.kind, self.alias = name, scope, node, index, kind, alias
+
+
+class Access:
+    """A name read: where, at which point of its scope, and the attribute chain around it."""
+
+    __slots__ = ("name", "scope", "index", "enclosing_attribute", "resolved_node", "resolved_name")
+
+    def __init__(self, name: object, scope: Scope, index: int | None, enclosing_attribute: object) -> None:
+        self.name, self.scope, self.index, self.enclosing_attribute = name, scope, index, enclosing_attribute
+        self.resolved_node: object = None
+        self.resolved_name = ""
+
+
+def referents(access: Access) -> list[Binding]:
+    scope, name = access.scope, access.resolved_name
+    index = access.index if access.index is not None else scope.count
+    bindings = scope.resolve(name)
+    previous = [b for b in bindings if b.scope is not scope or b.index < index]
+    if not previous and bindings and scope.parent is not scope:
+        previous = scope.parent.resolve(name)
+    return previous
