@@ -28,7 +28,7 @@ from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.recipes import recipe_kind
 from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
-from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, decode_source
+from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, code_only, decode_source
 from ckptlint.suppression import NOQA, written_codes
 from ckptlint.types import AppliedFix, Diagnostic, Location, fixable
 from ckptlint.versions import VersionSource
@@ -176,11 +176,14 @@ def _lint_text(
     if rules is None and not (forwarding or aliased or sharding) and not any(word in text for word in RULE_TRIGGERS):
         rules = []  # no rule can apply: the rules (and libcst) are not even imported
     versions = settings.target_versions
-    candidates = [
-        rule for rule in (selected_rules(settings) if rules is None else rules)
-        if rule.may_apply_to(text) or (forwarding and rule.reached_through_forwarding)
-        or (aliased and rule.reached_through_aliases) or (sharding and rule.reached_through_fsdp_wrappers)
-    ]
+
+    def reached(rule: type[Rule], words: str) -> bool:
+        return (
+            rule.may_apply_to(words) or (forwarding and rule.reached_through_forwarding)
+            or (aliased and rule.reached_through_aliases) or (sharding and rule.reached_through_fsdp_wrappers)
+        )
+
+    candidates = [rule for rule in (selected_rules(settings) if rules is None else rules) if reached(rule, text)]
     rules = [rule for rule in candidates if rule.applies_to_versions(versions)]
     # Rules a declared or chosen version rules out still run, to say how many findings the
     # versions hide (not for an installed version: that is no choice of the project's).
@@ -199,10 +202,27 @@ def _lint_text(
     if not (rules or gated) and _parsed_by_index(project, relative_path, text):
         return LintOutcome(())  # valid Python (the index parsed this very text), and no rule to run
 
-    def libcst_needed(tree: ast.Module) -> bool:
-        return any(rule.may_apply_to_syntax(tree, text, project) for rule in (*rules, *gated))
+    def any_rule_left(tree: ast.Module) -> bool:
+        """Drops the rules to which CPython's tree, or the words of the code itself (without
+        comments and strings, for `words_in_code_only` rules), leave nothing to find; whether
+        any rule is left, for which libcst parses the file."""
+        nonlocal rules, gated
+        code: str | None = None
 
-    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits, needed=libcst_needed)
+        def in_code(rule: type[Rule]) -> bool:
+            nonlocal code
+            if not rule.words_in_code_only:
+                return True
+            if code is None:
+                code = code_only(text)
+            return reached(rule, code) and (
+                not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, code)
+            )
+
+        rules, gated = ([r for r in group if in_code(r) and r.may_apply_to_syntax(tree, text, project)] for group in (rules, gated))
+        return bool(rules or gated)
+
+    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits, needed=any_rule_left)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:
@@ -323,11 +343,13 @@ _PATHOLOGICAL = ("too many nested parentheses", "too many levels of indentation"
 
 @dataclass(frozen=True)
 class ParsedModule:
-    """libcst's tree of a file, with CPython's lines of its statements (None when only
-    libcst parses the file)."""
+    """libcst's tree of a file, with CPython's tree and lines of its statements (None when
+    only libcst parses the file): the project model's per-file analyses read CPython's tree,
+    parsed once."""
 
     module: cst.Module
     statement_lines: StatementLines | None = None
+    tree: ast.Module | None = None
 
 
 def parse_module(
@@ -378,9 +400,8 @@ def parse_module(
     from ckptlint.analysis.positions import statement_lines
 
     lines = statement_lines(tree)
-    del tree
     try:
-        return ParsedModule(cst.parse_module(text), lines)
+        return ParsedModule(cst.parse_module(text), lines, tree)
     except cst.ParserSyntaxError as error:
         detail = error.message.splitlines()[0][:200]
         return _parse_error(display, error.raw_line, error.raw_column + 1, f"valid Python, but libcst cannot parse it: {detail}")

@@ -80,17 +80,20 @@ class FileContext:
     # and the innermost statement of the calls and blocks, as the traversal saw them.
     statement_lines: StatementLines | None = None
     known_holders: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    # CPython's tree of `text`, when the engine parsed it to check the syntax.
+    parsed_ast: ast.Module | None = None
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
         self._positions = None
-        self._ast_module: ast.Module | None | bool = False  # False: not parsed yet
+        self._ast_module: ast.Module | None | bool = False if self.parsed_ast is None else self.parsed_ast
         self._ast_bridge = None
 
     @property
     def ast_module(self) -> ast.Module | None:
-        """The file's text parsed by CPython's parser (once, on first use), which the project
-        model's per-file analyses read; None when only libcst parses it (newer syntax)."""
+        """The file's text parsed by CPython's parser (the engine's tree, else once on first
+        use), which the project model's per-file analyses read; None when only libcst parses
+        it (newer syntax)."""
         if self._ast_module is False:
             global _LAST_AST
             # The contexts of one parsed module (the gated rules' run after the others')
@@ -266,6 +269,13 @@ class Rule:
     # auto-wrap policy (`model = shard(model)`; `ProjectIndex.mentions_fsdp_wrapper`): the
     # rules about what happens to a model before its wrap.
     reached_through_fsdp_wrappers: ClassVar[bool] = False
+    # Whether the words the gates look for count only where they are code: once CPython
+    # has parsed the file, the gates are asked again of its text without comments and
+    # string literals (`source.code_only`). For the rules whose findings all stand on what
+    # the code calls or imports: an FSDP module whose docstrings explain
+    # `torch.utils.checkpoint`, or a trainer whose comment names it, holds no checkpoint
+    # site. Not for rules that read keys of configuration dicts (`{"use_reentrant": False}`).
+    words_in_code_only: ClassVar[bool] = False
 
     @classmethod
     def applies_to_versions(cls, versions: TargetVersions) -> bool:

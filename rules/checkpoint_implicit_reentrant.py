@@ -114,6 +114,7 @@ class CheckpointImplicitReentrant(Rule):
     # the calls of a helper that hands its `**kwargs` on to it (`_check_forwarded`).
     uses_project = True
     requires = SITE_REQUIRES
+    words_in_code_only = True  # sites only: a docstring's `torch.utils.checkpoint` is none
 
     @classmethod
     def applies_to_versions(cls, versions: TargetVersions) -> bool:

@@ -280,6 +280,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
     supersedes = ("CKPT001",)
 
     uses_project = True  # the callee may be defined in another file
+    words_in_code_only = True  # sites and `_gradient_checkpointing_func(...)` calls only
     reached_through_forwarding = True  # a file calling another module's helper need not name checkpoint
 
     @classmethod

@@ -113,6 +113,7 @@ class MutableStateAcrossRecompute(SiteScopes):
     triggers = (*SITE_TRIGGERS, *(word.encode() for word in TRAINING_WORDS))
     reached_through_aliases = True  # torch's checkpoint under another module's name
     uses_project = True  # the modules a training function calls, and what their regions read
+    words_in_code_only = True  # sites, and training functions the code writes
 
     @classmethod
     def may_apply_to(cls, text: str) -> bool:

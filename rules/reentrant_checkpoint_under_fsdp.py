@@ -5,7 +5,7 @@ import ast
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import BranchPath, branch_paths
-from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites
+from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites, written_names
 from ckptlint.analysis.fsdp import (
     absolute_names,
     checkpoint_wrapper_impl,
@@ -50,19 +50,31 @@ WHY = (
 )
 
 
-def _collected(node: ast.AST) -> bool:
-    """What `visit_Call` and `visit_Assign` collect, and the QLoRA preparations `finish`
-    checks, in CPython's tree (and a little more: `gradient_checkpointing_enable` called by a
-    bare name)."""
-    if isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        return (
-            name in ("checkpoint_wrapper", "partial", GC_ENABLE, PREPARE_FOR_KBIT_WORD) or "checkpoint_wrapper" in name
-            or any(keyword.arg == "gradient_checkpointing" for keyword in node.keywords)
-        )
-    return isinstance(node, ast.Assign) and any(
-        isinstance(target, ast.Attribute) and target.attr == GC_KWARGS for target in node.targets
+def _collected(tree: ast.Module) -> bool:
+    """Whether CPython's tree holds what `visit_Call` and `visit_Assign` collect and `finish`
+    can report (and a little more: `gradient_checkpointing_enable` called by a bare name).
+    Of the `partial(...)` calls, only one of torch's wrapper is checked: its first argument
+    names `checkpoint_wrapper`, or a name an import binds to it (`as cw`)."""
+    partials: list[ast.expr] = []  # their first arguments
+    wrappers: set[str] = set()  # names imports bind to a `checkpoint_wrapper`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if (
+                name in (GC_ENABLE, PREPARE_FOR_KBIT_WORD) or "checkpoint_wrapper" in name
+                or any(keyword.arg == "gradient_checkpointing" for keyword in node.keywords)
+            ):
+                return True
+            if name == "partial" and node.args:
+                partials.append(node.args[0])
+        elif isinstance(node, ast.Assign):
+            if any(isinstance(target, ast.Attribute) and target.attr == GC_KWARGS for target in node.targets):
+                return True
+        elif isinstance(node, ast.alias) and node.asname and "checkpoint_wrapper" in node.name.rsplit(".", 1)[-1]:
+            wrappers.add(node.asname)
+    return any(
+        "checkpoint_wrapper" in written or written in wrappers for first in partials for written in written_names(first)
     )
 
 
@@ -254,7 +266,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def may_apply_to_syntax(cls, tree, text, project) -> bool:
         # What it reports: checkpoint sites, and the calls and assignments `visit_Call` and
         # `visit_Assign` collect (torch's FSDP modules name `checkpoint_wrapper` in imports only).
-        return may_hold_sites(tree, project.checkpoint_aliases) or any(map(_collected, ast.walk(tree)))
+        return may_hold_sites(tree, project.checkpoint_aliases) or _collected(tree)
 
     def __init__(self, context) -> None:
         super().__init__(context)

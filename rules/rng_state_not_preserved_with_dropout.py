@@ -122,6 +122,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
     triggers = (*SITE_TRIGGERS, b"checkpoint_wrapper", b"gradient_checkpointing_enable", b"gradient_checkpointing_kwargs")
     reached_through_aliases = True  # torch's checkpoint under another module's name
     requires = (*SITE_REQUIRES, b"preserve_rng_state")
+    words_in_code_only = False  # `gradient_checkpointing_kwargs={"preserve_rng_state": False}`
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:

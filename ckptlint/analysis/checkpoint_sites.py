@@ -64,20 +64,21 @@ def may_hold_sites(tree: ast.Module, project_aliases: Iterable[str]) -> bool:
     (`ProjectIndex.checkpoint_aliases`: `pkg.utils.ckpt`) only where it writes `ckpt`.
     Comments and strings (an FSDP file's docstrings about state-dict checkpoints) do not count."""
     wanted = {"checkpoint", *(alias.rsplit(".", 1)[-1] for alias in project_aliases)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            written = (node.id,)
-        elif isinstance(node, ast.Attribute):
-            written = (node.attr,)
-        elif isinstance(node, ast.alias):
-            written = (*node.name.split("."), *((node.asname,) if node.asname else ()))
-        elif isinstance(node, ast.ImportFrom):
-            written = tuple(node.module.split(".")) if node.module else ()
-        else:
-            continue
-        if not wanted.isdisjoint(written):
-            return True
-    return False
+    return any(not wanted.isdisjoint(written_names(node)) for node in ast.walk(tree))
+
+
+def written_names(node: ast.AST) -> tuple[str, ...]:
+    """The names a node of CPython's tree writes in code: a name, an attribute, the parts of
+    an import's dotted name and its alias, the parts of a `from` import's module."""
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.Attribute):
+        return (node.attr,)
+    if isinstance(node, ast.alias):
+        return (*node.name.split("."), *((node.asname,) if node.asname else ()))
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return tuple(node.module.split("."))
+    return ()
 
 
 # The keyword arguments `torch.utils.checkpoint.checkpoint` itself consumes (torch 2.13);

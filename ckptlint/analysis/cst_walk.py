@@ -177,6 +177,24 @@ def descendants(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(child_nodes(node))
 
 
+def statements(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`root` and the statements below it, with the blocks that hold them (parents before
+    their children), without entering an expression: a file's `if` statements at a tenth
+    of the cost of `descendants`."""
+    holders = _statement_holders()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in child_nodes(node) if isinstance(child, holders))
+
+
+@functools.cache
+def _statement_holders() -> tuple[type, ...]:
+    # Asked at the first walk: naming libcst's classes here would import it with this module.
+    return (cst.BaseStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase)
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """`node.visit(visitor)` for a visitor that changes nothing: `visit_<Node>` returning
     False skips the node's children, `leave_<Node>` is called either way. A visitor that

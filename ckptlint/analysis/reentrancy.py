@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, Reentrancy, SiteKind
-from ckptlint.analysis.cst_walk import descendants
+from ckptlint.analysis.cst_walk import statements
 
 
 def reports_implicit_reentrant(site: CheckpointSite, sites: Sequence[CheckpointSite], context=None) -> bool:
@@ -71,7 +71,7 @@ def in_old_torch_branch(context, node: cst.CSTNode) -> bool:
 
 def _old_torch_spans(context) -> list[tuple[int, int]]:
     spans = []
-    for node in descendants(context.module):
+    for node in statements(context.module):
         if isinstance(node, cst.If):
             test = _torch_version_test(node.test)
             if test is not None:

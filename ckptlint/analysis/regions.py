@@ -49,13 +49,25 @@ def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, 
     if facts is not None and facts.wrapped_classes:
         return True
     names = (*project.checkpoint_wrappers, *settings.checkpoint_functions)
-    if any(f"{name.rsplit('.', 1)[-1]}(" in text for name in names):
+    if any(_calls(text, name.rsplit(".", 1)[-1]) for name in names):
         return True
     # A library's helper (timm's `checkpoint_seq`, DeepSpeed's `checkpoint`) is imported from
     # its package, which the file then names: `checkpoint(` alone is in every file that saves one.
-    if any(f"{name.rsplit('.', 1)[-1]}(" in text and name.split(".", 1)[0] in text for name in LIBRARY_CHECKPOINTING_HELPERS):
+    if any(_calls(text, name.rsplit(".", 1)[-1]) and name.split(".", 1)[0] in text for name in LIBRARY_CHECKPOINTING_HELPERS):
         return True
     return project.imports_checkpoint_alias(relative_path)  # `from .utils import checkpoint`
+
+
+def _calls(text: str, name: str) -> bool:
+    """Whether `text` writes `name(` with the whole name: `cp.checkpoint(`, not
+    `load_checkpoint(` (a trainer calling DeepSpeed's `load_checkpoint` checkpoints nothing)."""
+    written = f"{name}("
+    at = text.find(written)
+    while at != -1:
+        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            return True
+        at = text.find(written, at + 1)
+    return False
 
 
 class CheckpointingGate:
@@ -66,6 +78,8 @@ class CheckpointingGate:
     requires = ()
     uses_project = True
     reached_through_aliases = True
+    # A site, a wrapper or a helper the code calls: a docstring naming them is none.
+    words_in_code_only = True
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
