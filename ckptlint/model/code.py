@@ -13,7 +13,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from ckptlint.model.annotations import annotated_classes
-from ckptlint.model.ast_walk import child_nodes, walk
+from ckptlint.model.ast_walk import CHILDREN, child_nodes, walk
 from ckptlint.model.dict_stores import dict_stores, keyed_value
 from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
 from ckptlint.model.summary import (
@@ -450,7 +450,8 @@ class _Summarizer:
                         # run somewhere is seen (`passed_at_every_call`).
                         self.passes.append(("call", callee, (), ()))
                         self.pass_lines.append(node.lineno)
-            pending.extend(child_nodes(node))
+            children = node.__dict__.get(CHILDREN)
+            pending.extend(children if children is not None else child_nodes(node))
 
 
 def _is_super_init(callee: Expr) -> bool:

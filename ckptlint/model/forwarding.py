@@ -24,10 +24,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from ckptlint.model.ast_walk import child_nodes, walk
+from ckptlint.model.ast_walk import own_nodes, statements, walk
 from ckptlint.model.facts import ForwardingFact, ForwardingKind
 from ckptlint.model.library import CHECKPOINT_WRAPPER, LIBRARY_PREFIXES
-from ckptlint.model.method_behaviour import definitions, statements
+from ckptlint.model.method_behaviour import definitions
 
 TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 
@@ -85,7 +85,7 @@ def _checkpoint_call(
     if kwarg is None:
         return None
     found = None
-    for node in _own_nodes(function.body):
+    for node in own_nodes(function.body):
         if isinstance(node, ast.Constant) and node.value == "use_reentrant":
             return None
         if not isinstance(node, ast.Call):
@@ -113,7 +113,7 @@ def _wrapper_call(function: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Res
     if arguments.kwarg is None or not positional:
         return None
     found = None
-    for node in _own_nodes(function.body):
+    for node in own_nodes(function.body):
         if isinstance(node, ast.Constant) and node.value == "checkpoint_impl":
             return None
         if not isinstance(node, ast.Call) or resolve(node.func) not in CHECKPOINT_WRAPPER:
@@ -166,16 +166,6 @@ def _accepted(function: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool)
     ):
         names = names[1:]
     return tuple(names)
-
-
-def _own_nodes(body) -> Iterator[ast.AST]:
-    """Every node of a body, not of the functions and classes it defines."""
-    pending = list(body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            pending.extend(child_nodes(node))
 
 
 def _head(expr: ast.AST) -> str | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ckptlint.model.ast_walk import child_nodes
+from ckptlint.model.ast_walk import child_nodes, own_nodes, statements
 from ckptlint.model.facts import Event, EventKind
 from ckptlint.model.library import (
     EMBEDDING_PARTS,
@@ -353,7 +353,7 @@ def parameter_guards(
     nothing; nested functions are guarded by their own. `unchanged`: the body's
     `unchanged_parameters`, when the caller has them."""
     usable = unchanged_parameters(body, parameters) if unchanged is None else unchanged
-    if not usable or not any(isinstance(n, (ast.If, ast.IfExp)) for n in _own_nodes(body)):
+    if not usable or not any(isinstance(n, (ast.If, ast.IfExp)) for n in own_nodes(body)):
         return {}
     found: dict[tuple[int, int], Guard] = {}
     stack: list[tuple[ast.AST, Guard]] = [(node, ()) for node in reversed(body)]
@@ -402,7 +402,7 @@ class UnchangedParameters:
 
 def unchanged_parameters(body: list[ast.stmt], parameters: tuple[str, ...]) -> frozenset[str]:
     """The parameters the function's own code never rebinds: they hold what the call passed."""
-    rebound = {n.id for n in _own_nodes(body) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    rebound = {n.id for n in own_nodes(body) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     return frozenset(parameters) - rebound
 
 
@@ -416,15 +416,6 @@ def _test_guard(test: ast.AST, truth: bool, parameters: set[str]) -> Guard:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == truth:
         return tuple(pair for value in test.values for pair in _test_guard(value, truth, parameters))
     return ()
-
-
-def _own_nodes(body: list[ast.stmt]):
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(child_nodes(node))
 
 
 def _items(value: ast.AST) -> list[tuple[int, ast.AST]]:
@@ -561,7 +552,7 @@ def chosen_callables(body: list[ast.stmt]) -> frozenset[str]:
     `models.__dict__[args.arch]`, `MODELS[name]`), or either of two (`A if flag else B`)."""
     return frozenset(
         target.id
-        for node in _own_nodes(body)
+        for node in statements(body)  # assignments are statements: no expression is entered
         if isinstance(node, ast.Assign) and _picks_callable(node.value)
         for target in node.targets
         if isinstance(target, ast.Name)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from ckptlint.model.ast_walk import walk
+from ckptlint.model.ast_walk import statements, walk
 from ckptlint.model.facts import CheckpointCall, MethodFacts
-from ckptlint.model.training_guards import (  # noqa: F401  (statements, self_attribute: used by other modules)
-    attached_from_outside, flags_never_set, in_training, self_attribute, statements,
+from ckptlint.model.training_guards import (  # noqa: F401  (self_attribute: used by other modules)
+    attached_from_outside, flags_never_set, in_training, self_attribute,
 )
 from ckptlint.model.library import (
     CONTAINER_MUTATORS, DROPOUT_FUNCTIONS, IDEMPOTENT_CONVERSIONS, IDEMPOTENT_IN_PLACE_METHODS, IN_PLACE_METHODS,

@@ -9,7 +9,7 @@ import ast
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from ckptlint.model.ast_walk import walk
+from ckptlint.model.ast_walk import statements, walk
 
 
 def self_attribute(expr: ast.AST) -> str | None:
@@ -19,23 +19,6 @@ def self_attribute(expr: ast.AST) -> str | None:
             return expr.attr
         expr = expr.value
     return None
-
-
-def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a body and of its nested blocks, not of nested definitions (and
-    never an expression: definitions and assignments are statements)."""
-    pending = list(reversed(body))
-    while pending:
-        statement = pending.pop()
-        yield statement
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
-        blocks += [handler.body for handler in getattr(statement, "handlers", ())]
-        blocks += [case.body for case in getattr(statement, "cases", ())]
-        for block in reversed(blocks):
-            if block:
-                pending.extend(reversed(block))
 
 
 def is_use_cache(expr: ast.AST) -> bool:
