@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ckptlint.lazy_libcst import cst
-from ckptlint.model.name_scopes import Access, Binding, Scope, referents
+from ckptlint.model.name_scopes import Access, Binding, Scope, imported_names, referents
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
@@ -444,38 +444,14 @@ def _is_binding_node(node: cst.CSTNode, binding_node: cst.CSTNode | None) -> boo
 
 
 def _imported_names(node: cst.Import | cst.ImportFrom, full_name: str) -> set[QualifiedName]:
-    """libcst's ImportAssignment.get_qualified_names_for."""
+    """libcst's rule (`name_scopes.imported_names`) on this tree's import."""
     module = ""
     if isinstance(node, cst.ImportFrom):
-        if node.module:
-            module = get_full_name_for_node(node.module) or ""
-        if node.relative:
-            module = "." * len(node.relative) + module
-    results: set[QualifiedName] = set()
+        module = "." * len(node.relative) + ((get_full_name_for_node(node.module) or "") if node.module else "")
     if isinstance(node.names, cst.ImportStar):
-        return results
-    for alias in node.names:
-        real_name = get_full_name_for_node(alias.name)
-        if not real_name:
-            continue
-        parts = real_name.split(".")
-        for candidate in (".".join(parts[:i]) for i in range(len(parts), 0, -1)):
-            as_name = candidate
-            if module and module.endswith("."):
-                candidate = f"{module}{candidate}"
-            elif module:
-                candidate = f"{module}.{candidate}"
-            if alias.asname:
-                evaluated = alias.evaluated_alias
-                if evaluated is not None:
-                    as_name = evaluated
-            if full_name.startswith(as_name):
-                remaining = full_name.split(as_name, 1)[1]
-                if remaining and not remaining.startswith("."):
-                    continue
-                remaining = remaining.lstrip(".")
-                results.add(
-                    QualifiedName(f"{candidate}.{remaining}" if remaining else candidate, QualifiedNameSource.IMPORT)
-                )
-                break
-    return results
+        return set()
+    aliases = [
+        (real_name, alias.evaluated_alias if alias.asname else None)
+        for alias in node.names if (real_name := get_full_name_for_node(alias.name))
+    ]
+    return {QualifiedName(name, QualifiedNameSource.IMPORT) for name in imported_names(module, aliases, full_name)}

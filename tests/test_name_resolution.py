@@ -212,15 +212,16 @@ def test_python_scope_rules_resolve_as_libcst_resolves_them(source):
     assert differences(textwrap.dedent(source)) == []
 
 
+# Scopes the resolvers leave to libcst (also the `ast` one's: tests/test_script_model_scopes.py).
+UNMODELLED_CONSTRUCTS = [
+    "def f(x=(y := 1)): return y",
+    "z = [(w := i) for i in range(3)]",
+    "from typing import TypeVar\nname = 'T'\nT = TypeVar(name)",
+]
+
+
 @pytest.mark.parametrize(
-    "source",
-    [
-        "def f(x=(y := 1)): return y",
-        "z = [(w := i) for i in range(3)]",
-        "from typing import TypeVar\nname = 'T'\nT = TypeVar(name)",
-        "type Alias = list[int]",
-        "def f[T](x: T) -> T: return x",
-    ],
+    "source", [*UNMODELLED_CONSTRUCTS, "type Alias = list[int]", "def f[T](x: T) -> T: return x"]
 )
 def test_constructs_the_resolver_does_not_model_are_handed_to_libcst(source):
     assert isinstance(differences(source), str)

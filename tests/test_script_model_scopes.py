@@ -20,7 +20,7 @@ from ckptlint.analysis.ast_bridge import AstBridge
 from ckptlint.analysis.positions import Positions
 from ckptlint.model.script_models.scopes import ScopeNames
 
-from tests.test_name_resolution import SCOPE_RULES
+from tests.test_name_resolution import SCOPE_RULES, UNMODELLED_CONSTRUCTS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 _SOURCES = {"IMPORT": "import", "LOCAL": "local", "BUILTIN": "builtin"}
@@ -72,13 +72,6 @@ def test_python_scope_rules_resolve_on_ast_as_libcst_resolves_them(source):
     assert differences(textwrap.dedent(source)) == []
 
 
-@pytest.mark.parametrize(
-    "source",
-    [
-        "def f(x=(y := 1)): return y",
-        "z = [(w := i) for i in range(3)]",
-        "from typing import TypeVar\nname = 'T'\nT = TypeVar(name)",
-    ],
-)
+@pytest.mark.parametrize("source", UNMODELLED_CONSTRUCTS)
 def test_constructs_the_ast_resolver_does_not_model_are_handed_to_libcst(source):
     assert isinstance(differences(source), str)

@@ -8,6 +8,7 @@ is whatever the builder's tree has (an `ast` or a libcst node)."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable, Iterator
 
 
 class Scope:
@@ -99,3 +100,24 @@ def referents(access: Access) -> list[Binding]:
     if not previous and bindings and scope.parent is not scope:
         previous = scope.parent.resolve(name)
     return previous
+
+
+def imported_names(module: str, aliases: Iterable[tuple[str, str | None]], full_name: str) -> Iterator[str]:
+    """libcst's `ImportAssignment.get_qualified_names_for`, on names as written: what
+    `full_name` (`np.linalg.norm`) means through an import of `module` (the `from` module
+    with its leading dots, "" for a plain `import`) binding each (dotted name, `as` name)."""
+    for real_name, as_name in aliases:
+        if not full_name.startswith(as_name or real_name.partition(".")[0]):
+            continue  # no name this alias binds begins `full_name`
+        parts = real_name.split(".")
+        for candidate in (".".join(parts[:i]) for i in range(len(parts), 0, -1)):
+            bound = as_name or candidate
+            if module:
+                candidate = f"{module}{candidate}" if module.endswith(".") else f"{module}.{candidate}"
+            if full_name.startswith(bound):
+                remaining = full_name.split(bound, 1)[1]
+                if remaining and not remaining.startswith("."):
+                    continue
+                remaining = remaining.lstrip(".")
+                yield f"{candidate}.{remaining}" if remaining else candidate
+                break

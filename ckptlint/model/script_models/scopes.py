@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ckptlint.model.name_scopes import Access, Binding, Scope, referents
+from ckptlint.model.name_scopes import Access, Binding, Scope, imported_names, referents
 from ckptlint.model.script_models.names import QualifiedName
 from ckptlint.model.script_models.syntax import arguments_of
 
@@ -414,32 +414,9 @@ def _dotted_names(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
 
 
 def _imported_names(node: ast.Import | ast.ImportFrom, full_name: str) -> set[QualifiedName]:
-    """libcst's ImportAssignment.get_qualified_names_for."""
-    module = ""
-    if isinstance(node, ast.ImportFrom):
-        module = node.module or ""
-        if node.level:
-            module = "." * node.level + module
-    results: set[QualifiedName] = set()
-    for alias in node.names:
-        if alias.name == "*":
-            return results
-        if not full_name.startswith(alias.asname or alias.name.partition(".")[0]):
-            continue  # no name this alias binds begins `full_name`
-        parts = alias.name.split(".")
-        for candidate in (".".join(parts[:i]) for i in range(len(parts), 0, -1)):
-            as_name = candidate
-            if module and module.endswith("."):
-                candidate = f"{module}{candidate}"
-            elif module:
-                candidate = f"{module}.{candidate}"
-            if alias.asname:
-                as_name = alias.asname
-            if full_name.startswith(as_name):
-                remaining = full_name.split(as_name, 1)[1]
-                if remaining and not remaining.startswith("."):
-                    continue
-                remaining = remaining.lstrip(".")
-                results.add(QualifiedName(f"{candidate}.{remaining}" if remaining else candidate, "import"))
-                break
-    return results
+    """libcst's rule (`name_scopes.imported_names`) on this tree's import."""
+    module = "." * node.level + (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+    if any(alias.name == "*" for alias in node.names):
+        return set()
+    aliases = [(alias.name, alias.asname) for alias in node.names]
+    return {QualifiedName(name, "import") for name in imported_names(module, aliases, full_name)}

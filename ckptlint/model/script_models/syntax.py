@@ -11,6 +11,9 @@ from functools import lru_cache
 
 from ckptlint.analysis.branches import Conditions
 from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
+# The extraction's readings of a call's keyword and of a name or attribute chain, under the
+# names the interpreter's modules use.
+from ckptlint.model.method_behaviour import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
 
 FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -35,23 +38,6 @@ def arguments_of(call: ast.Call) -> tuple[Argument, ...]:
     if call.args and call.keywords:  # `f(key=1, *rest)`: a star after a keyword
         found.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
     return tuple(argument for _, argument in found)
-
-
-def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
-
-
-def dotted_text(expr: ast.AST | None) -> str | None:
-    """`model`, `self.model`: a name or attribute chain as written, else None."""
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        base = dotted_text(expr.value)
-        return f"{base}.{expr.attr}" if base is not None else None
-    return None
 
 
 def literal_value(expr: ast.AST | None) -> bool | None:
