@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ckptlint.runtime_check._regions import Cause, RegionCall
+from ckptlint.runtime_check._regions import Cause, RegionCall, modules_named
 from ckptlint.runtime_check._state import render_plain
 from ckptlint.runtime_check._types import (
     CAUSE,
@@ -246,25 +246,36 @@ def compare_buffers(
             absolute, relative = _differences(a, b)
             mismatched.append(TensorMismatch(name, "value", absolute, relative, _summary(a), _summary(b), code, owner))
 
-    by_module: dict[str, list[TensorMismatch]] = {}
+    # One cause per kind: a ResNet's BatchNorm layers are one finding naming them all.
+    by_code: dict[str, dict[str, list[TensorMismatch]]] = {}
     for mismatch in mismatched:
-        by_module.setdefault(mismatch.module or "", []).append(mismatch)
-    for owner, items in by_module.items():
-        module = modules.get(owner)
-        label = f"module '{owner or '(model)'}' ({type(module).__name__ if module is not None else '?'})"
-        details = "; ".join(_buffer_detail(m) for m in items)
-        if items[0].code == "CKPT010":
+        by_code.setdefault(mismatch.code or "", {}).setdefault(mismatch.module or "", []).append(mismatch)
+    for code, by_module in by_code.items():
+        owners = list(by_module)
+        first = by_module[owners[0]]
+        kinds = sorted({type(modules[o]).__name__ if modules.get(o) is not None else "?" for o in owners})
+        if len(owners) == 1:
+            label = f"module '{owners[0] or '(model)'}' ({kinds[0]})"
+        else:
+            label = f"{len(owners)} modules ({', '.join(kinds)}: {modules_named([o or '(model)' for o in owners])})"
+        details = "; ".join(_buffer_detail(m) for m in first)
+        if len(owners) > 1:
+            details = f"in '{owners[0] or '(model)'}', {details}"
+        verb = "updated its" if len(owners) == 1 else "updated their"
+        ends = "ends" if len(owners) == 1 else "end"
+        if code == "CKPT010":
             message = (
-                f"{label} updated its running statistics twice: {details}. Backward recomputed the checkpointed "
-                "region in training mode and ran this layer's forward again; keep BatchNorm-style layers with running "
+                f"{label} {verb} running statistics twice: {details}. Backward recomputed the checkpointed "
+                f"region in training mode and ran {'this layer' if len(owners) == 1 else 'each layer'}'s forward again; keep BatchNorm-style layers with running "
                 "stats out of checkpointed regions, or use GroupNorm/LayerNorm"
             )
         else:
             message = (
-                f"{label} ends the step with different buffers: {details}. Its forward updates them in place and "
-                "recomputation in backward ran it again"
+                f"{label} {ends} the step with different buffers: {details}. "
+                + ("Its forward updates them in place and recomputation in backward ran it again" if len(owners) == 1 else
+                   "Their forwards update them in place and recomputation in backward ran them again")
             )
-        findings.append(Finding(ERROR, items[0].code, owner or "(model)", message, role=CAUSE))
+        findings.append(Finding(ERROR, first[0].code, owners[0] or "(model)", message, role=CAUSE))
     return BufferComparison(len(names), tuple(mismatched))
 
 

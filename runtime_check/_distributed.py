@@ -617,7 +617,7 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         rng=RngComparison(root.rng.generators, rng_mismatched),
         memory=root.memory,
         # One sample: the slowest rank's fastest step of each kind (the ranks wait for each other).
-        time=Timing((max(o.baseline_s for o in outcomes.values()),), (max(o.checkpointed_s for o in outcomes.values()),)),
+        time=_slowest_rank_per_step(list(outcomes.values())),
         recomputation=root.recomputation,
         findings=tuple(ordered),
         notes=tuple(notes),
@@ -783,3 +783,13 @@ def _failure_rule(sites: RegionSites, structure: ShardingStructure | None) -> tu
             "forward hooks again inside backward: pass use_reentrant=False"
         )
     return None, ""
+
+
+def _slowest_rank_per_step(outcomes: list[RankOutcome]) -> Timing:
+    """A step of N ranks takes as long as its slowest rank: each of the `--repeat` timed
+    pairs is the slowest rank's time for that pair (so `resolved` rests on every pair)."""
+    pairs = min(len(o.baseline_samples) for o in outcomes)
+    return Timing(
+        tuple(max(o.baseline_samples[i] for o in outcomes) for i in range(pairs)),
+        tuple(max(o.checkpointed_samples[i] for o in outcomes) for i in range(pairs)),
+    )

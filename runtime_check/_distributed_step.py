@@ -28,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from ckptlint.runtime_check._collectives import BACKWARD, FORWARD, CollectiveCounter
+from ckptlint.runtime_check._eager import eager_module, eager_stance
 from ckptlint.runtime_check._fsdp_structure import (
     clean_name,
     compute_dtypes,
@@ -65,8 +66,6 @@ from ckptlint.runtime_check._verify import (
     _DTYPE_TOLERANCES,
     _device,
     _dtype,
-    _eager_module,
-    _eager_stance,
     _memory_warnings,
     _recomputation,
     _timed,
@@ -174,7 +173,7 @@ def batch_coupled_modules(model: torch.nn.Module) -> list[str]:
 
 def reference_step(model: torch.nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor] | None) -> ReferenceStep:
     """A warm-up and one measured step with checkpointing off, in a process group of one."""
-    model = _eager_module(model, [])
+    model = eager_module(model, [])
     coupled = batch_coupled_modules(model)
     if coupled:
         raise ReferenceUnfit(
@@ -218,7 +217,7 @@ def replay(
     """Run the steps on this rank (a collective affair: every rank calls it together).
     Rank 0 also returns the gathered gradients, for `with_reference`."""
     notes_list = list(notes)
-    model = _eager_module(model, notes_list)
+    model = eager_module(model, notes_list)
     if not any(is_unit(m) for m in model.modules()):
         raise VerifyError(
             "the model has no FSDP unit (FullyShardedDataParallel or fully_shard): --nproc verifies sharded "
@@ -250,7 +249,7 @@ def replay(
 
     with torch.no_grad():
         initial_buffers = {id(b): b.detach().clone() for b in model.buffers()}
-    with _eager_stance(model, notes_list):
+    with eager_stance(model, notes_list):
         journal.enter("warm-up")
         try:
             with checkpointing_disabled(RegionRecorder(names, watch=False)):
@@ -351,7 +350,9 @@ def replay(
     if not loss.source.startswith("loss_fn"):
         notes_list.append(f"loss: {loss.source}")
 
-    recomputation = _recomputation(calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count)
+    recomputation = _recomputation(
+        calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count, baseline_recomputes.origin
+    )
 
     local_findings: list[Finding] = []
     frozen = [c for c in calls if c.implementation == "reentrant" and not c.inputs_require_grad]
@@ -380,8 +381,8 @@ def replay(
         attributes=attributes,
         rng=rng,
         memory=MemoryReport(activations, peak),
-        baseline_s=min(baseline_times),
-        checkpointed_s=min(checkpointed_times),
+        baseline_samples=tuple(baseline_times),
+        checkpointed_samples=tuple(checkpointed_times),
         findings=tuple(dataclasses.replace(f, rank=rank) for f in local_findings),
         notes=tuple(notes_list),
     )

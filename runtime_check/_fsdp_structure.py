@@ -21,16 +21,11 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.tensor import DTensor
 
 from ckptlint.runtime_check._rank_records import ShardingStructure
+from ckptlint.runtime_check._regions import clean_name
 from ckptlint.runtime_check._distributed_types import UnitNesting
 
 # Attribute names the wrappers insert into qualified names; users' names leave them out.
-WRAPPER_ATTRIBUTES = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")
 FSDP1, FSDP2 = "FSDP1", "FSDP2"
-
-
-def clean_name(name: str) -> str:
-    """`_fsdp_wrapped_module.blocks.0._checkpoint_wrapped_module.fc1.weight` -> `blocks.0.fc1.weight`."""
-    return ".".join(part for part in name.split(".") if part and part not in WRAPPER_ATTRIBUTES)
 
 
 def is_fsdp1_unit(module: torch.nn.Module) -> bool:

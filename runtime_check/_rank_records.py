@@ -78,8 +78,8 @@ class RankOutcome:
     attributes: tuple[AttributeChange, ...]
     rng: RngComparison
     memory: MemoryReport
-    baseline_s: float
-    checkpointed_s: float
+    baseline_samples: tuple[float, ...]  # each timed step, in pairs with the next field's
+    checkpointed_samples: tuple[float, ...]
     findings: tuple[Finding, ...]  # this rank's: loss, buffers, attributes, RNG (tagged with the rank)
     notes: tuple[str, ...]
     # rank 0 only: the gathered gradients compared

@@ -17,11 +17,11 @@ import inspect
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
-from ckptlint.runtime_check._state import MODULE_INTERNALS, describe_value, plain_fingerprint, render_plain
+from ckptlint.runtime_check._state import describe_value, plain_fingerprint, render_plain, state_attributes
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class RegionCall:
     watched: dict[tuple[str, str], Any] = field(default_factory=dict)
     site: str = ""  # file:line of the checkpoint call, in the user's (or the model library's) code
     input_storages: frozenset[int] = frozenset()  # what checkpoint keeps anyway: not a saving
+    depth: int = 0  # module forwards running when the region began
+    ran: list[str] = field(default_factory=list)  # the outermost modules its function ran, by name
 
 
 class RegionRecorder:
@@ -56,6 +58,35 @@ class RegionRecorder:
         self.watch = watch
         self.calls: list[RegionCall] = []
         self.active: list[int] = []  # indices of the calls whose function is running, innermost last
+        self._depth = 0  # module forwards running now (while the recorder watches modules)
+
+    @contextlib.contextmanager
+    def watching_modules(self) -> Iterator[None]:
+        """While in force, each region learns which modules its function runs (outermost
+        first): a closure (timm's `checkpoint_seq`, a project's closure factory, torch's
+        reentrant `CheckpointWrapper` with keywords) is named by the modules it runs."""
+        if not self.watch:
+            yield
+            return
+
+        def before(module: torch.nn.Module, args: Any) -> None:
+            if self.active:
+                call = self.calls[self.active[-1]]
+                name = self.names.get(id(module))
+                if self._depth == call.depth and name is not None:
+                    call.ran.append(clean_name(name) or "(model)")
+            self._depth += 1
+
+        def after(module: torch.nn.Module, args: Any, output: Any) -> None:
+            self._depth -= 1
+
+        hooks = torch.nn.modules.module
+        handles = [hooks.register_module_forward_pre_hook(before), hooks.register_module_forward_hook(after, always_call=True)]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
 
     def record(self, implementation: str, function: Callable[..., Any], preserve_rng_state: bool, args: tuple, kwargs: dict) -> RegionCall:
         call = RegionCall(
@@ -69,6 +100,7 @@ class RegionRecorder:
             keywords=dict(kwargs) if self.watch else {},
             site=call_site() if self.watch else "",
             input_storages=frozenset(_storages(args)) if self.watch else frozenset(),
+            depth=self._depth,
         )
         self.calls.append(call)
         self.active.append(len(self.calls) - 1)
@@ -88,13 +120,16 @@ class RegionRecorder:
         if owner is None:
             return None
         name = self.names.get(id(owner))
-        return (name or "(model)") if name is not None else None
+        return (clean_name(name) or "(model)") if name is not None else None
 
     def after_call(self, call: RegionCall) -> None:
         if self.active:
             self.active.pop()
         if self.watch:
             call.watched = self._watch(call)
+            if call.module is None and call.ran:
+                call.module = modules_named(call.ran)
+                call.description = f"{call.description}, running {call.module}"
 
     def release(self) -> None:
         """Drop the references to the step's tensors (before backward, so that the baseline's
@@ -178,13 +213,41 @@ class RegionRecorder:
                 # model.eval()/.train() between forward and backward changes what dropout and
                 # BatchNorm do in the recomputation.
                 watched[("attribute", f"`{qualified}.training`")] = ("value", module.training)
-                for attribute, value in vars(module).items():
-                    if attribute in MODULE_INTERNALS:
-                        continue
+                for attribute, value in state_attributes(module):
                     fingerprint = plain_fingerprint(value)
                     if fingerprint is not None:
                         watched[("attribute", f"`{qualified}.{attribute}`")] = fingerprint
         return watched
+
+
+# Wrappers that hold the module they wrap under one attribute: FSDP1, torch's
+# checkpoint_wrapper, torch.compile. A region or parameter is named as the model names it.
+WRAPPER_ATTRIBUTES = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod")
+
+
+def clean_name(name: str) -> str:
+    """`_fsdp_wrapped_module.blocks.0._checkpoint_wrapped_module.fc1.weight` -> `blocks.0.fc1.weight`."""
+    return ".".join(part for part in name.split(".") if part and part not in WRAPPER_ATTRIBUTES)
+
+
+def modules_named(names: list[str]) -> str:
+    """Modules in one phrase: `stages.2`; `blocks.0-3` or `stages.0-5.bn` when they differ
+    only in one index and the indices run consecutively; else the first three and a count."""
+    unique = list(dict.fromkeys(names))
+    if len(unique) == 1:
+        return unique[0]
+    split = [name.split(".") for name in unique]
+    if len({len(parts) for parts in split}) == 1:
+        varying = [i for i in range(len(split[0])) if len({parts[i] for parts in split}) > 1]
+        if len(varying) == 1 and all(parts[varying[0]].isdigit() for parts in split):
+            position = varying[0]
+            numbers = [int(parts[position]) for parts in split]
+            if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+                parts = list(split[0])
+                parts[position] = f"{numbers[0]}-{numbers[-1]}"
+                return ".".join(parts)
+    shown = ", ".join(unique[:3])
+    return shown if len(unique) <= 3 else f"{shown} and {len(unique) - 3} more"
 
 
 _NOT_A_SITE = tuple(

@@ -42,7 +42,9 @@ import torch
 from ckptlint.runtime_check._compare import RunOutcome
 from ckptlint.runtime_check._journal import is_library_file
 from ckptlint.runtime_check._regions import _owning_module
+from ckptlint.runtime_check._eager import eager_module
 from ckptlint.runtime_check._replay import NOT_WATCHED, StepClock, StepWatch, outcome_of
+from ckptlint.runtime_check._switch import in_backward
 from ckptlint.runtime_check._types import NoTrainingStep, VerifyError
 
 SEED = 20240611
@@ -67,6 +69,7 @@ class _Run:
         self.stack: contextlib.ExitStack | None = None
         self.opened = False
         self.model: torch.nn.Module | None = None
+        self.wrapper: torch.nn.Module | None = None  # what the script called: the model, or a wrapper of it
         self.others: list[torch.nn.Module] = []  # other top-level modules called in the step
         self.fingerprint: tuple[float, ...] = ()
         self.clock: StepClock | None = None
@@ -79,7 +82,11 @@ class _Run:
         return getattr(self.local, "depth", 0)
 
     def identify(self, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """The step's model: its first training-mode forward, outside any other forward."""
+        """The step's model: its first training-mode forward, outside any other forward (the
+        eager module inside a `torch.compile` or DDP wrapper, so that regions are named as the
+        model names them; the first run says so)."""
+        self.wrapper = model
+        model = eager_module(model, self.owner.notes if self.owner.first_run else [])
         self.model = model
         self.fingerprint = _fingerprint(model, (args, kwargs))
         self.owner.started(model)
@@ -169,6 +176,10 @@ class ScriptStep:
         finally:
             sys.argv = saved_argv
             sys.path[:] = saved_path
+
+    @property
+    def first_run(self) -> bool:
+        return self._fingerprint is None
 
     def started(self, model: torch.nn.Module) -> None:
         """The step begins: name the model's modules and parameters for this run."""
@@ -374,7 +385,10 @@ def _step_hooks(state: _Run) -> Iterator[None]:
     local = state.local
 
     def call(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != owner:
+        # A forward inside backward is a recomputation (reentrant checkpoint recomputes in
+        # the engine's thread, where this thread's depth is not seen): it neither starts the
+        # step nor joins it, and nothing may be raised through autograd there.
+        if os.getpid() != owner or in_backward():
             return original_call(self, *args, **kwargs)
         if state.done:
             raise _StepDone()  # the script caught the stop and went on: stop it again
@@ -383,7 +397,7 @@ def _step_hooks(state: _Run) -> Iterator[None]:
             if state.model is None and self.training and torch.is_grad_enabled():
                 state.identify(self, args, kwargs)
                 state.open(_device_of(self))
-            elif state.model is not None and self is not state.model:
+            elif state.model is not None and self is not state.model and self is not state.wrapper:
                 state.others.append(self)
         local.depth = depth + 1
         try:
@@ -392,7 +406,9 @@ def _step_hooks(state: _Run) -> Iterator[None]:
             local.depth = depth
 
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        if os.getpid() != owner or not state.opened:
+        # Only the outermost backward is the step's: reentrant checkpoint's own
+        # `torch.autograd.backward`, run by the engine inside the step's backward, is not.
+        if os.getpid() != owner or not state.opened or in_backward():
             return original_backward(tensors, *args, **kwargs)
         if state.done:
             raise _StepDone()

@@ -18,6 +18,27 @@ from typing import Any, Iterator
 import torch
 
 MODULE_INTERNALS = frozenset(vars(torch.nn.Module())) | {"_compiled_call_impl"}
+# What torch.compile's wrappers keep about themselves (`OptimizedModule._opt_mod_attributes`,
+# torch._functorch's `_DYNAMO_WRAPPER_ATTRS`): the wrapper's own id, its dynamo context, the
+# original forward. Never the model's state, and never equal between two runs of a script.
+_COMPILE_WRAPPER_ATTRIBUTES = frozenset(
+    {"_orig_mod", "dynamo_ctx", "get_compiler_config", "aot_compile", "_is_torch_compile", "_isolate_recompiles_id", "_super_module_initialized"}
+)
+
+
+def is_run_identity(module: Any, attribute: str, value: Any) -> bool:
+    """An attribute that identifies this run's objects rather than holding state: dynamo's
+    wrapper attributes, and an int that is the module's own `id()`."""
+    if attribute in MODULE_INTERNALS or attribute in _COMPILE_WRAPPER_ATTRIBUTES or attribute.startswith("_torchdynamo"):
+        return True
+    return type(value) is int and value == id(module)
+
+
+def state_attributes(module: torch.nn.Module) -> Iterator[tuple[str, Any]]:
+    """A module's plain Python attributes that are its state (what a forward may change)."""
+    for attribute, value in vars(module).items():
+        if not is_run_identity(module, attribute, value):
+            yield attribute, value
 
 _SCALARS = (bool, int, float, complex, str, bytes)
 _CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
@@ -67,9 +88,7 @@ def describe_value(value: Any, names: dict[int, str]) -> str:
 def attribute_fingerprints(modules: list[tuple[str, torch.nn.Module]]) -> dict[tuple[str, str], tuple]:
     found = {}
     for name, module in modules:
-        for attribute, value in vars(module).items():
-            if attribute in MODULE_INTERNALS:
-                continue
+        for attribute, value in state_attributes(module):
             fingerprint = plain_fingerprint(value)
             if fingerprint is not None:
                 found[(name, attribute)] = fingerprint

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import sys
+import os
 import time
 from collections import Counter
 from typing import Any, Callable, Iterator
@@ -26,6 +26,7 @@ from ckptlint.runtime_check._compare import (
     compare_loss,
     compare_rng,
 )
+from ckptlint.runtime_check._eager import eager_module, eager_stance
 from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
 from ckptlint.runtime_check._profile import budget_plan, region_costs
 from ckptlint.runtime_check._ranking import rank_findings
@@ -34,10 +35,12 @@ from ckptlint.runtime_check._regions import Cause, RegionCall, RegionRecorder
 from ckptlint.runtime_check._replay import ModelStep, ReplayableStep, StepWatch
 from ckptlint.runtime_check._step import StepInputs, StepLoss
 from ckptlint.runtime_check._switch import (
+    TESTED_TORCH_RELEASES,
     ModuleRecomputes,
     RegionRecomputes,
     checkpointing_counted,
     checkpointing_disabled,
+    untested_torch_warning,
 )
 from ckptlint.runtime_check._types import (
     CAUSE,
@@ -140,10 +143,10 @@ def verify_step(
     notes_list = list(notes)
     if not isinstance(model, torch.nn.Module):
         raise VerifyError(f"`model` must be a torch.nn.Module, not {type(model).__name__}")
-    model = _eager_module(model, notes_list)
+    model = eager_module(model, notes_list)
     if not any(p.requires_grad for p in model.parameters()):
         raise VerifyError("the model has no parameter that requires grad: there is no training step to verify")
-    step = ModelStep(model, inputs.detached(), StepLoss(loss_fn), autocast, lambda: _eager_stance(model, notes_list))
+    step = ModelStep(model, inputs.detached(), StepLoss(loss_fn), autocast, lambda: eager_stance(model, notes_list))
     return verify_replay(
         step, rtol=rtol, atol=atol, repeat=repeat, measure_peak=measure_peak, target=target, notes=notes_list, memory_budget=memory_budget
     )
@@ -240,7 +243,9 @@ def verify_replay(
         modules = dict(step.model.named_modules())
         model_name = type(step.model).__name__
 
-    recomputation = _recomputation(calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count)
+    recomputation = _recomputation(
+        calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count, baseline_recomputes.origin
+    )
 
     findings: list[Finding] = []
     frozen = [c for c in calls if c.implementation == "reentrant" and not c.inputs_require_grad]
@@ -302,6 +307,9 @@ def verify_replay(
         peak = MemoryFigure(baseline_peak.metric, baseline_peak.peak, checkpointed_peak.peak)
     if checkpointed is not None:
         _memory_warnings(activations, peak, findings, calls)
+    untested = untested_torch_warning()
+    if untested is not None:
+        findings.append(Finding(WARNING, None, "torch", untested))
     timing = Timing(tuple(baseline_times), tuple(checkpointed_times))
     regions = region_costs(calls, baseline_meter.held_by_region, recompute_samples) if checkpointed is not None else ()
     budget = budget_plan(regions, activations.baseline_bytes, memory_budget) if memory_budget is not None and regions else None
@@ -383,49 +391,6 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-# --- the model as it runs eagerly ------------------------------------------------------------
-
-
-def _optimized_module_type() -> type | None:
-    if "torch._dynamo" not in sys.modules:
-        return None
-    return getattr(sys.modules["torch._dynamo"].eval_frame, "OptimizedModule", None)
-
-
-def _eager_module(model: torch.nn.Module, notes: list[str]) -> torch.nn.Module:
-    """Compiled graphs ignore runtime patches (EVIDENCE Q7): verify the eager module."""
-    optimized = _optimized_module_type()
-    while True:
-        if optimized is not None and isinstance(model, optimized):
-            model = model._orig_mod
-            notes.append(
-                "the model is torch.compile'd: verified its eager module (`_orig_mod`), since checkpointing "
-                "inside a compiled graph cannot be switched off at runtime"
-            )
-        elif isinstance(model, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
-            model = model.module
-            notes.append(f"verified the module inside {type(model).__name__} (`.module`)")
-        else:
-            return model
-
-
-@contextlib.contextmanager
-def _eager_stance(model: torch.nn.Module, notes: list[str]) -> Iterator[None]:
-    """Compiled submodules (`torch.compile(block)`, `module.compile()`) run eagerly too."""
-    optimized = _optimized_module_type()
-    compiled = [
-        name or "(model)"
-        for name, module in model.named_modules()
-        if (optimized is not None and isinstance(module, optimized)) or vars(module).get("_compiled_call_impl") is not None
-    ]
-    if not compiled:
-        yield
-        return
-    notes.append(f"compiled module(s) {', '.join(compiled[:5])} ran eagerly (torch.compiler stance force_eager)")
-    with torch.compiler.set_stance("force_eager"):
-        yield
-
-
 def _device(parameters: list[tuple[str, torch.nn.Parameter]], inputs: StepInputs | None = None) -> torch.device:
     for _, parameter in parameters:
         return parameter.device
@@ -460,22 +425,38 @@ def _timed(step: Callable[[], Any], device: torch.device) -> float:
 
 
 def _recomputation(
-    calls: list[RegionCall], baseline_forwards: int, checkpointed_forwards: int, region_recomputes: int
+    calls: list[RegionCall],
+    baseline_forwards: int,
+    checkpointed_forwards: int,
+    region_recomputes: int,
+    baseline_origin: str | None = None,
 ) -> Recomputation:
     """What the step recomputed; a baseline (checkpointing switched off) that still recomputes
     is checkpointed by something ckptlint cannot switch off, and cannot be compared."""
     if baseline_forwards:
-        raise VerifyError(
-            f"with torch.utils.checkpoint switched off, backward still re-ran {baseline_forwards} "
-            "module forward(s): the model checkpoints through an implementation that does not go through "
-            "torch.utils.checkpoint (DeepSpeed, Megatron, fairscale), which ckptlint cannot switch off"
-        )
+        raise VerifyError(cannot_switch_off(baseline_forwards, baseline_origin))
     return Recomputation(
         regions=len(calls),
         reentrant_regions=sum(c.implementation == "reentrant" for c in calls),
         baseline_module_forwards=baseline_forwards,
         checkpointed_module_forwards=checkpointed_forwards,
         checkpointed_region_recomputes=region_recomputes,
+    )
+
+
+def cannot_switch_off(forwards: int, origin: str | None) -> str:
+    """Backward recomputed with torch's checkpoint switched off: say which code did it."""
+    where = f" by {origin}" if origin else ""
+    if origin and "torch" + os.sep + "utils" + os.sep + "checkpoint.py" in origin.replace("/", os.sep):
+        return (
+            f"with torch.utils.checkpoint switched off, backward still re-ran {forwards} module forward(s){where}: "
+            f"torch {torch.__version__} checkpoints through a path of its own that ckptlint does not switch off "
+            f"({TESTED_TORCH_RELEASES})"
+        )
+    return (
+        f"with torch.utils.checkpoint switched off, backward still re-ran {forwards} module forward(s){where}: the "
+        "model checkpoints through an implementation that does not go through torch.utils.checkpoint, which "
+        "ckptlint cannot switch off"
     )
 
 

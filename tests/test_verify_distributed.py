@@ -559,3 +559,12 @@ def test_an_exception_is_exit_2_without_checkpointing_and_a_result_with_it(tmp_p
     assert report.errors[0].subject == "rank 1"  # the cause, not the peer that lost it
     assert "rank 1 crashed in phase 'checkpointed backward'" in report.errors[0].message
     assert [f.subject for f in report.warnings] == ["rank 0"]
+
+
+def test_nproc_times_as_many_steps_as_repeat_says():
+    report = verify_distributed(
+        f"{REPO_ROOT / FIXTURES / 'fsdp2_checkpoint_then_shard'}.py:make_case", 2, backend="gloo", timeout=180, repeat=3, measure_peak=False
+    )
+    assert report.time.repeats == 3  # one pair per timed step, the slowest rank's
+    assert len(report.time.ratios) == 3
+    assert report.to_dict()["time"]["repeats"] == 3
