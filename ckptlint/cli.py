@@ -443,7 +443,8 @@ def server() -> None:
     default=5,
     show_default=True,
     help="Timed steps of each kind, interleaved, after the warm-up and measured steps: the median counts, "
-    "and the overhead is given with its range (script mode re-runs the script for each).",
+    "and the overhead is given with its range (script mode times the steps the script trains after each measured "
+    "one, and re-runs the script only for the pairs it did not train).",
 )
 @click.option(
     "--memory-budget",

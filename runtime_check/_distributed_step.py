@@ -81,7 +81,9 @@ def region_sites(calls: list[RegionCall], holders: dict[int, tuple[str, bool]]) 
     for call in calls:
         if call.implementation != "reentrant":
             continue
-        owner = _owning_module(call.function)
+        # The module the function is (or is bound to), else the first it ran: a closure
+        # (torch's reentrant CheckpointWrapper called with keywords) is judged by what it ran.
+        owner = _owning_module(call.function) or next(iter(call.ran_modules), None)
         holder = holders.get(id(owner)) if owner is not None else None
         if holder is None or not holder[1]:
             continue

@@ -48,6 +48,7 @@ class RegionCall:
     input_storages: frozenset[int] = frozenset()  # what checkpoint keeps anyway: not a saving
     depth: int = 0  # module forwards running when the region began
     ran: list[str] = field(default_factory=list)  # the outermost modules its function ran, by name
+    ran_modules: list[torch.nn.Module] = field(default_factory=list)  # and the modules (until released)
 
 
 class RegionRecorder:
@@ -59,6 +60,7 @@ class RegionRecorder:
         self.calls: list[RegionCall] = []
         self.active: list[int] = []  # indices of the calls whose function is running, innermost last
         self._depth = 0  # module forwards running now (while the recorder watches modules)
+        self._module_hooks: list[Any] = []
 
     @contextlib.contextmanager
     def watching_modules(self) -> Iterator[None]:
@@ -75,18 +77,23 @@ class RegionRecorder:
                 name = self.names.get(id(module))
                 if self._depth == call.depth and name is not None:
                     call.ran.append(clean_name(name) or "(model)")
+                    call.ran_modules.append(module)
             self._depth += 1
 
         def after(module: torch.nn.Module, args: Any, output: Any) -> None:
             self._depth -= 1
 
         hooks = torch.nn.modules.module
-        handles = [hooks.register_module_forward_pre_hook(before), hooks.register_module_forward_hook(after, always_call=True)]
+        self._module_hooks = [hooks.register_module_forward_pre_hook(before), hooks.register_module_forward_hook(after, always_call=True)]
         try:
             yield
         finally:
-            for handle in handles:
-                handle.remove()
+            self._stop_watching_modules()
+
+    def _stop_watching_modules(self) -> None:
+        for handle in self._module_hooks:
+            handle.remove()
+        self._module_hooks = []
 
     def record(self, implementation: str, function: Callable[..., Any], preserve_rng_state: bool, args: tuple, kwargs: dict) -> RegionCall:
         call = RegionCall(
@@ -133,9 +140,12 @@ class RegionRecorder:
 
     def release(self) -> None:
         """Drop the references to the step's tensors (before backward, so that the baseline's
-        memory is not held longer than the step itself holds it)."""
+        memory is not held longer than the step itself holds it). The step's forward is over:
+        modules are no longer watched (a script's later steps are timed without the hooks)."""
+        self._stop_watching_modules()
         for call in self.calls:
             call.function = None  # type: ignore[assignment]
+            call.ran_modules = []
             call.arguments = ()
             call.keywords = {}
             call.watched = {}

@@ -27,11 +27,14 @@ BackwardContext = Callable[[], contextlib.AbstractContextManager[Any]]
 @dataclass(frozen=True)
 class StepWatch:
     """What watches the step itself: `meters` entered for the step only, `on_backward`
-    called between the loss and backward, `backward_context()` entered around backward."""
+    called between the loss and backward, `backward_context()` entered around backward;
+    `later_steps`: a script goes on past the measured step and times up to that many of its
+    next steps (unwatched), so that timing needs no run of its own (`later_step_seconds`)."""
 
     meters: Sequence[contextlib.AbstractContextManager[Any]] = ()
     on_backward: Callable[[], None] | None = None
     backward_context: BackwardContext | None = None
+    later_steps: int = 0
 
 
 NOT_WATCHED = StepWatch()
@@ -43,6 +46,7 @@ class ReplayableStep(Protocol):
     model: torch.nn.Module | None  # the latest run's model (None before the first run)
     loss_source: str  # which loss is verified, in words
     checkpoint_gate: Gate | None  # which checkpoint calls belong to the step (None: all)
+    later_step_seconds: tuple[float, ...]  # the latest run's later steps, timed (`StepWatch.later_steps`)
 
     def session(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -115,6 +119,7 @@ class ModelStep:
         self.snapshot = ModelSnapshot(model, inputs.tensors())
         self.excluded: set[int] = set()
         self.checkpoint_gate: Gate | None = None
+        self.later_step_seconds: tuple[float, ...] = ()  # one step per run: nothing goes on past it
         self._session = session
 
     @property

@@ -26,6 +26,7 @@ clock or an unseeded source is reported, not compared.
 from __future__ import annotations
 
 import contextlib
+import gc
 import linecache
 import os
 import random
@@ -76,6 +77,11 @@ class _Run:
         self.outcome: RunOutcome | None = None
         self.failure: BaseException | None = None  # raised inside the step: the step's failure
         self.done = False
+        # After the step: the script's next steps timed (`StepWatch.later_steps`), then stopped.
+        self.later: list[float] = []
+        self.later_clock: StepClock | None = None
+        self.collector_was_enabled = True
+        self.stopping = False
 
     @property
     def depth(self) -> int:
@@ -145,10 +151,28 @@ class _Run:
         parameters = _unique_parameters(modules)
         self.outcome = outcome_of(value, parameters, [], modules)
         self.done = True
+        self.stopping = self.watch.later_steps <= 0
+
+    def later_step_starts(self, module: torch.nn.Module) -> None:
+        """A training forward of the step's model after the step: the next step to time."""
+        if self.later_clock is None and module in (self.model, self.wrapper) and module.training and torch.is_grad_enabled():
+            self.collector_was_enabled = gc.isenabled()
+            gc.disable()  # as timeit does: a collection inside one step is noise
+            self.later_clock = StepClock(_device_of(module))
+            self.later_clock.start()
+
+    def later_step_ends(self) -> None:
+        assert self.later_clock is not None
+        self.later.append(self.later_clock.stop())
+        self.later_clock = None
+        if self.collector_was_enabled:
+            gc.enable()
+        self.stopping = len(self.later) >= self.watch.later_steps
 
 
 class ScriptStep:
-    """`ReplayableStep` for a script: each run re-runs it up to its step's backward."""
+    """`ReplayableStep` for a script: each run re-runs it up to its step's backward (and,
+    when the watch asks for later steps, on through that many more, each timed)."""
 
     def __init__(self, path: Path, label: str, args: Sequence[str], timeout: float | None, notes: list[str]) -> None:
         self.path = path
@@ -164,6 +188,7 @@ class ScriptStep:
         self._warned: set[tuple[Any, ...]] = set()
         self._current: _Run | None = None
         self._runs = 0
+        self.later_step_seconds: tuple[float, ...] = ()
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
@@ -230,15 +255,20 @@ class ScriptStep:
         except _StepDone:
             pass
         except (ScriptTimedOut, SystemExit) as stopped:
-            failure = early_end(self.label, self.timeout, stopped, f"{TRAINING_FORWARD} and a backward after it")
+            if not state.done:  # after the step, the end of the script only ends the later steps' timing
+                failure = early_end(self.label, self.timeout, stopped, f"{TRAINING_FORWARD} and a backward after it")
         except Exception as error:
-            if state.opened:  # the step itself raised: the caller reports it
+            # After the step, a failure of the script only ends the later steps' timing.
+            if state.opened and not state.done:  # the step itself raised: the caller reports it
                 state.close(error)
                 error.__traceback__ = None
                 raise
-            failure = early_end(self.label, self.timeout, error, TRAINING_FORWARD)
+            if not state.done:
+                failure = early_end(self.label, self.timeout, error, TRAINING_FORWARD)
         finally:
             state.close()
+            if state.later_clock is not None and state.collector_was_enabled:
+                gc.enable()  # the script ended inside a later step
             self._current = None
         if state.failure is not None:
             raise state.failure
@@ -255,6 +285,7 @@ class ScriptStep:
             )
         self._check_same_start(state)
         self._runs += 1
+        self.later_step_seconds = tuple(state.later)
         return state
 
     @contextlib.contextmanager
@@ -291,7 +322,9 @@ class ScriptStep:
             assert state.model is not None
             self.notes.append(
                 f"script mode: the step runs from the first training-mode forward of {type(state.model).__name__} in "
-                f"{self.path.name} to the backward() after it; the script was re-run for each measured step"
+                f"{self.path.name} to the backward() after it; the script ran for a warm-up and for each measured step, "
+                "and went on after each measured step to have its next steps timed (a script that trains fewer steps "
+                "than --repeat asks is run again for the rest)"
             )
         elif state.fingerprint != self._fingerprint:
             raise VerifyError(
@@ -390,10 +423,13 @@ def _step_hooks(state: _Run) -> Iterator[None]:
         # step nor joins it, and nothing may be raised through autograd there.
         if os.getpid() != owner or in_backward():
             return original_call(self, *args, **kwargs)
-        if state.done:
+        if state.stopping:
             raise _StepDone()  # the script caught the stop and went on: stop it again
         depth = getattr(local, "depth", 0)
-        if depth == 0 and _trainable(self):
+        if state.done:
+            if depth == 0:
+                state.later_step_starts(self)
+        elif depth == 0 and _trainable(self):
             if state.model is None and self.training and torch.is_grad_enabled():
                 state.identify(self, args, kwargs)
                 state.open(_device_of(self))
@@ -410,14 +446,25 @@ def _step_hooks(state: _Run) -> Iterator[None]:
         # `torch.autograd.backward`, run by the engine inside the step's backward, is not.
         if os.getpid() != owner or not state.opened or in_backward():
             return original_backward(tensors, *args, **kwargs)
-        if state.done:
+        if state.stopping:
             raise _StepDone()
+        if state.done:  # a later step, timed
+            if state.later_clock is None:
+                return original_backward(tensors, *args, **kwargs)
+            original_backward(tensors, *args, **kwargs)
+            state.later_step_ends()
+            if state.stopping:
+                raise _StepDone()
+            return None
         try:
             state.backward(original_backward, tensors, args, kwargs)
         except Exception as error:
             state.close(error)
             state.failure = error
-        raise _StepDone()
+            raise _StepDone() from None
+        if state.stopping:
+            raise _StepDone()
+        return None
 
     torch.nn.Module.__call__ = call  # type: ignore[method-assign]
     torch.autograd.backward = backward

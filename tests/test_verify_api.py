@@ -204,7 +204,8 @@ def test_training_script_passes_in_script_mode():
     assert report.recomputation.regions == 3
     assert report.notes[0] == (
         "script mode: the step runs from the first training-mode forward of TinyGPT in train.py to the backward() "
-        "after it; the script was re-run for each measured step"
+        "after it; the script ran for a warm-up and for each measured step, and went on after each measured step to "
+        "have its next steps timed (a script that trains fewer steps than --repeat asks is run again for the rest)"
     )
     assert report.loss.source == "the scalar that train.py:47 calls backward() on: `loss.backward()`"
     assert f"loss: {report.loss.source}" in report.notes

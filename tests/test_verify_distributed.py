@@ -239,6 +239,16 @@ def test_reentrant_checkpoint_wrapper_outside_fsdp1_units_all_gathers_twice(back
     assert [(c.kind, c.phase, c.extra) for c in extra] == [("all_gather", "backward", 4)]
 
 
+def test_the_same_nesting_with_blocks_called_by_keyword_is_the_same_finding():
+    """torch's reentrant wrapper checkpoints a closure when the block gets keywords: the
+    region is judged by the FSDP1 unit it ran, not by the function it was handed."""
+    report = report_of("fsdp1_checkpoint_then_wrap_keywords", "gloo")
+    assert report.verdict == "fail"
+    assert collectives(report)[("all_gather", "backward")] == (4, 8)
+    assert [(f.code, f.subject) for f in report.errors] == [("CKPT003", "collectives")]
+    assert "first at 'blocks.0'" in report.errors[0].message
+
+
 def test_reentrant_checkpoint_call_around_fsdp1_units_is_ckpt002():
     """Also the FSDP1 units FSDP builds by default (use_orig_params=False), whose gradients
     summon_full_params cannot gather: they must still match one process."""

@@ -257,3 +257,36 @@ def test_what_identifies_a_run_is_not_state():
     assert is_run_identity(module, "owner_id", id(module))
     assert not is_run_identity(module, "calls", 3)
     assert not is_run_identity(module, "flag", True)
+
+
+# --- how often a script runs -------------------------------------------------------------------
+
+
+@pytest.fixture
+def script_runs(monkeypatch):
+    from ckptlint.runtime_check import _script
+
+    runs: list[int] = []
+    original = _script.ScriptStep._run_script
+
+    def counted(self, state, switch):
+        runs.append(1)
+        return original(self, state, switch)
+
+    monkeypatch.setattr(_script.ScriptStep, "_run_script", counted)
+    return runs
+
+
+def test_a_script_that_trains_long_enough_runs_three_times(script_runs):
+    report = verify_script(TRAIN_REENTRANT, ["--steps", "8"], measure_peak=False)  # --repeat 5, the default
+    assert report.verdict == "pass"
+    assert len(script_runs) == 3  # a warm-up, without checkpointing, with it
+    assert report.time.repeats == 5  # its steps 2-6 of each measured run, timed
+    assert all(t > 0 for t in report.time.baseline_samples + report.time.checkpointed_samples)
+
+
+def test_a_script_that_trains_too_few_steps_is_run_again_for_the_missing_pairs(script_runs):
+    report = verify_script(TRAIN_REENTRANT, ["--steps", "3"], repeat=4, measure_peak=False)
+    assert report.time.repeats == 4
+    # Two later steps in each measured run; the other two pairs take a run each of both kinds.
+    assert len(script_runs) == 3 + 2 * 2
