@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ckptlint.runtime_check._hazards import CHECKPOINTED_BATCHNORM, INPUTS_WITHOUT_GRAD, LATE_BINDING_CLOSURE, RNG_NOT_PRESERVED, STATEFUL_FORWARD, STATE_CHANGED_BEFORE_BACKWARD
 from ckptlint.runtime_check._regions import Cause, RegionCall, modules_named
 from ckptlint.runtime_check._state import render_plain
 from ckptlint.runtime_check._types import (
@@ -30,7 +31,7 @@ from ckptlint.runtime_check._types import (
 
 
 # Causes found in what the step left behind: state or buffers updated twice.
-STATE_CODES = ("CKPT010", "CKPT011")
+STATE_CODES = (CHECKPOINTED_BATCHNORM, STATEFUL_FORWARD)
 
 
 @dataclass
@@ -108,7 +109,7 @@ def compare_rng(baseline: RunOutcome, checkpointed: RunOutcome, no_rng: list[Reg
         findings.append(
             Finding(
                 ERROR,
-                "CKPT033",
+                RNG_NOT_PRESERVED,
                 "rng",
                 f"the {', '.join(mismatched)} random generator state after the checkpointed step differs from the step "
                 f"without checkpointing: {why}",
@@ -134,8 +135,8 @@ def compare_gradients(
     output needs no grad either, so the next region's input does not, and so on);
     `state_code`: CKPT010/CKPT011 when buffers or attributes were found changed twice (the
     recomputation ran with the changed state: that explains the gradients)."""
-    late_binding = [c for c in causes if c.code == "CKPT030"]
-    mutated = [c for c in causes if c.code == "CKPT031"]
+    late_binding = [c for c in causes if c.code == LATE_BINDING_CLOSURE]
+    mutated = [c for c in causes if c.code == STATE_CHANGED_BEFORE_BACKWARD]
     compared, largest_abs, largest_rel = 0, 0.0, 0.0
     mismatched: list[TensorMismatch] = []
     for name in baseline.grads:
@@ -157,13 +158,13 @@ def compare_gradients(
 
     def code_for(mismatch: TensorMismatch) -> str | None:
         if late_binding:
-            return "CKPT030"
+            return LATE_BINDING_CLOSURE
         if mismatch.kind == "missing_checkpointed" and frozen:
-            return "CKPT021"
+            return INPUTS_WITHOUT_GRAD
         if rng_differs:
-            return "CKPT033"
+            return RNG_NOT_PRESERVED
         if mismatched and mutated:
-            return "CKPT031"
+            return STATE_CHANGED_BEFORE_BACKWARD
         return state_code
 
     coded = [
@@ -179,7 +180,7 @@ def compare_gradients(
             findings.append(
                 Finding(
                     ERROR,
-                    "CKPT021",
+                    INPUTS_WITHOUT_GRAD,
                     frozen[0].module or frozen[0].description,
                     f"{frozen_count} reentrant checkpoint call(s) received no input that requires grad (first: "
                     f"{frozen[0].description}): a reentrant region's output then needs no gradient, backward never "
@@ -195,8 +196,8 @@ def compare_gradients(
                     None,
                     "recomputation",
                     "the recomputation in backward computed something other than the forward: look for a closure "
-                    "over a loop variable (CKPT030) or state read by a checkpointed region and changed before "
-                    "backward (CKPT031)",
+                    f"over a loop variable ({LATE_BINDING_CLOSURE}) or state read by a checkpointed region and changed before "
+                    f"backward ({STATE_CHANGED_BEFORE_BACKWARD})",
                     role=CAUSE,
                 )
             )
@@ -234,7 +235,7 @@ def compare_buffers(
     for name in names:
         a, b = baseline.buffers.get(name), checkpointed.buffers.get(name)
         owner = name.rpartition(".")[0]
-        code = "CKPT010" if _is_running_stats_norm(modules.get(owner)) else "CKPT011"
+        code = CHECKPOINTED_BATCHNORM if _is_running_stats_norm(modules.get(owner)) else STATEFUL_FORWARD
         if a is None or b is None:
             kind = "missing_baseline" if a is None else "missing_checkpointed"
             mismatched.append(TensorMismatch(name, kind, None, None, _summary(a), _summary(b), code, owner))
@@ -263,7 +264,7 @@ def compare_buffers(
             details = f"in '{owners[0] or '(model)'}', {details}"
         verb = "updated its" if len(owners) == 1 else "updated their"
         ends = "ends" if len(owners) == 1 else "end"
-        if code == "CKPT010":
+        if code == CHECKPOINTED_BATCHNORM:
             message = (
                 f"{label} {verb} running statistics twice: {details}. Backward recomputed the checkpointed "
                 f"region in training mode and ran {'this layer' if len(owners) == 1 else 'each layer'}'s forward again; keep BatchNorm-style layers with running "
@@ -301,7 +302,7 @@ def compare_attributes(
         findings.append(
             Finding(
                 ERROR,
-                "CKPT011",
+                STATEFUL_FORWARD,
                 f"{change.module}.{attribute}",
                 f"module '{change.module}' ({type(module).__name__ if module is not None else '?'}): attribute "
                 f"`{attribute}` is {change.checkpointed} after the checkpointed step and {change.baseline} without "

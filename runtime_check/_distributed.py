@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from ckptlint.runtime_check._hazards import CHECKPOINT_BEFORE_FSDP_WRAP, REENTRANT_UNDER_FSDP
 from ckptlint.runtime_check._collectives import BACKWARD, KINDS, PHASES, CollectiveTally
 from ckptlint.runtime_check._journal import (
     CHECKPOINTED_PHASES,
@@ -488,7 +489,7 @@ def _collective_findings(
             findings.append(
                 Finding(
                     ERROR,
-                    "CKPT003",
+                    CHECKPOINT_BEFORE_FSDP_WRAP,
                     "collectives",
                     f"checkpointing adds {row.extra} {kind} to backward ({counts}): the checkpoint wrappers sit outside "
                     f"the FSDP1 units ({_nesting_text(structure)}; first at '{outside[0]}'), so each reentrant "
@@ -502,7 +503,7 @@ def _collective_findings(
             findings.append(
                 Finding(
                     ERROR,
-                    "CKPT002",
+                    REENTRANT_UNDER_FSDP,
                     "collectives",
                     f"checkpointing adds {row.extra} {kind} to backward ({counts}): {len(units)} reentrant checkpoint "
                     f"call(s) run whole FSDP1 units (first: {unit_label(units[0])}), so each recomputation runs the unit's "
@@ -513,7 +514,7 @@ def _collective_findings(
             findings.append(
                 Finding(
                     ERROR,
-                    "CKPT002" if sites.reentrant else None,
+                    REENTRANT_UNDER_FSDP if sites.reentrant else None,
                     "collectives",
                     f"checkpointing adds {row.extra} {kind} to the {row.phase} ({counts}): the recomputation in "
                     "backward repeats communication the step already did"
@@ -558,7 +559,7 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         findings.append(
             Finding(
                 ERROR,
-                "CKPT002",
+                REENTRANT_UNDER_FSDP,
                 "reentrant checkpointing",
                 f"{sites.reentrant} reentrant checkpoint call(s) under FSDP, and parameters lose their gradients with "
                 "checkpointing: switch to use_reentrant=False (CheckpointImpl.NO_REENTRANT), which gives every "
@@ -569,7 +570,7 @@ def _completed(context: _Context, outcomes: dict[int, RankOutcome], phases: dict
         findings.append(
             Finding(
                 WARNING,
-                "CKPT002",
+                REENTRANT_UNDER_FSDP,
                 unit,
                 f"{count} reentrant checkpoint regions run inside one FSDP1 unit ({unit_label(unit)}): this step survived, but "
                 "torch 2.13 crashes backward in this layout when the first region's backward reshards the unit "
@@ -766,19 +767,19 @@ def _failure_rule(sites: RegionSites, structure: ShardingStructure | None) -> tu
     """The static rule a crash or hang of the checkpointed step corresponds to, and why."""
     if sites.crowded_units:
         unit, count = sites.crowded_units[0]
-        return "CKPT002", (
+        return REENTRANT_UNDER_FSDP, (
             f"{count} reentrant checkpoint regions run inside one FSDP1 unit ({unit_label(unit)}): the first region's backward "
             "reshards the unit's parameters before the next region recomputes, which then runs on freed shards "
             "(torch 2.13 crashes backward this way). Pass use_reentrant=False, or give each region an FSDP unit of "
             "its own"
         )
     if structure is not None and structure.wrappers_outside_fsdp1_units and sites.reentrant:
-        return "CKPT003", (
+        return CHECKPOINT_BEFORE_FSDP_WRAP, (
             f"reentrant checkpoint wrappers sit outside FSDP1 units ({_nesting_text(structure)}): apply activation "
             "checkpointing after the FSDP wrap, or use CheckpointImpl.NO_REENTRANT"
         )
     if sites.reentrant:
-        return "CKPT002", (
+        return REENTRANT_UNDER_FSDP, (
             f"the step makes {sites.reentrant} reentrant checkpoint call(s) under FSDP, whose recomputation runs FSDP's "
             "forward hooks again inside backward: pass use_reentrant=False"
         )

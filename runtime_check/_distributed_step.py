@@ -19,15 +19,15 @@ Differences from the single-process replay (`_verify`):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import gc
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
-from ckptlint.runtime_check._collectives import BACKWARD, FORWARD, CollectiveCounter
+from ckptlint.runtime_check._collectives import BACKWARD, FORWARD, CollectiveCounter, CollectiveTally
 from ckptlint.runtime_check._eager import eager_module, eager_stance
 from ckptlint.runtime_check._fsdp_structure import (
     clean_name,
@@ -38,13 +38,14 @@ from ckptlint.runtime_check._fsdp_structure import (
     is_unit,
     model_class_name,
 )
-from ckptlint.runtime_check._journal import RankJournal, first_paragraph
-from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
+from ckptlint.runtime_check._journal import RankJournal
+from ckptlint.runtime_check._memory import SavedTensorMeter
 from ckptlint.runtime_check._rank_records import BaselineRecord, RankOutcome, RegionSites
 from ckptlint.runtime_check._regions import RegionCall, RegionRecorder, _owning_module
 from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints
 from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
-from ckptlint.runtime_check._switch import ModuleRecomputes, RegionRecomputes, checkpointing_counted, checkpointing_disabled
+from ckptlint.runtime_check._replay import NOT_WATCHED, RegionOf, StepDefaults, StepWatch
+from ckptlint.runtime_check._switch import Gate, checkpointing_disabled
 from ckptlint.runtime_check._types import (
     ERROR,
     Finding,
@@ -62,16 +63,8 @@ from ckptlint.runtime_check._compare import (
     compare_loss,
     compare_rng,
 )
-from ckptlint.runtime_check._verify import (
-    _DTYPE_TOLERANCES,
-    _device,
-    _dtype,
-    _memory_warnings,
-    _recomputation,
-    _timed,
-    _tolerance,
-    warm_up_failure,
-)
+from ckptlint.runtime_check._measure import BASELINE, CHECKPOINTED, DTYPE_TOLERANCES, first_device, measure
+from ckptlint.runtime_check._verify import _memory_warnings, _recomputation, _timed
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import ActivationWrapper
 
 
@@ -116,8 +109,8 @@ class ShardedSavedTensorMeter(SavedTensorMeter):
     """The saved-tensor meter, leaving out the unsharded parameters forward saves: FSDP frees
     them after forward and gathers them again for backward, so they are not activations."""
 
-    def __init__(self, excluded_storages: set[int], model: torch.nn.Module) -> None:
-        super().__init__(excluded_storages)
+    def __init__(self, excluded_storages: set[int], model: torch.nn.Module, region_of: RegionOf | None = None) -> None:
+        super().__init__(excluded_storages, region_of)
         self._flat_parameters = [
             m._handle.flat_param for m in model.modules() if is_fsdp1_unit(m) and getattr(m, "_handle", None) is not None
         ]
@@ -156,8 +149,8 @@ def reference_tolerance(dtypes: set[torch.dtype], rtol: float | None, atol: floa
     the least precise dtype the step computes in."""
     if rtol is not None or atol is not None:
         return Tolerance(float(rtol or 0.0), float(atol or 0.0), "rtol/atol given")
-    dtype = max(dtypes, key=lambda d: _DTYPE_TOLERANCES.get(d, (1.3e-6, 1e-5))[0])
-    rtol_default, atol_default = _DTYPE_TOLERANCES.get(dtype, (1.3e-6, 1e-5))
+    dtype = max(dtypes, key=lambda d: DTYPE_TOLERANCES.get(d, (1.3e-6, 1e-5))[0])
+    rtol_default, atol_default = DTYPE_TOLERANCES.get(dtype, (1.3e-6, 1e-5))
     return Tolerance(rtol_default, atol_default, f"{str(dtype).replace('torch.', '')} defaults (sharded vs one process)")
 
 
@@ -202,6 +195,127 @@ def reference_step(model: torch.nn.Module, inputs: Any, loss_fn: Callable[[Any],
     return ReferenceStep(float(value), grads, draws)
 
 
+class RankStep(StepDefaults):
+    """`ReplayableStep` for one rank of a sharded step. Every run issues collectives, so
+    every rank runs the same sequence in lockstep: the configured step's exception ends the
+    rank (the others are stuck in a collective, or crash the same way), and "nothing was
+    checkpointed" is decided on rank 0 once all steps have run. The snapshot is taken after
+    the warm-up (FSDP initialises itself on its first forward) with the buffers as make_case
+    left them; each measured run counts its collectives per phase, follows the journal
+    (`<label> forward`, `<label> backward`, `<label> gather`) and gathers the full gradients
+    (a collective; rank 0 keeps them)."""
+
+    stops_without_checkpointing = False
+    raises_checkpointed_failure = True
+
+    def __init__(self, model: torch.nn.Module, inputs: StepInputs, loss: StepLoss, *, journal: RankJournal, counter: CollectiveCounter, rank: int, notes: list[str]) -> None:
+        self.model = model
+        self.inputs = inputs
+        self.loss = loss
+        self.journal = journal
+        self.counter = counter
+        self.rank = rank
+        self.notes = notes
+        self.names = {id(module): clean_name(name) or "(model)" for name, module in model.named_modules()}
+        self.modules = user_modules(model)
+        self.holders = enclosing_units(model)
+        self.device = first_device(list(model.named_parameters()))
+        self.checkpoint_gate: Gate | None = None
+        self.excluded: set[int] = set()
+        self.snapshot: ModelSnapshot | None = None
+        self.sites = region_sites([], self.holders)
+        self.collectives: dict[str, CollectiveTally] = {}
+        self.baseline_record: BaselineRecord | None = None
+        with torch.no_grad():
+            self._initial_buffers = {id(b): b.detach().clone() for b in model.buffers()}
+        self._timing = False
+
+    @property
+    def loss_source(self) -> str:
+        return self.loss.source
+
+    @property
+    def model_name(self) -> str:
+        return model_class_name(self.model)
+
+    def session(self) -> contextlib.AbstractContextManager[None]:
+        return eager_stance(self.model, self.notes)
+
+    def saved_tensor_meter(self, region_of: RegionOf | None) -> SavedTensorMeter:
+        return ShardedSavedTensorMeter(self.excluded, self.model, region_of)
+
+    def regions_ran(self, recorder: RegionRecorder) -> None:
+        self.sites = region_sites(recorder.calls, self.holders)
+
+    def modules_by_name(self) -> dict[str, torch.nn.Module]:
+        return dict(self.modules)
+
+    def run(self, switch: contextlib.AbstractContextManager[Any], watch: StepWatch = NOT_WATCHED) -> RunOutcome:
+        if self.snapshot is None:  # the warm-up
+            self.journal.enter("warm-up")
+            with switch:
+                value = run_step(self.model, self.inputs, self.loss)
+            self.snapshot = ModelSnapshot(self.model, self.inputs.tensors())
+            # Both runs start from the buffers as make_case left them (running statistics then
+            # read as without --nproc), not as the warm-up left them.
+            self.snapshot.values.update((key, v) for key, v in self._initial_buffers.items() if key in self.snapshot.values)
+            self.excluded.update(self.snapshot.storage_pointers())
+            return self._outcome(value, {})
+        self.snapshot.prepare_run()
+        label = watch.label
+
+        def on_backward() -> None:
+            if watch.on_backward is not None:
+                watch.on_backward()
+            self.counter.phase = BACKWARD
+            self.journal.enter(f"{label} backward")
+
+        self.counter.reset()
+        self.counter.phase = FORWARD
+        self.journal.enter(f"{label} forward")
+        try:
+            with contextlib.ExitStack() as stack:
+                for context in (switch, *watch.meters):
+                    stack.enter_context(context)
+                value = run_step(
+                    self.model,
+                    self.inputs,
+                    self.loss,
+                    on_backward=on_backward,
+                    backward_context=watch.backward_context() if watch.backward_context is not None else None,
+                )
+        finally:
+            self.counter.phase = None
+        self.collectives[label] = self.counter.tally()
+        outcome = self._outcome(value, {})
+        self.journal.enter(f"{label} gather")
+        outcome.grads = self._gathered()
+        if label == BASELINE:
+            self.baseline_record = BaselineRecord(float(value), self.loss.source, self.collectives[label], self.sites)
+            self.journal.record("baseline", self.baseline_record)
+        return outcome
+
+    def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float:
+        if not self._timing:
+            self._timing = True
+            self.journal.enter("timing")
+        assert self.snapshot is not None
+        self.snapshot.prepare_run()
+        with switch:
+            return _timed(lambda: run_step(self.model, self.inputs, self.loss), self.device)
+
+    def _outcome(self, value: torch.Tensor, grads: dict[str, torch.Tensor | None]) -> RunOutcome:
+        with torch.no_grad():
+            buffers = {clean_name(name): b.detach().clone() for name, b in self.model.named_buffers()}
+        return RunOutcome(float(value), grads, buffers, attribute_fingerprints(self.modules), RngState.torch_states())
+
+    def _gathered(self) -> dict[str, torch.Tensor | None]:
+        grads = gather_full_gradients(self.model)
+        if self.rank != 0:
+            return {}
+        return {name: (g.cpu() if g is not None else None) for name, g in grads.items()}
+
+
 def replay(
     model: torch.nn.Module,
     inputs: StepInputs,
@@ -216,8 +330,8 @@ def replay(
     measure_peak: bool,
     notes: tuple[str, ...] = (),
 ) -> tuple[RankOutcome, GatheredGradients | None]:
-    """Run the steps on this rank (a collective affair: every rank calls it together).
-    Rank 0 also returns the gathered gradients, for `with_reference`."""
+    """Run the protocol's steps on this rank (a collective affair: every rank calls it
+    together). Rank 0 also returns the gathered gradients, for `with_reference`."""
     notes_list = list(notes)
     model = eager_module(model, notes_list)
     if not any(is_unit(m) for m in model.modules()):
@@ -225,128 +339,21 @@ def replay(
             "the model has no FSDP unit (FullyShardedDataParallel or fully_shard): --nproc verifies sharded "
             "training steps; verify this model without --nproc"
         )
-    parameters = list(model.named_parameters())
-    if not any(p.requires_grad for _, p in parameters):
+    if not any(p.requires_grad for p in model.parameters()):
         raise VerifyError("the model has no parameter that requires grad: there is no training step to verify")
-    inputs = inputs.detached()
-    names = {id(module): clean_name(name) or "(model)" for name, module in model.named_modules()}
-    modules = user_modules(model)
-    holders = enclosing_units(model)
-    device = _device(parameters, inputs)
-    dtype = _dtype(parameters)
-    tolerance = _tolerance(device, dtype, rtol, atol)
     loss = StepLoss(loss_fn)
     journal.counter = counter
-
-    def outcome(value: torch.Tensor, grads: dict[str, torch.Tensor | None]) -> RunOutcome:
-        with torch.no_grad():
-            buffers = {clean_name(name): b.detach().clone() for name, b in model.named_buffers()}
-        return RunOutcome(float(value), grads, buffers, attribute_fingerprints(modules), RngState.torch_states())
-
-    def gathered() -> dict[str, torch.Tensor | None]:
-        grads = gather_full_gradients(model)
-        if rank != 0:
-            return {}
-        return {name: (g.cpu() if g is not None else None) for name, g in grads.items()}
-
-    with torch.no_grad():
-        initial_buffers = {id(b): b.detach().clone() for b in model.buffers()}
-    with eager_stance(model, notes_list):
-        journal.enter("warm-up")
-        try:
-            with checkpointing_disabled(RegionRecorder(names, watch=False)):
-                run_step(model, inputs, loss)
-        except VerifyError:
-            raise
-        except Exception as error:
-            raise warm_up_failure(error) from error
-
-        snapshot = ModelSnapshot(model, inputs.tensors())
-        # Both runs start from the buffers as make_case left them (running statistics then
-        # read as without --nproc), not as the warm-up left them.
-        snapshot.values.update((key, value) for key, value in initial_buffers.items() if key in snapshot.values)
-        excluded = snapshot.storage_pointers()
-
-        # --- without checkpointing
-        gc.collect(1)
-        snapshot.prepare_run()
-        recorder = RegionRecorder(names)
-        causes: list = []
-        sites_found: list[RegionSites] = []
-        baseline_meter, baseline_peak = ShardedSavedTensorMeter(excluded, model), PeakMeter(device, measure_peak)
-        baseline_recomputes = ModuleRecomputes()
-
-        def before_backward() -> None:
-            causes.extend(recorder.causes())
-            sites_found.append(region_sites(recorder.calls, holders))
-            recorder.release()
-            baseline_meter.start_backward()
-            counter.phase = BACKWARD
-            journal.enter("baseline backward")
-
-        counter.reset()
-        counter.phase = FORWARD
-        journal.enter("baseline forward")
-        try:
-            with checkpointing_disabled(recorder), baseline_recomputes, baseline_peak, baseline_meter:
-                baseline_loss = run_step(
-                    model, inputs, loss, on_backward=before_backward, backward_context=baseline_peak.backward_marker()
-                )
-        except Exception as error:
-            raise VerifyError(
-                f"the training step without checkpointing fails while measured: {type(error).__name__}: "
-                f"{first_paragraph(error)}"
-            ) from error
-        finally:
-            counter.phase = None
-        baseline_collectives = counter.tally()
-        calls = list(recorder.calls)
-        sites = sites_found[0] if sites_found else region_sites([], holders)
-        baseline = outcome(baseline_loss, {})
-        journal.enter("baseline gather")
-        baseline_grads = gathered()
-        baseline_record = BaselineRecord(float(baseline_loss), loss.source, baseline_collectives, sites)
-        journal.record("baseline", baseline_record)
-
-        # --- as configured: an exception here ends the rank, and is the finding
-        gc.collect(1)
-        snapshot.prepare_run()
-        region_recomputes = RegionRecomputes()
-        checkpointed_meter, checkpointed_peak = ShardedSavedTensorMeter(excluded, model), PeakMeter(device, measure_peak)
-        checkpointed_recomputes = ModuleRecomputes()
-
-        def before_checkpointed_backward() -> None:
-            checkpointed_meter.start_backward()
-            counter.phase = BACKWARD
-            journal.enter("checkpointed backward")
-
-        counter.reset()
-        counter.phase = FORWARD
-        journal.enter("checkpointed forward")
-        try:
-            with checkpointing_counted(region_recomputes), checkpointed_recomputes, checkpointed_peak, checkpointed_meter:
-                checkpointed_loss = run_step(
-                    model,
-                    inputs,
-                    loss,
-                    on_backward=before_checkpointed_backward,
-                    backward_context=checkpointed_peak.backward_marker(),
-                )
-        finally:
-            counter.phase = None
-        checkpointed_collectives = counter.tally()
-        checkpointed = outcome(checkpointed_loss, {})
-        journal.enter("checkpointed gather")
-        checkpointed_grads = gathered()
-
-        journal.enter("timing")
-        baseline_times, checkpointed_times = [], []
-        for _ in range(repeat):
-            snapshot.prepare_run()
-            with checkpointing_disabled(RegionRecorder(names, watch=False)):
-                baseline_times.append(_timed(lambda: run_step(model, inputs, loss), device))
-            snapshot.prepare_run()
-            checkpointed_times.append(_timed(lambda: run_step(model, inputs, loss), device))
+    step = RankStep(model, inputs.detached(), loss, journal=journal, counter=counter, rank=rank, notes=notes_list)
+    runs = measure(step, rtol=rtol, atol=atol, repeat=repeat, measure_peak=measure_peak)
+    assert runs.checkpointed is not None and step.baseline_record is not None  # a failure ended the rank
+    device, dtype, tolerance, calls, causes = runs.device, runs.dtype, runs.tolerance, runs.calls, runs.causes
+    baseline, checkpointed = runs.baseline, runs.checkpointed
+    baseline_recomputes, checkpointed_recomputes, region_recomputes = runs.baseline_recomputes, runs.checkpointed_recomputes, runs.region_recomputes
+    baseline_meter, checkpointed_meter, baseline_peak, checkpointed_peak = runs.baseline_meter, runs.checkpointed_meter, runs.baseline_peak, runs.checkpointed_peak
+    baseline_record, checkpointed_collectives = step.baseline_record, step.collectives[CHECKPOINTED]
+    baseline_grads, checkpointed_grads = baseline.grads, checkpointed.grads
+    modules = step.modules
+    baseline_times, checkpointed_times = runs.baseline_times, runs.checkpointed_times
     journal.counter = None
     journal.enter("report")
     if not loss.source.startswith("loss_fn"):

@@ -16,11 +16,13 @@ import functools
 import inspect
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import torch
 
+from ckptlint.runtime_check._hazards import LATE_BINDING_CLOSURE, STATE_CHANGED_BEFORE_BACKWARD
 from ckptlint.runtime_check._state import describe_value, plain_fingerprint, render_plain, state_attributes
 
 
@@ -86,7 +88,11 @@ class RegionRecorder:
         hooks = torch.nn.modules.module
         self._module_hooks = [hooks.register_module_forward_pre_hook(before), hooks.register_module_forward_hook(after, always_call=True)]
         try:
-            yield
+            with warnings.catch_warnings():
+                # torch.compile(model) warns that global hooks fire once more for its wrapper:
+                # these count only modules the model names, which the wrapper is not.
+                warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
+                yield
         finally:
             self._stop_watching_modules()
 
@@ -164,7 +170,7 @@ class RegionRecorder:
                     found.setdefault(
                         (kind, name),
                         Cause(
-                            "CKPT030",
+                            LATE_BINDING_CLOSURE,
                             name,
                             f"the checkpointed function {call.description} captures `{name}`, which was "
                             f"{before[1]} when the region ran and is {after[1] if after else 'gone'} at backward: "
@@ -176,7 +182,7 @@ class RegionRecorder:
                     found.setdefault(
                         (kind, name),
                         Cause(
-                            "CKPT031",
+                            STATE_CHANGED_BEFORE_BACKWARD,
                             name,
                             f"{name}, read by the checkpointed function {call.description}, changed after the "
                             f"region ran and before backward ({_render_fingerprint(before)} -> "

@@ -17,11 +17,14 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 import torch
 
 from ckptlint.runtime_check._compare import RunOutcome
+from ckptlint.runtime_check._memory import SavedTensorMeter
+from ckptlint.runtime_check._regions import RegionRecorder
 from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints
 from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
 from ckptlint.runtime_check._switch import Gate
 
 BackwardContext = Callable[[], contextlib.AbstractContextManager[Any]]
+RegionOf = Callable[[], "tuple[int, frozenset[int]] | None"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class StepWatch:
     on_backward: Callable[[], None] | None = None
     backward_context: BackwardContext | None = None
     later_steps: int = 0
+    label: str = ""  # which run of the protocol this is: "warm-up", "baseline", "checkpointed"
 
 
 NOT_WATCHED = StepWatch()
@@ -54,6 +58,45 @@ class ReplayableStep(Protocol):
         """One step with `switch` (checkpointing off or counted) in force, `watch` on the step."""
 
     def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float: ...
+
+    # What differs between the steps, with `StepDefaults` giving the common answers.
+    stops_without_checkpointing: bool  # no checkpoint call in the baseline: stop before the rest
+    raises_checkpointed_failure: bool  # the configured step's exception ends the replay (ranks in lockstep)
+
+    @property
+    def model_name(self) -> str: ...
+
+    def saved_tensor_meter(self, region_of: RegionOf | None) -> SavedTensorMeter:
+        """The meter of what the step saves for backward (`region_of`: the running region)."""
+
+    def regions_ran(self, recorder: RegionRecorder) -> None:
+        """The baseline's regions, before the recorder lets go of them (just before backward)."""
+
+    def modules_by_name(self) -> dict[str, torch.nn.Module]: ...
+
+
+class StepDefaults:
+    """The common answers of `ReplayableStep` (a rank of a sharded step gives its own)."""
+
+    model: torch.nn.Module | None
+    excluded: set[int]
+    stops_without_checkpointing = True
+    raises_checkpointed_failure = False
+    later_step_seconds: tuple[float, ...] = ()
+
+    @property
+    def model_name(self) -> str:
+        return type(self.model).__name__
+
+    def saved_tensor_meter(self, region_of: RegionOf | None) -> SavedTensorMeter:
+        return SavedTensorMeter(self.excluded, region_of)
+
+    def regions_ran(self, recorder: RegionRecorder) -> None:
+        return None
+
+    def modules_by_name(self) -> dict[str, torch.nn.Module]:
+        assert self.model is not None
+        return dict(self.model.named_modules())
 
 
 class StepClock:
@@ -97,7 +140,7 @@ def outcome_of(
     return RunOutcome(loss, grads, buffers, attribute_fingerprints(modules), RngState.torch_states())
 
 
-class ModelStep:
+class ModelStep(StepDefaults):
     """One step of `model` on `inputs`, forward, loss, backward; each run from the snapshot."""
 
     def __init__(
@@ -119,7 +162,6 @@ class ModelStep:
         self.snapshot = ModelSnapshot(model, inputs.tensors())
         self.excluded: set[int] = set()
         self.checkpoint_gate: Gate | None = None
-        self.later_step_seconds: tuple[float, ...] = ()  # one step per run: nothing goes on past it
         self._session = session
 
     @property

@@ -44,7 +44,7 @@ from ckptlint.runtime_check._compare import RunOutcome
 from ckptlint.runtime_check._journal import is_library_file
 from ckptlint.runtime_check._regions import _owning_module
 from ckptlint.runtime_check._eager import eager_module
-from ckptlint.runtime_check._replay import NOT_WATCHED, StepClock, StepWatch, outcome_of
+from ckptlint.runtime_check._replay import NOT_WATCHED, StepClock, StepDefaults, StepWatch, outcome_of
 from ckptlint.runtime_check._switch import in_backward
 from ckptlint.runtime_check._types import NoTrainingStep, VerifyError
 
@@ -170,7 +170,7 @@ class _Run:
         self.stopping = len(self.later) >= self.watch.later_steps
 
 
-class ScriptStep:
+class ScriptStep(StepDefaults):
     """`ReplayableStep` for a script: each run re-runs it up to its step's backward (and,
     when the watch asks for later steps, on through that many more, each timed)."""
 

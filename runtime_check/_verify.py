@@ -1,4 +1,4 @@
-"""The replay: one step without checkpointing, the same step as configured, compared.
+"""One process's verdict: the replay protocol's runs (`_measure`) compared and reported.
 
 Both runs start from the same snapshot (parameters, buffers, plain attributes, RNG) in the
 same train/eval mode. Sequence: a warm-up step, the two measured runs (saved-tensor meter,
@@ -8,18 +8,15 @@ before every run and, with the user's own gradients, at the end.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
 from ckptlint.runtime_check._compare import (
     STATE_CODES,
-    RunOutcome,
     compare_attributes,
     compare_buffers,
     compare_gradients,
@@ -27,21 +24,15 @@ from ckptlint.runtime_check._compare import (
     compare_rng,
 )
 from ckptlint.runtime_check._eager import eager_module, eager_stance
-from ckptlint.runtime_check._memory import PeakMeter, SavedTensorMeter
+from ckptlint.runtime_check._journal import first_paragraph
+from ckptlint.runtime_check._measure import NO_CHECKPOINT_CALL, measure
 from ckptlint.runtime_check._profile import budget_plan, region_costs
 from ckptlint.runtime_check._ranking import rank_findings
 from ckptlint.runtime_check._render import format_bytes
-from ckptlint.runtime_check._regions import Cause, RegionCall, RegionRecorder
-from ckptlint.runtime_check._replay import ModelStep, ReplayableStep, StepWatch
+from ckptlint.runtime_check._regions import RegionCall
+from ckptlint.runtime_check._replay import ModelStep, ReplayableStep
 from ckptlint.runtime_check._step import StepInputs, StepLoss
-from ckptlint.runtime_check._switch import (
-    TESTED_TORCH_RELEASES,
-    ModuleRecomputes,
-    RegionRecomputes,
-    checkpointing_counted,
-    checkpointing_disabled,
-    untested_torch_warning,
-)
+from ckptlint.runtime_check._switch import TESTED_TORCH_RELEASES, untested_torch_warning
 from ckptlint.runtime_check._types import (
     CAUSE,
     ERROR,
@@ -63,27 +54,12 @@ from ckptlint.runtime_check._types import (
     Series,
     Timelines,
     Timing,
-    Tolerance,
     VerifyError,
 )
 
-NO_CHECKPOINT_CALL = (
-    "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
-    "nothing, so there is nothing to verify (checkpoint implementations that bypass "
-    "torch.utils.checkpoint, such as DeepSpeed's, are not seen)"
-)
 LOW_SAVING = 0.10
 PEAK_RISE = 0.05
 DEFAULT_REPEAT = 5
-
-# torch.testing's defaults, for everything that is not float32/float64 on CPU.
-_DTYPE_TOLERANCES = {
-    torch.float16: (1e-3, 1e-5),
-    torch.bfloat16: (1.6e-2, 1e-5),
-    torch.float32: (1.3e-6, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-}
-
 
 def verify(
     model: torch.nn.Module,
@@ -168,89 +144,18 @@ def verify_replay(
     while the step runs (the step's session adds what it learns)."""
     started = time.perf_counter()
     notes_list = notes if notes is not None else []
-    if repeat < 1:
-        raise VerifyError("repeat must be at least 1")
-    with step.session():
-        # Warm-up (lazy initialisation, allocator, the loss projection), checkpointing off.
-        try:
-            step.run(checkpointing_disabled(RegionRecorder(step.names, watch=False), step.checkpoint_gate))
-        except VerifyError:
-            raise
-        except Exception as error:
-            raise warm_up_failure(error) from error
-        assert step.model is not None
-        parameters = list(step.model.named_parameters())
-        device, dtype = _device(parameters), _dtype(parameters)
-        tolerance = _tolerance(device, dtype, rtol, atol)
-
-        gc.collect(1)  # young garbage freed mid-step would blur the profiler's figures
-        recorder = RegionRecorder(step.names)
-        causes: list[Cause] = []
-        baseline_meter, baseline_peak = SavedTensorMeter(step.excluded, recorder.running), PeakMeter(device, measure_peak)
-        baseline_recomputes = ModuleRecomputes()
-
-        def before_backward() -> None:
-            causes.extend(recorder.causes())
-            recorder.release()
-            baseline_meter.start_backward()
-
-        try:
-            baseline = step.run(
-                checkpointing_disabled(recorder, step.checkpoint_gate),
-                StepWatch((baseline_recomputes, baseline_peak, baseline_meter), before_backward, baseline_peak.backward_marker, repeat),
-            )
-            baseline_later = step.later_step_seconds
-        except VerifyError:
-            raise
-        except Exception as error:
-            raise VerifyError(
-                f"the training step without checkpointing fails while measured: {type(error).__name__}: "
-                f"{_first_paragraph(error)}"
-            ) from error
-        calls = list(recorder.calls)
-        if not calls and not baseline_recomputes.count:  # nothing to switch off: stop before timing anything
-            raise NoCheckpointingFound(NO_CHECKPOINT_CALL)
-
-        gc.collect(1)
-        region_recomputes = RegionRecomputes(device)
-        checkpointed_meter, checkpointed_peak = SavedTensorMeter(step.excluded), PeakMeter(device, measure_peak)
-        checkpointed_recomputes = ModuleRecomputes()
-        checkpointed: RunOutcome | None = None
-        checkpointed_error: Exception | None = None
-        checkpointed_later: tuple[float, ...] = ()
-        try:
-            checkpointed = step.run(
-                checkpointing_counted(region_recomputes, step.checkpoint_gate),
-                StepWatch(
-                    (checkpointed_recomputes, checkpointed_peak, checkpointed_meter),
-                    checkpointed_meter.start_backward,
-                    checkpointed_peak.backward_marker,
-                    repeat,
-                ),
-            )
-            checkpointed_later = step.later_step_seconds
-        except VerifyError:
-            raise
-        except Exception as error:  # the failure is the finding
-            checkpointed_error = error
-
-        baseline_times, checkpointed_times = [], []
-        recompute_samples = [region_recomputes.seconds()]
-        gc.collect()
-        with _collector_paused():  # as timeit does: a collection inside one step is noise
-            for index in range(repeat):
-                if checkpointed_error is None and index < min(len(baseline_later), len(checkpointed_later)):
-                    # A script timed its next steps after each measured one: no run of its own.
-                    baseline_times.append(baseline_later[index])
-                    checkpointed_times.append(checkpointed_later[index])
-                    continue
-                baseline_times.append(step.timed(checkpointing_disabled(RegionRecorder(step.names, watch=False), step.checkpoint_gate)))
-                if checkpointed_error is None:
-                    timed_recomputes = RegionRecomputes(device)
-                    checkpointed_times.append(step.timed(checkpointing_counted(timed_recomputes, step.checkpoint_gate)))
-                    recompute_samples.append(timed_recomputes.seconds())
-        modules = dict(step.model.named_modules())
-        model_name = type(step.model).__name__
+    runs = measure(step, rtol=rtol, atol=atol, repeat=repeat, measure_peak=measure_peak)
+    device, dtype, tolerance, modules, model_name = runs.device, runs.dtype, runs.tolerance, runs.modules, runs.model_name
+    baseline, checkpointed, checkpointed_error = runs.baseline, runs.checkpointed, runs.checkpointed_error
+    calls, causes = runs.calls, runs.causes
+    baseline_meter, checkpointed_meter = runs.baseline_meter, runs.checkpointed_meter
+    baseline_peak, checkpointed_peak = runs.baseline_peak, runs.checkpointed_peak
+    baseline_recomputes, checkpointed_recomputes, region_recomputes = (
+        runs.baseline_recomputes,
+        runs.checkpointed_recomputes,
+        runs.region_recomputes,
+    )
+    baseline_times, checkpointed_times, recompute_samples = runs.baseline_times, runs.checkpointed_times, runs.recompute_samples
 
     recomputation = _recomputation(
         calls, baseline_recomputes.count, checkpointed_recomputes.count, region_recomputes.count, baseline_recomputes.origin
@@ -266,7 +171,7 @@ def verify_replay(
                 causes[0].code if causes else None,
                 "step",
                 f"the checkpointed step raises {type(checkpointed_error).__name__} while the same step without "
-                f"checkpointing runs: {_first_paragraph(checkpointed_error)}",
+                f"checkpointing runs: {first_paragraph(checkpointed_error)}",
                 role=SYMPTOM if causes else None,
             )
         )
@@ -377,52 +282,6 @@ def verify_replay(
     )
 
 
-def warm_up_failure(error: Exception) -> VerifyError:
-    """The step fails with checkpointing off: nothing to compare (exit 2), with a hint when
-    the error is CKPT032's."""
-    hint = ""
-    if str(error).startswith("Unexpected keyword arguments"):
-        hint = " (CKPT032: keyword arguments passed to a reentrant checkpoint)"
-    return VerifyError(
-        f"the training step fails with checkpointing switched off, so there is nothing to compare: "
-        f"{type(error).__name__}: {_first_paragraph(error)}{hint}"
-    )
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _device(parameters: list[tuple[str, torch.nn.Parameter]], inputs: StepInputs | None = None) -> torch.device:
-    for _, parameter in parameters:
-        return parameter.device
-    for tensor in inputs.tensors() if inputs is not None else ():
-        return tensor.device
-    return torch.device("cpu")
-
-
-def _dtype(parameters: list[tuple[str, torch.nn.Parameter]]) -> torch.dtype:
-    counts = Counter(p.dtype for _, p in parameters if p.requires_grad and p.is_floating_point())
-    return counts.most_common(1)[0][0] if counts else torch.float32
-
-
-def _tolerance(device: torch.device, dtype: torch.dtype, rtol: float | None, atol: float | None) -> Tolerance:
-    if rtol is not None or atol is not None:
-        return Tolerance(float(rtol or 0.0), float(atol or 0.0), "rtol/atol given")
-    name = str(dtype).replace("torch.", "")
-    if device.type == "cpu" and dtype in (torch.float32, torch.float64):
-        return Tolerance(0.0, 0.0, f"exact (CPU {name} recomputation is deterministic)")
-    rtol_default, atol_default = _DTYPE_TOLERANCES.get(dtype, (1.3e-6, 1e-5))
-    return Tolerance(rtol_default, atol_default, f"{name} on {device.type}")
-
-
 def _timed(step: Callable[[], Any], device: torch.device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -504,8 +363,4 @@ def _memory_warnings(
             )
         )
 
-
-def _first_paragraph(error: BaseException) -> str:
-    """torch's errors append pages of tips after a blank line; the first paragraph says it."""
-    return str(error).strip().split("\n\n", 1)[0].replace("\n", " ")
 

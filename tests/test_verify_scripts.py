@@ -290,3 +290,22 @@ def test_a_script_that_trains_too_few_steps_is_run_again_for_the_missing_pairs(s
     assert report.time.repeats == 4
     # Two later steps in each measured run; the other two pairs take a run each of both kinds.
     assert len(script_runs) == 3 + 2 * 2
+
+
+def test_the_verifier_names_rule_codes_only_through_the_manifest():
+    """Each code a verifier finding carries comes from `_hazards` (the generated manifest):
+    no module of runtime_check spells one as a literal."""
+    import ast
+    import re
+
+    from ckptlint.rule_manifest import RULE_MANIFEST
+    from ckptlint.runtime_check import _hazards
+
+    literals = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "runtime_check").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"CKPT\d{3}", node.value):
+                literals.append(f"{path.name}:{node.lineno}")
+    assert literals == []
+    assert _hazards.HAZARD_CODES <= {rule.code for rule in RULE_MANIFEST}
+    assert _hazards.CHECKPOINTED_BATCHNORM == "CKPT010" and _hazards.KWARGS_TO_REENTRANT == "CKPT032"
