@@ -12,7 +12,14 @@ from dataclasses import dataclass
 
 import torch
 
-from ckptlint.runtime_check._hazards import CHECKPOINTED_BATCHNORM, INPUTS_WITHOUT_GRAD, LATE_BINDING_CLOSURE, RNG_NOT_PRESERVED, STATEFUL_FORWARD, STATE_CHANGED_BEFORE_BACKWARD
+from ckptlint.runtime_check._hazards import (
+    CHECKPOINTED_BATCHNORM,
+    INPUTS_WITHOUT_GRAD,
+    LATE_BINDING_CLOSURE,
+    RNG_NOT_PRESERVED,
+    STATEFUL_FORWARD,
+    STATE_CHANGED_BEFORE_BACKWARD,
+)
 from ckptlint.runtime_check._regions import Cause, RegionCall, modules_named
 from ckptlint.runtime_check._state import render_plain
 from ckptlint.runtime_check._types import (
@@ -252,32 +259,32 @@ def compare_buffers(
     for mismatch in mismatched:
         by_code.setdefault(mismatch.code or "", {}).setdefault(mismatch.module or "", []).append(mismatch)
     for code, by_module in by_code.items():
-        owners = list(by_module)
-        first = by_module[owners[0]]
-        kinds = sorted({type(modules[o]).__name__ if modules.get(o) is not None else "?" for o in owners})
-        if len(owners) == 1:
-            label = f"module '{owners[0] or '(model)'}' ({kinds[0]})"
-        else:
-            label = f"{len(owners)} modules ({', '.join(kinds)}: {modules_named([o or '(model)' for o in owners])})"
-        details = "; ".join(_buffer_detail(m) for m in first)
-        if len(owners) > 1:
-            details = f"in '{owners[0] or '(model)'}', {details}"
-        verb = "updated its" if len(owners) == 1 else "updated their"
-        ends = "ends" if len(owners) == 1 else "end"
-        if code == CHECKPOINTED_BATCHNORM:
-            message = (
-                f"{label} {verb} running statistics twice: {details}. Backward recomputed the checkpointed "
-                f"region in training mode and ran {'this layer' if len(owners) == 1 else 'each layer'}'s forward again; keep BatchNorm-style layers with running "
-                "stats out of checkpointed regions, or use GroupNorm/LayerNorm"
-            )
-        else:
-            message = (
-                f"{label} {ends} the step with different buffers: {details}. "
-                + ("Its forward updates them in place and recomputation in backward ran it again" if len(owners) == 1 else
-                   "Their forwards update them in place and recomputation in backward ran them again")
-            )
-        findings.append(Finding(ERROR, first[0].code, owners[0] or "(model)", message, role=CAUSE))
+        findings.append(_buffer_cause(code, by_module, modules))
     return BufferComparison(len(names), tuple(mismatched))
+
+
+def _buffer_cause(code: str, by_module: dict[str, list[TensorMismatch]], modules: dict[str, torch.nn.Module]) -> Finding:
+    """One cause for the modules whose buffers differ in one way, detailed on the first."""
+    owners = [owner or "(model)" for owner in by_module]
+    first = next(iter(by_module.values()))
+    kinds = sorted({type(modules[o]).__name__ if modules.get(o) is not None else "?" for o in by_module})
+    details = "; ".join(_buffer_detail(m) for m in first)
+    if len(owners) == 1:
+        label, verb, again = f"module '{owners[0]}' ({kinds[0]})", "updated its", "this layer's forward"
+        runs = "Its forward updates them in place and recomputation in backward ran it again"
+    else:
+        label, verb, again = f"{len(owners)} modules ({', '.join(kinds)}: {modules_named(owners)})", "updated their", "each layer's forward"
+        runs = "Their forwards update them in place and recomputation in backward ran them again"
+        details = f"in '{owners[0]}', {details}"
+    if code == CHECKPOINTED_BATCHNORM:
+        message = (
+            f"{label} {verb} running statistics twice: {details}. Backward recomputed the checkpointed region in "
+            f"training mode and ran {again} again; keep BatchNorm-style layers with running stats out of checkpointed "
+            "regions, or use GroupNorm/LayerNorm"
+        )
+    else:
+        message = f"{label} {'ends' if len(owners) == 1 else 'end'} the step with different buffers: {details}. {runs}"
+    return Finding(ERROR, first[0].code, owners[0], message, role=CAUSE)
 
 
 def _buffer_detail(mismatch: TensorMismatch) -> str:

@@ -44,7 +44,7 @@ from ckptlint.runtime_check._rank_records import BaselineRecord, RankOutcome, Re
 from ckptlint.runtime_check._regions import RegionCall, RegionRecorder, _owning_module
 from ckptlint.runtime_check._state import ModelSnapshot, RngState, attribute_fingerprints
 from ckptlint.runtime_check._step import StepInputs, StepLoss, run_step
-from ckptlint.runtime_check._replay import NOT_WATCHED, RegionOf, StepDefaults, StepWatch
+from ckptlint.runtime_check._replay import NOT_WATCHED, RegionOf, StepDefaults, StepWatch, run_watched
 from ckptlint.runtime_check._switch import Gate, checkpointing_disabled
 from ckptlint.runtime_check._types import (
     ERROR,
@@ -208,7 +208,17 @@ class RankStep(StepDefaults):
     stops_without_checkpointing = False
     raises_checkpointed_failure = True
 
-    def __init__(self, model: torch.nn.Module, inputs: StepInputs, loss: StepLoss, *, journal: RankJournal, counter: CollectiveCounter, rank: int, notes: list[str]) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        inputs: StepInputs,
+        loss: StepLoss,
+        *,
+        journal: RankJournal,
+        counter: CollectiveCounter,
+        rank: int,
+        notes: list[str],
+    ) -> None:
         self.model = model
         self.inputs = inputs
         self.loss = loss
@@ -274,16 +284,7 @@ class RankStep(StepDefaults):
         self.counter.phase = FORWARD
         self.journal.enter(f"{label} forward")
         try:
-            with contextlib.ExitStack() as stack:
-                for context in (switch, *watch.meters):
-                    stack.enter_context(context)
-                value = run_step(
-                    self.model,
-                    self.inputs,
-                    self.loss,
-                    on_backward=on_backward,
-                    backward_context=watch.backward_context() if watch.backward_context is not None else None,
-                )
+            value = run_watched(self.model, self.inputs, self.loss, switch, watch, on_backward=on_backward)
         finally:
             self.counter.phase = None
         self.collectives[label] = self.counter.tally()
@@ -348,8 +349,10 @@ def replay(
     assert runs.checkpointed is not None and step.baseline_record is not None  # a failure ended the rank
     device, dtype, tolerance, calls, causes = runs.device, runs.dtype, runs.tolerance, runs.calls, runs.causes
     baseline, checkpointed = runs.baseline, runs.checkpointed
-    baseline_recomputes, checkpointed_recomputes, region_recomputes = runs.baseline_recomputes, runs.checkpointed_recomputes, runs.region_recomputes
-    baseline_meter, checkpointed_meter, baseline_peak, checkpointed_peak = runs.baseline_meter, runs.checkpointed_meter, runs.baseline_peak, runs.checkpointed_peak
+    baseline_recomputes, checkpointed_recomputes = runs.baseline_recomputes, runs.checkpointed_recomputes
+    region_recomputes = runs.region_recomputes
+    baseline_meter, checkpointed_meter = runs.baseline_meter, runs.checkpointed_meter
+    baseline_peak, checkpointed_peak = runs.baseline_peak, runs.checkpointed_peak
     baseline_record, checkpointed_collectives = step.baseline_record, step.collectives[CHECKPOINTED]
     baseline_grads, checkpointed_grads = baseline.grads, checkpointed.grads
     modules = step.modules

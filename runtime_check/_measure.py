@@ -106,7 +106,13 @@ def measure(step: ReplayableStep, *, rtol: float | None, atol: float | None, rep
         try:
             baseline = step.run(
                 checkpointing_disabled(recorder, step.checkpoint_gate),
-                StepWatch((baseline_recomputes, baseline_peak, baseline_meter), before_backward, baseline_peak.backward_marker, repeat, BASELINE),
+                StepWatch(
+                    (baseline_recomputes, baseline_peak, baseline_meter),
+                    before_backward,
+                    baseline_peak.backward_marker,
+                    repeat,
+                    BASELINE,
+                ),
             )
             baseline_later = step.later_step_seconds
         except VerifyError:

@@ -13,13 +13,27 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
-from ckptlint.runtime_check._hazards import CHECKPOINTED_BATCHNORM, INPUTS_WITHOUT_GRAD, LATE_BINDING_CLOSURE, RNG_NOT_PRESERVED, STATEFUL_FORWARD, STATE_CHANGED_BEFORE_BACKWARD
+from ckptlint.runtime_check._hazards import (
+    CHECKPOINTED_BATCHNORM,
+    INPUTS_WITHOUT_GRAD,
+    LATE_BINDING_CLOSURE,
+    RNG_NOT_PRESERVED,
+    STATEFUL_FORWARD,
+    STATE_CHANGED_BEFORE_BACKWARD,
+)
 from ckptlint.runtime_check._types import CAUSE, ERROR, SYMPTOM, Finding
 
 # RNG not preserved shifts every later random draw, so it explains most; a rebound closure
 # or mutated state changes what a region computes; state updated twice and missing input
 # grads are local to their modules.
-CAUSE_PRIORITY = (RNG_NOT_PRESERVED, LATE_BINDING_CLOSURE, STATE_CHANGED_BEFORE_BACKWARD, CHECKPOINTED_BATCHNORM, STATEFUL_FORWARD, INPUTS_WITHOUT_GRAD)
+CAUSE_PRIORITY = (
+    RNG_NOT_PRESERVED,
+    LATE_BINDING_CLOSURE,
+    STATE_CHANGED_BEFORE_BACKWARD,
+    CHECKPOINTED_BATCHNORM,
+    STATEFUL_FORWARD,
+    INPUTS_WITHOUT_GRAD,
+)
 
 
 def _cause_order(finding: Finding) -> tuple[int, str]:

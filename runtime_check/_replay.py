@@ -127,6 +127,31 @@ class StepClock:
         return self.seconds
 
 
+def run_watched(
+    model: torch.nn.Module,
+    inputs: StepInputs,
+    loss: StepLoss,
+    switch: contextlib.AbstractContextManager[Any],
+    watch: StepWatch,
+    *,
+    on_backward: Callable[[], None] | None = None,
+    autocast: tuple[tuple[str, torch.dtype], ...] = (),
+) -> torch.Tensor:
+    """One step of `model` with `switch` and the watch's meters in force; `on_backward`
+    (default: the watch's) runs between the loss and backward. Returns the loss."""
+    with contextlib.ExitStack() as stack:
+        for context in (switch, *watch.meters):
+            stack.enter_context(context)
+        return run_step(
+            model,
+            inputs,
+            loss,
+            on_backward=on_backward or watch.on_backward,
+            backward_context=watch.backward_context() if watch.backward_context is not None else None,
+            autocast=autocast,
+        )
+
+
 def outcome_of(
     loss: float,
     parameters: list[tuple[str, torch.nn.Parameter]],
@@ -183,17 +208,7 @@ class ModelStep(StepDefaults):
 
     def run(self, switch: contextlib.AbstractContextManager[Any], watch: StepWatch = NOT_WATCHED) -> RunOutcome:
         self._prepare()
-        with contextlib.ExitStack() as stack:
-            for context in (switch, *watch.meters):
-                stack.enter_context(context)
-            value = run_step(
-                self.model,
-                self.inputs,
-                self.loss,
-                on_backward=watch.on_backward,
-                backward_context=watch.backward_context() if watch.backward_context is not None else None,
-                autocast=self.autocast,
-            )
+        value = run_watched(self.model, self.inputs, self.loss, switch, watch, autocast=self.autocast)
         return outcome_of(float(value), self.parameters, self.leaves, self.modules)
 
     def timed(self, switch: contextlib.AbstractContextManager[Any]) -> float:
