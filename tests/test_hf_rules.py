@@ -5,9 +5,6 @@ library behaviour both rules rest on, re-run on tiny models (CPU, seconds)."""
 from __future__ import annotations
 
 import ast
-import io
-import re
-import tokenize
 import warnings
 from pathlib import Path
 
@@ -18,13 +15,13 @@ from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import build_index
 from ckptlint.registry import rule_by_code
+from ckptlint.rule_cases import python_markers
 from ckptlint.versions import Version
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TF4 = REPO_ROOT / "fixtures" / "finetune_tf4"  # declares transformers==4.46.3
 TF5 = REPO_ROOT / "fixtures" / "finetune_tf5"  # declares transformers>=5.0
 HF_CODES = ("CKPT020", "CKPT021")
-MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
 
 # What each project reports under each transformers version: file, line, code.
 EXPECTED = {
@@ -85,10 +82,8 @@ def hf_findings(project: Path, transformers: str, texts: dict[str, str] | None =
 def markers(project: Path) -> set[tuple[str, int, str]]:
     found = set()
     for path in sorted(project.glob("*.py")):
-        for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
-            match = MARKER.search(token.string) if token.type == tokenize.COMMENT else None
-            if match:
-                found |= {(path.name, token.start[0], c.strip()) for c in match.group("codes").split(",") if c.strip() in HF_CODES}
+        for marker in python_markers(path.read_text(encoding="utf-8")):
+            found |= {(path.name, marker.row, code) for code in marker.codes if code in HF_CODES}
     return found
 
 
