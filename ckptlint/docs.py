@@ -1,10 +1,13 @@
-"""Everything generated from the rule classes: the rule manifest (`ckptlint/rule_manifest.py`,
-what a run knows of the rules without importing them), the README's rule table and one page
-per rule under docs/rules/. `python -m ckptlint.docs` rewrites all three; a test fails when
-one is stale. Adding a rule is one module under `rules/`, its fixtures, and this command."""
+"""Everything generated from the rule folders: the rule manifest (`ckptlint/rule_manifest.py`,
+what a run knows of the rules without importing them), the README's rule table, one page per
+rule under docs/rules/ (its docstring and its cases' titles), and the package list of
+pyproject.toml (each rule folder is a package of the wheel). `python -m ckptlint.docs`
+rewrites all four; a test fails when one is stale. Adding a rule is one folder under
+`rules/` and this command."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -34,11 +37,39 @@ def rule_pages() -> dict[str, str]:
     return {f"{rule.code}.md": rule.documentation() for rule in [*all_rules(), *ENGINE_CODES.values()]}
 
 
+# The `packages` list of pyproject.toml's [tool.setuptools] table, which this module writes.
+_PACKAGES = re.compile(r"^packages = \[[^\]]*\]\n", re.MULTILINE)
+
+
+def setuptools_packages(pyproject: str, repository: Path) -> list[str]:
+    """Every package below the directories `package-dir` maps (each holding `__init__.py`):
+    what the wheel must list, the rule folders among them."""
+    from ckptlint.config import tomllib
+
+    found = set()
+    package_dirs = tomllib.loads(pyproject).get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    for package, directory in package_dirs.items():
+        base = repository / directory
+        for init in base.rglob("__init__.py"):
+            if "__pycache__" not in init.parts:
+                found.add(".".join((package, *init.parent.relative_to(base).parts)))
+    return sorted(found)
+
+
+def pyproject_with_packages(pyproject: str, repository: Path) -> str:
+    """pyproject.toml with its package list current (unchanged without one)."""
+    listed = "".join(f'    "{name}",\n' for name in setuptools_packages(pyproject, repository))
+    return _PACKAGES.sub(lambda _: f"packages = [\n{listed}]\n", pyproject, count=1)
+
+
 def main(repository: Path) -> None:
-    """Regenerate everything derived from the rule classes: the rule manifest the engine
-    reads without importing the rules, the README's table and docs/rules/."""
+    """Regenerate everything derived from the rule folders: the rule manifest the engine
+    reads without importing the rules, the README's table, docs/rules/ and the wheel's
+    package list."""
     manifest = repository / "ckptlint" / "rule_manifest.py"
     manifest.write_text(manifest_module(), encoding="utf-8")
+    pyproject = repository / "pyproject.toml"
+    pyproject.write_text(pyproject_with_packages(pyproject.read_text(encoding="utf-8"), repository), encoding="utf-8")
     readme = repository / "README.md"
     readme.write_text(readme_with_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
     pages = repository / "docs" / "rules"

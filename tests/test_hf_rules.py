@@ -433,7 +433,7 @@ def test_peft_order_of_operations_on_the_installed_versions():
 )
 def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
     """CKPT004's prefilter: the two keywords as a call passes them, however spaced."""
-    from ckptlint.rules.hf_checkpointing_with_fsdp_full_shard import HfCheckpointingWithFsdpFullShard
+    from ckptlint.rules.hf_checkpointing_with_fsdp_full_shard.rule import HfCheckpointingWithFsdpFullShard
 
     assert HfCheckpointingWithFsdpFullShard.may_apply_to(text) is expected
 
@@ -453,6 +453,6 @@ def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
 )
 def test_ckpt021_parses_only_files_that_turn_checkpointing_on(text, expected):
     """CKPT021 starts at a call that turns gradient checkpointing on: without one, no parse."""
-    from ckptlint.rules.peft_checkpointing_without_input_grads import PeftCheckpointingWithoutInputGrads
+    from ckptlint.rules.peft_checkpointing_without_input_grads.rule import PeftCheckpointingWithoutInputGrads
 
     assert PeftCheckpointingWithoutInputGrads.may_apply_to(text) is expected

@@ -34,12 +34,14 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_a_new_rule_module_is_registered_by_the_docs_command(tmp_path):
     root = _copy_of_the_project(tmp_path)
-    template = (root / "ckptlint" / "rules" / "checkpoint_implicit_reentrant.py").read_text(encoding="utf-8")
+    template = (root / "ckptlint" / "rules" / "checkpoint_implicit_reentrant" / "rule.py").read_text(encoding="utf-8")
     new_rule = template.replace("class CheckpointImplicitReentrant(", "class MyNewRule(").replace(
         'code = "CKPT001"', 'code = "CKPT099"'
     ).replace('name = "checkpoint-implicit-reentrant"', 'name = "my-new-rule"')
     assert new_rule != template
-    (root / "ckptlint" / "rules" / "my_new_rule.py").write_text(new_rule, encoding="utf-8")
+    (root / "ckptlint" / "rules" / "my_new_rule").mkdir()
+    (root / "ckptlint" / "rules" / "my_new_rule" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "ckptlint" / "rules" / "my_new_rule" / "rule.py").write_text(new_rule, encoding="utf-8")
     (root / "model.py").write_text(
         "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x)\n", encoding="utf-8"
     )

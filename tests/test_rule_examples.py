@@ -10,6 +10,7 @@ import pytest
 from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.registry import all_rules
+from ckptlint.rule_cases import rule_folder
 
 ROOT = Path("/nonexistent-project")
 PATH = ROOT / "example.py"
@@ -59,7 +60,7 @@ def test_invalid_example_is_reported_and_fixed(rule, example):
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
 def test_rule_is_complete(rule):
     assert rule.code.startswith("CKPT") and len(rule.code) == 7
-    assert rule.name == Path(__import__(rule.__module__, fromlist=["x"]).__file__).stem.replace("_", "-")
+    assert rule.name == rule_folder(rule).name.replace("_", "-")
     documentation = rule.documentation()
     for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Evidence"):
         assert section in documentation, f"{rule.code} lacks {section}"
