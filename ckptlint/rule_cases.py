@@ -128,6 +128,8 @@ def read_case(path: Path) -> RuleCase:
         if not marker.codes:
             raise CaseError(f"{path}:{marker.row}: malformed marker {marker.comment!r}")
         expected += [(marker.row, code) for code in marker.codes]
+    if options and len(expected) != 1:
+        raise CaseError(f"{path}: column= and message-contains= are for a case with one finding")
     return RuleCase(
         path=path,
         title=lines[0][2:].strip(),

@@ -13,13 +13,14 @@ import functools
 import io
 import json
 import tokenize
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from ckptlint.cli import main
-from ckptlint.config import Settings
+from ckptlint.config import Settings, tomllib
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import Projects
 from ckptlint.model.index import ProjectIndex
@@ -38,11 +39,13 @@ RECIPE_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".yaml",
 NOTEBOOK_FIXTURES = sorted(FIXTURES.rglob("*.ipynb"))
 # Codes whose findings carry a fix: every one of them must be fixed away by `--unsafe-fixes`.
 FIXED_CODES = {rule.code for rule in all_rules() if rule.fix is not None}
+REPOSITORY_EXCLUDES = tuple(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["ckptlint"]["extend-exclude"])
 
 
 def settings() -> Settings:
-    # An explicit target so the results do not depend on the torch installed here.
-    return Settings.default(REPO_ROOT, target_versions={"torch": "2.13"})
+    # An explicit target so the results do not depend on the torch installed here; the
+    # repository's excludes (the rule folders' cases), as a run over `fixtures/` reads them.
+    return replace(Settings.default(REPO_ROOT, target_versions={"torch": "2.13"}), extend_exclude=REPOSITORY_EXCLUDES)
 
 
 @functools.lru_cache(maxsize=None)

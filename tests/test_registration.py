@@ -1,6 +1,6 @@
-"""A rule is one module: dropped into `rules/` and registered by `python -m ckptlint.docs`
+"""A rule is a folder: dropped into `rules/` and registered by `python -m ckptlint.docs`
 (the command that writes the docs), it is documented, selectable and run; before that
-command it is not selectable, so its own example tests (which go through selection) fail."""
+command it is not selectable, so its own cases (which go through selection) fail."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_new_rule_module_is_registered_by_the_docs_command(tmp_path):
     )
     assert _run(root, "-c", "import ckptlint; print(ckptlint.__file__)").stdout.startswith(str(root))
 
-    # Found, but not registered: not selectable (so its examples fail), not documented.
+    # Found, but not registered: not selectable (so its cases fail), not documented.
     unregistered = _run(root, "-m", "ckptlint", "check", "--select", "CKPT099", "--no-cache", "model.py")
     assert unregistered.returncode == 2 and "unknown rule code or prefix 'CKPT099'" in unregistered.stderr
     assert not (root / "docs" / "rules" / "CKPT099.md").exists()
