@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
+from ckptlint.rule_cases import cases_section
 from ckptlint.source import LineIndex
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
@@ -365,7 +366,8 @@ class Rule:
 
     @classmethod
     def documentation(cls) -> str:
-        """The rule page: a title, fix availability, target versions, then the docstring."""
+        """The rule page: a title, fix availability, target versions, the docstring, then
+        the titles of the rule's cases (`rule_cases.cases_section`)."""
         body = inspect.cleandoc(cls.__doc__ or "").split("\n", 1)
         lines = [f"# {cls.name} ({cls.code})", ""]
         lines.append(f"{body[0]}")
@@ -379,4 +381,7 @@ class Rule:
         lines.append("")
         if len(body) > 1:
             lines.append(body[1].strip("\n"))
+        cases = cases_section(cls)
+        if cases:
+            lines += ["", cases]
         return "\n".join(lines).rstrip() + "\n"

@@ -149,3 +149,20 @@ def rule_cases(rule: type) -> tuple[RuleCase, ...]:
     """Every case of a rule, by file name."""
     directory = rule_folder(rule) / CASES_DIRECTORY
     return tuple(read_case(path) for path in sorted(directory.glob("*.py")))
+
+
+def cases_section(rule: type) -> str:
+    """The rule page's list of cases: each case's title and file, those reported first."""
+    cases = rule_cases(rule)
+    if not cases:
+        return ""
+    folder = f"rules/{rule_folder(rule).name}/{CASES_DIRECTORY}/"
+    reported = [case for case in cases if case.expected]
+    quiet = [case for case in cases if not case.expected]
+    lines = ["## Cases", f"Each case is a file of `{folder}`; a fixed one has its fixed code beside it (`NAME.py.fixed`).", ""]
+    for heading, group in (("Reported:", reported), ("Not reported:", quiet)):
+        if group:
+            lines.append(heading)
+            lines += [f"- {case.title} (`{case.path.name}`{', fixed' if case.fixed_path.is_file() else ''})" for case in group]
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -71,6 +71,7 @@ def test_rule_is_complete(rule):
     if rule.fix is not None:
         assert "## Fix safety" in documentation
     cases = rule_cases(rule)
+    assert all(f"- {case.title} (`{case.path.name}`" in documentation for case in cases)  # the page lists them
     assert [c for c in cases if c.expected] and [c for c in cases if not c.expected], (
         f"{rule.code} needs cases it reports and cases it does not"
     )
