@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import (
@@ -12,32 +10,24 @@ from ckptlint.analysis.checkpoint_sites import (
     Reentrancy,
     SiteKind,
 )
-from ckptlint.analysis.callees import Callee, calls_in, code_of, contains, is_literal
-from ckptlint.analysis.cst_walk import walk
-from ckptlint.analysis.forwarding_helpers import (
-    ForwardingHelper,
-    forwarded_keywords,
-    forwarding_helper,
-    helper_called,
-    passes_reentrant,
-)
-from ckptlint.analysis.hf_checkpointing_func import calls_hf_checkpointing_func, reentrant_hf_calls
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.model.open_clip_models import instance_versions
-from ckptlint.model.third_party_signatures import forward_signatures
-from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
-from ckptlint.versions import Applies, VersionRange
+from ckptlint.versions import Applies
 
-# torch before `use_reentrant` (1.4 to 1.10, `torch/utils/checkpoint.py`): `preserve =
-# kwargs.pop('preserve_rng_state', True); if kwargs: raise ValueError("Unexpected keyword
-# arguments: " + ",".join(arg for arg in kwargs))`, the reentrant `CheckpointFunction` always.
-TORCH_WITHOUT_THE_FLAG = VersionRange.of("torch", max="1.11")
+from .arguments import dropped_arguments, misplaced_input, rejected_keywords, too_many_inputs
+from .callees import Callee, calls_in, checkpointed_callees, code_of, contains
+from .helper_calls import TORCH_WITHOUT_THE_FLAG, ForwardingHelperCalls
+from .hf_checkpointing_func import (
+    args_only_call_message,
+    args_only_installer,
+    calls_hf_checkpointing_func,
+    reentrant_call_message,
+    reentrant_hf_calls,
+)
 
-
-class KwargsToReentrantCheckpoint(SiteScopes):
+class KwargsToReentrantCheckpoint(ForwardingHelperCalls, SiteScopes):
     """Keyword arguments passed to a reentrant `checkpoint`: a `ValueError` at runtime.
 
     ## What it does
@@ -290,169 +280,22 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                 )
 
         self._check_forwarding_helpers()
-        args_only = [call for call in self._hf_calls if self._args_only_checkpointing_func(call) is not None]
+        args_only = [call for call in self._hf_calls if self._args_only_installer(call) is not None]
         for call in args_only:
             keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
             if not keywords:
                 continue  # a `**kwargs` splat alone may be empty
-            where = self._args_only_checkpointing_func(call)
-            self.report(
-                call,
-                f"keyword argument{'s' if len(keywords) > 1 else ''} {', '.join(f'`{k}`' for k in keywords)} passed to "
-                f"`_gradient_checkpointing_func`, which {where} defines as `(module, *args)`: `TypeError: "
-                f"_gradient_checkpointing_func() got an unexpected keyword argument '{keywords[0]}'` on the first "
-                "checkpointed training step, whatever the implementation; pass them positionally (in the order the "
-                "block's forward takes them), or bind them with `functools.partial(block, ...)`",
-            )
+            self.report(call, args_only_call_message(keywords, self._args_only_installer(call)))
         for found in reentrant_hf_calls(self.context, [c for c in self._hf_calls if c not in args_only]):
-            path, line = found.enabled_at
-            names = ",".join(found.keywords)
-            self.report(
-                found.call,
-                f"keyword argument{'s' if len(found.keywords) > 1 else ''} {', '.join(f'`{k}`' for k in found.keywords)} "
-                "passed to `_gradient_checkpointing_func`, transformers' `partial(checkpoint, "
-                "**gradient_checkpointing_kwargs)`: `gradient_checkpointing_enable()` leaves the kwargs to the "
-                f"default ({path}:{line}), reentrant before transformers 5.0, and torch raises `ValueError: Unexpected "
-                f"keyword arguments: {names}` on the first checkpointed step; pass them positionally, as "
-                "transformers' own layers do, or enable checkpointing with "
-                "`gradient_checkpointing_kwargs={\"use_reentrant\": False}`",
-            )
+            self.report(found.call, reentrant_call_message(found))
         # A name torch's checkpoint on some bindings only (DeepSpeed's on another): what the
         # checkpointed branch passes still differs from the plain one where it is torch's.
         for site in self.context.possible_sites:
             if site.api is CheckpointApi.CHECKPOINT:
-                self._check_too_many_inputs(site) or self._check_positional_slots(site) or self._check_dropped_keywords(site)
+                self._check_arguments(site)
 
-    def _args_only_checkpointing_func(self, call: cst.Call) -> str | None:
-        """Who installs the `_gradient_checkpointing_func` a model's code calls, when it takes
-        no keywords: diffusers' `ModelMixin.enable_gradient_checkpointing` defines it as
-        `def _gradient_checkpointing_func(module, *args)` (diffusers `models/modeling_utils.py`,
-        read at its main branch of 2026-11), as does a project class that copies it; transformers'
-        `partial(checkpoint, ...)` takes keywords (the reentrant implementation then rejects
-        them: `reentrant_hf_calls`)."""
-        owner = self._owner(self._call_scopes.get(call, ()))
-        if owner is None:
-            return None
-        project = self.context.project
-        for ancestor in project.ancestors(owner):
-            if ancestor.rsplit(".", 1)[-1] == "ModelMixin" and ancestor.startswith("diffusers."):
-                return "diffusers' `ModelMixin.enable_gradient_checkpointing`"
-            facts = project.class_named(ancestor)
-            summary = project.function_summary(f"{ancestor}.enable_gradient_checkpointing._gradient_checkpointing_func") if facts else None
-            if summary is not None and not any(p.kind == "**" for p in summary.parameters) and any(
-                p.kind == "*" for p in summary.parameters
-            ):
-                return f"`{ancestor.rsplit('.', 1)[-1]}.enable_gradient_checkpointing` ({project.path_of(ancestor)})"
-        return None
-
-    def _check_forwarding_helpers(self) -> None:
-        """A helper of the file that hands its `**kwargs` to `checkpoint` without
-        `use_reentrant`, called with keywords for the checkpointed function: they reach the
-        reentrant implementation (`analysis/forwarding_helpers.py`)."""
-        helpers: dict[tuple[str | None, str], ForwardingHelper] = {}
-        for site in self.context.sites:
-            scopes = self._call_scopes.get(site.node, ())
-            function = self._function_of.get(site.node)
-            is_method = len(scopes) >= 2 and scopes[-2][0] == "class" and function is not None
-            owner = self._owner(scopes) if is_method else None
-            helper = forwarding_helper(site, function, owner)
-            if helper is not None:
-                helpers[(owner, helper.name)] = helper
-        if self.context.versions.applies((TORCH_WITHOUT_THE_FLAG,)) is Applies.YES:
-            return
-        reported = self._check_indexed_helpers()
-        for call in self._calls if helpers else ():
-            if call in reported:
-                continue
-            helper = helper_called(call, helpers, self._owner(self._call_scopes.get(call, ())))
-            forwarded = helper.forwarded(call) if helper is not None and call is not helper.site.node else None
-            if not forwarded:
-                continue
-            names = ", ".join(f"`{k}`" for k in forwarded)
-            how = (
-                "with the `use_reentrant=True` this call passes" if passes_reentrant(call)
-                else "with `use_reentrant=True`" if helper.site.reentrancy is Reentrancy.EXPLICIT_TRUE
-                else "without `use_reentrant`, so torch defaults to reentrant"
-            )
-            self.report(
-                call,
-                f"keyword argument{'s' if len(forwarded) > 1 else ''} {names} passed through `{helper.name}` "
-                f"(line {self.context.position(helper.function).start.line}), which hands its `**kwargs` to "
-                f"`checkpoint` (line {self.context.position(helper.site.node).start.line}) {how}: torch raises "
-                f"`ValueError: Unexpected keyword arguments: {','.join(forwarded)}` whenever checkpointing is on; "
-                "pass `use_reentrant=False` in that call",
-            )
-
-    def _check_indexed_helpers(self) -> set[cst.Call]:
-        """Calls of a helper of another module that hands its `**kwargs` to `checkpoint`
-        without `use_reentrant`, or of a function (of any module) decorated by a decorator
-        whose wrapper does, with keywords meant for the checkpointed function (the project
-        index: `ckptlint.model.forwarding`)."""
-        project = self.context.project
-        if not project.forwarding:
-            return set()
-        facts = project.files.get(self.context.relative_path)
-        names = dict(facts.names) if facts is not None else {}
-        reported: set[cst.Call] = set()
-        words = project.forwarding_words
-        for call in self._calls:
-            called = call.func.value if isinstance(call.func, cst.Name) else (
-                call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-            )
-            if called not in words or not any(arg.keyword is not None for arg in call.args):
-                continue
-            target = self._indexed_target(call, names)
-            if target is None:
-                continue
-            helper, decorated = target
-            path = project.path_of(helper.name)
-            if decorated is None and path == self.context.relative_path:
-                continue  # a helper of this file: `_check_forwarding_helpers` reports it
-            forwarded = forwarded_keywords(call, helper.accepted)
-            if not forwarded:
-                continue
-            where = f"{path}, " if path is not None and path != self.context.relative_path else ""
-            helper_name = helper.name.rsplit(".", 1)[-1]
-            if decorated is None:
-                through = f"`{helper_name}` ({where}line {helper.line}), which hands its `**kwargs`"
-            else:
-                decorated_path = project.path_of(decorated.name)
-                decorated_where = (
-                    f"{decorated_path}, " if decorated_path is not None and decorated_path != self.context.relative_path else ""
-                )
-                through = (
-                    f"`{decorated.name.rsplit('.', 1)[-1]}` ({decorated_where}line {decorated.line}), decorated by "
-                    f"`@{helper_name}` ({where}line {helper.line}), whose wrapper hands its `**kwargs`"
-                )
-            names_shown = ", ".join(f"`{k}`" for k in forwarded)
-            self.report(
-                call,
-                f"keyword argument{'s' if len(forwarded) > 1 else ''} {names_shown} passed through {through} to "
-                f"`checkpoint` (line {helper.checkpoint_line}{' of that file' if where else ''}) "
-                + ("with the `use_reentrant=True` this call passes" if passes_reentrant(call)
-                   else "reentrant (`use_reentrant` is not set to False there)")
-                + ": "
-                f"torch raises `ValueError: Unexpected keyword arguments: {','.join(forwarded)}` whenever checkpointing "
-                "is on; pass `use_reentrant=False` in that call",
-            )
-            reported.add(call)
-        return reported
-
-    def _indexed_target(self, call: cst.Call, names: dict[str, str]):
-        """What the index says a call calls: an imported (or the file's own) function by
-        name, or `self.<method>` of the class holding the call or of a project base."""
-        project = self.context.project
-        func = call.func
-        if isinstance(func, cst.Name):
-            absolute = names.get(func.value)
-            return project.forwarding_target(absolute) if absolute is not None else None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            owner = self._owner(self._call_scopes.get(call, ()))
-            for ancestor in project.ancestors(owner) if owner is not None else ():
-                found = project.forwarding_target(f"{ancestor}.{func.attr.value}")
-                if found is not None:
-                    return found
-        return None
+    def _args_only_installer(self, call: cst.Call) -> str | None:
+        return args_only_installer(self.context.project, self._owner(self._call_scopes.get(call, ())))
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT:
@@ -462,162 +305,33 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         rejecting = [c for c in callees if any(not c.accepts(name) for name in extra)]
         if callees and len(rejecting) == len(callees):  # every function it may call rejects one
             callee = callees[0]
-            self._report_rejected(site, callee, [name for name in extra if not callee.accepts(name)])
+            self.report(site.node, rejected_keywords(callee, [name for name in extra if not callee.accepts(name)]))
             return
-        if self._check_too_many_inputs(site) or self._check_positional_slots(site) or self._check_dropped_keywords(site):
+        if self._check_arguments(site):
             return
         self._check_reentrant(site, extra)
 
-    def _check_dropped_keywords(self, site: CheckpointSite) -> bool:
-        """The plain call of the other branch passes what the checkpointed call drops: a
-        `**kwargs` the function builds up (`kwargs.update(...)`, `kwargs["k"] = v`), or a
-        mask. The region then computes something else than the plain forward, silently."""
-        if site.function is None:
+    def _check_arguments(self, site: CheckpointSite) -> bool:
+        """Too many inputs for the callee, an input in another slot than the one the plain
+        branch names for it, or what the plain branch passes dropped (`arguments.py`):
+        reported, and nothing more is said of the site."""
+        callees = self._callees(site)
+        problem = too_many_inputs(site, callees)
+        plain = self._plain_call(site) if problem is None and site.function is not None else None
+        if plain is not None:
+            problem = misplaced_input(site, callees, plain) or dropped_arguments(
+                site, plain, self._function_of.get(site.node), lambda node: self.context.position(node).start.line
+            )
+        if problem is None:
             return False
+        self.report(site.node, problem)
+        return True
+
+    def _plain_call(self, site: CheckpointSite) -> cst.Call | None:
+        """The one call of the checkpointed function in the other branch of the `if`."""
         function_code = code_of(site.function)
         plain = [call for call in self._other_branch_calls(site) if code_of(call.func) == function_code]
-        if len(plain) != 1:
-            return False
-        passed = {code_of(arg.value) for arg in site.node.args}
-        splats = [arg for arg in site.node.args if arg.star == "**"]
-        dropped = []
-        for arg in plain[0].args:
-            if arg.star == "**" and code_of(arg.value) not in passed and self._built_up(arg.value, site.node):
-                dropped.append(f"`**{code_of(arg.value)}`")
-            elif (
-                arg.keyword is not None
-                and arg.keyword.value.endswith("mask")
-                and not splats
-                and not is_literal(arg.value)
-                and code_of(arg.value) not in passed
-            ):
-                dropped.append(f"`{arg.keyword.value}={code_of(arg.value)}`")
-        if not dropped:
-            return False
-        self.report(
-            site.node,
-            f"the checkpointed call drops {', '.join(dropped)}, which the non-checkpointed branch passes to "
-            f"`{function_code}` (line {self.context.position(plain[0]).start.line}): with checkpointing on, the "
-            "region computes something else, silently; pass the same arguments (with `use_reentrant=False` "
-            "for keywords)",
-        )
-        return True
-
-    def _built_up(self, expr: cst.BaseExpression, call: cst.Call) -> bool:
-        """`kwargs` is a name the function holding `call` fills: `kwargs.update(...)`,
-        `kwargs[key] = value`, or a dict literal with entries."""
-        function = self._function_of.get(call)
-        if function is None or not isinstance(expr, cst.Name):
-            return False
-        name = expr.value
-        found = False
-
-        class Finder(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                nonlocal found
-                func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in ("update", "setdefault") and code_of(func.value) == name:
-                    found = True
-
-            def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-                nonlocal found
-                if isinstance(node.target, cst.Subscript) and code_of(node.target.value) == name:
-                    found = True
-
-        walk(function, Finder())
-        return found
-
-    def _check_positional_slots(self, site: CheckpointSite) -> bool:
-        """The checkpointed call passes a value positionally into another parameter than the
-        one the plain call of the other branch names for it. Where the callee may be one of
-        several functions (a library block whose `forward` changed between versions, a loop
-        over blocks of two classes), only when it does so for every one of them."""
-        callees = self._callees(site)
-        if not callees or site.function is None:
-            return False
-        function_code = code_of(site.function)
-        plain = [call for call in self._other_branch_calls(site) if code_of(call.func) == function_code]
-        if len(plain) != 1:
-            return False
-        # A value may be passed under several names (`k_x=image_embs, v_x=image_embs`).
-        keywords: dict[str, list[str]] = {}
-        for arg in plain[0].args:
-            if arg.keyword is not None:
-                keywords.setdefault(code_of(arg.value), []).append(arg.keyword.value)
-        problems = [self._slot_problem(site, keywords, callee) for callee in callees]
-        if any(problem is None for problem in problems):
-            return False
-        self.report(site.node, problems[0])
-        return True
-
-    def _check_too_many_inputs(self, site: CheckpointSite) -> bool:
-        """More positional inputs than the function takes (open_clip's `CustomTransformer`
-        checkpoints `checkpoint(r, x, None, None, attn_mask)` into
-        `CustomResidualAttentionBlock.forward(x, attn_mask=None)`): `TypeError` on the first
-        checkpointed step, whatever the implementation. Only when every function it may
-        call takes fewer, and none has `*args`."""
-        if site.function is None or any(arg.star for arg in site.positional):
-            return False
-        callees = self._callees(site)
-        given = len(site.positional)
-
-        def takes(callee: Callee) -> int | None:
-            if any(p.kind == "*" for p in callee.parameters):
-                return None
-            return sum(p.kind == "positional" for p in callee.parameters)
-
-        if not callees or not all((limit := takes(callee)) is not None and given > limit for callee in callees):
-            return False
-        callee = callees[0]
-        self.report(
-            site.node,
-            f"`{code_of(site.node.func)}` hands {given} positional inputs to `{callee.name}`{callee.where}, which takes "
-            f"{takes(callee)} (`{callee.signature()}`): `TypeError` on the first checkpointed step, whatever the "
-            f"implementation; pass only the inputs `{callee.name}` takes",
-        )
-        return True
-
-    def _slot_problem(self, site: CheckpointSite, keywords: dict[str, list[str]], callee: Callee) -> str | None:
-        """What is wrong with the site's positional inputs for `callee`, if anything."""
-        slots = [p.name for p in callee.parameters if p.kind == "positional"]
-        for position, arg in enumerate(site.positional):
-            if arg.star or position >= len(slots):
-                continue
-            packed = self._packed(arg.value, slots[position], keywords, callee)
-            if packed is not None:
-                return packed
-            names = keywords.get(code_of(arg.value))
-            if names is None:
-                continue
-            slot = slots[position]
-            expected = " or ".join(f"{name}" for name in names)
-            if slot not in names:
-                return (
-                    f"`{code_of(arg.value)}` is passed positionally into parameter `{slot}` of "
-                    f"`{callee.name}`{callee.where}, while the non-checkpointed branch passes it as `{expected}=`: "
-                    f"with checkpointing on, the value lands in the wrong parameter; pass the inputs in "
-                    f"`{callee.name}`'s parameter order"
-                )
-        return None
-
-    def _packed(self, value: cst.BaseExpression, slot: str, keywords: dict[str, list[str]], callee: Callee) -> str | None:
-        """A tuple literal packing values the plain call passes by keyword
-        (`checkpoint(blk, x, (rel_pos_bias,))` against `blk(x, rel_pos_bias=rel_pos_bias)`):
-        checkpoint hands the tuple on as one argument, so the parameter receives a tuple."""
-        if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
-            return None
-        packed = [code_of(element.value) for element in value.elements]
-        named = [(code, keywords[code]) for code in packed if code in keywords]
-        if not named:
-            return None
-        code, names = named[0]
-        expected = " or ".join(names)
-        return (
-            f"`{code_of(value)}` is passed positionally into parameter `{slot}` of `{callee.name}`{callee.where}: one "
-            f"tuple, while the non-checkpointed branch passes `{code}` itself as `{expected}=`: checkpoint hands the "
-            f"tuple on as it is, so with checkpointing on `{slot}` receives a tuple instead of the value; pass "
-            f"{', '.join(f'`{p}`' for p in packed)} without the tuple, in `{callee.name}`'s parameter order"
-        )
+        return plain[0] if len(plain) == 1 else None
 
     def _other_branch_calls(self, site: CheckpointSite) -> list[cst.Call]:
         for node in self._ifs:
@@ -628,66 +342,14 @@ class KwargsToReentrantCheckpoint(SiteScopes):
                     return calls_in(other)
         return []
 
-    def _report_rejected(self, site: CheckpointSite, callee: Callee, rejected: list[str]) -> None:
-        names = ", ".join(f"`{name}`" for name in rejected)
-        self.report(
-            site.node,
-            f"keyword argument{'s' if len(rejected) > 1 else ''} {names} passed through `checkpoint` to "
-            f"`{callee.name}({callee.signature()})`{callee.where}, which cannot accept "
-            f"{'them' if len(rejected) > 1 else 'it'}: a TypeError as soon as checkpointing is on (a ValueError "
-            "with the reentrant implementation); pass them positionally or give the function the parameters",
-        )
-
     def _callees(self, site: CheckpointSite) -> list[Callee]:
         found = self._callees_at.get(site.node)
         if found is None:
-            found = self._callees_at[site.node] = self._resolve_callees(site)
+            found = self._callees_at[site.node] = (
+                checkpointed_callees(self.values_at(site.node, site.function)[1], self.context)
+                if site.function is not None else []
+            )
         return found
-
-    def _resolve_callees(self, site: CheckpointSite) -> list[Callee]:
-        """The functions checkpoint will call with the site's inputs, through the project
-        model (any file): a function, `self.<method>`, the function a factory returns
-        (`create_custom_forward(module)`), or a module's `forward` (`self.block`, a loop
-        variable over `self.blocks`), or a library block's `forward` in each version the
-        project may run (`model/third_party_signatures.py`). Empty when any of them is not
-        known."""
-        if site.function is None:
-            return []
-        _, values = self.values_at(site.node, site.function)
-        denotation = self.context.project.denotation
-        found: list[Callee] = []
-        for value in denotation.runs(values):
-            callee = None
-            if isinstance(value, FunctionRef):
-                summary = denotation.summary(value.name)
-                bound = value.frame is not None and value.frame.self_instance is not None and value.frame.function == value.name
-                callee = Callee.of(summary, skip_self=bound) if summary is not None else None
-            elif isinstance(value, Instance) and self.context.project.class_named(value.cls) is not None:
-                forward = denotation.method(value.cls, "forward")
-                callee = Callee.of(forward, skip_self=True) if forward is not None else None
-            elif isinstance(value, Instance):
-                # A library block (open_clip's `ResidualAttentionBlock`): its `forward` in
-                # each version the project may run, from the table. A block found through
-                # what a library model holds (`open_clip_models.py`) exists in some versions
-                # only; where the project runs none of them, it is not there.
-                held_in = instance_versions(value)
-                if held_in is not None and not self.context.versions.could_be(held_in):
-                    continue
-                signatures = [
-                    signature for signature in forward_signatures(value.cls, self.context.versions)
-                    if held_in is None or signature.versions.overlaps(held_in)
-                ]
-                if not signatures:
-                    return []
-                found.extend(Callee.of_library(signature) for signature in signatures)
-                continue
-            if callee is None:
-                return []
-            path = self.context.project.path_of(value.name if isinstance(value, FunctionRef) else value.cls)
-            if path is not None and path != self.context.relative_path:
-                callee = replace(callee, where=f" ({path})")
-            found.append(callee)
-        return list(dict.fromkeys(found))
 
     def _check_reentrant(self, site: CheckpointSite, extra: list[str]) -> None:
         configured = None

@@ -25,6 +25,7 @@ from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
 from ckptlint.versions import Applies
 
 if TYPE_CHECKING:
+    from ckptlint.model.index import ProjectIndex
     from ckptlint.rule import FileContext
 
 
@@ -61,3 +62,50 @@ def reentrant_hf_calls(context: FileContext, calls: list[cst.Call]) -> list[Reen
     if not defaults or len(defaults) != len(enablements):
         return []
     return [ReentrantHfCall(call, keywords, defaults[0]) for call, keywords in found]
+
+
+def args_only_installer(project: ProjectIndex, owner: str | None) -> str | None:
+    """Who installs the `_gradient_checkpointing_func` the code of class `owner` calls, when
+    it takes no keywords: diffusers' `ModelMixin.enable_gradient_checkpointing` defines it as
+    `def _gradient_checkpointing_func(module, *args)` (diffusers `models/modeling_utils.py`,
+    read at its main branch of 2026-11), as does a project class that copies it; transformers'
+    `partial(checkpoint, ...)` takes keywords (the reentrant implementation then rejects
+    them: `reentrant_hf_calls`)."""
+    if owner is None:
+        return None
+    for ancestor in project.ancestors(owner):
+        if ancestor.rsplit(".", 1)[-1] == "ModelMixin" and ancestor.startswith("diffusers."):
+            return "diffusers' `ModelMixin.enable_gradient_checkpointing`"
+        facts = project.class_named(ancestor)
+        summary = project.function_summary(f"{ancestor}.enable_gradient_checkpointing._gradient_checkpointing_func") if facts else None
+        if summary is not None and not any(p.kind == "**" for p in summary.parameters) and any(
+            p.kind == "*" for p in summary.parameters
+        ):
+            return f"`{ancestor.rsplit('.', 1)[-1]}.enable_gradient_checkpointing` ({project.path_of(ancestor)})"
+    return None
+
+
+def args_only_call_message(keywords: list[str], installer: str) -> str:
+    """Keywords passed to a `_gradient_checkpointing_func(module, *args)` that `installer` defines."""
+    return (
+        f"keyword argument{'s' if len(keywords) > 1 else ''} {', '.join(f'`{k}`' for k in keywords)} passed to "
+        f"`_gradient_checkpointing_func`, which {installer} defines as `(module, *args)`: `TypeError: "
+        f"_gradient_checkpointing_func() got an unexpected keyword argument '{keywords[0]}'` on the first "
+        "checkpointed training step, whatever the implementation; pass them positionally (in the order the "
+        "block's forward takes them), or bind them with `functools.partial(block, ...)`"
+    )
+
+
+def reentrant_call_message(found: ReentrantHfCall) -> str:
+    """Keywords passed to transformers' reentrant `_gradient_checkpointing_func`."""
+    path, line = found.enabled_at
+    names = ",".join(found.keywords)
+    return (
+        f"keyword argument{'s' if len(found.keywords) > 1 else ''} {', '.join(f'`{k}`' for k in found.keywords)} "
+        "passed to `_gradient_checkpointing_func`, transformers' `partial(checkpoint, "
+        "**gradient_checkpointing_kwargs)`: `gradient_checkpointing_enable()` leaves the kwargs to the "
+        f"default ({path}:{line}), reentrant before transformers 5.0, and torch raises `ValueError: Unexpected "
+        f"keyword arguments: {names}` on the first checkpointed step; pass them positionally, as "
+        "transformers' own layers do, or enable checkpointing with "
+        "`gradient_checkpointing_kwargs={\"use_reentrant\": False}`"
+    )

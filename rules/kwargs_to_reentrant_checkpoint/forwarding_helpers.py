@@ -9,7 +9,7 @@ Whether the checkpoint runs reentrant is decided at each call of the helper: a c
 passes `use_reentrant=False` makes it non-reentrant, one that passes keywords for `func`
 (`self._checkpoint_forward(self.attn, x, attention_mask=mask)`) and no `use_reentrant`
 hands them to the reentrant implementation, which raises `ValueError: Unexpected keyword
-arguments: attention_mask`. CKPT032 reports those calls (`rules/kwargs_to_reentrant_checkpoint.py`).
+arguments: attention_mask`. CKPT032 reports those calls (`helper_calls.py`).
 
 Helpers of the file are found here, with libcst; those of other modules, and functions
 decorated by a decorator whose wrapper is such a helper, by the project index
