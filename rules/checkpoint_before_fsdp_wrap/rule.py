@@ -6,7 +6,6 @@ from functools import cached_property
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import BranchPath, branch_paths
-from ckptlint.analysis.construction_wrappers import ConstructionWrap, wrapped_at_construction
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.facts import EventKind, Impl
@@ -14,6 +13,8 @@ from ckptlint.model.index import ProjectIndex
 from ckptlint.rule import Replacement, Rule
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies, VersionRange
+
+from .construction_wrappers import ConstructionWrap, wrapped_at_construction
 
 # The release with FSDP1's guard that skips the pre-forward unshard while a unit is being
 # recomputed in backward (`BACKWARD_PRE` state check in `_runtime_utils._pre_forward`).

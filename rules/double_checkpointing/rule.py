@@ -4,25 +4,21 @@ from functools import cached_property
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.accelerate_plugin import plugin_checkpointed
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
-from ckptlint.analysis.cst_walk import descendants
-from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
+from ckptlint.analysis.fsdp import WrapStep, call_at
 from ckptlint.analysis.huggingface import GC_ENABLE, gc_enable_kwargs
 from ckptlint.analysis.region_paths import region_checkpoints, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.facts import EventKind, Impl
-from ckptlint.model.index import ProjectIndex
 from ckptlint.model.names import module_name
-from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, falsy, truthiness
+from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, truthiness
 from ckptlint.model.library import NESTING_SUPPORTED
 from ckptlint.versions import Applies
 
-# Flags that switch a block's own checkpointing on (`if self.gradient_checkpointing:`,
-# `if self.use_checkpoint:`): such a block checkpoints only when asked to.
-_FLAG_WORDS = ("checkpoint", "ckpt")
-
+from .accelerate_plugin import plugin_checkpointed
+from .flag_guards import conjuncts, guard_off, reads_flag
+from .same_model import describe, same_model_twice
 
 class DoubleCheckpointing(RegionRule):
     """The same layers checkpointed twice.
@@ -168,12 +164,12 @@ class DoubleCheckpointing(RegionRule):
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
-        if _reads_flag(node.test):
+        if reads_flag(node.test):
             self._flag_guards.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:
         super().leave_If(original_node)
-        if _reads_flag(original_node.test):
+        if reads_flag(original_node.test):
             self._flag_guards.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -220,7 +216,7 @@ class DoubleCheckpointing(RegionRule):
             body = self.context.position(guard.body)
             if not body.start.line <= line <= body.end.line:
                 return False  # the `else` branch
-            for part in _conjuncts(guard.test):
+            for part in conjuncts(guard.test):
                 if not (isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and part.value.value == "self"):
                     return False
                 _, values = self.values_at(call, part)
@@ -263,7 +259,7 @@ class DoubleCheckpointing(RegionRule):
             last = call.returned and instance is not None and (
                 (instance in modules and method == "forward") or f"{instance.cls}.{method}" in functions
             )
-            return not self._recomputes_once(outer_reentrant, call.reentrant is True, last) and not _guard_off(
+            return not self._recomputes_once(outer_reentrant, call.reentrant is True, last) and not guard_off(
                 denotation, call, instance
             )
 
@@ -286,7 +282,7 @@ class DoubleCheckpointing(RegionRule):
         wrapped = {v for v in region.runs if isinstance(v, Instance)}
 
         def counts(call, instance, method) -> bool:
-            return instance not in wrapped and not _guard_off(denotation, call, instance)
+            return instance not in wrapped and not guard_off(denotation, call, instance)
 
         paths = region_checkpoints(region, self.context.project, counts)
         if paths:
@@ -303,7 +299,7 @@ class DoubleCheckpointing(RegionRule):
         if facts is None:
             return False
         return (
-            bool(_same_model_twice(project, relative_path))
+            bool(same_model_twice(project, relative_path))
             or any(project.wrapping_of(cls_facts.name) is not None for cls_facts in facts.classes)
             or mentions_checkpointing(project, relative_path, settings, text)
             or all(word in text for word in ("FullyShardedDataParallelPlugin", "activation_checkpointing", GC_ENABLE))
@@ -313,7 +309,7 @@ class DoubleCheckpointing(RegionRule):
         super().finish()
         self._check_accelerate_plugin()
         path = self.context.relative_path
-        for step, other in _same_model_twice(self.context.project, path):
+        for step, other in same_model_twice(self.context.project, path):
             node = call_at(self.context, self._calls, step.event.line, step.event.column)
             if node is None or not self._recomputes_twice(self._reentrant(step), self._reentrant(other)):
                 continue
@@ -323,7 +319,7 @@ class DoubleCheckpointing(RegionRule):
                 continue  # `if args.fsdp: apply_activation_checkpointing(...)` / `else: gradient_checkpointing_enable()`
             self.report(
                 node,
-                f"`{_describe(step)}` on `{step.name}` (at {step.where(path)}) after `{_describe(other)}` on the "
+                f"`{describe(step)}` on `{step.name}` (at {step.where(path)}) after `{describe(other)}` on the "
                 f"same model (at {other.where(path)}): its layers are checkpointed twice and each is recomputed "
                 "twice in backward; keep one of the two",
             )
@@ -379,53 +375,3 @@ class DoubleCheckpointing(RegionRule):
             and inner_is_last
             and self.context.versions.applies((NESTING_SUPPORTED,)) is Applies.NO
         )
-
-
-def _same_model_twice(project: ProjectIndex, relative_path: str) -> list[tuple[WrapStep, WrapStep]]:
-    """(later, earlier) pairs of HF gradient checkpointing and torch's wrappers applied to
-    the same model in one of the file's functions."""
-    found = []
-    facts = project.files.get(relative_path)
-    for function in facts.functions if facts is not None else ():
-        first: dict[int, dict[EventKind, WrapStep]] = {}
-        for step in wrap_steps(function, project):
-            if step.kind not in (EventKind.CHECKPOINT, EventKind.HF_GC):
-                continue
-            other_kind = EventKind.CHECKPOINT if step.kind is EventKind.HF_GC else EventKind.HF_GC
-            seen = first.setdefault(step.model, {})
-            other = seen.pop(other_kind, None)
-            if other is not None:
-                found.append((step, other))
-            else:
-                seen.setdefault(step.kind, step)
-    return found
-
-
-def _guard_off(denotation, call, instance) -> bool:
-    """An `if self.<flag>:` guard of the inner checkpoint known to be off in `instance` (a
-    block built with `with_cp=False`): it does not checkpoint."""
-    for flag in call.flags:
-        values = denotation.attribute(instance, flag) if instance is not None else frozenset()
-        if values and all(falsy(v) for v in values):
-            return True
-    return False
-
-
-def _describe(step: WrapStep) -> str:
-    if step.kind is EventKind.HF_GC:
-        return "gradient_checkpointing_enable"
-    return step.event.api.rsplit(".", 1)[-1] if step.effect is None else "activation checkpointing"
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The parts of an `and` chain (the test itself otherwise)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]
-
-
-def _reads_flag(test: cst.BaseExpression) -> bool:
-    return any(
-        isinstance(node, cst.Name) and any(word in node.value.lower() for word in _FLAG_WORDS)
-        for node in descendants(test)
-    )
