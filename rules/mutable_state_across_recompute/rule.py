@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
-from ckptlint.analysis.cst_walk import child_nodes, descendants, walk
 from ckptlint.analysis.cst_code import dotted_text
 from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
 from ckptlint.analysis.regions import is_backward_call
@@ -15,22 +13,13 @@ from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.values import Instance, Mapping, Sequence
 
-# Methods only containers have (tensors have none of them): a call of one mutates the object.
-MUTATING_METHODS = frozenset(
-    {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "add", "discard", "remove"}
-)
-CONTAINER_CONSTRUCTORS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque"})
+from .changes import Mutation, apart, attribute_changes, container_names, mode_switch, mutations_in, walk_statements
+from .region_names import names_read, own_names, self_reads
+from .watches import Watch, watches
+
 # A function that trains: backward runs in it, or (Lightning) after it returns.
 TRAINING_WORDS = (".backward(", "manual_backward", "training_step")
 _SITE_REQUIRES, _SITE_TRIGGERS = (tuple(w.decode() for w in words) for words in (SITE_REQUIRES, SITE_TRIGGERS))
-
-
-@dataclass(frozen=True)
-class _Mutation:
-    target: str  # `state`, or `self.flag`; `net.layers[*].flag` for `layer.flag` in `for layer in net.layers`
-    node: cst.CSTNode
-    how: str
-    written: str = ""  # for the message, where the target is not what the code says (`layer.flag`)
 
 
 class MutableStateAcrossRecompute(SiteScopes):
@@ -171,18 +160,18 @@ class MutableStateAcrossRecompute(SiteScopes):
         function = self._site_function.get(site.node)
         if site.kind is not SiteKind.CALL or function is None:
             return
-        containers = _containers(function)
+        containers = container_names(function)
         # Config objects handed to the region: any attribute written on them afterwards.
         objects = {
             arg.value.value for arg in site.positional
             if isinstance(arg.value, cst.Name) and self._is_plain_object(site.node, arg.value)
         }
-        read = self._region_reads(site, function) & (containers | {n for n in _self_reads(site, self._region(site))})
+        read = self._region_reads(site, function) & (containers | {n for n in self_reads(site, self._region(site))})
         if not read and not objects:
             return
         call_end = self.context.position(site.node).end
-        changes = _mutations(function, containers) + [
-            change for change in _attribute_changes(list(_walk_statements(function)))
+        changes = mutations_in(function, containers) + [
+            change for change in attribute_changes(list(walk_statements(function)))
             if change.how == "reassigned" and change.target.split(".", 1)[0] in objects
         ]
         for mutation in changes:
@@ -190,7 +179,7 @@ class MutableStateAcrossRecompute(SiteScopes):
             handed = mutation.target in read or mutation.target.split(".", 1)[0] in objects
             if (
                 handed and (position.line, position.column) > (call_end.line, call_end.column)
-                and not _apart(function, site.node, mutation.node)
+                and not apart(function, site.node, mutation.node)
             ):
                 self.report(
                     site.node,
@@ -213,7 +202,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         after_return = isinstance(function, cst.FunctionDef) and function.name.value == "training_step"
         if not after_return and (function if isinstance(function, cst.FunctionDef) else None) not in self._calling_backward:
             return  # no backward call in its own body (nested code counts for it too: a superset)
-        nodes = list(_walk_statements(function))
+        nodes = list(walk_statements(function))
         calls = [node for node in nodes if isinstance(node, cst.Call)]
         backward_calls = [c for c in calls if is_backward_call(c)]
         if not backward_calls and not after_return:
@@ -221,10 +210,10 @@ class MutableStateAcrossRecompute(SiteScopes):
         # Positions only where needed: they cost a code generation of the whole file.
         backwards = cache(lambda: sorted(self._start(c) for c in backward_calls))
         self._mode_switches_before_backward(calls, backwards)
-        containers = _containers(function)
+        containers = container_names(function)
         if not self.context.project.recomputing_paths:
             return  # no module's regions read anything a caller can change (`_reads_of_module`)
-        changes = _mutations(function, containers) + _attribute_changes(nodes)
+        changes = mutations_in(function, containers) + attribute_changes(nodes)
         if not changes:
             return
         starts = [(self._start(change.node), change) for change in changes]
@@ -244,7 +233,7 @@ class MutableStateAcrossRecompute(SiteScopes):
             if not between:
                 continue  # nothing changes between this call and backward: what it is does not matter
             for reads in self._reads_of_module(call):
-                watched = _watched(
+                watched = watches(
                     call, reads, lambda arg: self._is_container(call, arg, containers),
                     lambda arg: self._is_plain_object(call, arg),
                 )
@@ -260,7 +249,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         """A module called (`model(x)`), then put in eval mode (`model.eval()`, also on a module
         holding it) and not back in training mode before backward: its checkpointed regions
         that run dropout or BatchNorm recompute in another mode than their forward ran."""
-        found_switches = [(c, found) for c in calls if (found := _mode_switch(c)) is not None]
+        found_switches = [(c, found) for c in calls if (found := mode_switch(c)) is not None]
         if not any(training is False for _, (_, training) in found_switches):
             return
         switches = sorted(((self._start(c), c, found) for c, found in found_switches), key=lambda s: s[0])
@@ -270,7 +259,7 @@ class MutableStateAcrossRecompute(SiteScopes):
             called = dotted_text(call.func)
             end = self.context.position(call).end
             later = [b for b in backwards if b > (end.line, end.column)]
-            if called is None or not later or _mode_switch(call) is not None or is_backward_call(call):
+            if called is None or not later or mode_switch(call) is not None or is_backward_call(call):
                 continue
 
             def covers(receiver: str) -> bool:
@@ -340,7 +329,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         found = [recompute_reads(self.context.project, cls) for cls in classes]
         return [reads for reads in found if reads is not None]
 
-    def _report_change(self, change: _Mutation, call: cst.Call, reads: RecomputeReads, watch: _Watch, limit) -> None:
+    def _report_change(self, change: Mutation, call: cst.Call, reads: RecomputeReads, watch: Watch, limit) -> None:
         called = cst.Module([]).code_for_node(call.func)
         owner = reads.forward.rsplit(".", 2)[-2]
         backward = f"backward (line {limit[0]})" if limit is not None else "backward (Lightning runs it after `training_step` returns)"
@@ -365,7 +354,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         if isinstance(function, cst.Name):
             enclosing = self._site_function.get(site.node)
             nested = [
-                s for s in _walk_statements(enclosing) if isinstance(s, cst.FunctionDef) and s.name.value == function.value
+                s for s in walk_statements(enclosing) if isinstance(s, cst.FunctionDef) and s.name.value == function.value
             ] if enclosing is not None else []
             return nested[0] if len(nested) == 1 else None
         if (
@@ -388,237 +377,10 @@ class MutableStateAcrossRecompute(SiteScopes):
         region = self._region(site)
         if region is not None:
             if not isinstance(site.function, cst.Attribute):  # a method closes over nothing of the caller's
-                names |= _names_read(region) - _own_names(region)
-            names |= _self_reads(site, region)
+                names |= names_read(region) - own_names(region)
+            names |= self_reads(site, region)
         return names
-
-
-def _apart(function: cst.FunctionDef, first: cst.CSTNode, second: cst.CSTNode) -> bool:
-    """Whether two nodes sit in different branches of one `if` (its body and its `elif` /
-    `else`, boltz's `if self.run_structure: checkpoint(...)` then `elif self.training:
-    feats["coords"] = ...`): they never both run."""
-    for node in descendants(function):
-        if isinstance(node, cst.If) and node.orelse is not None:
-            body, orelse = set(descendants(node.body)), set(descendants(node.orelse))
-            if (first in body and second in orelse) or (second in body and first in orelse):
-                return True
-    return False
-
-
-def _walk_statements(node: cst.CSTNode):
-    """Every node of a function's own body (not of nested functions or classes)."""
-    if isinstance(node, cst.Module):
-        stack = list(node.body)
-    else:
-        stack = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else []
-    while stack:
-        current = stack.pop()
-        yield current
-        if isinstance(current, (cst.ClassDef, cst.Lambda)) or (isinstance(current, cst.FunctionDef) and current is not node):
-            continue
-        stack.extend(child_nodes(current))
 
 
 def _names_checkpoint(text: str) -> bool:
     return all(word in text for word in _SITE_REQUIRES) and any(word in text for word in _SITE_TRIGGERS)
-
-
-def _mode_switch(call: cst.Call) -> tuple[str, bool] | None:
-    """(receiver, training) for `net.eval()`, `net.train()`, `net.train(False)`, `net.train(mode=...)`
-    with a literal; None for anything else."""
-    func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
-        return None
-    receiver = dotted_text(func.value)
-    if receiver is None:
-        return None
-    if func.attr.value == "eval":
-        return (receiver, False) if not call.args else None
-    if not call.args:
-        return receiver, True
-    value = call.args[0].value
-    if len(call.args) == 1 and isinstance(value, cst.Name) and value.value in ("True", "False"):
-        return receiver, value.value == "True"
-    return None
-
-
-@dataclass(frozen=True)
-class _Watch:
-    """Something a caller must leave alone until backward: a name it changes (or, for an
-    object, any attribute below it), how the message names it, the checkpoint call's line."""
-
-    target: str
-    what: str
-    line: int
-    below: bool = False  # `cfg`: any `cfg.<attr> = ...`
-
-    def matches(self, change: _Mutation) -> bool:
-        if self.below:
-            return change.how == "reassigned" and change.target.startswith(f"{self.target}.")
-        return change.target == self.target
-
-
-def _watched(
-    call: cst.Call,
-    reads: RecomputeReads,
-    is_container: Callable[[cst.BaseExpression], bool],
-    is_object: Callable[[cst.BaseExpression], bool],
-) -> list[_Watch]:
-    """What a caller must leave alone until backward: the containers (and config objects) it
-    passes for the parameters the regions read, the attributes of the module it calls that
-    they read (`net.blk.use_gelu`, `net.layers[*].use_gelu` for each layer)."""
-    watched: list[_Watch] = []
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    for position, name, line in reads.parameters:
-        keyword = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
-        arg = keyword if keyword is not None else positional[position] if 0 <= position < len(positional) else None
-        passed = dotted_text(arg.value) if arg is not None else None
-        if passed is not None and is_container(arg.value):
-            watched.append(_Watch(passed, f"it is passed as `{name}`, which", line))
-        elif passed is not None and is_object(arg.value):
-            watched.append(_Watch(passed, f"`{passed}` is passed as `{name}`, which", line, below=True))
-    owner = dotted_text(call.func)
-    if owner is not None:
-        for attribute, line in reads.attributes:
-            container, _, member = attribute.partition("[*].")
-            what = f"`{member}` of each of `{container}`" if member else f"`{attribute}`"
-            watched.append(_Watch(f"{owner}.{attribute}", what, line))
-    return watched
-
-
-def _attribute_changes(nodes: list[cst.CSTNode]) -> list[_Mutation]:
-    """Changes made through attributes: assignments to attributes of objects other than
-    `self` itself (`net.blk.use_gelu = False`, `self.model.act_mode = "relu"`; `layer.
-    use_gelu = False` in `for layer in net.layers` is `net.layers[*].use_gelu`), and item
-    assignments and mutating calls on containers held in attributes (`self.opts["t"] = 0.5`)."""
-    loops = {
-        node.target.value: f"{source}[*]"
-        for node in nodes
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and (source := dotted_text(node.iter)) is not None
-    }
-
-    def change(expr: cst.BaseExpression, node: cst.CSTNode, how: str) -> _Mutation | None:
-        name = dotted_text(expr)
-        if name is None:
-            return None
-        root, _, rest = name.partition(".")
-        if root in loops and rest:
-            source = loops[root].removesuffix("[*]")
-            return _Mutation(f"{loops[root]}.{rest}", node, how, f"`{name}` (each of `{source}`)")
-        return _Mutation(name, node, how)
-
-    found = []
-    for node in nodes:
-        if isinstance(node, (cst.Assign, cst.AugAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, cst.Attribute) and (written := change(target, node, "reassigned")) is not None:
-                    if written.target.count(".") >= (2 if written.target.startswith("self.") else 1):
-                        found.append(written)
-                elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
-                    if (written := change(target.value, node, "assigned an item")) is not None:
-                        found.append(written)
-        elif (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in MUTATING_METHODS
-            and isinstance(node.func.value, cst.Attribute)
-            and (written := change(node.func.value, node, f"changed by `.{node.func.attr.value}()`")) is not None
-        ):
-            found.append(written)
-    return found
-
-
-def _containers(function: cst.FunctionDef) -> set[str]:
-    """Names the function binds to a dict, list or set (a literal, a comprehension, or a
-    container constructor), calls a container-only method on, or indexes with a string."""
-    found: set[str] = set()
-    for node in _walk_statements(function):
-        if isinstance(node, cst.Assign) and _is_container(node.value):
-            found |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
-        elif (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in MUTATING_METHODS
-            and isinstance(node.func.value, cst.Name)
-        ):
-            found.add(node.func.value.value)
-        elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and _string_key(node):
-            found.add(node.value.value)  # `ctx["layer_idx"]`: no tensor is indexed by a string
-    return found
-
-
-def _string_key(subscript: cst.Subscript) -> bool:
-    return len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index) and isinstance(
-        subscript.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-    )
-
-
-def _is_container(value: cst.BaseExpression) -> bool:
-    if isinstance(value, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)):
-        return True
-    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in CONTAINER_CONSTRUCTORS
-
-
-def _mutations(function: cst.FunctionDef, containers: set[str]) -> list[_Mutation]:
-    found: list[_Mutation] = []
-    for node in _walk_statements(function):
-        if isinstance(node, (cst.Assign, cst.AugAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value in containers:
-                    found.append(_Mutation(target.value.value, node, "assigned an item"))
-                elif (
-                    isinstance(target, cst.Attribute)
-                    and isinstance(target.value, cst.Name)
-                    and target.value.value == "self"
-                ):
-                    found.append(_Mutation(f"self.{target.attr.value}", node, "reassigned"))
-        elif (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in MUTATING_METHODS
-            and isinstance(node.func.value, cst.Name)
-            and node.func.value.value in containers
-        ):
-            found.append(_Mutation(node.func.value.value, node, f"changed by `.{node.func.attr.value}()`"))
-    return found
-
-
-def _own_names(region: cst.Lambda | cst.FunctionDef) -> set[str]:
-    """The parameters of a lambda or nested function, and the names a nested function binds."""
-    params = region.params
-    found = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    found |= {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
-    if isinstance(region, cst.FunctionDef):
-        for node in _walk_statements(region):
-            targets = node.targets if isinstance(node, cst.Assign) else ()
-            found |= {t.target.value for t in targets if isinstance(t.target, cst.Name)}
-            if isinstance(node, (cst.AugAssign, cst.For)) and isinstance(node.target, cst.Name):
-                found.add(node.target.value)
-    return found
-
-
-def _names_read(region: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class Reader(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.add(name.value)
-
-    walk(region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region, Reader())
-    return found
-
-
-def _self_reads(site: CheckpointSite, region: cst.CSTNode | None) -> set[str]:
-    if region is None:
-        return set()
-    found: set[str] = set()
-
-    class Reader(cst.CSTVisitor):
-        def visit_Attribute(self, attribute: cst.Attribute) -> None:
-            if isinstance(attribute.value, cst.Name) and attribute.value.value == "self":
-                found.add(f"self.{attribute.attr.value}")
-
-    walk(region.body if isinstance(region, (cst.Lambda, cst.FunctionDef)) else region, Reader())
-    return found
