@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-import ast
-
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.branches import BranchPath, branch_paths
-from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites, written_names
+from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites
 from ckptlint.analysis.fsdp import (
-    absolute_names,
     checkpoint_wrapper_impl,
     fsdp_misses_class,
     fsdp_reaching_class,
@@ -18,7 +14,6 @@ from ckptlint.analysis.fsdp import (
 )
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import (
-    GC_ENABLE,
     GC_KWARGS,
     REENTRANT_DEFAULT_VERSIONS,
     HfCheckpointingKwargs,
@@ -31,56 +26,16 @@ from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_imp
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
-from ckptlint.model.library import (
-    TRL_CONFIGS,
-    TRL_NON_REENTRANT_CONFIGS,
-    TRL_NON_REENTRANT_DEFAULT,
-    TRL_NON_REENTRANT_TRAINERS,
-    TRL_TRAINERS,
-    is_trl_name,
-)
-from ckptlint.model.names import is_test_function, is_test_path
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
 
-WHY = (
-    "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
-    "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"
-)
-
-
-def _collected(tree: ast.Module) -> bool:
-    """Whether CPython's tree holds what `visit_Call` and `visit_Assign` collect and `finish`
-    can report (and a little more: `gradient_checkpointing_enable` called by a bare name).
-    Of the `partial(...)` calls, only one of torch's wrapper is checked: its first argument
-    names `checkpoint_wrapper`, or a name an import binds to it (`as cw`)."""
-    partials: list[ast.expr] = []  # their first arguments
-    wrappers: set[str] = set()  # names imports bind to a `checkpoint_wrapper`
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if (
-                name in (GC_ENABLE, PREPARE_FOR_KBIT_WORD) or "checkpoint_wrapper" in name
-                or any(keyword.arg == "gradient_checkpointing" for keyword in node.keywords)
-            ):
-                return True
-            if name == "partial" and node.args:
-                partials.append(node.args[0])
-        elif isinstance(node, ast.Assign):
-            if any(isinstance(target, ast.Attribute) and target.attr == GC_KWARGS for target in node.targets):
-                return True
-        elif isinstance(node, ast.alias) and node.asname and "checkpoint_wrapper" in node.name.rsplit(".", 1)[-1]:
-            wrappers.add(node.asname)
-    return any(
-        "checkpoint_wrapper" in written or written in wrappers for first in partials for written in written_names(first)
-    )
-
-
-# peft's QLoRA preparation, which turns Hugging Face checkpointing on.
-PREPARE_FOR_KBIT_WORD = "prepare_model_for_kbit_training"
-
+from .fsdp_branches import FsdpBranches
+from .hf_steps import kbit_preparations, kept_for_inference
+from .messages import WHY, hf_message
+from .syntax_gate import PREPARE_FOR_KBIT_WORD, collected
+from .test_reach import ReachInTestFiles
+from .trainers import callee_name, handed_to_configuring_trainer, is_training_arguments, trainers_given, trl_defaults_non_reentrant
 
 class ReentrantCheckpointUnderFsdp(SiteScopes):
     """Reentrant activation checkpointing in a project that shards its model with torch FSDP.
@@ -266,16 +221,16 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def may_apply_to_syntax(cls, tree, text, project) -> bool:
         # What it reports: checkpoint sites, and the calls and assignments `visit_Call` and
         # `visit_Assign` collect (torch's FSDP modules name `checkpoint_wrapper` in imports only).
-        return may_hold_sites(tree, project.checkpoint_aliases) or _collected(tree)
+        return may_hold_sites(tree, project.checkpoint_aliases) or collected(tree)
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self.fsdp = project_fsdp(context)
-        self._branches: dict[cst.Call, BranchPath] | None = None  # `branch_paths`, when first asked
+        self._fsdp_branches = FsdpBranches(context)
         self._wrapping_calls: list[cst.Call] = []
         self._assignments: list[cst.Assign] = []
         self._bound_calls: dict[cst.Call, cst.Name] = {}  # `wrapper = partial(checkpoint_wrapper, ...)`
-        self._tests: list[tuple[int, int]] | None = None  # line spans of a test file's tests
+        self._test_reach = ReachInTestFiles(context)
 
     # --- collection --------------------------------------------------------------------
 
@@ -300,45 +255,15 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             self._assignments.append(node)
 
     def report(self, node: cst.CSTNode, message: str | None = None, **fix) -> None:
-        if self._reached_in_test(node):
+        if self._test_reach.reaches(node):
             super().report(node, message, **fix)
-
-    def _reached_in_test(self, node: cst.CSTNode) -> bool:
-        """In a test file, each test is a program of its own: the file's FSDP counts for a
-        test when it is in that test, at the module's top level, or in a helper or fixture
-        (a function that is no test); a wrap in another test reaches nothing here."""
-        if self.context.settings.fsdp != "auto" or not is_test_path(self.context.relative_path):
-            return True
-        tests = self._test_functions()
-        line = self.context.position(node).start.line
-        holder = next((span for span in tests if span[0] <= line <= span[1]), None)
-        if holder is None:
-            return True
-        uses = [u for u in self.context.project.fsdp_uses_reaching(self.context.relative_path)
-                if u.path == self.context.relative_path]
-        return any(holder[0] <= u.line <= holder[1] or not any(s[0] <= u.line <= s[1] for s in tests) for u in uses)
-
-    def _test_functions(self) -> list[tuple[int, int]]:
-        """The line spans of the file's tests: `test_*` functions, and methods of test classes."""
-        if self._tests is None:
-            spans = []
-            for statement in self.context.module.body:
-                nodes = [statement]
-                if isinstance(statement, cst.ClassDef):
-                    nodes = [s for s in statement.body.body if isinstance(s, cst.FunctionDef)]
-                for function in nodes:
-                    if isinstance(function, cst.FunctionDef) and is_test_function(function.name.value):
-                        position = self.context.position(function)
-                        spans.append((position.start.line, position.end.line))
-            self._tests = spans
-        return self._tests
 
     # --- torch checkpoint sites ---------------------------------------------------------
 
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if self.fsdp is None or self.recomputes_tensors_only(site):
             return  # a function of tensors alone: no FSDP unit or parameter in its recomputation
-        if self._never_with_fsdp(site.node):
+        if self._fsdp_branches.never_with(site.node):
             return
         if fsdp_misses_class(self.context, self._owner(self._call_scopes.get(site.node, ()))):
             return  # every FSDP wrap of the project wraps models that do not hold this class
@@ -382,18 +307,23 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             if is_gc_enable_call(call):
                 # A project class's own method: the call it makes is checked. A model kept
                 # for inference is never checkpointed.
-                if not self.runs_project_method(call) and not self._kept_for_inference(call):
+                if not self.runs_project_method(call) and not kept_for_inference(self.context, call):
                     self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
             elif is_checkpoint_wrapper(self.context, call):
                 self._check_wrapper(call)
-            elif self._is_training_arguments(call):
+            elif is_training_arguments(self.context, call):
                 enabled = keyword_value(call, "gradient_checkpointing")
-                if isinstance(enabled, cst.Name) and enabled.value == "True" and not self._handed_to_configuring_trainer(call):
+                if not (isinstance(enabled, cst.Name) and enabled.value == "True"):
+                    continue
+                trainers = trainers_given(self.context, self._calls, self._bound_calls.get(call))
+                if not handed_to_configuring_trainer(self.context, trainers):
                     kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
-                    if kwargs.shape is KwargsShape.WITH_FLAG or not self._trl_defaults_non_reentrant(call):
-                        self._check_hf(call, kwargs, f"`{_callee(call)}(gradient_checkpointing=True)`")
+                    if kwargs.shape is KwargsShape.WITH_FLAG or not trl_defaults_non_reentrant(self.context, call, trainers):
+                        self._check_hf(call, kwargs, f"`{callee_name(call)}(gradient_checkpointing=True)`")
         if self.fsdp is not None and PREPARE_FOR_KBIT_WORD in self.context.text:
-            self._check_kbit_preparations()
+            what = "`prepare_model_for_kbit_training` on a model loaded in 4 or 8 bit"
+            for call, kwargs in kbit_preparations(self.context):
+                self._check_hf(call, kwargs, what, fixable=False)
         for assignment in self._assignments:
             kwargs = HfCheckpointingKwargs.of(assignment.value, trainer_path=True)
             reentrancy, applies = kwargs.reentrancy(self.context.versions)
@@ -402,137 +332,29 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             new_value = non_reentrant(assignment.value)
             self.report(
                 assignment,
-                self._hf_message("`gradient_checkpointing_kwargs`", kwargs),
+                hf_message("`gradient_checkpointing_kwargs`", kwargs, self.fsdp),
                 replacements=[Replacement(assignment.value, new_value)] if new_value is not None else [],
                 fix_message='Set `"use_reentrant": False`',
             )
-
-    def _trainers_given(self, arguments: cst.Call) -> list[set[str]]:
-        """The absolute names of each trainer the arguments (bound to a name) are handed to."""
-        name = self._bound_calls.get(arguments)
-        if name is None:
-            return []
-        return [
-            absolute_names(self.context, call.func) for call in self._calls
-            if _callee(call).endswith("Trainer")
-            and any(isinstance(arg.value, cst.Name) and arg.value.value == name.value for arg in call.args)
-        ]
-
-    def _handed_to_configuring_trainer(self, arguments: cst.Call) -> bool:
-        """Whether the arguments are handed to a trainer whose class (or a base of the
-        project) sets how checkpointing runs (`args.gradient_checkpointing_kwargs
-        .setdefault("use_reentrant", False)` in its `__init__`): the trainer decides."""
-        project = self.context.project
-        return any(
-            (facts := project.class_named(c)) is not None and facts.configures_checkpointing
-            for names in self._trainers_given(arguments) for absolute in names for c in project.ancestors(absolute)
-        )
-
-    def _trl_defaults_non_reentrant(self, arguments: cst.Call) -> bool:
-        """Whether the targeted TRL sets `use_reentrant` to False for these arguments
-        (`library.TRL_NON_REENTRANT_*`): a TRL config on 0.27, handed to a TRL trainer from
-        0.28 on, both from 0.27 on. Only where the project's TRL version is known."""
-        config = any(is_trl_name(n, TRL_CONFIGS) for n in absolute_names(self.context, arguments.func))
-        trainer = any(is_trl_name(n, TRL_TRAINERS) for names in self._trainers_given(arguments) for n in names)
-        if not (config or trainer):
-            return False
-        versions = TRL_NON_REENTRANT_DEFAULT if config and trainer else (
-            TRL_NON_REENTRANT_CONFIGS if config else TRL_NON_REENTRANT_TRAINERS
-        )
-        return self.context.versions.applies((versions,)) is Applies.YES
-
-    def _is_training_arguments(self, call: cst.Call) -> bool:
-        names = absolute_names(self.context, call.func)
-        return bool(names) and all(self.context.project.is_training_arguments(name) for name in names)
-
-    def _never_with_fsdp(self, call: cst.Call) -> bool:
-        """Whether every FSDP use that reaches the file is a call of this file on a branch
-        that never runs with `call` (`if args.strategy == "fsdp": model = FSDP(model)` and
-        `if args.strategy == "deepspeed": model.gradient_checkpointing_enable()`; in a method,
-        `self.args.strategy` is the `args.strategy` the script's function stored there)."""
-        relative = self.context.relative_path
-        uses = self.context.project.fsdp_uses_reaching(relative) if self.context.settings.fsdp == "auto" else ()
-        if not uses or any(use.path != relative for use in uses):
-            return False
-        if self._branches is None:
-            self._branches = branch_paths(self.context.module)
-        mine = self._branches.get(call)
-        if mine is None or not (mine.branches or mine.conditions):
-            return False
-        lines = {use.line for use in uses}
-        at_uses: dict[int, list] = {}
-        for other, path in self._branches.items():
-            line = self.context.position(other).start.line if path.branches or path.conditions else None
-            if line in lines:
-                at_uses.setdefault(line, []).append(path)
-        mine = _as_seen_from_outside(mine)
-        return all(
-            at_uses.get(line) and all(_as_seen_from_outside(path).exclusive_with(mine) for path in at_uses[line])
-            for line in lines
-        )
-
-    def _kept_for_inference(self, call: cst.Call) -> bool:
-        """Whether the Hugging Face model whose checkpointing `call` enables is then kept for
-        inference (`ModelHistory.kept_for_inference`: put in eval mode, never trained here)."""
-        from ckptlint.analysis.script_models import StepKind, script_models
-
-        return any(
-            history.kept_for_inference(step)
-            for history in script_models(self.context).histories
-            for step in history.steps
-            if step.kind is StepKind.GC_ENABLED and self.context.cst_node_at(step.node, cst.Call) is call
-        )
-
-    def _check_kbit_preparations(self) -> None:
-        """`prepare_model_for_kbit_training(model)` on a model loaded in 4 or 8 bit turns
-        Hugging Face checkpointing on (peft's `use_gradient_checkpointing=True`) with the
-        `gradient_checkpointing_kwargs` it is given (peft 0.4 to 0.17: only on a quantized
-        model; none given: transformers' default before 5.0, reentrant). No fix: peft before
-        0.7 takes no `gradient_checkpointing_kwargs`."""
-        from ckptlint.analysis.script_models import StepKind, script_models
-
-        checked: set[cst.Call] = set()  # a call may prepare the models of several loads (4 bit, 8 bit)
-        for history in script_models(self.context).histories:
-            if history.quantized is not True:
-                continue
-            for step in history.of_kind(StepKind.KBIT_PREPARED):
-                call = self.context.cst_node_at(step.node, cst.Call) if isinstance(step.node, ast.Call) else None
-                if step.enables_checkpointing and call is not None and call not in checked and not history.kept_for_inference(step):
-                    checked.add(call)
-                    kwargs = step.kwargs or HfCheckpointingKwargs.of(None)
-                    what = "`prepare_model_for_kbit_training` on a model loaded in 4 or 8 bit"
-                    self._check_hf(call, kwargs, what, fixable=False)
 
     def _check_hf(
         self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False, fixable: bool = True
     ) -> None:
         reentrancy, applies = kwargs.reentrancy(self.context.versions)
-        if not reentrancy.is_reentrant or self._never_with_fsdp(call):
+        if not reentrancy.is_reentrant or self._fsdp_branches.never_with(call):
             return
         note = f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)" if applies is Applies.UNKNOWN else ""
         new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional) if fixable else None
         self.report(
             call,
-            self._hf_message(what, kwargs) + note,
+            hf_message(what, kwargs, self.fsdp) + note,
             replacements=[Replacement(call, new_call)] if new_call is not None else [],
             fix_message='Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`',
         )
 
-    def _hf_message(self, what: str, kwargs: HfCheckpointingKwargs) -> str:
-        why = {
-            KwargsShape.DEFAULT: "transformers < 5.0 defaults to `use_reentrant=True`",
-            KwargsShape.WITHOUT_FLAG: "a kwargs dict without `use_reentrant` replaces transformers' default, "
-            "so torch's reentrant default applies",
-            KwargsShape.WITH_FLAG: "`use_reentrant: True`",
-        }[kwargs.shape]
-        return (
-            f"Hugging Face gradient checkpointing runs reentrant here ({what}: {why}) in a project that uses "
-            f'FSDP ({self.fsdp}): {WHY}; pass `gradient_checkpointing_kwargs={{"use_reentrant": False}}`'
-        )
-
     def _check_wrapper(self, call: cst.Call) -> None:
         impl, value = checkpoint_wrapper_impl(self.context, call)
-        if value is None or _custom_checkpoint_fn(call) or self._never_with_fsdp(call):
+        if value is None or _custom_checkpoint_fn(call) or self._fsdp_branches.never_with(call):
             return
         # `checkpoint_impl=impl`, chosen elsewhere (`REENTRANT if reentrant else ...` over a
         # parameter defaulting to True): the project's to change, no fix.
@@ -566,14 +388,3 @@ def _custom_checkpoint_fn(call: cst.Call) -> bool:
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         given = positional[2].value if len(positional) > 2 else None
     return given is not None and not (isinstance(given, cst.Name) and given.value == "None")
-
-
-def _as_seen_from_outside(path: BranchPath) -> BranchPath:
-    """A branch path with `self.` dropped from its conditions: a method's `if
-    self.args.strategy == "deepspeed":` tests the options its script's `args` holds."""
-    return BranchPath(path.branches, tuple((atom.removeprefix("self."), truth) for atom, truth in path.conditions))
-
-
-def _callee(call: cst.Call) -> str:
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "..."
