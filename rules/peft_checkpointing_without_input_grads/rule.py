@@ -2,17 +2,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.script_models import (
-    MainInput,
     ModelHistory,
     ModelStep,
     StepKind,
-    TrainerKind,
     dotted_name,
     insert_line,
     is_simple_reference,
@@ -22,34 +18,16 @@ from ckptlint.analysis.script_models import (
 )
 from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.fates import Site
-from ckptlint.model.library import PRE_QUANTIZED_CHECKPOINT
 from ckptlint.rule import Rule
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
+
+from .exposures import Exposure, exposures, has_adapters, reported_node, unfrozen_layers
 
 PEFT_WORDS = ("get_peft_model", "PeftModel", "add_adapter", "load_adapter")
 TRAINING_WORDS = ("backward", "training_step", "Trainer")
 # `TrainingArguments(gradient_checkpointing=True)`, or the same in a dict of arguments.
 TRAINER_ENABLING = re.compile(r"""gradient_checkpointing["']?\s*[=:]\s*True""")
-
-
-@dataclass(frozen=True)
-class _Exposure:
-    """One checkpointing step whose adapters get no gradient, and in which versions."""
-
-    step: ModelStep
-    before_5: bool  # with transformers < 5.0
-    from_5: bool  # with transformers >= 5.0
-    trained_at: Site | None = None  # trained where the file's own flow does not reach
-
-    def applies(self, before_5: Applies) -> bool:
-        """Under the targeted transformers (`before_5`: whether it is < 5.0); an unknown
-        version counts as either."""
-        if before_5 is Applies.YES:
-            return self.before_5
-        if before_5 is Applies.NO:
-            return self.from_5
-        return self.before_5 or self.from_5
 
 
 class PeftCheckpointingWithoutInputGrads(Rule):
@@ -248,8 +226,8 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         before_5 = self.context.versions.applies((REENTRANT_DEFAULT_VERSIONS,))
         reported = set()
         for history in script_models(self.context).histories:
-            for exposure in _exposures(history, self._trained_elsewhere):
-                node = _reported_node(exposure.step)
+            for exposure in exposures(history, self._trained_elsewhere):
+                node = reported_node(exposure.step)
                 if not exposure.applies(before_5) or node in reported:
                     continue
                 reported.add(node)
@@ -266,7 +244,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             return fate.trained[0]
         return None
 
-    def _report(self, history: ModelHistory, exposure: _Exposure, before_5: Applies) -> None:
+    def _report(self, history: ModelHistory, exposure: Exposure, before_5: Applies) -> None:
         step = exposure.step
         subject = step.subject if is_simple_reference(step.subject) else None
         model = source_of(self.context, subject) if subject is not None else "model"
@@ -294,11 +272,11 @@ class PeftCheckpointingWithoutInputGrads(Rule):
             reentrant=_reentrant_reason(step.kwargs),
             why_5=why_5,
             model=model,
-            trained="the adapters" if _has_adapters(history, step) else "the layers made trainable",
+            trained="the adapters" if has_adapters(history, step) else "the layers made trainable",
         )
         fix = insert_line(self.context, step.statement, f"{model}.enable_input_require_grads()", before=True) if subject else None
         self.report(
-            self.context.cst_node_at(_reported_node(step), cst.Call),
+            self.context.cst_node_at(reported_node(step), cst.Call),
             message + note,
             replacements=[fix] if fix is not None else [],
             fix_message=f"Insert `{model}.enable_input_require_grads()`",
@@ -320,93 +298,13 @@ class PeftCheckpointingWithoutInputGrads(Rule):
         ]
         if adapters:
             return f"before `{self._callee(adapters[0].node)}` (line {line_of(adapters[0].node)}) adds the adapters"
-        unfrozen = [u for u in _unfrozen_layers(history) if not u.exclusive_with(step)]
+        unfrozen = [u for u in unfrozen_layers(history) if not u.exclusive_with(step)]
         if unfrozen:
             return (
                 f"while its frozen layers are made trainable again (line {line_of(unfrozen[0].node)}; "
                 "its embeddings stay frozen)"
             )
         return "on a model with adapters"
-
-
-def _exposures(history: ModelHistory, trained_elsewhere: Callable[[ModelStep], Site | None]) -> list[_Exposure]:
-    """The checkpointing steps of a model with adapters that leave the adapters without
-    gradients, with the transformers versions in which they do; `trained_elsewhere` says
-    where a model the file does not train itself is trained."""
-    wraps = history.of_kind(StepKind.PEFT_WRAPPED)
-    adapters = history.of_kind(StepKind.ADAPTER_ADDED)
-    unfrozen = _unfrozen_layers(history)
-    if not wraps and not adapters and not unfrozen:
-        return []
-    trainers = history.of_kind(StepKind.TRAINER)
-    # TRL's trainers prepare PEFT models in some versions; unknown trainers and arguments
-    # parsed at runtime may turn checkpointing on with any kwargs.
-    if any(t.trainer is not TrainerKind.TRANSFORMERS or t.enables_checkpointing is None for t in trainers):
-        return []
-    starts = [order for order in (history.training_starts, *(t.order for t in trainers)) if order is not None]
-    if history.has(StepKind.INPUT_GRADS) or (history.has(StepKind.KBIT_PREPARED) and not _loaded_unquantized(history)):
-        return []  # (`prepare_model_for_kbit_training` enables input grads on a quantized model only)
-    # Trained in this file's flow, or (the model leaves it) where the project model says.
-    elsewhere = not starts or history.escaped_before(min(starts))
-    enabling = history.of_kind(StepKind.GC_ENABLED) + [t for t in trainers if t.enables_checkpointing]
-    enabling.sort(key=lambda step: step.order)
-    # PEFT enables input grads when checkpointing is already on (and the model is not quantized).
-    if history.quantized is not True and any(
-        g.order < w.order and not g.exclusive_with(w) for g in enabling for w in wraps
-    ):
-        return []
-    # transformers does at each checkpointing call once `add_adapter` has run.
-    if any(a.order < g.order and not a.exclusive_with(g) for g in enabling for a in adapters):
-        return []
-    main_input = history.model_class.main_input if history.model_class is not None else MainInput.UNKNOWN
-    exposures = []
-    for index, step in enumerate(enabling):
-        if any(not later.exclusive_with(step) for later in enabling[index + 1 :]):
-            continue  # a later call replaces the checkpoint function
-        if (
-            not any(w.order < step.order and not w.exclusive_with(step) for w in wraps)
-            and not any(a.order > step.order and not a.exclusive_with(step) for a in adapters)
-            and not any(not u.exclusive_with(step) for u in unfrozen)
-        ):
-            continue  # no adapters, and no frozen base with trainable layers, on any path through this call
-        kwargs = step.kwargs or HfCheckpointingKwargs(KwargsShape.DEFAULT)
-        before_5 = kwargs.reentrant_in(transformers_5=False) is True
-        # From 5.0 transformers enables input grads itself for `input_ids` models, and the
-        # rule stays silent when the architecture is not known.
-        from_5 = kwargs.reentrant_in(transformers_5=True) is True and main_input is MainInput.OTHER
-        trained_at = trained_elsewhere(step) if elsewhere else None
-        if (before_5 or from_5) and (not elsewhere or trained_at is not None):
-            exposures.append(_Exposure(step, before_5, from_5, trained_at))
-    return exposures
-
-
-def _loaded_unquantized(history: ModelHistory) -> bool:
-    """Whether the model is known to be loaded in full precision: no quantization argument,
-    from a literal Hub id that names no pre-quantized checkpoint (`PRE_QUANTIZED_CHECKPOINT`)."""
-    return (
-        history.quantized is False
-        and history.checkpoint is not None
-        and not PRE_QUANTIZED_CHECKPOINT.search(history.checkpoint)
-    )
-
-
-def _has_adapters(history: ModelHistory, step: ModelStep) -> bool:
-    return any(w.order < step.order and not w.exclusive_with(step) for w in history.of_kind(StepKind.PEFT_WRAPPED)) or any(
-        a.order > step.order and not a.exclusive_with(step) for a in history.of_kind(StepKind.ADAPTER_ADDED)
-    )
-
-
-def _unfrozen_layers(history: ModelHistory) -> list[ModelStep]:
-    """The steps that make part of a frozen layer stack trainable again: the model (or the
-    part holding those layers, its embeddings with it) frozen first, then `model.layers[-2:]`
-    unfrozen. A head or projector unfrozen outside the stack needs no gradient through the
-    checkpointed layers, and is not one."""
-    frozen = history.of_kind(StepKind.FROZEN)
-    return [
-        step
-        for step in history.of_kind(StepKind.UNFROZEN)
-        if any(f.order < step.order and step.path[: len(f.path)] == f.path and not f.exclusive_with(step) for f in frozen)
-    ]
 
 
 def _reentrant_reason(kwargs: HfCheckpointingKwargs | None) -> str:
@@ -419,9 +317,3 @@ def _reentrant_reason(kwargs: HfCheckpointingKwargs | None) -> str:
             "(transformers applies its own default only to `None`)"
         )
     return "transformers < 5.0 runs it reentrant by default"
-
-
-def _reported_node(step: ModelStep):
-    """The call that turns checkpointing on: `gradient_checkpointing_enable(...)`, or the
-    `TrainingArguments(...)` the Trainer enables it from."""
-    return step.arguments if step.kind is StepKind.TRAINER and step.arguments is not None else step.node
