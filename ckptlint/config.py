@@ -124,7 +124,7 @@ class Settings:
         select: Sequence[str] = ("ALL",),
         use_installed: bool = False,
     ) -> Settings:
-        """Defaults without reading any file: for the API, the rule examples and tests."""
+        """Defaults without reading any file: for the API, the rule cases and tests."""
         versions = {
             package: TargetVersion(Version.parse(version), VersionSource.CONFIG, "explicit")
             for package, version in (target_versions or {}).items()

@@ -1,4 +1,5 @@
-"""Finds the rules: every `Rule` subclass in a module of the `ckptlint.rules` package.
+"""Finds the rules: the `Rule` subclass in `rule.py` of each folder of the `ckptlint.rules`
+package (`rules/<slug>/rule.py`).
 
 Importing the rules imports libcst (0.15 s); what a run needs before it parses anything
 (codes, names, which rules read the project index, fix safety, trigger words) comes from
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 # What a run needs to know of every rule without importing the rules (libcst): written by
 # `python -m ckptlint.docs` from the rule classes into `ckptlint/rule_manifest.py`, which a
-# test keeps current. A new rule module is found, registered and documented by that command.
+# test keeps current. A new rule folder is found, registered and documented by that command.
 from ckptlint.rule_manifest import RULE_MANIFEST, RULE_TRIGGERS  # noqa: E402
 
 PARSE_ERROR = PseudoRule(
@@ -77,6 +78,8 @@ cannot decode, too.
 )
 
 ENGINE_CODES = {rule.code: rule for rule in (PARSE_ERROR, UNREADABLE_FILE)}
+# The module of a rule folder that holds its class.
+RULE_MODULE = "rule"
 
 
 @lru_cache(maxsize=1)
@@ -88,9 +91,10 @@ def all_rules() -> tuple[type[Rule], ...]:
 
     found: dict[str, type[Rule]] = {}
     for module_info in pkgutil.iter_modules(package.__path__):
-        if module_info.name.startswith("_"):
+        if module_info.name.startswith("_") or not module_info.ispkg:
             continue
-        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        # A rule is a folder, `rules/<slug>/`, its class in `rule.py` (its cases are text).
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}.{RULE_MODULE}")
         for value in vars(module).values():
             if (
                 isinstance(value, type)

@@ -1,11 +1,11 @@
-"""The rule API: `Rule`, the `FileContext` a rule sees, `Valid` / `Invalid` examples and
-`Replacement` fixes.
+"""The rule API: `Rule`, the `FileContext` a rule sees and `Replacement` fixes.
 
-A rule is one module under `rules/` holding one `Rule` subclass. The class declares its code,
-slug, message, fix applicability, the library versions where its hazard exists and its
-examples; its docstring is its documentation page. Rules are libcst batchable visitors, so
-every selected rule runs in the same single traversal of a file, and they also receive
-higher-level facts from the engine (`visit_checkpoint_site`).
+A rule is a folder under `rules/` (`rules/<slug>/rule.py`) holding one `Rule` subclass, and
+its cases as files (`rules/<slug>/cases/`, read by `ckptlint/rule_cases.py`). The class
+declares its code, slug, message, fix applicability and the library versions where its hazard
+exists; its docstring and its cases' titles are its documentation page. Rules are libcst
+batchable visitors, so every selected rule runs in the same single traversal of a file, and
+they also receive higher-level facts from the engine (`visit_checkpoint_site`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import inspect
 import traceback
-import textwrap
 from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
+from ckptlint.rule_cases import cases_section
 from ckptlint.source import LineIndex
 from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
@@ -191,41 +191,6 @@ class FileContext:
 
 
 @dataclass(frozen=True)
-class Valid:
-    """Code the rule must not report (under the given target versions)."""
-
-    code: str
-    target_versions: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def source(self) -> str:
-        return textwrap.dedent(self.code).lstrip("\n")
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Code the rule must report at `line`/`column` (1-based, in the dedented code), and
-    the code after applying its fix (`None`: the rule offers no fix here)."""
-
-    code: str
-    line: int
-    column: int = 1
-    expected_fix: str | None = None
-    message_contains: str | None = None
-    target_versions: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def source(self) -> str:
-        return textwrap.dedent(self.code).lstrip("\n")
-
-    @property
-    def fixed_source(self) -> str | None:
-        if self.expected_fix is None:
-            return None
-        return textwrap.dedent(self.expected_fix).lstrip("\n")
-
-
-@dataclass(frozen=True)
 class Replacement:
     """A node to replace and what replaces it; the engine turns it into minimal text edits."""
 
@@ -304,8 +269,6 @@ class Rule:
         )
     # Codes this rule implies at the same node; those are dropped when this one fires.
     supersedes: ClassVar[tuple[str, ...]] = ()
-    valid: ClassVar[Sequence[Valid]] = ()
-    invalid: ClassVar[Sequence[Invalid]] = ()
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
@@ -403,7 +366,8 @@ class Rule:
 
     @classmethod
     def documentation(cls) -> str:
-        """The rule page: a title, fix availability, target versions, then the docstring."""
+        """The rule page: a title, fix availability, target versions, the docstring, then
+        the titles of the rule's cases (`rule_cases.cases_section`)."""
         body = inspect.cleandoc(cls.__doc__ or "").split("\n", 1)
         lines = [f"# {cls.name} ({cls.code})", ""]
         lines.append(f"{body[0]}")
@@ -417,4 +381,7 @@ class Rule:
         lines.append("")
         if len(body) > 1:
             lines.append(body[1].strip("\n"))
+        cases = cases_section(cls)
+        if cases:
+            lines += ["", cases]
         return "\n".join(lines).rstrip() + "\n"

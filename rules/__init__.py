@@ -1,1 +1,2 @@
-"""The rule pack, installed as `ckptlint.rules`: one module per rule, found automatically."""
+"""The rule pack, installed as `ckptlint.rules`: one folder per rule (`<slug>/rule.py` and
+its `cases/`), found automatically."""

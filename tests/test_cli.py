@@ -260,7 +260,7 @@ def test_config_option_reads_that_file(cli, project):
 
 
 def test_internal_error_in_a_rule_exits_2_and_other_files_are_linted(cli, make_project, monkeypatch):
-    from ckptlint.rules.checkpoint_implicit_reentrant import CheckpointImplicitReentrant
+    from ckptlint.rules.checkpoint_implicit_reentrant.rule import CheckpointImplicitReentrant
 
     def broken(self, site):
         raise RuntimeError("boom")

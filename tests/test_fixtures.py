@@ -12,20 +12,21 @@ import difflib
 import functools
 import io
 import json
-import re
 import tokenize
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from ckptlint.cli import main
-from ckptlint.config import Settings
+from ckptlint.config import Settings, tomllib
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import Projects
 from ckptlint.model.index import ProjectIndex
 from ckptlint.types import Applicability
 from ckptlint.registry import all_codes, all_rules
+from ckptlint.rule_cases import marked_codes, python_markers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
@@ -36,14 +37,15 @@ RECIPE_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".yaml",
 # Notebooks: markers are `# expect:` comments in code cells, on the reported row of the cell;
 # a finding's file is `path:cell N` (N counts every cell, markdown too).
 NOTEBOOK_FIXTURES = sorted(FIXTURES.rglob("*.ipynb"))
-MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
 # Codes whose findings carry a fix: every one of them must be fixed away by `--unsafe-fixes`.
 FIXED_CODES = {rule.code for rule in all_rules() if rule.fix is not None}
+REPOSITORY_EXCLUDES = tuple(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["ckptlint"]["extend-exclude"])
 
 
 def settings() -> Settings:
-    # An explicit target so the results do not depend on the torch installed here.
-    return Settings.default(REPO_ROOT, target_versions={"torch": "2.13"})
+    # An explicit target so the results do not depend on the torch installed here; the
+    # repository's excludes (the rule folders' cases), as a run over `fixtures/` reads them.
+    return replace(Settings.default(REPO_ROOT, target_versions={"torch": "2.13"}), extend_exclude=REPOSITORY_EXCLUDES)
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,25 +77,15 @@ def expected_findings(path: Path) -> set[tuple[str, int, str]]:
         for number, cell in enumerate(json.loads(text)["cells"], start=1):
             source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
             for row, line in enumerate(source.splitlines(), start=1):
-                match = MARKER.search(line)
-                if match:
-                    found.update(
-                        (f"{relative(path)}:cell {number}", row, code) for code in re.split(r"\s*,\s*", match.group("codes"))
-                    )
+                found.update((f"{relative(path)}:cell {number}", row, code) for code in marked_codes(line))
         return found
     if path.suffix != ".py":
         for row, line in enumerate(text.splitlines(), start=1):
-            match = MARKER.search(line)
-            if match:
-                found.update((relative(path), row, code) for code in re.split(r"\s*,\s*", match.group("codes")))
+            found.update((relative(path), row, code) for code in marked_codes(line))
         return found
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type != tokenize.COMMENT or "expect:" not in token.string:
-            continue
-        match = MARKER.search(token.string)
-        assert match, f"{relative(path)}:{token.start[0]}: malformed marker {token.string!r}"
-        for code in re.split(r"\s*,\s*", match.group("codes")):
-            found.add((relative(path), token.start[0], code))
+    for marker in python_markers(text):
+        assert marker.codes, f"{relative(path)}:{marker.row}: malformed marker {marker.comment!r}"
+        found.update((relative(path), marker.row, code) for code in marker.codes)
     return found
 
 

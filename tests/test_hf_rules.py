@@ -5,9 +5,6 @@ library behaviour both rules rest on, re-run on tiny models (CPU, seconds)."""
 from __future__ import annotations
 
 import ast
-import io
-import re
-import tokenize
 import warnings
 from pathlib import Path
 
@@ -18,13 +15,13 @@ from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import build_index
 from ckptlint.registry import rule_by_code
+from ckptlint.rule_cases import python_markers
 from ckptlint.versions import Version
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TF4 = REPO_ROOT / "fixtures" / "finetune_tf4"  # declares transformers==4.46.3
 TF5 = REPO_ROOT / "fixtures" / "finetune_tf5"  # declares transformers>=5.0
 HF_CODES = ("CKPT020", "CKPT021")
-MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
 
 # What each project reports under each transformers version: file, line, code.
 EXPECTED = {
@@ -85,10 +82,8 @@ def hf_findings(project: Path, transformers: str, texts: dict[str, str] | None =
 def markers(project: Path) -> set[tuple[str, int, str]]:
     found = set()
     for path in sorted(project.glob("*.py")):
-        for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
-            match = MARKER.search(token.string) if token.type == tokenize.COMMENT else None
-            if match:
-                found |= {(path.name, token.start[0], c.strip()) for c in match.group("codes").split(",") if c.strip() in HF_CODES}
+        for marker in python_markers(path.read_text(encoding="utf-8")):
+            found |= {(path.name, marker.row, code) for code in marker.codes if code in HF_CODES}
     return found
 
 
@@ -438,7 +433,7 @@ def test_peft_order_of_operations_on_the_installed_versions():
 )
 def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
     """CKPT004's prefilter: the two keywords as a call passes them, however spaced."""
-    from ckptlint.rules.hf_checkpointing_with_fsdp_full_shard import HfCheckpointingWithFsdpFullShard
+    from ckptlint.rules.hf_checkpointing_with_fsdp_full_shard.rule import HfCheckpointingWithFsdpFullShard
 
     assert HfCheckpointingWithFsdpFullShard.may_apply_to(text) is expected
 
@@ -458,6 +453,6 @@ def test_ckpt004_parses_only_files_with_both_keywords(text, expected):
 )
 def test_ckpt021_parses_only_files_that_turn_checkpointing_on(text, expected):
     """CKPT021 starts at a call that turns gradient checkpointing on: without one, no parse."""
-    from ckptlint.rules.peft_checkpointing_without_input_grads import PeftCheckpointingWithoutInputGrads
+    from ckptlint.rules.peft_checkpointing_without_input_grads.rule import PeftCheckpointingWithoutInputGrads
 
     assert PeftCheckpointingWithoutInputGrads.may_apply_to(text) is expected

@@ -1,0 +1,6 @@
+# An assigned alias.
+# ckptlint-case: column=5
+
+import torch
+run = torch.utils.checkpoint.checkpoint
+y = run(block, x)  # expect: CKPT001

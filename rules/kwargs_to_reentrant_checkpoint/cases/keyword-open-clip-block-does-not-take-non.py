@@ -1,0 +1,21 @@
+# A keyword open_clip's block does not take, non-reentrant: a TypeError in training.
+# ckptlint-case: target-version=open-clip-torch=2.20
+# ckptlint-case: column=21
+# ckptlint-case: message-contains=keyword argument `mask` passed through `checkpoint` to `CustomResidualAttentionBlock.forward(x, attn_mask=None)` (open-clip-torch>=2.2), which cannot accept it
+
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+from open_clip.transformer import CustomResidualAttentionBlock
+
+class TextTower(nn.Module):
+    def __init__(self, width, layers):
+        super().__init__()
+        self.resblocks = nn.ModuleList([CustomResidualAttentionBlock(width, 8) for _ in range(layers)])
+
+    def forward(self, x, attn_mask=None):
+        for r in self.resblocks:
+            if self.grad_checkpointing:
+                x = checkpoint(r, x, mask=attn_mask, use_reentrant=False)  # expect: CKPT032
+            else:
+                x = r(x, attn_mask=attn_mask)
+        return x

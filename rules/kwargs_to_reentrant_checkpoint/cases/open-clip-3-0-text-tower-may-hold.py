@@ -1,0 +1,22 @@
+# open_clip 3.0's text tower may hold `CustomResidualAttentionBlock`s, where the mask second is right.
+# From open_clip 3.0 a text tower's `Transformer` may hold `CustomResidualAttentionBlock`s
+# (`forward(x, attn_mask=None)`), where the mask second is right: nothing is said.
+# ckptlint-case: target-version=open-clip-torch=3.0
+
+import open_clip
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+class FrozenOpenCLIPEmbedder(nn.Module):
+    def __init__(self, arch="ViT-H-14", version="laion2b_s32b_b79k"):
+        super().__init__()
+        model, _, _ = open_clip.create_model_and_transforms(arch, pretrained=version)
+        self.model = model
+
+    def text_transformer_forward(self, x, attn_mask=None):
+        for r in self.model.transformer.resblocks:
+            if self.model.transformer.grad_checkpointing:
+                x = checkpoint(r, x, attn_mask, use_reentrant=False)
+            else:
+                x = r(x, attn_mask=attn_mask)
+        return x

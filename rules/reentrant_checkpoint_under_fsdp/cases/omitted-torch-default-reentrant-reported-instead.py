@@ -1,0 +1,8 @@
+# Omitted: torch's default is reentrant. Reported instead of CKPT001.
+# ckptlint-case: column=5
+
+import torch
+from torch.distributed.fsdp import fully_shard
+
+y = torch.utils.checkpoint.checkpoint(block, x)  # expect: CKPT002
+fully_shard(model)
