@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from ckptlint.model.ast_expressions import expression, pattern
 from ckptlint.model.summary import ADD, ITEM, Binding, Conditions, Expr
 
 
@@ -30,7 +31,6 @@ def dict_stores(call: ast.Call, conditions: Conditions = ()) -> list[Binding]:
         and isinstance(func.value, (ast.Name, ast.Attribute))
     ):
         return []  # (every call of every summarised function comes here)
-    from ckptlint.model.code import expression, pattern  # (that module imports this one)
 
     target, line = pattern(func.value), call.lineno
     stored: list[tuple[str | None, ast.AST]] = []  # (literal key, value); None: keys not known
