@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ckptlint.declarations import DeclaredDependencies, read_declarations
+from ckptlint.rule_codes import ENGINE_CODES, all_codes
 from ckptlint.versions import (
     TRACKED_PACKAGES,
     TargetVersion,
@@ -265,8 +266,6 @@ def _string_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
 
 def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
     """Codes or prefixes (`CKPT0`, `CKPT001`, `ALL`); anything that selects nothing is an error."""
-    from ckptlint.registry import all_codes
-
     known = all_codes()
     result = []
     for raw in codes:
@@ -431,8 +430,6 @@ def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
     tie ignore wins. A layer with `select` starts afresh (so `--select CKPT001` on the
     command line re-enables a code the config file ignores); a layer without one edits the
     result so far. Engine codes (CKPT9xx) come with every `select` unless ignored."""
-    from ckptlint.registry import ENGINE_CODES, all_codes
-
     enabled: set[str] = set()
     carried_ignores: tuple[str, ...] = ()
     for layer in layers:

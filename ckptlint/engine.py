@@ -27,7 +27,9 @@ from ckptlint.model.facts import FileFacts, text_digest
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.recipes import recipe_kind
-from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
+from ckptlint.registry import all_rules
+from ckptlint.rule_codes import ENGINE_CODES, PARSE_ERROR, UNREADABLE_FILE, all_codes
+from ckptlint.rule_manifest import RULE_TRIGGERS
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, code_only, decode_source
 from ckptlint.suppression import NOQA, written_codes
 from ckptlint.types import AppliedFix, Diagnostic, Location, fixable

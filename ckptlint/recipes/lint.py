@@ -282,7 +282,7 @@ def _diagnostics(
     is_json: bool = False,
     last_rows: dict[Span, int] | None = None,
 ) -> tuple[Diagnostic, ...]:
-    from ckptlint.registry import rule_summary
+    from ckptlint.rule_codes import rule_summary
 
     index = LineIndex(text)
     diagnostics = []
@@ -310,7 +310,7 @@ _BOOLEAN_TEXT = re.compile(r"^(?:true|True|TRUE|yes|Yes|YES|on|On|ON|1)$")
 
 def _fix(text: str, index: LineIndex, finding: RecipeFinding, is_json: bool) -> Fix | None:
     """Edits that touch only the value (or add one line), verified against the text."""
-    from ckptlint.registry import rule_summary
+    from ckptlint.rule_codes import rule_summary
 
     rule = rule_summary(finding.code)
     applicability = rule.fix if rule is not None else None

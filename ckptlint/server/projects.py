@@ -17,7 +17,7 @@ from ckptlint.engine import analysis_stopped, fix_text, lint_text, unknown_noqa_
 from ckptlint.indexing import build_index
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
-from ckptlint.registry import project_rule_codes
+from ckptlint.rule_codes import project_rule_codes
 from ckptlint.types import Diagnostic
 
 # A change to one of these can change any file's settings or declared versions.
