@@ -23,7 +23,7 @@ from ckptlint.suppression import NOQA, noqa_codes
 from ckptlint.types import Diagnostic
 
 if TYPE_CHECKING:
-    from ckptlint.engine import ParsedModule
+    from ckptlint.parsing import ParsedModule
 
 
 # Tests set this to answer name questions with libcst's ScopeProvider, the reference that
