@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, TABLE_SUFFIX, CacheFile, save_cache_file
-from ckptlint.config import Settings, is_project_root, marks_project_root
+from ckptlint.config import Settings
+from ckptlint.project_root import is_project_root, marks_project_root
 from ckptlint.discovery import (
     CONFIGURATION_INCLUDE,
     CONFIGURATION_SUFFIXES,

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckptlint.project_root import is_project_root
 from ckptlint.recipes import SHELL_SUFFIXES
 
 # A shell script whose name has one of these words sets up the environment.
@@ -40,7 +41,6 @@ class InstallCommand:
 def install_scripts(root: Path, skipped: frozenset[str]) -> list[Path]:
     """The install scripts at the root, then those one directory down (outside hidden,
     `skipped` and nested-project directories)."""
-    from ckptlint.config import is_project_root
 
     found = _named_for_set_up(root)
     for entry in _entries(root):
