@@ -54,7 +54,6 @@ from ckptlint.runtime_check._types import (
     MemoryReport,
     NoCheckpointingFound,
     Recomputation,
-    Report,
     RngComparison,
     SYMPTOM,
     Series,
@@ -63,6 +62,7 @@ from ckptlint.runtime_check._types import (
     Tolerance,
     VerifyError,
 )
+from ckptlint.runtime_check._report import Report
 
 NO_CHECKPOINT_CALL = (
     "no checkpointing found: the step made no torch.utils.checkpoint call and backward recomputed "
