@@ -9,7 +9,8 @@ from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.cst_walk import descendants
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
-from ckptlint.analysis.huggingface import GC_ENABLE, gc_enable_kwargs
+from ckptlint.analysis.huggingface import gc_enable_kwargs
+from ckptlint.model.hf_checkpointing import GC_ENABLE
 from ckptlint.analysis.region_paths import region_checkpoints, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.facts import EventKind, Impl

@@ -6,10 +6,11 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import set_dict_key
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, has_star_kwargs, keyword_value
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.analysis.huggingface import has_star_kwargs, keyword_value
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
+from ckptlint.model.hf_checkpointing import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.library import Reentrancy
 from ckptlint.model.values import Constant, Sequence
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability

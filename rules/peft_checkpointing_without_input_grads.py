@@ -20,9 +20,9 @@ from ckptlint.analysis.script_models import (
     script_models,
     source_of,
 )
-from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.fates import Site
-from ckptlint.model.library import PRE_QUANTIZED_CHECKPOINT
+from ckptlint.model.hf_checkpointing import HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.library import PRE_QUANTIZED_CHECKPOINT, REENTRANT_DEFAULT_VERSIONS
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies

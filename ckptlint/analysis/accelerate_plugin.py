@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.huggingface import GC_ENABLE, keyword_value
+from ckptlint.analysis.huggingface import keyword_value
+from ckptlint.model.hf_checkpointing import GC_ENABLE
 from ckptlint.analysis.cst_code import dotted_text
 from ckptlint.model.library import ACCELERATE_FSDP_PLUGIN
 from ckptlint.rule import FileContext

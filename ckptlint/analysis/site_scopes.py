@@ -13,7 +13,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import leaving_isinstance_guard
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.model.library import Reentrancy
 from ckptlint.analysis.cst_code import expression, generators
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence

@@ -15,6 +15,22 @@ from ckptlint.versions import VersionRange
 
 # --- torch: activation checkpointing ----------------------------------------------------
 
+
+class Reentrancy(str, enum.Enum):
+    """The implementation a checkpoint call runs, as its arguments say (torch 2.13
+    `torch/utils/checkpoint.py`: `use_reentrant` left out is the reentrant implementation,
+    with a warning)."""
+
+    EXPLICIT_TRUE = "use_reentrant=True"
+    EXPLICIT_FALSE = "use_reentrant=False"
+    IMPLICIT = "omitted (torch defaults to reentrant)"
+    UNKNOWN = "not known statically"
+
+    @property
+    def is_reentrant(self) -> bool:
+        return self in (Reentrancy.EXPLICIT_TRUE, Reentrancy.IMPLICIT)
+
+
 # torch 2.13 `torch/utils/checkpoint.py`: both default to the reentrant implementation when
 # `use_reentrant` is not passed (and warn).
 TORCH_CHECKPOINT_FUNCTIONS = frozenset(

@@ -36,10 +36,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ckptlint.analysis.kinds import TRAINER_OWN_KEYS, KwargsShape, Reentrancy
 from ckptlint.recipes.documents import Setting
 from ckptlint.recipes.launch import hf_bool
-from ckptlint.model.library import REENTRANT_DEFAULT_VERSIONS, TRL_CHECKPOINTING_DEFAULT, TRL_NON_REENTRANT_DEFAULT
+from ckptlint.model.hf_checkpointing import TRAINER_OWN_KEYS, KwargsShape
+from ckptlint.model.library import REENTRANT_DEFAULT_VERSIONS, TRL_CHECKPOINTING_DEFAULT, TRL_NON_REENTRANT_DEFAULT, Reentrancy
 from ckptlint.versions import Applies, TargetVersions
 
 Settings = Mapping[tuple[str, ...], Setting]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from ckptlint.analysis.branches import Conditions
-from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.branching import Conditions
+from ckptlint.model.hf_checkpointing import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
 from ckptlint.model.fates import ReturnedModel
 from ckptlint.model.library import (

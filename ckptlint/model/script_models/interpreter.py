@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from ckptlint.analysis.branches import Conditions, contradicts
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.branching import Conditions, contradicts
+from ckptlint.model.hf_checkpointing import GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.model.ast_walk import child_nodes
 from ckptlint.model.library import classify_model_class
 from ckptlint.model.names import TEST_SETUP_METHODS, is_test_class, is_test_function, module_name

@@ -10,8 +10,8 @@ from typing import Union
 
 import ast
 
-from ckptlint.analysis.branches import Branches, Conditions
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.branching import Branches, Conditions
+from ckptlint.model.hf_checkpointing import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.script_models.steps import ModelStep
 from ckptlint.model.script_models.syntax import (
     arguments_of, dict_keys, is_false, is_true, keyword_value, literal_value, string_value,

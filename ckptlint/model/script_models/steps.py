@@ -8,8 +8,8 @@ import ast
 import enum
 from dataclasses import dataclass
 
-from ckptlint.analysis.branches import Branches, Conditions, exclusive
-from ckptlint.analysis.huggingface import HfCheckpointingKwargs
+from ckptlint.model.branching import Branches, Conditions, exclusive
+from ckptlint.model.hf_checkpointing import HfCheckpointingKwargs
 from ckptlint.model.library import ModelClass
 
 class TrainerKind(str, enum.Enum):

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ckptlint.analysis.branches import Conditions
+from ckptlint.model.branching import Conditions
 from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
 # The extraction's readings of a call's keyword and of a name or attribute chain, under the
 # names the interpreter's modules use.
