@@ -280,7 +280,7 @@ def _ruled_out_by_choice(rule: type[Rule], versions) -> bool:
 
 def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:
     """A training recipe (YAML / JSON) or launch script: see `ckptlint.recipes`."""
-    from ckptlint.recipes.documents import RecipeSyntaxError
+    from ckptlint.model.recipe_documents import RecipeSyntaxError
     from ckptlint.recipes.lint import lint_recipe
 
     if SKIP_FILE.search(text):

@@ -23,7 +23,6 @@ from ckptlint.config import Settings
 from ckptlint.project_root import is_project_root, marks_project_root
 from ckptlint.discovery import (
     CONFIGURATION_INCLUDE,
-    CONFIGURATION_SUFFIXES,
     INDEXED_INCLUDE,
     INDEXED_SUFFIXES,
     RACY_WINDOW_NS,
@@ -36,6 +35,7 @@ from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
 from ckptlint.worker_pool import TaskFailure, WorkerPool, workers_for
 from ckptlint.model.facts import FileFacts
+from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.fingerprints import exported_digest, fingerprint_of
 from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds
 from ckptlint.model.names import module_name

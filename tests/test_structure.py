@@ -196,7 +196,6 @@ def forbidden_model_imports(found: Iterable[Import], root: Path) -> list[str]:
 # The checks on this tree.
 
 
-@pytest.mark.xfail(strict=True, reason="16 model imports of analysis / recipes today: moved down next (issue 41)")
 def test_the_model_imports_nothing_of_the_rule_side():
     bad = forbidden_model_imports(imports(ROOT), ROOT)
     if bad:

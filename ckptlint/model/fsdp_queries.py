@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from functools import cached_property
 
-from ckptlint.discovery import CONFIGURATION_SUFFIXES
+from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
 
 from ckptlint.model.facts import EventKind, FsdpKind, FsdpUse
 from ckptlint.model.names import is_test_path

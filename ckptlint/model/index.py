@@ -31,7 +31,7 @@ from ckptlint.model.facts import (
     WrappedClass,
     text_digest,
 )
-from ckptlint.discovery import CONFIGURATION_SUFFIXES
+from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.names import module_name
 from ckptlint.model.values import ClassRef, FunctionRef
 from ckptlint.model.library import (

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ckptlint.model.facts import AccelerateLaunch, FileFacts
 
 if TYPE_CHECKING:
-    from ckptlint.recipes.shell import Word
+    from ckptlint.model.shell_scripts import Word
 
 # The FSDP versions accelerate takes (`--fsdp_version`, `fsdp_config.fsdp_version`).
 _VERSIONS = {"1": 1, "2": 2}
@@ -40,8 +40,8 @@ def launch_script_facts(text: str, module: str) -> FileFacts:
 
 
 def _launches(text: str, row_offset: int, *, depth: int) -> Iterator[AccelerateLaunch]:
-    from ckptlint.recipes.launch import hf_bool, option_value, read_launch
-    from ckptlint.recipes.shell import parse_script
+    from ckptlint.model.launch_commands import hf_bool, option_value, read_launch
+    from ckptlint.model.shell_scripts import parse_script
 
     for command in parse_script(text):
         inner = _shell_script_argument(command.words)
@@ -98,7 +98,7 @@ def _quoted_script(text: str, span) -> str | None:
 def accelerate_fsdp_version(documents) -> int:
     """The FSDP version an accelerate config file turns on (`distributed_type: FSDP`), 0 when
     it is none (or shards otherwise)."""
-    from ckptlint.recipes.setups import accelerate_fsdp, is_accelerate_config
+    from ckptlint.model.fsdp_settings import accelerate_fsdp, is_accelerate_config
 
     for document in documents:
         if is_accelerate_config(document.settings):

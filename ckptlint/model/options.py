@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from ckptlint.model.facts import FileFacts, OptionDefault
 from ckptlint.model.launch_scripts import accelerate_fsdp_version, launch_script_facts
-from ckptlint.recipes import SHELL_SUFFIXES
+from ckptlint.model.file_kinds import SHELL_SUFFIXES
 from ckptlint.model.method_behaviour import dotted, keyword_argument
 
 
@@ -69,7 +69,7 @@ def configuration_facts(text: str, relative: str, module: str) -> FileFacts:
     reentrant, accelerate = "reentrant" in text, "distributed_type" in text
     if not (reentrant or accelerate):
         return FileFacts(module)
-    from ckptlint.recipes.documents import RecipeSyntaxError, parse_recipe
+    from ckptlint.model.recipe_documents import RecipeSyntaxError, parse_recipe
 
     try:
         documents = parse_recipe(text, relative, is_json=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ckptlint.recipes.documents import Setting
+from ckptlint.model.recipe_documents import Setting
 from ckptlint.model.library import NESTING_SUPPORTED, REENTRANT_DEFAULT_VERSIONS, Reentrancy
 from ckptlint.recipes.setups import Flavor, TrainingSetup
 from ckptlint.versions import Applies, TargetVersions

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckptlint.discovery import display_path
+from ckptlint.model.fsdp_settings import is_accelerate_config
+from ckptlint.model.launch_commands import Launch, Option, hf_bool, option_value, read_launch
+from ckptlint.model.recipe_documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
+from ckptlint.model.shell_scripts import Word, parse_script
 from ckptlint.recipes import MAX_RECIPE_BYTES, may_hold_findings
 from ckptlint.recipes.checks import RecipeFinding, check_setup
-from ckptlint.recipes.documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
-from ckptlint.recipes.launch import Launch, Option, hf_bool, option_value, read_launch
-from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
-from ckptlint.recipes.shell import Word, parse_script
+from ckptlint.recipes.setups import Flavor, setup_of
 from ckptlint.source import LineIndex, UndecodableSource, content_digest, decode_source, read_source_bytes
 from ckptlint.suppression import suppresses
 from ckptlint.types import Diagnostic, Edit, Fix, Location

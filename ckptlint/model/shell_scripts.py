@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ckptlint.recipes.documents import Span
+from ckptlint.model.recipe_documents import Span
 from ckptlint.types import Location
 
 _LITERAL_DOLLAR = "\1"  # an escaped `$`, kept out of parameter expansion

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ckptlint.recipes.shell import Command, Word, command_words
+from ckptlint.model.shell_scripts import Command, Word, command_words
 
 RECIPE_FILE = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
 _PYTHON = re.compile(r"^(?:.*/)?python(?:[23](?:\.\d+)?)?$")

@@ -76,6 +76,10 @@ class Recipe:
         return frozenset(key[0] for key in self.settings)
 
 
+# A document's settings by key path.
+Settings = Mapping[tuple[str, ...], Setting]
+
+
 class RecipeSyntaxError(Exception):
     """A recipe that is not valid YAML / JSON, with the 1-based position of the problem."""
 
