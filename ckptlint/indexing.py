@@ -37,7 +37,8 @@ from ckptlint.worker_pool import TaskFailure, WorkerPool, workers_for
 from ckptlint.model.facts import FileFacts
 from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.fingerprints import exported_digest, fingerprint_of
-from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds
+from ckptlint.model.index import ProjectIndex, cross_file_kinds
+from ckptlint.model.project_facts import LazyFacts
 from ckptlint.model.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 

@@ -202,7 +202,6 @@ def test_the_model_imports_nothing_of_the_rule_side():
         pytest.fail(f"{len(bad)} model imports of {', '.join(NOT_FOR_THE_MODEL)}:\n" + "\n".join(bad), pytrace=False)
 
 
-@pytest.mark.xfail(strict=True, reason="5 import cycles today: broken next (issue 41)")
 def test_no_import_cycle():
     found = cycles(import_graph(imports(ROOT)))
     if found:

@@ -54,7 +54,9 @@ class AliasQueries:
         if self.files_with is None:
             return compute()  # (the kinds of facts each file holds are not recorded)
         paths = self._paths_of_kind(CHECKPOINT_IMPORT_KIND) | self._paths_of_kind(REEXPORT_KIND)
-        return stored_table(self, "checkpoint_aliases", paths, compute, TableCodec(list, _tables_from_json))
+        return stored_table(
+            self.table_store, self.exported, "checkpoint_aliases", paths, compute, TableCodec(list, _tables_from_json)
+        )
 
     @property
     def checkpoint_aliases(self) -> dict[str, str]:

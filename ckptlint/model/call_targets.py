@@ -14,7 +14,8 @@ from ckptlint.model.values import ClassRef, FunctionRef
 
 if TYPE_CHECKING:
     from ckptlint.model.facts import FunctionFacts
-    from ckptlint.model.index import ProjectIndex
+    from ckptlint.model.denotation import Denotation
+    from ckptlint.model.project_facts import ProjectFacts
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Callee:
     instance: str | None = None
 
 
-def called_functions(index: ProjectIndex, callee: str) -> tuple[Callee, ...] | None:
+def called_functions(denotation: Denotation, callee: str) -> tuple[Callee, ...] | None:
     """The project functions a call of project name `callee` may run (None: not known):
     - a function runs itself;
     - a class (`Trainer(accelerator, model)`) runs its constructor, its own or the one it
@@ -36,11 +37,12 @@ def called_functions(index: ProjectIndex, callee: str) -> tuple[Callee, ...] | N
       `getattr(trainers, config.trainer)`: any public class or function of that module)
       runs what each of them runs; one holding something not known (a library class, a
       value computed at run time) is not known."""
+    index = denotation.index
     if index.class_named(callee) is not None:
         return _constructor(index, callee)
     if index.function_summary(callee) is not None:
         return (Callee(callee),)
-    values = index.denotation.named(callee)
+    values = denotation.named(callee)
     names = sorted(
         value.name for value in values
         if isinstance(value, (ClassRef, FunctionRef)) and not value.bound and (
@@ -50,14 +52,14 @@ def called_functions(index: ProjectIndex, callee: str) -> tuple[Callee, ...] | N
         return (Callee(callee),) if not values else None
     found: list[Callee] = []
     for name in names:
-        candidates = called_functions(index, name) if name != callee else None
+        candidates = called_functions(denotation, name) if name != callee else None
         if candidates is None:
             return None
         found.extend(c for c in candidates if c not in found)
     return tuple(found)
 
 
-def _constructor(index: ProjectIndex, class_name: str) -> tuple[Callee, ...] | None:
+def _constructor(index: ProjectFacts, class_name: str) -> tuple[Callee, ...] | None:
     """The `__init__` a project class's instances are built by: its own, or the first one
     its bases define in method order; the class itself where none does (`object`'s, which
     takes nothing); None where a library base's runs."""
@@ -72,7 +74,7 @@ def _constructor(index: ProjectIndex, class_name: str) -> tuple[Callee, ...] | N
     return (Callee(facts.name, facts.name),)
 
 
-def super_method(index: ProjectIndex, callee: str, instance: str | None) -> tuple[Callee, ...] | None:
+def super_method(index: ProjectFacts, callee: str, instance: str | None) -> tuple[Callee, ...] | None:
     """What `super().<method>(...)` in a method of class `cls` runs (`callee` is
     `cls.<super>.<method>`): the method of the next class after `cls` in the method order
     of the object's class (`instance`, else `cls`); () where no class defines it (`object`'s
@@ -89,7 +91,7 @@ def super_method(index: ProjectIndex, callee: str, instance: str | None) -> tupl
     return ()
 
 
-def method_order(index: ProjectIndex, class_name: str) -> list[str]:
+def method_order(index: ProjectFacts, class_name: str) -> list[str]:
     """The class and its bases, depth first and left to right: Python's method resolution
     order for the single-inheritance chains and leading mixins of training code. Bases the
     project does not define are named as written and not gone into."""
@@ -108,7 +110,7 @@ def method_order(index: ProjectIndex, class_name: str) -> list[str]:
     return found
 
 
-def class_methods(index: ProjectIndex, order: list[str]) -> list[FunctionFacts]:
+def class_methods(index: ProjectFacts, order: list[str]) -> list[FunctionFacts]:
     """The methods with facts an object of the class whose method order is `order` has:
     for each name, the first class's that defines one."""
     methods: dict[str, FunctionFacts] = {}

@@ -1,239 +1,19 @@
-"""Where the project calls a function: the call sites a generic parameter is resolved at.
-
-`def apply_checkpointing(model): ...` says nothing about `model`; the calls
-`apply_checkpointing(ResNet())` in the project's other files do. The call sites are the
-`passes` of the function summaries (calls of a global function or of a method of `self`
-that pass it a name or an attribute) in the files that can name the function: its own
-module, and every file whose imports name it, its class or its module (written in full or as
-a script imports it, `from helpers import f` for `scripts/helpers.py`). Which call really
-calls it is for the evaluator to decide; this only narrows where to look, without reading
-the summaries of files that cannot call it.
-"""
+"""Parameters resolved at their call sites: what the project's calls pass a function for a
+parameter nothing else binds (`def apply_checkpointing(model): ...` called as
+`apply_checkpointing(ResNet())` in another file), a mixin of the evaluator
+(`ckptlint.model.denotation.Denotation`). Where to look is the call graph's
+(`ckptlint.model.call_sites`); which call really calls the function is decided here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
-from functools import cached_property
-from typing import TYPE_CHECKING
 
-from ckptlint.model.library import LIGHTNING_FABRIC_SETUP_METHODS, LIGHTNING_MODEL_PARALLEL, LIGHTNING_PARALLELIZE_KEYWORD
+from ckptlint.model.call_sites import last_name
 from ckptlint.model.names import is_test_path
-from ckptlint.model.summary import Expr, FunctionSummary, dotted_absolute
+from ckptlint.model.summary import Expr, FunctionSummary
 from ckptlint.model.values import (
     NOTHING, QUERY_BUDGET, Arguments, ClassRef, Constant, Frame, FunctionRef, Instance, OutOfBudget, falsy,
 )
-
-if TYPE_CHECKING:
-    from ckptlint.model.index import ProjectIndex
-
-
-class CallSites:
-    def __init__(self, index: ProjectIndex) -> None:
-        self.index = index
-        self._namers: dict[str, list[str]] | None = None
-        self._aliases: dict[str, list[str]] | None = None
-        self._value_names_by_path: dict[str, frozenset[str]] = {}
-
-    def of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
-        """(path, calling function, call, line) for every call whose callee's last name is
-        `function`'s, in the files that can name it."""
-        owner, _, short = function.rpartition(".")
-        constructor = short == "__init__"
-        if constructor:  # a constructor is called by its class's name
-            short = owner.rsplit(".", 1)[-1]
-        paths = self.candidates(function, module)
-        if constructor:
-            paths = sorted({*paths, *self._builders_handed(short, paths)})
-        for path in paths:
-            facts = self.index.files.get(path)
-            for caller in facts.summaries if facts is not None else ():
-                parameters = {p.name for p in caller.parameters} if constructor else set()
-                for call, line in caller.passes:
-                    callee = call[1]
-                    # Also a class handed to a builder and called there by its parameter's
-                    # name (`block(...)` in `make_res_layer(block, ...)`).
-                    if _last_name(callee) == short or (callee[0] == "name" and callee[1] in parameters):
-                        yield path, caller, call, line
-
-    def applications(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
-        """(path, calling function, call, line) for every `<module>.apply(function)` (torch
-        runs `function` on each module below), in the files that can name it."""
-        short = function.rsplit(".", 1)[-1]
-        for path in self.candidates(function, module):
-            facts = self.index.files.get(path)
-            for caller in facts.summaries if facts is not None else ():
-                for call, line in caller.passes:
-                    callee, arguments = call[1], call[2]
-                    if callee[0] == "attr" and callee[2] == "apply" and len(arguments) == 1 and _last_name(arguments[0]) == short:
-                        yield path, caller, call, line
-
-    def parallelized(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
-        """For a function the project hands to Lightning's `ModelParallelStrategy(parallelize_fn=...)`:
-        (path, calling function, module expression, line) for every `<fabric>.setup(module, ...)`
-        and `.setup_module(module)` in the files that hand it over (a script builds its Fabric
-        and sets its model up together), each of which runs it on that module (`.setup` only
-        on a receiver named `fabric`: the name is too common otherwise)."""
-        # The Fabric the strategy is given sets its modules up in the same file (the script).
-        for path in self._parallelize_functions.get(function.rsplit(".", 1)[-1], ()):
-            facts = self.index.files.get(path)
-            for caller in facts.summaries if facts is not None else ():
-                # `model = fabric.setup_module(model)`: a method of a parameter is kept among
-                # the bindings' values, not among the calls that pass something.
-                bound = [(b.value, b.line) for b in caller.bindings if b.value[0] == "call"]
-                for call, line in sorted({*caller.passes, *bound}, key=lambda c: (c[1], repr(c[0]))):
-                    callee, arguments = call[1], call[2]
-                    if callee[0] != "attr" or callee[2] not in LIGHTNING_FABRIC_SETUP_METHODS or not arguments:
-                        continue
-                    receiver = _last_name(callee[1]) or ""
-                    if (callee[2] == "setup_module" or "fabric" in receiver.lower()) and arguments[0][0] != "star":
-                        yield path, caller, arguments[0], line
-
-    @cached_property
-    def _parallelize_functions(self) -> dict[str, list[str]]:
-        """The last name of each function handed to Lightning's `ModelParallelStrategy` (by
-        keyword or first), and the files that hand it over: one look for the whole project."""
-        found: dict[str, set[str]] = {}
-        for strategy in sorted(LIGHTNING_MODEL_PARALLEL):
-            for path, _, call, _ in self.library_calls(strategy):
-                handed = [value for name, value in call[3] if name == LIGHTNING_PARALLELIZE_KEYWORD] + list(call[2][:1])
-                for value in handed:
-                    short = _last_name(value)
-                    if short is not None:
-                        found.setdefault(short, set()).add(path)
-        return {short: sorted(paths) for short, paths in found.items()}
-
-    def library_calls(self, function: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
-        """(path, calling function, call, line) for every call passing something to a library
-        `function` (absolute), as the calling file's imports name it."""
-        module = function.rsplit(".", 1)[0]
-        for path in self.candidates(function, module):
-            facts = self.index.files.get(path)
-            if facts is None:
-                continue
-            names = dict(facts.names)
-            for caller in facts.summaries:
-                for call, line in caller.passes:
-                    if dotted_absolute(call[1], names) == function:
-                        yield path, caller, call, line
-
-    def calls_of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
-        """(path, calling function, callee, line) for every call (passing anything or nothing)
-        whose callee's last name is `function`'s, in the files that can name it."""
-        owner, _, short = function.rpartition(".")
-        if short == "__init__":
-            short = owner.rsplit(".", 1)[-1]
-        for path in self.candidates(function, module):
-            facts = self.index.files.get(path)
-            for caller in facts.summaries if facts is not None else ():
-                for callee, line in caller.calls:
-                    if _last_name(callee) == short:
-                        yield path, caller, callee, line
-
-    def named_as_value(self, function: str, module: str) -> bool:
-        """Whether a file that can name `function` (or its class) holds it other than as a
-        callee: put in a table, handed to a builder, bound to another name; then calls of
-        it may be made where no summary shows them."""
-        owner, _, short = function.rpartition(".")
-        if short == "__init__":
-            short = owner.rsplit(".", 1)[-1]
-        return any(short in self._value_names(path) for path in self.candidates(function, module))
-
-    def _value_names(self, path: str) -> frozenset[str]:
-        """The global names a file's summaries hold other than as what a call calls (each
-        file walked once: `named_as_value` asks about one name after another)."""
-        found = self._value_names_by_path.get(path)
-        if found is None:
-            names: set[str] = set()
-            facts = self.index.files.get(path)
-            for summary in facts.summaries if facts is not None else ():
-                for expr in (*(b.value for b in summary.bindings), *(r for r, _ in summary.returns), *(c for c, _ in summary.passes)):
-                    _collect_value_names(expr, names)
-            found = self._value_names_by_path[path] = frozenset(names)
-        return found
-
-    def _builders_handed(self, class_name: str, paths: list[str]) -> set[str]:
-        """The files of the project functions that `paths` hand the class to by name
-        (`make_layer(GroupBlock, ...)` with `make_layer` imported from `blocks`): a builder
-        there may call it through its parameter."""
-        found: set[str] = set()
-        for path in paths:
-            facts = self.index.files.get(path)
-            if facts is None:
-                continue
-            names = dict(facts.names)
-            for caller in facts.summaries:
-                for call, _ in caller.passes:
-                    if call[1][0] != "name" or not any(_last_name(a) == class_name for a in call[2]):
-                        continue
-                    where = self._defined_in(names.get(call[1][1], ""))
-                    if where is not None:
-                        found.add(where)
-        return found
-
-    def _defined_in(self, absolute: str) -> str | None:
-        """The file a project function is defined in, through the packages re-exporting it
-        (`backbone.layers.make_layer` imported in `backbone/layers/__init__.py` from `.blocks`)."""
-        for _ in range(4):
-            path = self.index.path_of(absolute) if absolute else None
-            facts = self.index.files.get(path) if path is not None else None
-            if facts is None:
-                return None
-            local = absolute[len(facts.module) + 1:] if absolute.startswith(f"{facts.module}.") else ""
-            imported = dict(facts.names).get(local.split(".", 1)[0]) if local else None
-            if imported is None or imported == absolute or "." in local:
-                return path
-            absolute = imported
-        return None
-
-    def candidates(self, function: str, module: str) -> list[str]:
-        own = self.index.module_paths.get(module)
-        found = {own} if own is not None else set()
-        namers = self._names_table()
-        for name in self._spellings(function, module):
-            parts = name.split(".")
-            for end in range(len(module.split(".")), len(parts) + 1):
-                for start in range(end):
-                    found.update(namers.get(".".join(parts[start:end]), ()))
-        return sorted(found)
-
-    def _spellings(self, function: str, module: str) -> list[str]:
-        """`function` and the names packages re-export it (or its class) under:
-        `backbone.layers.make_layer` for `backbone.layers.blocks.make_layer`."""
-        spellings = [function]
-        aliases = self._aliases_table()
-        parts = function.split(".")
-        for end in range(len(module.split(".")) + 1, len(parts) + 1):
-            head, rest = ".".join(parts[:end]), parts[end:]
-            spellings.extend(".".join([alias, *rest]) for alias in aliases.get(head, ()))
-        return spellings
-
-    def _aliases_table(self) -> dict[str, list[str]]:
-        """An absolute name -> the names package `__init__` files re-export it under (two
-        levels of re-export followed)."""
-        if self._aliases is None:
-            table: dict[str, list[str]] = {}
-            for path, facts in self.index.files.items():
-                if path.endswith("__init__.py"):
-                    for local, absolute in facts.names:
-                        alias = f"{facts.module}.{local}"
-                        if absolute != alias:
-                            table.setdefault(absolute, []).append(alias)
-            for absolute, aliases in list(table.items()):
-                for alias in list(aliases):
-                    aliases.extend(a for a in table.get(alias, ()) if a not in aliases)
-            self._aliases = table
-        return self._aliases
-
-    def _names_table(self) -> dict[str, list[str]]:
-        """Every absolute name some file's imports or definitions refer to -> those files."""
-        if self._namers is None:
-            table: dict[str, list[str]] = {}
-            for path, facts in self.index.files.items():
-                for _, absolute in facts.names:
-                    table.setdefault(absolute, []).append(path)
-            self._namers = table
-        return self._namers
 
 
 class CallSiteResolution:
@@ -259,7 +39,7 @@ class CallSiteResolution:
             return NOTHING
         values: set = set()
         try:
-            for path, caller, call, line in self._call_sites.of(summary.name, module):
+            for path, caller, call, line in self.call_sites.of(summary.name, module):
                 if is_test_path(path):
                     continue
                 values |= self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
@@ -284,7 +64,7 @@ class CallSiteResolution:
         if summary is None or calling is None:
             return None
         short = function.rsplit(".", 1)[-1]
-        calls = [call for call, at in calling.passes if at == line and _last_name(call[1]) == short]
+        calls = [call for call, at in calling.passes if at == line and last_name(call[1]) == short]
         if len(calls) != 1:
             return None
         frame = replace(self._entry_frame(caller), before=line + 1)
@@ -298,7 +78,7 @@ class CallSiteResolution:
             return NOTHING, False
         short = function.rsplit(".", 1)[-1]
         for call, at in calling.passes:
-            if at != line or _last_name(call[1]) != short or not (call[2] or call[3]):
+            if at != line or last_name(call[1]) != short or not (call[2] or call[3]):
                 continue  # (a call kept without its arguments passes nothing the model follows)
             frame = replace(self._entry_frame(caller), before=line + 1)
             positional, named, opaque = self._arguments(call, frame)
@@ -330,7 +110,7 @@ class CallSiteResolution:
         sites: list[tuple[str, int, str]] = []
         falsy_sites: list[tuple[str, int]] = []
         try:
-            for path, caller, call, line in self._call_sites.of(summary.name, module):
+            for path, caller, call, line in self.call_sites.of(summary.name, module):
                 passed = self._argument_at(summary, parameter, call, replace(self._entry_frame(caller.name), before=line + 1))
                 if any(not falsy(v) for v in passed):
                     values |= passed
@@ -342,7 +122,7 @@ class CallSiteResolution:
                         falsy_sites.append((path, line))
             if summary.parameters and parameter == summary.parameters[0].name and summary.self_name is None:
                 # A `parallelize_fn` Lightning's Fabric runs on each module it sets up.
-                for path, caller, expr, line in self._call_sites.parallelized(summary.name, module):
+                for path, caller, expr, line in self.call_sites.parallelized(summary.name, module):
                     passed = self._eval(expr, replace(self._entry_frame(caller.name), before=line + 1))
                     if any(not falsy(v) for v in passed):
                         values |= passed
@@ -378,7 +158,7 @@ class CallSiteResolution:
             return ()
         sites = []
         try:
-            for path, caller, callee, line in self._call_sites.calls_of(function, module):
+            for path, caller, callee, line in self.call_sites.calls_of(function, module):
                 frame = replace(self._entry_frame(caller.name), before=line + 1)
                 if not self._calls_function(callee, summary, frame):
                     continue
@@ -411,7 +191,7 @@ class CallSiteResolution:
         self._active.add(active)
         try:
             found = None
-            if not self._call_sites.named_as_value(summary.name, module):
+            if not self.call_sites.named_as_value(summary.name, module):
                 found = self._constants_at_every_call(summary, parameter, module)
         finally:
             self._active.discard(active)
@@ -431,7 +211,7 @@ class CallSiteResolution:
         values: set = set()
         sites: list[tuple[str, int]] = []
         called = False
-        for path, caller, callee, line in self._call_sites.calls_of(summary.name, module):
+        for path, caller, callee, line in self.call_sites.calls_of(summary.name, module):
             frame = replace(self._entry_frame(caller.name), before=line + 1)
             if not self._calls_function(callee, summary, frame):
                 continue
@@ -463,10 +243,10 @@ class CallSiteResolution:
         (it may be called where no summary shows it)."""
         summary = self.summary(function)
         module = self._module_of(function)
-        if summary is None or module is None or self._call_sites.named_as_value(function, module):
+        if summary is None or module is None or self.call_sites.named_as_value(function, module):
             return None
         sites: list[tuple[str, int]] = []
-        for path, caller, callee, line in self._call_sites.calls_of(function, module):
+        for path, caller, callee, line in self.call_sites.calls_of(function, module):
             frame = replace(self._entry_frame(caller.name), before=line + 1)
             if not self._calls_function(callee, summary, frame):
                 continue
@@ -558,7 +338,7 @@ class CallSiteResolution:
         if found is None:
             parameters = [p.name for p in builder.parameters if p.kind not in ("*", "**")]
             found = []
-            for _, outer, outer_call, line in self._call_sites.of(builder.name, module):
+            for _, outer, outer_call, line in self.call_sites.of(builder.name, module):
                 outer_frame = replace(self._entry_frame(outer.name), before=line + 1)
                 bound = tuple(
                     (name, frozenset(passed)) for name in parameters
@@ -581,34 +361,5 @@ class CallSiteResolution:
         return self.frame_of(function, module, self.instance(owner) if owner is not None else None)
 
 
-def _collect_value_names(expr: Expr, found: set[str]) -> None:
-    """The global names a summary expression holds other than as what a call calls."""
-    if not isinstance(expr, tuple) or not expr:
-        return
-    if not isinstance(expr[0], str):  # a tuple of expressions (arguments, dict entries)
-        for part in expr:
-            _collect_value_names(part, found)
-    elif expr[0] == "name" and isinstance(expr[1], str):
-        found.add(expr[1])
-    elif expr[0] == "call":
-        callee = expr[1]
-        if callee[0] != "name":
-            _collect_value_names(callee, found)
-        for part in (*expr[2], *(value for _, value in expr[3])):
-            _collect_value_names(part, found)
-    else:
-        for part in expr[1:]:
-            if isinstance(part, tuple):
-                _collect_value_names(part, found)
-
-
 def _is_classmethod(summary: FunctionSummary) -> bool:
     return bool(summary.parameters) and summary.parameters[0].name == "cls"
-
-
-def _last_name(callee: Expr) -> str | None:
-    if callee[0] == "attr":
-        return callee[2]
-    if callee[0] == "name":
-        return callee[1]
-    return None

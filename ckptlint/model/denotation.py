@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ckptlint.model.call_sites import CallSites
 from ckptlint.model.callers import CallSiteResolution
 from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
@@ -59,7 +60,7 @@ from ckptlint.model.values import (
 )
 
 if TYPE_CHECKING:
-    from ckptlint.model.index import ProjectIndex
+    from ckptlint.model.project_facts import ProjectFacts
 
 _BUILTINS = frozenset(
     {"dict", "list", "tuple", "set", "zip", "enumerate", "reversed", "sorted", "filter", "iter", "getattr", "chain", "vars"}
@@ -76,8 +77,11 @@ class Denotation(
     truth of guarding conditions are the mixins' (`modules.py`, `containers.py`,
     `callers.py`, `conditions.py`)."""
 
-    def __init__(self, index: ProjectIndex) -> None:
+    def __init__(self, index: ProjectFacts, call_sites: CallSites | None = None) -> None:
         self.index = index
+        # Where the project calls a function: the index's, shared with its other queries
+        # (`ProjectIndex.denotation`); a table of its own for an evaluator built alone.
+        self.call_sites = call_sites if call_sites is not None else CallSites(index)
         self._memo: dict = {}
         self._active: set = set()
         self._depth = 0
@@ -93,7 +97,6 @@ class Denotation(
         self._passed_falsy: dict[tuple[str, str], frozenset] = {}  # False / None the calls pass (`passed_falsy`)
         self._passed_everywhere: dict[tuple[str, str], frozenset | None] = {}  # (`passed_at_every_call`)
         self._everywhere_sites: dict[tuple[str, str], list[tuple[str, int]]] = {}  # its call sites (`every_call_sites`)
-        self._call_sites = index.call_sites
 
     # --- entry points --------------------------------------------------------------------
 

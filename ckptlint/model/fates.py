@@ -22,7 +22,8 @@ from ckptlint.model.hf_events import PASSED_RESULT, RETURNED_VALUE, SUPER_CALL
 from ckptlint.model.call_targets import Callee, called_functions, class_methods, method_order, super_method
 
 if TYPE_CHECKING:
-    from ckptlint.model.index import ProjectIndex
+    from ckptlint.model.denotation import Denotation
+    from ckptlint.model.project_facts import ProjectFacts
     from ckptlint.model.summary import FunctionSummary
 
 _MAX_FUNCTIONS = 64  # functions visited by one query
@@ -95,7 +96,7 @@ class ReturnedModel:
 
 @dataclass
 class _Walk:
-    index: ProjectIndex
+    denotation: Denotation
     seen: set = field(default_factory=set)
     # Whether each followed (function, names, ...) runs the model, once known: a function
     # reached again (a sibling method through another) answers as it did.
@@ -107,6 +108,10 @@ class _Walk:
     unknown: list = field(default_factory=list)
     peft: list = field(default_factory=list)
     checkpointing: list = field(default_factory=list)
+
+    @property
+    def index(self) -> ProjectFacts:
+        return self.denotation.index
 
     def fate(self) -> ModelFate:
         return ModelFate(*(tuple(sorted(set(items))) for items in
@@ -174,7 +179,7 @@ class _Walk:
             self._siblings(function, {name for name in names if name.startswith("self.")}, instance)
         if callers and names & set(function.parameters):
             # A model passed in lives on in each caller after the call.
-            for caller, event in calls_of(self.index, function.name):
+            for caller, event in calls_of(self.denotation, function.name):
                 if event.kind is EventKind.CALL and _parameter(function, event.parameter) in names:
                     self.follow(caller, {event.target}, event.line)
         return runs
@@ -190,7 +195,7 @@ class _Walk:
             if candidates == ():
                 return False  # `object.__init__`: takes nothing
         else:
-            candidates = called_functions(self.index, event.callee)
+            candidates = called_functions(self.denotation, event.callee)
         if candidates is None or len(candidates) > _MAX_CANDIDATES:
             self.unknown.append(here)
             return False
@@ -202,7 +207,7 @@ class _Walk:
             return False
         if len(candidates) == 1:
             return self._follow_call(candidates[0], event, here, training, caller)
-        walks = [_Walk(self.index) for _ in candidates]
+        walks = [_Walk(self.denotation) for _ in candidates]
         runs = [walk._follow_call(callee, event, here, training, caller) for walk, callee in zip(walks, candidates)]
         every_trains = all(walk.trained for walk in walks)
         for walk in walks:
@@ -258,7 +263,7 @@ class _Walk:
 
     def _callers(self, function: FunctionFacts, index: int) -> None:
         """The model returned to each caller: followed there from the call on."""
-        for caller, event in calls_of(self.index, function.name):
+        for caller, event in calls_of(self.denotation, function.name):
             if event.kind is EventKind.RESULT and event.parameter == index:
                 self.follow(caller, {event.target}, event.line)
 
@@ -267,11 +272,12 @@ def function_line(function: FunctionFacts) -> int:
     return min((e.line for e in function.events if e.line), default=0)
 
 
-def model_fate(index: ProjectIndex, function: str, name: str, after: int) -> ModelFate:
+def model_fate(denotation: Denotation, function: str, name: str, after: int) -> ModelFate:
     """What happens to the model `name` holds in project function `function` from line
     `after` on, across the project."""
+    index = denotation.index
     facts = index.function(function)
-    walk = _Walk(index)
+    walk = _Walk(denotation)
     if facts is None:
         return ModelFate(unknown=(Site(index.path_of(function) or "?", after, function),))
     walk.follow(facts, {name}, after)
@@ -279,7 +285,7 @@ def model_fate(index: ProjectIndex, function: str, name: str, after: int) -> Mod
 
 
 def handed_model(
-    index: ProjectIndex,
+    denotation: Denotation,
     function: str,
     parameter: str | int,
     arguments: Arguments | None = None,
@@ -290,12 +296,13 @@ def handed_model(
     passes the model to, called with `arguments` (`Event.arguments`; None: not known). A
     function of the project with no facts does nothing to it; one the index cannot see (a
     library's, not indexed) or a parameter it cannot name (`**kwargs`) is `unknown`."""
+    index = denotation.index
     here = Site(index.path_of(function) or "?", 0, function)
-    candidates = called_functions(index, function)
+    candidates = called_functions(denotation, function)
     if candidates is None or len(candidates) > _MAX_CANDIDATES:
         return HandedModel(ModelFate(unknown=(here,)))
     if len(candidates) > 1:
-        return _merged([handed_model(index, c.function, parameter, arguments, _seen) for c in candidates])
+        return _merged([handed_model(denotation, c.function, parameter, arguments, _seen) for c in candidates])
     (callee,) = candidates
     function = callee.function
     facts = index.function(function)
@@ -305,7 +312,7 @@ def handed_model(
     name = _parameter(facts, parameter)
     if name is None or facts.name in _seen:
         return HandedModel(ModelFate(unknown=(here,)))
-    walk = _Walk(index)
+    walk = _Walk(denotation)
     known = known_parameters(index, facts.name, arguments)
     walk.follow(facts, {name}, 0, callers=False, known=known, instance=callee.instance)
     if len(walk.seen) >= _MAX_FUNCTIONS:
@@ -323,7 +330,7 @@ def handed_model(
             back = (
                 position is not None
                 and event.parameter == -1
-                and handed_model(index, event.callee, position, resolved(event.arguments, known), _seen | {facts.name}).returned
+                and handed_model(denotation, event.callee, position, resolved(event.arguments, known), _seen | {facts.name}).returned
             )
             if event.target == RETURNED_VALUE:
                 returned |= back
@@ -364,7 +371,7 @@ def _kept(names: set[str]) -> bool:
 
 
 def returned_model(
-    index: ProjectIndex,
+    denotation: Denotation,
     function: str,
     position: int = -1,
     arguments: Arguments | None = None,
@@ -373,6 +380,7 @@ def returned_model(
     """The Hugging Face model project function `function` returns (at tuple `position`, -1
     for the whole value), when its code loads it or gets it from another such function;
     called with `arguments` (`Event.arguments`; None: not known)."""
+    index = denotation.index
     facts = index.function(function)
     if facts is None or function in _seen:
         return None
@@ -395,10 +403,10 @@ def returned_model(
             if found is not None and position is not None and event.parameter == -1:
                 # `model = add_lora(model)`: the same model where the helper hands it back
                 # (what it does to it counts at its `CALL`).
-                if handed_model(index, event.callee, position, resolved(event.arguments, known), _seen | {function}).returned:
+                if handed_model(denotation, event.callee, position, resolved(event.arguments, known), _seen | {function}).returned:
                     continue
             callee = index.function(event.callee)
-            found = returned_model(index, callee.name, event.parameter, resolved(event.arguments, known), _seen | {function}) if callee else None
+            found = returned_model(denotation, callee.name, event.parameter, resolved(event.arguments, known), _seen | {function}) if callee else None
         elif found is None:
             continue
         elif event.kind is EventKind.USE_CACHE_OFF:
@@ -410,7 +418,7 @@ def returned_model(
         elif event.kind is EventKind.HF_GC:
             found = replace(found, checkpointing=True)
         elif event.kind is EventKind.CALL:
-            handed = handed_model(index, event.callee, event.parameter, resolved(event.arguments, known), _seen | {function})
+            handed = handed_model(denotation, event.callee, event.parameter, resolved(event.arguments, known), _seen | {function})
             if handed.leaves:
                 return None  # trained, kept or out of sight before it is returned
             fate = handed.fate
@@ -419,7 +427,7 @@ def returned_model(
     return found
 
 
-def known_parameters(index: ProjectIndex, function: str, arguments: Arguments | None, caller: Known = ()) -> Known:
+def known_parameters(index: ProjectFacts, function: str, arguments: Arguments | None, caller: Known = ()) -> Known:
     """The truth of `function`'s parameters when called with `arguments`: a literal passed
     (or a parameter of the caller that `caller` knows the truth of), or the literal default
     of a parameter the call leaves. Nothing where the call is not known or passes `*args` /
@@ -468,14 +476,15 @@ def ruled_out(event: Event, known: Known) -> bool:
     return any(name in truths and truths[name] != truth for name, truth in event.guard)
 
 
-def calls_of(index: ProjectIndex, function: str) -> list[tuple[FunctionFacts, Event]]:
+def calls_of(denotation: Denotation, function: str) -> list[tuple[FunctionFacts, Event]]:
     """The project's calls of `function` that bind its result (`RESULT`) or pass it a name
     (`CALL`), with the function they are in."""
+    index = denotation.index
     facts = index.facts_of(function)
     if facts is None:
         return []
     found = []
-    for path in index.call_sites.candidates(function, facts.module):
+    for path in denotation.call_sites.candidates(function, facts.module):
         for caller in index.files[path].functions:
             for event in caller.events:
                 if event.kind in (EventKind.RESULT, EventKind.CALL) and _same_function(index, event.callee, function):
@@ -483,26 +492,28 @@ def calls_of(index: ProjectIndex, function: str) -> list[tuple[FunctionFacts, Ev
     return found
 
 
-def passed_models(index: ProjectIndex, function: str, parameter: str) -> list[tuple[ReturnedModel, Site]]:
+def passed_models(denotation: Denotation, function: str, parameter: str) -> list[tuple[ReturnedModel, Site]]:
     """The Hugging Face models the project's callers pass to `function` for `parameter`
     (`enable_gc(model)` after `model = AutoModelForCausalLM.from_pretrained(...)`), each with
     the call that passes it."""
+    index = denotation.index
     facts = index.function(function)
     if facts is None:
         return []
     found = []
-    for caller, event in calls_of(index, function):
+    for caller, event in calls_of(denotation, function):
         if event.kind is not EventKind.CALL or _parameter(facts, event.parameter) != parameter:
             continue
-        origin = _origin(index, caller, event.target, event.line)
+        origin = _origin(denotation, caller, event.target, event.line)
         if origin is not None:
             found.append((origin, Site(index.path_of(caller.name) or "?", event.line, caller.name)))
     return found
 
 
-def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) -> ReturnedModel | None:
+def _origin(denotation: Denotation, function: FunctionFacts, name: str, line: int) -> ReturnedModel | None:
     """Where the model `name` holds at `line` of `function` comes from: loaded there, or
     returned by a project function."""
+    index = denotation.index
     names = _aliases(function, {name})
     passed_result = name.startswith(PASSED_RESULT)  # bound by the inner call itself, on any line
     found = None
@@ -515,11 +526,11 @@ def _origin(index: ProjectIndex, function: FunctionFacts, name: str, line: int) 
             found = _loaded(event, index.path_of(function.name) or "?", function.name)
         elif event.kind is EventKind.RESULT:
             callee = index.function(event.callee)
-            found = returned_model(index, callee.name, event.parameter, event.arguments) if callee is not None else None
+            found = returned_model(denotation, callee.name, event.parameter, event.arguments) if callee is not None else None
     return found
 
 
-def _same_function(index: ProjectIndex, callee: str, function: str) -> bool:
+def _same_function(index: ProjectFacts, callee: str, function: str) -> bool:
     if callee == function:
         return True
     resolved = index.function(callee)

@@ -3,16 +3,15 @@ those uses can apply to a file (`ckptlint.model.scripts`: an entry script's use 
 it imports, not the other entry scripts; tests keep theirs), and which project functions
 wrap a model in FSDP1 (a caller of one reaches CKPT003 without naming FSDP). A mixin of
 `ckptlint.model.index.ProjectIndex`, which provides `files`, `_files_of_kind`,
-`_resolve_name` and `training_arguments_classes`."""
+`_resolve_name`, `training_arguments_classes` and `call_sites`."""
 
 from __future__ import annotations
 
 import posixpath
 from functools import cached_property
 
-from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
-
 from ckptlint.model.facts import EventKind, FsdpKind, FsdpUse
+from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.names import is_test_path
 from ckptlint.model.summary import MODULE_LEVEL
 
@@ -84,22 +83,25 @@ class FsdpQueries:
 
     def imported_by(self, relative_path: str) -> set[str]:
         """The project files a file imports (`ckptlint.model.scripts`)."""
-        from ckptlint.model.scripts import imported_files
-
-        return imported_files(self, relative_path)
+        return self._script_reach.imported_files(relative_path)
 
     def _reached_by(self, use: FsdpUse):
         """The files an FSDP use can apply to (`ckptlint.model.scripts`)."""
         key = (use.path, use.line, use.launched)
         cached = self._reach_cache.get(key)
         if cached is None:
-            from ckptlint.model.scripts import reached_by, reached_from_entry
-
+            reach = self._script_reach
             cached = self._reach_cache[key] = (
-                reached_from_entry(self, use.launched) if use.launched else reached_by(self, use.path, use.line)
+                reach.reached_from_entry(use.launched) if use.launched else reach.reached_by(use.path, use.line)
             )
         return cached
 
     @cached_property
     def _reach_cache(self) -> dict:
-        return {}
+        return {}  # FSDP use -> the files it reaches
+
+    @cached_property
+    def _script_reach(self):
+        from ckptlint.model.scripts import ScriptReach
+
+        return ScriptReach(self, self.call_sites)

@@ -108,13 +108,13 @@ class ModuleSemantics:
         if any(cls == class_name for facts in self.index.files.values() for _, _, cls in facts.registrations):
             return False
         module = self._module_of(init.name)
-        if module is None or self._call_sites.named_as_value(init.name, module):
+        if module is None or self.call_sites.named_as_value(init.name, module):
             return False
         position = flags[0][0] - (1 if parameters and parameters[0].name == init.self_name else 0)
         said = False  # a construction of the project's own passing the flag off explicitly
         try:
             calls = [
-                (path, call) for path, caller, call, line in self._call_sites.of(init.name, module)
+                (path, call) for path, caller, call, line in self.call_sites.of(init.name, module)
                 if self._calls_function(call[1], init, replace(self._entry_frame(caller.name), before=line + 1))
             ]
         except OutOfBudget:
@@ -166,7 +166,7 @@ class ModuleSemantics:
             if summary is None or module is None:
                 continue
             try:
-                for _, caller, call, line in self._call_sites.of(function, module):
+                for _, caller, call, line in self.call_sites.of(function, module):
                     frame = replace(self._entry_frame(caller.name), before=line + 1)
                     for value in self._argument_at(summary, parameter, call, frame):
                         if isinstance(value, Instance) and self.index.class_named(value.cls) is not None:
@@ -178,11 +178,11 @@ class ModuleSemantics:
         sites = [
             (call, line, caller, call[1][1])
             for function in self.index.batchnorm_freezers_applied if (module := self._module_of(function)) is not None
-            for _, caller, call, line in self._call_sites.applications(function, module)
+            for _, caller, call, line in self.call_sites.applications(function, module)
         ] + [
             (call, line, caller, call[2][0])
             for converter in sorted(BATCHNORM_FREEZING_CONVERTERS)
-            for _, caller, call, line in self._call_sites.library_calls(converter)
+            for _, caller, call, line in self.call_sites.library_calls(converter)
             if call[2] and call[2][0][0] != "star"
         ]
         for call, line, caller, frozen in sites:

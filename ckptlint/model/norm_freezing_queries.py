@@ -2,7 +2,7 @@
 (`ckptlint.model.norm_freezing`): classes whose `train()` keeps every BatchNorm below them in
 eval mode, functions that put the BatchNorms below their parameter in eval mode or replace
 them by frozen copies, and functions for `Module.apply` that put a BatchNorm in eval mode. A
-mixin of `ckptlint.model.index.ProjectIndex`, which provides `_files_of_kind`."""
+mixin of `ckptlint.model.project_facts.ProjectFacts`, which provides `_files_of_kind`."""
 
 from __future__ import annotations
 

@@ -6,12 +6,9 @@ facts of every file of those kinds (hundreds in transformers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from ckptlint.model.index import ProjectIndex
+from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -35,23 +32,28 @@ class TableCodec(Generic[T]):
 
 
 def stored_table(
-    index: ProjectIndex, name: str, paths: Iterable[str], compute: Callable[[], T], codec: TableCodec[T]
+    store: TableStore | None,
+    exported: Mapping[str, str] | None,
+    name: str,
+    paths: Iterable[str],
+    compute: Callable[[], T],
+    codec: TableCodec[T],
 ) -> T:
     """A project-wide table that `compute` builds from the files `paths` only: taken from
-    the store when those files' exported parts are what it was built from, else built and
-    stored."""
+    `store` when those files' exported parts (`exported`: each file's exported digest, as
+    the index has them) are what it was built from, else built and stored."""
     paths = sorted(set(paths))
-    if index.table_store is None or index.exported is None or any(path not in index.exported for path in paths):
+    if store is None or exported is None or any(path not in exported for path in paths):
         return compute()
     from ckptlint.model.fingerprints import fingerprint_of
 
-    key = fingerprint_of((path, index.exported[path]) for path in paths)
-    stored = index.table_store.load(name, key)
+    key = fingerprint_of((path, exported[path]) for path in paths)
+    stored = store.load(name, key)
     if stored is not None:
         try:
             return codec.decode(stored)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             pass  # written by other code, or damaged: computed again
     table = compute()
-    index.table_store.store(name, key, codec.encode(table))
+    store.store(name, key, codec.encode(table))
     return table
