@@ -1,13 +1,41 @@
-"""Small readings of call and target syntax that the extraction uses: what a `for` iterates
-over, the names a target binds, literal flags and lists, the FSDP and Hugging Face
-checkpointing keywords of a call."""
+"""Small readings of call and target syntax that the extraction uses: a name or attribute
+chain as written, a call's keyword, the definitions of a body, what a `for` iterates over,
+the names a target binds, literal flags and lists, the FSDP and Hugging Face checkpointing
+keywords of a call."""
 
 from __future__ import annotations
 
 import ast
 
-from ckptlint.model.ast_walk import walk
-from ckptlint.model.method_behaviour import dotted, keyword_argument
+from collections.abc import Iterator, Sequence
+
+from ckptlint.model.ast_walk import statements, walk
+
+
+def dotted(expr: ast.AST | None) -> str | None:
+    """`model`, `self.model.config`: a name or attribute chain as written, else None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    return ".".join([expr.id, *reversed(parts)])
+
+
+def definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """The functions and classes a body defines, in its nested blocks too (a definition
+    under `if` / `try` is still one), not those inside other definitions."""
+    for statement in statements(body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield statement
+
+
+def keyword_argument(call: ast.Call, name: str) -> ast.AST | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
 
 
 def default_checkpointing_kwargs(call: ast.Call) -> bool:

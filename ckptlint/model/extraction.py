@@ -18,7 +18,8 @@ from dataclasses import replace
 
 from ckptlint.model.ast_walk import walk, walk_own_code
 from ckptlint.model.call_syntax import (
-    bound_names, default_checkpointing_kwargs, is_none, is_truthy_literal, iterated_root, listed_strings, turns_fsdp_on,
+    bound_names, default_checkpointing_kwargs, definitions, dotted, is_none, is_truthy_literal, iterated_root,
+    keyword_argument, listed_strings, turns_fsdp_on,
 )
 from ckptlint.model.code import summarize
 from ckptlint.model.forwarding import forwarding_facts
@@ -27,9 +28,7 @@ from ckptlint.model.hf_events import (
     passed_result, prepared_in_order, super_callee,
 )
 from ckptlint.model.options import argparse_options, dataclass_options, environment_options
-from ckptlint.model.method_behaviour import (
-    checked_attributes, definitions, dotted, keyword_argument, methods_of, random_call,
-)
+from ckptlint.model.method_behaviour import checked_attributes, methods_of, random_call
 from ckptlint.model.norm_freezing import batchnorm_frozen_under, converted_parameter, frozen_parameter, frozen_when_applied
 from ckptlint.model.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.wrapper_facts import WrapperFacts

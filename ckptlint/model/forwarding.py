@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from ckptlint.model.ast_walk import own_nodes, statements, walk
 from ckptlint.model.facts import ForwardingFact, ForwardingKind
 from ckptlint.model.library import CHECKPOINT_WRAPPER, LIBRARY_PREFIXES
-from ckptlint.model.method_behaviour import definitions
+from ckptlint.model.call_syntax import definitions
 
 TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 

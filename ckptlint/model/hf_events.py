@@ -40,7 +40,7 @@ from ckptlint.model.library import (
     is_peft_config,
     trains_input_embeddings,
 )
-from ckptlint.model.method_behaviour import dotted, keyword_argument
+from ckptlint.model.call_syntax import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).
 HF_WORDS = ("from_pretrained", "from_config", "use_cache", "backward", "training_step", "Trainer",

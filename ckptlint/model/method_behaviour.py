@@ -12,6 +12,7 @@ import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ckptlint.model.ast_walk import statements, walk
+from ckptlint.model.call_syntax import definitions, dotted, keyword_argument
 from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.training_guards import (  # noqa: F401  (self_attribute: used by other modules)
     attached_from_outside, flags_never_set, in_training, self_attribute,
@@ -201,32 +202,6 @@ def first_argument(call: ast.Call) -> ast.AST | None:
 
 def is_false(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
-
-
-def dotted(expr: ast.AST | None) -> str | None:
-    """`model`, `self.model.config`: a name or attribute chain as written, else None."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    return ".".join([expr.id, *reversed(parts)])
-
-
-def definitions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    """The functions and classes a body defines, in its nested blocks too (a definition
-    under `if` / `try` is still one), not those inside other definitions."""
-    for statement in statements(body):
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield statement
-
-
-def keyword_argument(call: ast.Call, name: str) -> ast.AST | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
 
 
 def checked_attributes(tree: ast.AST) -> frozenset[str]:

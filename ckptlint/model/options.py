@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from ckptlint.model.facts import FileFacts, OptionDefault
 from ckptlint.model.launch_scripts import accelerate_fsdp_version, launch_script_facts
 from ckptlint.model.file_kinds import SHELL_SUFFIXES
-from ckptlint.model.method_behaviour import dotted, keyword_argument
+from ckptlint.model.call_syntax import dotted, keyword_argument
 
 
 def dataclass_options(node: ast.ClassDef) -> Iterator[OptionDefault]:

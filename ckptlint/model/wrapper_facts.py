@@ -11,7 +11,7 @@ import ast
 from ckptlint.model.ast_walk import walk
 from ckptlint.model.facts import Impl
 from ckptlint.model.library import CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER
-from ckptlint.model.method_behaviour import keyword_argument
+from ckptlint.model.call_syntax import keyword_argument
 
 
 class WrapperFacts:

@@ -13,7 +13,7 @@ from ckptlint.model.branching import Conditions
 from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
 # The extraction's readings of a call's keyword and of a name or attribute chain, under the
 # names the interpreter's modules use.
-from ckptlint.model.method_behaviour import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
+from ckptlint.model.call_syntax import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
 
 FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
