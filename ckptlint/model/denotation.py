@@ -35,7 +35,7 @@ from ckptlint.model.conditions import ConditionSemantics
 from ckptlint.model.containers import ContainerSemantics
 from ckptlint.model.invocation import CallSemantics
 from ckptlint.model.modules import ModuleSemantics
-from ckptlint.model.registries import RegistrySemantics
+from ckptlint.model.registry_semantics import RegistrySemantics
 from ckptlint.model.summary import ADD, ADD_ELEMENTS, ELEMENTS, ITEM, MODULE_LEVEL, Binding, Expr, FunctionSummary
 from ckptlint.model.values import (
     ANY_KEY,

@@ -16,7 +16,9 @@ Two kinds are followed, as real projects write them:
 
 A key known where the registry is read (a constant, or a config dict literal passed down)
 selects the class registered under it; an unknown key selects nothing (the configuration
-decides, and the rules stay silent)."""
+decides, and the rules stay silent). Here: the registrars and registrations a file's tree
+holds (its facts), and the table the index builds from every file's; what reading a registry
+denotes is the evaluator's (`ckptlint.model.registry_semantics`)."""
 
 from __future__ import annotations
 
@@ -24,9 +26,6 @@ import ast
 from collections.abc import Callable
 
 from ckptlint.model.ast_walk import walk
-from ckptlint.model.openmmlab import is_norm_registry, registered_norm_class
-from ckptlint.model.summary import Expr
-from ckptlint.model.values import NOTHING, ClassRef, Constant, Frame, Mapping
 
 # Methods of a registry object that register the class they decorate.
 REGISTERING_METHODS = frozenset({"register_module", "register"})
@@ -91,41 +90,3 @@ def registered_classes(registrars_by_function: dict[str, str], registrations_see
             registry = owner
         table.setdefault(registry, {}).setdefault(key or cls.rsplit(".", 1)[-1], []).append(cls)
     return {registry: {key: tuple(sorted(set(classes))) for key, classes in keys.items()} for registry, keys in table.items()}
-
-
-class RegistrySemantics:
-    """A mixin of `ckptlint.model.denotation.Denotation`: what reading a registry denotes."""
-
-    def _registry(self, expr: Expr, frame: Frame) -> str | None:
-        """The registry a global name stands for, when the project registers classes in it."""
-        if expr[0] not in ("name", "attr"):
-            return None
-        name = self._global_dotted(expr, frame)
-        if name is None:
-            return None
-        if name in self.index.registries or (is_norm_registry(name) and self._module_of(name) is None):
-            return name  # the project's, or a library's that knows mmcv's norm type names
-        return None
-
-    def _registered(self, registry: str, keys: frozenset) -> set:
-        """The classes registered under `keys` (by the project, or mmcv's norm type names);
-        none when a key is not a known string."""
-        if not keys or not all(isinstance(k, Constant) and isinstance(k.value, str) for k in keys):
-            return set()
-        table = self.index.registries.get(registry, {})
-        found = {ClassRef(cls) for key in keys for cls in table.get(key.value, ())}
-        library = {registered_norm_class(registry, key.value) for key in keys} - {None}
-        return found | {ClassRef(cls) for cls in library}
-
-    def _from_registry(self, registry: str, method: str, first: frozenset, named: dict) -> set:
-        if method == "get":
-            return self._registered(registry, first)
-        found: set = set()
-        for config in first:  # `build(cfg)`: the class named by `type`, built with the rest
-            if not isinstance(config, Mapping):
-                continue
-            entries = dict(config.entries)
-            for cls in self._registered(registry, entries.get("type", NOTHING)):
-                arguments = {k: v for k, v in entries.items() if isinstance(k, str) and k != "type"}
-                found.add(self._construct(cls, [], arguments, False))
-        return found
