@@ -31,6 +31,31 @@ ROOT = Path(__file__).resolve().parent.parent
 # checks ask.
 MODEL = "ckptlint.model"
 NOT_FOR_THE_MODEL = ("ckptlint.analysis", "ckptlint.recipes", "ckptlint.rules")
+# Outside itself the model imports only these leaves of ckptlint.
+MODEL_MAY_IMPORT = ("ckptlint.versions", "ckptlint.types", "ckptlint.lazy_libcst")
+
+# The model's layers, leaf first: a module imports from its own layer or one below it, never
+# from one above (docs/architecture.md says what each holds). Every module of the model is
+# in exactly one; a new module is placed here.
+MODEL_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
+    (layer, frozenset(f"{MODEL}.{name}" for name in names.split()))
+    for layer, names in (
+        # reading source text: CPython's `ast`, recipe documents, shell scripts, file kinds
+        ("syntax", "ast_walk call_syntax name_scopes names annotations file_kinds recipe_documents shell_scripts launch_commands"),
+        # the summary form: expressions and function summaries, abstract values, branch conditions
+        ("form", "summary values branching"),
+        # what third-party code does, as data with its evidence (written in the form's terms)
+        ("library", "library openmmlab timm_layers timm_families torchvision_models open_clip_models third_party_signatures hf_checkpointing fsdp_settings"),
+        # one file's text to its facts: the fact families, their extraction and fingerprints
+        ("facts", "facts ast_expressions dict_stores code training_guards method_behaviour wrapper_facts forwarding hf_events norm_freezing registries options launch_scripts fingerprints extraction"),
+        # every file's facts, the call graph, the reach of FSDP uses, the project-wide queries
+        ("project", "project_facts norm_freezing_queries call_sites scripts stored_tables checkpoint_aliases alias_queries forwarding_queries fsdp_queries"),
+        # the evaluator and what it answers across files
+        ("evaluation", "conditions containers invocation modules registry_semantics callers denotation call_targets fates"),
+        # what the rules ask: the index, and the questions built on it
+        ("questions", "index recompute_reads script_models script_models.calls script_models.definitions script_models.interpreter script_models.names script_models.objects script_models.scopes script_models.steps script_models.syntax"),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -193,6 +218,31 @@ def forbidden_model_imports(found: Iterable[Import], root: Path) -> list[str]:
     ]
 
 
+def layer_violations(found: Iterable[Import], modules: Iterable[str], root: Path) -> list[str]:
+    """Model modules in no layer (or two), imports from a higher layer, and imports of
+    ckptlint outside the model but its leaves."""
+    layer_of: dict[str, int] = {}
+    problems = []
+    for rank, (layer, members) in enumerate(MODEL_LAYERS):
+        for member in members:
+            if member in layer_of:
+                problems.append(f"{member} is in two layers")
+            layer_of[member] = rank
+    model = sorted(m for m in modules if m.startswith(MODEL + "."))
+    problems += [f"{module} is in no layer of MODEL_LAYERS" for module in model if module not in layer_of]
+    problems += [f"MODEL_LAYERS names {member}, which is no module" for member in sorted(set(layer_of) - set(model))]
+    for imported in found:
+        if imported.importer not in layer_of or imported.module is None:
+            continue
+        where = f"{imported.path.relative_to(root)}:{imported.line}: {imported.importer}"
+        if imported.module in layer_of and layer_of[imported.module] > layer_of[imported.importer]:
+            above, below = MODEL_LAYERS[layer_of[imported.module]][0], MODEL_LAYERS[layer_of[imported.importer]][0]
+            problems.append(f"{where} ({below}) imports {imported.module} ({above})")
+        elif not imported.module.startswith(MODEL + ".") and imported.module != MODEL and imported.module not in MODEL_MAY_IMPORT:
+            problems.append(f"{where} imports {imported.module}, outside the model")
+    return problems
+
+
 # The checks on this tree.
 
 
@@ -200,6 +250,12 @@ def test_the_model_imports_nothing_of_the_rule_side():
     bad = forbidden_model_imports(imports(ROOT), ROOT)
     if bad:
         pytest.fail(f"{len(bad)} model imports of {', '.join(NOT_FOR_THE_MODEL)}:\n" + "\n".join(bad), pytrace=False)
+
+
+def test_the_model_imports_down_its_layers():
+    problems = layer_violations(imports(ROOT), project_modules(ROOT), ROOT)
+    if problems:
+        pytest.fail(f"{len(problems)} layering problems in the model:\n" + "\n".join(problems), pytrace=False)
 
 
 def test_no_import_cycle():
@@ -256,3 +312,15 @@ def test_the_checks_find_cycles_through_type_checking_and_function_imports(tmp_p
         ["ckptlint.rules.r", "ckptlint.x"],
     ]
     assert found[1].describe(root).startswith("ckptlint.rules.r -> ckptlint.x -> ckptlint.rules.r\n    (rules/r.py:1")
+
+
+def test_the_layer_check_finds_an_import_upwards_and_a_module_in_no_layer():
+    modules = project_modules(ROOT)
+    upwards = Import(f"{MODEL}.ast_walk", ROOT / "ckptlint/model/ast_walk.py", 1, f"{MODEL}.index", f"{MODEL}.index")
+    outside = Import(f"{MODEL}.summary", ROOT / "ckptlint/model/summary.py", 2, "ckptlint.config", "ckptlint.config")
+    problems = layer_violations([*imports(ROOT), upwards, outside], [*modules, f"{MODEL}.unplaced"], ROOT)
+    assert problems == [
+        f"{MODEL}.unplaced is in no layer of MODEL_LAYERS",
+        f"ckptlint/model/ast_walk.py:1: {MODEL}.ast_walk (syntax) imports {MODEL}.index (questions)",
+        f"ckptlint/model/summary.py:2: {MODEL}.summary imports ckptlint.config, outside the model",
+    ]
