@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
@@ -32,6 +32,9 @@ class ParsedModule:
     module: cst.Module
     statement_lines: StatementLines | None = None
     tree: ast.Module | None = None
+    # What the rules' analyses compute once from this parse and share, across the rule runs
+    # over it (the gated rules' run after the others'): `FileContext.once`.
+    analyses: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def parse_module(

@@ -279,7 +279,7 @@ def run_rules(
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = FileContext(
         path, display, text, module, settings.target_versions, settings, wrapper, project, relative_path,
-        statement_lines=parsed.statement_lines, parsed_ast=parsed.tree,
+        statement_lines=parsed.statement_lines, parsed_ast=parsed.tree, analyses=parsed.analyses,
     )
     analyzer = FileAnalyzer()
     context.known_holders = analyzer.statement_of

@@ -5,7 +5,6 @@ that pair two steps on one model (CKPT003, CKPT005)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ckptlint.lazy_libcst import cst
 
@@ -19,7 +18,6 @@ _COMPARISONS = {
 }
 
 
-@lru_cache(maxsize=4096)  # the interpreter asks again for each run of a function (nodes hash by identity)
 def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
     """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):

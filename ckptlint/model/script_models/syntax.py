@@ -7,7 +7,6 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ckptlint.model.branching import Conditions
 from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
@@ -27,7 +26,6 @@ class Argument:
     star: str = ""
 
 
-@lru_cache(maxsize=8192)  # asked again for each run of a function (nodes hash by identity)
 def arguments_of(call: ast.Call) -> tuple[Argument, ...]:
     """The call's arguments in source order (`ast` keeps positional and keyword ones apart)."""
     found = [
