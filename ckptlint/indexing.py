@@ -363,13 +363,13 @@ def build_index(
 
 @functools.lru_cache(maxsize=1)
 def facts_format() -> str:
-    """A digest of the model's modules (and the recipe readers), among them those that define and extract the facts
-    (read, not imported: a warm run needs no extraction). Every module counts, so a module
-    the extraction starts to use can never be left out of it."""
+    """A digest of the model's modules (its subpackages', the readers of configuration files
+    and launch scripts among them) and the recipe checks', among them those that define and
+    extract the facts (read, not imported: a warm run needs no extraction). Every module
+    counts, so a module the extraction starts to use can never be left out of it."""
     package = Path(__file__).parent
     digest = hashlib.blake2b(digest_size=8)
-    # The recipe readers too: configuration files and launch scripts are read with them.
-    for module in sorted((*package.joinpath("model").glob("*.py"), *package.joinpath("recipes").glob("*.py"))):
+    for module in sorted((*package.joinpath("model").rglob("*.py"), *package.joinpath("recipes").glob("*.py"))):
         digest.update(module.read_bytes())
     return digest.hexdigest()
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
-from ckptlint.model.library import Reentrancy
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.reentrancy import in_old_torch_branch, reports_implicit_reentrant
 from ckptlint.model.facts import ForwardingKind
 from ckptlint.model.names import module_name

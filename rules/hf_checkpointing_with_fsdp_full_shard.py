@@ -9,8 +9,8 @@ from ckptlint.analysis.hf_fixes import set_dict_key
 from ckptlint.analysis.huggingface import has_star_kwargs, keyword_value
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
-from ckptlint.model.hf_checkpointing import GC_KWARGS, HfCheckpointingKwargs
-from ckptlint.model.library import Reentrancy
+from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.model.values import Constant, Sequence
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability

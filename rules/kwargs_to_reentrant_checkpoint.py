@@ -24,8 +24,8 @@ from ckptlint.analysis.forwarding_helpers import (
 from ckptlint.analysis.hf_checkpointing_func import calls_hf_checkpointing_func, reentrant_hf_calls
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.model.open_clip_models import instance_versions
-from ckptlint.model.third_party_signatures import forward_signatures
+from ckptlint.model.library.open_clip import instance_versions
+from ckptlint.model.library.third_party_signatures import forward_signatures
 from ckptlint.model.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability

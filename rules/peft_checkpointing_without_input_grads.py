@@ -21,8 +21,9 @@ from ckptlint.analysis.script_models import (
     source_of,
 )
 from ckptlint.model.fates import Site
-from ckptlint.model.hf_checkpointing import HfCheckpointingKwargs, KwargsShape
-from ckptlint.model.library import PRE_QUANTIZED_CHECKPOINT, REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.library.transformers import HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.library.peft import PRE_QUANTIZED_CHECKPOINT
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies

@@ -22,15 +22,10 @@ from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_imp
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.facts import Impl
-from ckptlint.model.hf_checkpointing import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, KwargsShape
-from ckptlint.model.library import (
-    REENTRANT_DEFAULT_VERSIONS,
-    TRL_CONFIGS,
-    TRL_NON_REENTRANT_CONFIGS,
-    TRL_NON_REENTRANT_DEFAULT,
-    TRL_NON_REENTRANT_TRAINERS,
-    TRL_TRAINERS,
-    is_trl_name,
+from ckptlint.model.library.transformers import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.library.trl import (
+    TRL_CONFIGS, TRL_NON_REENTRANT_CONFIGS, TRL_NON_REENTRANT_DEFAULT, TRL_NON_REENTRANT_TRAINERS, TRL_TRAINERS, is_trl_name,
 )
 from ckptlint.model.names import is_test_function, is_test_path
 from ckptlint.rule import Invalid, Replacement, Valid

@@ -1,6 +1,6 @@
 """mmcv / mmengine in the project model: norm layers built from `norm_cfg` dicts, the names
 `build_norm_layer` registers them under, `norm_eval` backbones, and `with_cp` blocks that
-checkpoint inside another block's region (`ckptlint/model/openmmlab.py`,
+checkpoint inside another block's region (`ckptlint/model/library/openmmlab.py`,
 `ckptlint/model/norm_freezing.py`)."""
 
 from __future__ import annotations

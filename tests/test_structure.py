@@ -45,7 +45,7 @@ MODEL_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
         # the summary form: expressions and function summaries, abstract values, branch conditions
         ("form", "summary values branching"),
         # what third-party code does, as data with its evidence (written in the form's terms)
-        ("library", "library openmmlab timm_layers timm_families torchvision_models open_clip_models third_party_signatures hf_checkpointing fsdp_settings"),
+        ("library", "library library.torch library.python library.transformers library.peft library.trl library.accelerate library.deepspeed library.timm library.torchvision library.openmmlab library.open_clip library.lightning library.combined library.third_party_signatures library.fsdp_settings"),
         # one file's text to its facts: the fact families, their extraction and fingerprints
         ("facts", "facts ast_expressions dict_stores code training_guards method_behaviour wrapper_facts forwarding hf_events norm_freezing registries options launch_scripts fingerprints extraction"),
         # every file's facts, the call graph, the reach of FSDP uses, the project-wide queries

@@ -10,7 +10,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.model.summary import FunctionSummary, Parameter
-from ckptlint.model.third_party_signatures import LibrarySignature
+from ckptlint.model.library.third_party_signatures import LibrarySignature
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CHECKPOINT_OWN_KEYWORDS, CheckpointApi, CheckpointSite, SiteKind
-from ckptlint.model.library import Reentrancy
+from ckptlint.model.library.torch import Reentrancy
 
 
 @dataclass(frozen=True)

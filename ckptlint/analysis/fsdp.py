@@ -15,11 +15,8 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import (
-    APPLY_ACTIVATION_CHECKPOINTING,
-    CHECKPOINT_IMPL_NO_REENTRANT,
-    CHECKPOINT_IMPL_REENTRANT,
-    CHECKPOINT_WRAPPER,
+from ckptlint.model.library.torch import (
+    APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER,
 )
 from ckptlint.model.names import absolute_import, canonical_name, module_name
 from ckptlint.model.values import Instance, ordering_key

@@ -1,6 +1,6 @@
 """Hugging Face gradient checkpointing in the libcst tree the rules read: a
 `gradient_checkpointing_enable(...)` call and its kwargs, the LoRA dropout an adapter config
-adds. What the kwargs make transformers run is `ckptlint.model.hf_checkpointing`'s."""
+adds. What the kwargs make transformers run is `ckptlint.model.library.transformers`'."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import literal_truth
 from ckptlint.model.branching import Conditions
-from ckptlint.model.hf_checkpointing import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, KwargsShape
-from ckptlint.model.library import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS
+from ckptlint.model.library.transformers import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.library.peft import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS
 
 
 def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:

@@ -28,13 +28,8 @@ from ckptlint.analysis.region_paths import Region, wrapped_class_region
 from ckptlint.analysis.site_scopes import SiteScopes, class_refs
 from ckptlint.model.values import Arguments, ClassRef, Instance
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import (
-    APPLY_ACTIVATION_CHECKPOINTING,
-    BACKWARD_METHODS,
-    CHECKPOINT_WRAPPER,
-    COMPOSABLE_CHECKPOINT,
-    LIBRARY_CHECKPOINTING_HELPERS,
-)
+from ckptlint.model.library.combined import BACKWARD_METHODS, LIBRARY_CHECKPOINTING_HELPERS
+from ckptlint.model.library.torch import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT
 
 
 def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, text: str) -> bool:

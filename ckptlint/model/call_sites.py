@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ckptlint.model.library import LIGHTNING_FABRIC_SETUP_METHODS, LIGHTNING_MODEL_PARALLEL, LIGHTNING_PARALLELIZE_KEYWORD
+from ckptlint.model.library.lightning import (
+    LIGHTNING_FABRIC_SETUP_METHODS, LIGHTNING_MODEL_PARALLEL, LIGHTNING_PARALLELIZE_KEYWORD,
+)
 from ckptlint.model.summary import Expr, FunctionSummary, dotted_absolute
 
 if TYPE_CHECKING:

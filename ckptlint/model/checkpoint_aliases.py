@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ckptlint.model.facts import FileFacts
-from ckptlint.model.library import TORCH_CHECKPOINT_FUNCTIONS
+from ckptlint.model.library.torch import TORCH_CHECKPOINT_FUNCTIONS
 from ckptlint.model.summary import MODULE_LEVEL, dotted_absolute
 
 

@@ -16,7 +16,8 @@ from ckptlint.model.annotations import annotated_classes
 from ckptlint.model.ast_walk import CHILDREN, child_nodes, walk
 from ckptlint.model.ast_expressions import condition, expression, pattern
 from ckptlint.model.dict_stores import dict_stores, keyed_value
-from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES, REGISTERING_METHODS
+from ckptlint.model.library.combined import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES
+from ckptlint.model.library.torch import REGISTERING_METHODS
 from ckptlint.model.summary import (
     ADD,
     ADD_ELEMENTS,

@@ -2,7 +2,7 @@
 `list` / `dict` / `zip` / `enumerate` / `chain` / `getattr`, `functools.partial`, indexing
 and literal slices, comprehensions, torch's `Sequential` / `ModuleList` / `ModuleDict`
 members, `timm.create_model` (a library model named by its architecture) and mmcv's
-`build_norm_layer` (`ckptlint.model.openmmlab`). A mixin of
+`build_norm_layer` (`ckptlint.model.library.openmmlab`). A mixin of
 `ckptlint.model.denotation.Denotation`: it evaluates through the evaluator's `_eval`.
 """
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ckptlint.model import open_clip_models
-from ckptlint.model.library import STATE_UPDATING_WRAPPERS, is_container_class
-from ckptlint.model.timm_families import TIMM_CREATE_MODEL
-from ckptlint.model.timm_layers import is_norm_act_factory, norm_act_layers
-from ckptlint.model.torchvision_models import torchvision_model
-from ckptlint.model.openmmlab import is_mmcv, norm_layer_name, norm_layers
+from ckptlint.model.library import open_clip
+from ckptlint.model.library.combined import is_container_class
+from ckptlint.model.library.torch import STATE_UPDATING_WRAPPERS
+from ckptlint.model.library.timm import TIMM_CREATE_MODEL
+from ckptlint.model.library.timm import is_norm_act_factory, norm_act_layers
+from ckptlint.model.library.torchvision import torchvision_model
+from ckptlint.model.library.openmmlab import is_mmcv, norm_layer_name, norm_layers
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import (
     ANY_KEY,
@@ -71,7 +72,7 @@ class ContainerSemantics:
             name = norm_layer_name(positional[0], named.get("postfix", postfix if postfix is not None else {Constant("")}))
             return {Sequence((name, layers), layers)} if layers else set()
         if is_norm_act_factory(name):
-            # timm's `get_norm_act_layer(norm_layer, act_layer)`: `timm_layers.py`
+            # timm's `get_norm_act_layer(norm_layer, act_layer)`: `library/timm.py`
             first = known[0] if known else NOTHING
             return norm_act_layers(name, first | named.get("norm_layer", NOTHING))
         if name in STATE_UPDATING_WRAPPERS and known:
@@ -79,11 +80,11 @@ class ContainerSemantics:
             return {Instance(name, arguments_of([("module", known[0])]))}
         if name in _COPIES and known:
             return set(known[0])  # `copy.deepcopy(norm_cfg)`
-        if name in open_clip_models.CREATE_MODEL:
-            return set(open_clip_models.created_models())  # its attributes: `open_clip_models.py`
-        if name in open_clip_models.CREATE_MODEL_AND_TRANSFORMS:
-            models = open_clip_models.created_models()
-            items = (models, *(NOTHING,) * (open_clip_models.MODEL_AND_TRANSFORMS_ITEMS - 1))
+        if name in open_clip.CREATE_MODEL:
+            return set(open_clip.created_models())  # its attributes: `open_clip.py`
+        if name in open_clip.CREATE_MODEL_AND_TRANSFORMS:
+            models = open_clip.created_models()
+            items = (models, *(NOTHING,) * (open_clip.MODEL_AND_TRANSFORMS_ITEMS - 1))
             return {Sequence(items, models)}  # `model, _, preprocess = ...`
         if torchvision_model(name) is not None:
             return {Instance(name)}  # `torchvision.models.resnet50(weights=...)`: its children are library facts

@@ -45,22 +45,13 @@ from ckptlint.model.facts import (
     OptionDefault,
     WrappedClass,
 )
-from ckptlint.model.library import (
-    ACCELERATE_FSDP_PLUGIN,
-    APPLY_ACTIVATION_CHECKPOINTING,
-    CHECKPOINT_WRAPPER,
-    COMPOSABLE_CHECKPOINT,
-    FSDP1,
-    FSDP2,
-    LIBRARY_CHECKPOINTING_HELPERS,
-    LIBRARY_PREFIXES,
-    LIGHTNING_ENTRY_POINTS,
-    LIGHTNING_FSDP_STRATEGY,
-    LIGHTNING_PACKAGES,
-    SAME_MODEL_FUNCTIONS,
-    SAME_MODEL_METHODS,
-    TORCH_CHECKPOINT_FUNCTIONS,
-    TRAINING_ARGUMENTS_CLASSES,
+from ckptlint.model.library.accelerate import ACCELERATE_FSDP_PLUGIN
+from ckptlint.model.library.combined import (
+    LIBRARY_CHECKPOINTING_HELPERS, LIBRARY_PREFIXES, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS, TRAINING_ARGUMENTS_CLASSES,
+)
+from ckptlint.model.library.lightning import LIGHTNING_ENTRY_POINTS, LIGHTNING_FSDP_STRATEGY, LIGHTNING_PACKAGES
+from ckptlint.model.library.torch import (
+    APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, FSDP1, FSDP2, TORCH_CHECKPOINT_FUNCTIONS,
 )
 from ckptlint.model.names import absolute_import, canonical_name, module_name
 from ckptlint.model.registries import registrars, registrations

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ckptlint.model.facts import HF_KINDS, EventKind, FileFacts, FunctionFacts
-from ckptlint.model.library import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES
+from ckptlint.model.library.combined import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES
 from ckptlint.model.summary import UNKNOWN, FunctionSummary, dotted_absolute
 
 

@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterator
 
 from ckptlint.model.ast_walk import own_nodes, statements, walk
 from ckptlint.model.facts import ForwardingFact, ForwardingKind
-from ckptlint.model.library import CHECKPOINT_WRAPPER, LIBRARY_PREFIXES
+from ckptlint.model.library.combined import LIBRARY_PREFIXES
+from ckptlint.model.library.torch import CHECKPOINT_WRAPPER
 from ckptlint.model.call_syntax import definitions
 
 TORCH_CHECKPOINT = "torch.utils.checkpoint.checkpoint"

@@ -29,17 +29,11 @@ from collections.abc import Callable
 
 from ckptlint.model.ast_walk import child_nodes, own_nodes, statements
 from ckptlint.model.facts import Event, EventKind
-from ckptlint.model.library import (
-    EMBEDDING_PARTS,
-    GET_PEFT_MODEL,
-    LIBRARY_PREFIXES,
-    PEFT_TRAINABLE_MODULES,
-    PREPARE_FOR_KBIT,
-    SAME_MODEL_METHODS,
-    is_model_class_name,
-    is_peft_config,
-    trains_input_embeddings,
+from ckptlint.model.library.combined import LIBRARY_PREFIXES, SAME_MODEL_METHODS
+from ckptlint.model.library.peft import (
+    GET_PEFT_MODEL, PEFT_TRAINABLE_MODULES, PREPARE_FOR_KBIT, is_peft_config, trains_input_embeddings,
 )
+from ckptlint.model.library.transformers import EMBEDDING_PARTS, is_model_class_name
 from ckptlint.model.call_syntax import dotted, keyword_argument
 
 # Words without which a function's text holds none of these events (checked per file).

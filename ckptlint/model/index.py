@@ -16,7 +16,9 @@ from ckptlint.model.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, 
 from ckptlint.model.facts import EventKind, FileFacts, ForwardingKind, Impl, ParameterEffect, text_digest
 from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.fsdp_queries import FSDP_KIND, LAUNCH_KIND, FsdpQueries
-from ckptlint.model.library import CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER, TORCH_CHECKPOINT_FUNCTIONS
+from ckptlint.model.library.torch import (
+    CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER, TORCH_CHECKPOINT_FUNCTIONS,
+)
 from ckptlint.model.norm_freezing_queries import NORM_FREEZING_KIND, freezes_batchnorm
 from ckptlint.model.project_facts import (
     CHECKPOINTING_KIND,

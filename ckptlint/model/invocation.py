@@ -7,9 +7,10 @@ registered class, a project object's `__call__` runs. A mixin of `Denotation`, w
 
 from __future__ import annotations
 
-from ckptlint.model.library import ORDERED_DICTS, is_container_class
-from ckptlint.model.openmmlab import conv_module_config_keys, is_mmcv
-from ckptlint.model.timm_layers import is_norm_act_factory
+from ckptlint.model.library.combined import is_container_class
+from ckptlint.model.library.python import ORDERED_DICTS
+from ckptlint.model.library.openmmlab import conv_module_config_keys, is_mmcv
+from ckptlint.model.library.timm import is_norm_act_factory
 from ckptlint.model.summary import Expr, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,

@@ -98,7 +98,7 @@ def _quoted_script(text: str, span) -> str | None:
 def accelerate_fsdp_version(documents) -> int:
     """The FSDP version an accelerate config file turns on (`distributed_type: FSDP`), 0 when
     it is none (or shards otherwise)."""
-    from ckptlint.model.fsdp_settings import accelerate_fsdp, is_accelerate_config
+    from ckptlint.model.library.fsdp_settings import accelerate_fsdp, is_accelerate_config
 
     for document in documents:
         if is_accelerate_config(document.settings):

@@ -17,9 +17,10 @@ from ckptlint.model.facts import CheckpointCall, MethodFacts
 from ckptlint.model.training_guards import (  # noqa: F401  (self_attribute: used by other modules)
     attached_from_outside, flags_never_set, in_training, self_attribute,
 )
-from ckptlint.model.library import (
-    CONTAINER_MUTATORS, DROPOUT_FUNCTIONS, IDEMPOTENT_CONVERSIONS, IDEMPOTENT_IN_PLACE_METHODS, IN_PLACE_METHODS,
-    LIBRARY_PREFIXES, RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, TORCH_CHECKPOINT_FUNCTIONS,
+from ckptlint.model.library.combined import DROPOUT_FUNCTIONS, LIBRARY_PREFIXES
+from ckptlint.model.library.python import CONTAINER_MUTATORS
+from ckptlint.model.library.torch import (
+    IDEMPOTENT_CONVERSIONS, IDEMPOTENT_IN_PLACE_METHODS, IN_PLACE_METHODS, RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, TORCH_CHECKPOINT_FUNCTIONS,
 )
 
 

@@ -13,16 +13,13 @@ import itertools
 from collections import Counter
 from dataclasses import replace
 
-from ckptlint.model import open_clip_models
-from ckptlint.model.library import (
-    BATCHNORM_FREEZING_CONVERTERS,
-    CHILDREN_METHODS,
-    MODULE_METHODS_RETURNING_SELF,
-    STRING_METHODS,
-)
+from ckptlint.model.library import open_clip
+from ckptlint.model.library.combined import BATCHNORM_FREEZING_CONVERTERS
+from ckptlint.model.library.python import STRING_METHODS
+from ckptlint.model.library.torch import CHILDREN_METHODS, MODULE_METHODS_RETURNING_SELF
 from ckptlint.model.names import is_test_path
 from ckptlint.model.norm_freezing import UNKNOWN_FLAG
-from ckptlint.model.torchvision_models import torchvision_model
+from ckptlint.model.library.torchvision import torchvision_model
 from ckptlint.model.summary import ADD, ASSIGN, ELEMENTS, MODULE_LEVEL, Binding, FunctionSummary
 from ckptlint.model.values import (
     NOTHING,
@@ -246,7 +243,7 @@ class ModuleSemantics:
         if isinstance(value, Instance) and value.keys is not None and name is not None:
             return set(self._member_named(value, name))  # `self.transformer.h` of a ModuleDict
         if isinstance(value, Instance) and name is not None and self.index.class_named(value.cls) is None:
-            held = open_clip_models.attribute_values(value, name)  # `clip.transformer.resblocks`
+            held = open_clip.attribute_values(value, name)  # `clip.transformer.resblocks`
             if held is not None:
                 return held
         if isinstance(value, Instance) and name is not None and torchvision_model(value.cls) is not None:

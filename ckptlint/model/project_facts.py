@@ -26,7 +26,7 @@ from ckptlint.model.facts import (
     WrappedClass,
 )
 from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
-from ckptlint.model.library import TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.library.combined import TRAINING_ARGUMENTS_CLASSES
 from ckptlint.model.names import module_name
 from ckptlint.model.norm_freezing_queries import NormFreezingQueries
 from ckptlint.model.registries import registered_classes

@@ -4,7 +4,7 @@ index), or mmcv's norm layers by their type names. A mixin of the evaluator."""
 
 from __future__ import annotations
 
-from ckptlint.model.openmmlab import is_norm_registry, registered_norm_class
+from ckptlint.model.library.openmmlab import is_norm_registry, registered_norm_class
 from ckptlint.model.summary import Expr
 from ckptlint.model.values import NOTHING, ClassRef, Constant, Frame, Mapping
 

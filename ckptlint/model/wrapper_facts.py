@@ -10,7 +10,7 @@ import ast
 
 from ckptlint.model.ast_walk import walk
 from ckptlint.model.facts import Impl
-from ckptlint.model.library import CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER
+from ckptlint.model.library.torch import CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER
 from ckptlint.model.call_syntax import keyword_argument
 
 

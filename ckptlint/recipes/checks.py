@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ckptlint.model.recipe_documents import Setting
-from ckptlint.model.library import NESTING_SUPPORTED, REENTRANT_DEFAULT_VERSIONS, Reentrancy
+from ckptlint.model.library.torch import NESTING_SUPPORTED, Reentrancy
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.recipes.setups import Flavor, TrainingSetup
 from ckptlint.versions import Applies, TargetVersions
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckptlint.discovery import display_path
-from ckptlint.model.fsdp_settings import is_accelerate_config
+from ckptlint.model.library.fsdp_settings import is_accelerate_config
 from ckptlint.model.launch_commands import Launch, Option, hf_bool, option_value, read_launch
 from ckptlint.model.recipe_documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.model.shell_scripts import Word, parse_script

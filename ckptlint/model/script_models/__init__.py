@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ckptlint.model.library import MainInput, ModelClass, classify_model_class
+from ckptlint.model.library.transformers import MainInput, ModelClass, classify_model_class
 from ckptlint.model.script_models.names import QualifiedName, ScriptNames
 from ckptlint.model.script_models.steps import ModelHistory, ModelStep, ScriptModels, StepKind, TrainerKind
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ckptlint.model.hf_checkpointing import GC_ENABLE
+from ckptlint.model.library.transformers import GC_ENABLE
 from ckptlint.model.ast_walk import child_nodes
 from ckptlint.model.script_models.syntax import FUNCTION_DEFINITIONS, string_value
 

@@ -6,9 +6,9 @@ import ast
 from collections.abc import Sequence
 
 from ckptlint.model.branching import Conditions, contradicts
-from ckptlint.model.hf_checkpointing import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.model.ast_walk import child_nodes
-from ckptlint.model.library import classify_model_class
+from ckptlint.model.library.transformers import classify_model_class
 from ckptlint.model.names import TEST_SETUP_METHODS, is_test_class, is_test_function, module_name
 from ckptlint.model.script_models.calls import Calls
 from ckptlint.model.script_models.definitions import FileDefinitions, FunctionNode, close_over_callees

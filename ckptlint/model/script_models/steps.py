@@ -9,8 +9,8 @@ import enum
 from dataclasses import dataclass
 
 from ckptlint.model.branching import Branches, Conditions, exclusive
-from ckptlint.model.hf_checkpointing import HfCheckpointingKwargs
-from ckptlint.model.library import ModelClass
+from ckptlint.model.library.transformers import HfCheckpointingKwargs
+from ckptlint.model.library.transformers import ModelClass
 
 class TrainerKind(str, enum.Enum):
     TRANSFORMERS = "transformers"  # transformers' Trainer (and the project's subclasses)

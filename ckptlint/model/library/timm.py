@@ -1,24 +1,133 @@
-"""timm's architectures whose checkpointed blocks hold BatchNorm: data for
-`timm_checkpointed_batchnorm`, with what `timm.create_model` is called.
-
-Read in timm 1.0.29.dev0 (pytorch-image-models, commit aa4b5850), model by model: what
-`forward_features` runs through `checkpoint_seq` / `checkpoint` once
-`set_grad_checkpointing(True)` sets `self.grad_checkpointing`, built with the constructor
-defaults and each `@register_model` function's arguments. Each entry is (a regex over the
-architecture names `create_model` accepts, without the pretrained tag; the file; where the
-BatchNorm is and which call checkpoints it). Checked mechanically against every name
-registered in `timm/models/*.py` (1,302): no regex matches a name of another file, and the
-variants that swap the norm (`resnet50_gn`, `regnety_040_sgn`, `*_evos`, `resnetv2_*_bit`,
-`maxxvit*`, the `vit_*_r26/r50` hybrids) are left out. Not listed: families whose
-`set_grad_checkpointing(True)` raises (`cspnet`, `dla`, `vgg`, ... assert it is not
-supported), LayerNorm / GroupNorm families (ViT, ConvNeXt, Swin, ...), `volo` (BatchNorm
-only in the unchecked stem), `rdnet` (the flag is never read). A model built with
-`features_only=True` checkpoints its backbone's children whatever the family: not covered.
-"""
+"""timm's behaviour as data: its checkpointing helper, DropPath, its norm + activation
+layers, and its architectures whose checkpointed blocks hold BatchNorm."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from ckptlint.model.values import ClassRef, Constant, FunctionRef, Value
+from ckptlint.model.library.torch import CheckpointingHelper
+
+# DropPath (`timm/layers/drop.py`) draws one mask per sample in training; `drop_path` with a
+# probability (the second positional argument) draws none at 0.
+TIMM_RANDOM_MODULES = frozenset({"timm.layers.DropPath", "timm.models.layers.DropPath", "timm.layers.drop.DropPath"})
+TIMM_DROPOUT_FUNCTIONS = frozenset({"timm.layers.drop_path", "timm.layers.drop.drop_path"})
+
+# timm's `checkpoint_seq(functions, x, every=1, flatten=False, skip_last=False, ...)` runs the
+# members of `functions` (an `nn.Sequential`'s children, a list, `self.children()`) through
+# `torch.utils.checkpoint.checkpoint` in segments of `every`; `skip_last=True` runs the last
+# one plainly. Read in timm 0.6.13 (`timm/models/helpers.py:704`, not exported by
+# `timm.models`), 0.9.16 and 1.0.9 (`timm/models/_manipulate.py:186`, exported by
+# `timm.models`, and by `timm.models.helpers` through `from ._manipulate import *`), 1.0.15 and
+# 1.0.31 (`_manipulate.py:212`, `:214`). Up to 1.0.9 it passes only `preserve_rng_state`
+# (torch's reentrant default); 1.0.31 passes `use_reentrant=use_reentrant_ckpt()`, False unless
+# TIMM_REENTRANT_CKPT is set (`timm/layers/config.py`): either way, the same is recomputed.
+TIMM_CHECKPOINTING_HELPERS = {
+    name: CheckpointingHelper(0, leaves_out=("skip_last", 4))
+    for name in (
+        "timm.models.checkpoint_seq", "timm.models._manipulate.checkpoint_seq", "timm.models.helpers.checkpoint_seq",
+    )
+}
+
+
+# --- norm + activation layers --------------------------------------------------------------
+#
+# timm's norm + activation layers, as library facts: which class `get_norm_act_layer`
+# gives for a norm layer, and which of those keep running statistics.
+#
+# timm's blocks (`InvertedResidual`, `ConvNormAct`, `BottleneckBlock`...) take a plain
+# `norm_layer` (`nn.BatchNorm2d` by default) and build their norm with
+# `get_norm_act_layer(norm_layer, act_layer)(channels)`. The function picks the class by the
+# norm layer's name (`norm_layer.__name__.lower()` in `_NORM_TO_NORM_ACT_MAP`), by a string
+# (`"batchnorm"`), or keeps a norm + act class, a function or a partial's target as it is:
+# nothing the model could evaluate, so its answer is this table. Read in timm 1.0.29.dev0
+# (`timm/layers/create_norm_act.py:31-145`: `_NORM_ACT_MAP`, `_NORM_TO_NORM_ACT_MAP`,
+# `get_norm_act_layer`); timm 0.6 (`timm/models/layers/create_norm_act.py`) chose by name
+# prefix and maps the batch, group and layer norms to the same classes. `BatchNormAct2d` and
+# `SyncBatchNormAct` subclass `nn.BatchNorm2d` / `nn.SyncBatchNorm` and update the running
+# statistics in training (`timm/layers/norm_act.py:57,97-98,153`).
+#
+# A project's own copy of timm's layers (a vendored `timm/` or `create_norm_act.py`) is timm:
+# the same table answers for it.
+
+_SHORT_NAME = "get_norm_act_layer"
+
+# `_NORM_TO_NORM_ACT_MAP` (a class, by its lowercased name) and `_NORM_ACT_MAP` (a string,
+# `_` removed, lowercased, up to a `-`), the norm + act layers of `timm.layers.norm_act`.
+_BY_CLASS_NAME = {
+    "batchnorm": "BatchNormAct2d", "batchnorm2d": "BatchNormAct2d",
+    "groupnorm": "GroupNormAct", "groupnorm1": "GroupNorm1Act",
+    "layernorm": "LayerNormAct", "layernorm2d": "LayerNormAct2d",
+    "layernormfp32": "LayerNormActFp32", "layernorm2dfp32": "LayerNormAct2dFp32",
+    "rmsnorm": "RmsNormAct", "rmsnorm2d": "RmsNormAct2d",
+    "rmsnormfp32": "RmsNormActFp32", "rmsnorm2dfp32": "RmsNormAct2dFp32",
+}
+_BY_STRING = {key: value for key, value in _BY_CLASS_NAME.items() if not key.startswith("rms")}
+NORM_ACT_CLASSES = frozenset(_BY_CLASS_NAME.values()) | {"SyncBatchNormAct", "FrozenBatchNormAct2d"}
+
+# The norm + act layers that update running statistics in training, under the names timm
+# exports them by (for `NORMS_WITH_RUNNING_STATS`).
+NORM_ACT_WITH_RUNNING_STATS = frozenset(
+    f"{module}.{name}"
+    for module in ("timm.layers", "timm.layers.norm_act", "timm.models.layers", "timm.models.layers.norm_act")
+    for name in ("BatchNormAct2d", "SyncBatchNormAct")
+)
+
+
+def is_norm_act_factory(name: str) -> bool:
+    """Whether an absolute function name is timm's `get_norm_act_layer` (`timm.layers`,
+    `timm.models.layers`, their `create_norm_act` modules), also in a copy of timm's layers
+    a project keeps in its tree."""
+    if name.rsplit(".", 1)[-1] != _SHORT_NAME:
+        return False
+    parts = name.split(".")
+    return "timm" in parts or "create_norm_act" in parts
+
+
+def norm_act_layers(factory: str, norm_layers: Iterable[Value]) -> set[Value]:
+    """What `get_norm_act_layer(norm_layer)` (`factory`, its absolute name) gives for each
+    value `norm_layer` may be: the norm + act class of a norm class (with what a `partial`
+    of it binds) or of a string, from the `norm_act` module beside the factory's
+    (`timm.layers.norm_act`, or a project copy's); a norm + act class or a function as it
+    is. A class timm has no norm + act layer for raises there: nothing."""
+    package = factory.rsplit(".", 1)[0].removesuffix(".create_norm_act")
+    norm_act_module = f"{package}.norm_act"
+    found: set[Value] = set()
+    for value in norm_layers:
+        if isinstance(value, ClassRef):
+            short = value.name.rsplit(".", 1)[-1]
+            if short in NORM_ACT_CLASSES:
+                found.add(value)
+            elif (target := _BY_CLASS_NAME.get(short.lower())) is not None:
+                found.add(ClassRef(f"{norm_act_module}.{target}", value.bound))
+        elif isinstance(value, Constant) and isinstance(value.value, str) and value.value:
+            key = value.value.replace("_", "").lower().split("-")[0]
+            if (target := _BY_STRING.get(key)) is not None:
+                found.add(ClassRef(f"{norm_act_module}.{target}"))
+        elif isinstance(value, FunctionRef):
+            found.add(value)  # a function that builds a norm + act layer itself
+    return found
+
+
+# --- architectures whose checkpointed blocks hold BatchNorm -----------------------------
+#
+# timm's architectures whose checkpointed blocks hold BatchNorm: data for
+# `timm_checkpointed_batchnorm`, with what `timm.create_model` is called.
+#
+# Read in timm 1.0.29.dev0 (pytorch-image-models, commit aa4b5850), model by model: what
+# `forward_features` runs through `checkpoint_seq` / `checkpoint` once
+# `set_grad_checkpointing(True)` sets `self.grad_checkpointing`, built with the constructor
+# defaults and each `@register_model` function's arguments. Each entry is (a regex over the
+# architecture names `create_model` accepts, without the pretrained tag; the file; where the
+# BatchNorm is and which call checkpoints it). Checked mechanically against every name
+# registered in `timm/models/*.py` (1,302): no regex matches a name of another file, and the
+# variants that swap the norm (`resnet50_gn`, `regnety_040_sgn`, `*_evos`, `resnetv2_*_bit`,
+# `maxxvit*`, the `vit_*_r26/r50` hybrids) are left out. Not listed: families whose
+# `set_grad_checkpointing(True)` raises (`cspnet`, `dla`, `vgg`, ... assert it is not
+# supported), LayerNorm / GroupNorm families (ViT, ConvNeXt, Swin, ...), `volo` (BatchNorm
+# only in the unchecked stem), `rdnet` (the flag is never read). A model built with
+# `features_only=True` checkpoints its backbone's children whatever the family: not covered.
 
 TIMM_BATCHNORM_CHECKPOINTED: tuple[tuple[str, str, str], ...] = (
     # ---- ResNet family (timm/models/resnet.py ResNet; BN default norm_layer=nn.BatchNorm2d) ----
@@ -167,7 +276,6 @@ TIMM_BATCHNORM_CHECKPOINTED: tuple[tuple[str, str, str], ...] = (
 # `timm.create_model(model_name, pretrained=False, ...)` (timm 1.0 `timm/models/_factory.py`):
 # the model is named by its architecture (`resnet50`, `resnet50.a1_in1k`, `hf-hub:timm/...`).
 TIMM_CREATE_MODEL = frozenset({"timm.create_model", "timm.models.create_model", "timm.models._factory.create_model"})
-
 
 
 def timm_checkpointed_batchnorm(model_name: str) -> tuple[str, str] | None:

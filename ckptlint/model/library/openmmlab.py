@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ckptlint.model.library.torch import CONTAINER_MODULES
 from ckptlint.model.values import Constant, Instance, Mapping, Value, arguments_of
 
 MMCV_NORM_LAYERS = {
@@ -137,3 +138,15 @@ def conv_module_norms(instance: Instance) -> set[Instance]:
         defaulted = own is None or any(isinstance(v, Constant) and v.value == "default" for v in own)
         found |= norm_layers(shared if defaulted else own)
     return found
+
+
+# Other libraries' containers that are torch's with an `init_cfg` keyword: mmengine's
+# (`mmengine/model/base_module.py`: `class ModuleList(BaseModule, nn.ModuleList)`, whose
+# `__init__(self, modules=None, init_cfg=None)` hands `modules` to `nn.ModuleList.__init__`;
+# `Sequential(*args, init_cfg=None)`, `ModuleDict(modules=None, init_cfg=None)` alike; read at
+# mmengine v0.10.x), and mmcv's before 2.0 (`mmcv/runner/base_module.py`, v1.7, the same).
+LIBRARY_CONTAINERS = frozenset(
+    f"{module}.{name}"
+    for module in ("mmengine.model", "mmengine.model.base_module", "mmcv.runner", "mmcv.runner.base_module")
+    for name in CONTAINER_MODULES
+)

@@ -1,5 +1,5 @@
 """torchvision's models as data: which children of the model a builder returns hold
-BatchNorm or draw random numbers (part of the library facts of `ckptlint.model.library`)."""
+BatchNorm or draw random numbers."""
 
 from __future__ import annotations
 
