@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
+from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 PYTHON_INCLUDE = ("*.py", "*.pyi")
 # Files whose code the project index reads: Python sources and Jupyter notebooks.
 INDEXED_SUFFIXES = (*PYTHON_SUFFIXES, ".ipynb")
 INDEXED_INCLUDE = (*PYTHON_INCLUDE, "*.ipynb")
-# Configuration files the index also reads (`ckptlint.model.file_kinds`).
+# Configuration files the index also reads (`ckptlint.model.syntax.file_kinds`).
 CONFIGURATION_INCLUDE = tuple(f"*{suffix}" for suffix in CONFIGURATION_SUFFIXES)
 
 # A path relative to the project root as its parts; None for a path outside the root.

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.config import Settings
 from ckptlint.limits import AnalysisLimits
-from ckptlint.model.facts import FileFacts, text_digest
+from ckptlint.model.file_facts.facts import FileFacts, text_digest
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.parsing import parse_error, parse_module
@@ -280,7 +280,7 @@ def _ruled_out_by_choice(rule: type[Rule], versions) -> bool:
 
 def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:
     """A training recipe (YAML / JSON) or launch script: see `ckptlint.recipes`."""
-    from ckptlint.model.recipe_documents import RecipeSyntaxError
+    from ckptlint.model.syntax.recipe_documents import RecipeSyntaxError
     from ckptlint.recipes.lint import lint_recipe
 
     if SKIP_FILE.search(text):

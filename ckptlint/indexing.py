@@ -34,12 +34,12 @@ from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
 from ckptlint.worker_pool import TaskFailure, WorkerPool, workers_for
-from ckptlint.model.facts import FileFacts
-from ckptlint.model.file_kinds import CONFIGURATION_SUFFIXES
-from ckptlint.model.fingerprints import exported_digest, fingerprint_of
+from ckptlint.model.file_facts.facts import FileFacts
+from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
+from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_of
 from ckptlint.model.index import ProjectIndex, cross_file_kinds
-from ckptlint.model.project_facts import LazyFacts
-from ckptlint.model.names import module_name
+from ckptlint.model.project.project_facts import LazyFacts
+from ckptlint.model.syntax.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
 # Below this many files to extract, or bytes of them, a second worker process costs more
@@ -201,11 +201,11 @@ def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str, list[str]] | N
     except OSError:
         return None
     if relative.endswith(CONFIGURATION_SUFFIXES):
-        from ckptlint.model.options import configuration_facts
+        from ckptlint.model.file_facts.options import configuration_facts
 
         facts = configuration_facts(data.decode("utf-8", errors="replace"), relative, module_name(relative))
     else:
-        from ckptlint.model.extraction import extract_facts
+        from ckptlint.model.file_facts.extraction import extract_facts
 
         facts = extract_facts(indexed_text(data, relative), relative)
     return facts, content_digest(data), exported_digest(facts), cross_file_kinds(facts, relative)
@@ -375,7 +375,7 @@ def facts_format() -> str:
 
 
 class _StoredTables:
-    """`ckptlint.model.stored_tables`' store: one file per table (`<name>.table`, JSON, beside
+    """`ckptlint.model.project.stored_tables`' store: one file per table (`<name>.table`, JSON, beside
     the facts files but not one of them), holding the key (the exported digests of the files
     it was computed from) with the value. Written atomically by whichever process computes
     it (a lint worker); a file for another key, or a damaged one, is as good as none."""

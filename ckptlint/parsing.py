@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
-from ckptlint.model.ast_walk import children_of
+from ckptlint.model.syntax.ast_walk import children_of
 from ckptlint.rule_codes import PARSE_ERROR
 from ckptlint.types import Diagnostic, Location
 

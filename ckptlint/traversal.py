@@ -15,7 +15,7 @@ from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.analysis.cst_walk import walk_batched
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.names import absolute_import, module_name
+from ckptlint.model.syntax.names import absolute_import, module_name
 from ckptlint.name_resolution import NameResolution, ScopeBuilder
 from ckptlint.registry import rule_by_code
 from ckptlint.rule import FileContext, Rule

@@ -9,7 +9,7 @@ from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.construction_wrappers import ConstructionWrap, wrapped_at_construction
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
-from ckptlint.model.facts import EventKind, Impl
+from ckptlint.model.file_facts.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability

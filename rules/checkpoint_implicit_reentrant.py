@@ -5,8 +5,8 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.reentrancy import in_old_torch_branch, reports_implicit_reentrant
-from ckptlint.model.facts import ForwardingKind
-from ckptlint.model.names import module_name
+from ckptlint.model.file_facts.facts import ForwardingKind
+from ckptlint.model.syntax.names import module_name
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
@@ -124,7 +124,7 @@ class CheckpointImplicitReentrant(Rule):
 
     def _check_forwarded(self, site: CheckpointSite) -> None:
         """`checkpoint(fn, *args, **kwargs)` in a helper that hands its own `**kwargs` on
-        (`ckptlint.model.forwarding`): the caller may pass `use_reentrant` through them, so
+        (`ckptlint.model.file_facts.forwarding`): the caller may pass `use_reentrant` through them, so
         the call alone says nothing; reported when the project calls the helper and no call
         passes it (nor splats `**`), each call found through the project model. No fix: a
         flag written here would clash with one a later caller passes."""

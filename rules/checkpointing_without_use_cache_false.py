@@ -12,7 +12,7 @@ from ckptlint.analysis.script_models import (
     source_of,
 )
 from ckptlint.lazy_libcst import cst
-from ckptlint.model.fates import Site
+from ckptlint.model.evaluation.fates import Site
 from ckptlint.rule import Invalid, Rule, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import VersionRange

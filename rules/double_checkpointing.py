@@ -13,10 +13,10 @@ from ckptlint.analysis.huggingface import gc_enable_kwargs
 from ckptlint.model.library.transformers import GC_ENABLE
 from ckptlint.analysis.region_paths import region_checkpoints, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
-from ckptlint.model.facts import EventKind, Impl
+from ckptlint.model.file_facts.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.names import module_name
-from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, falsy, truthiness
+from ckptlint.model.syntax.names import module_name
+from ckptlint.model.form.values import Constant, FunctionRef, Instance, arguments_of, falsy, truthiness
 from ckptlint.model.library.torch import NESTING_SUPPORTED
 from ckptlint.versions import Applies
 from ckptlint.rule import Invalid, Valid

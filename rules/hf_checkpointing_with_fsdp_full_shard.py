@@ -11,7 +11,7 @@ from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
 from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.model.library.torch import Reentrancy
-from ckptlint.model.values import Constant, Sequence
+from ckptlint.model.form.values import Constant, Sequence
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 

@@ -26,7 +26,7 @@ from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.library.open_clip import instance_versions
 from ckptlint.model.library.third_party_signatures import forward_signatures
-from ckptlint.model.values import FunctionRef, Instance
+from ckptlint.model.form.values import FunctionRef, Instance
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies, VersionRange
@@ -451,7 +451,7 @@ class KwargsToReentrantCheckpoint(SiteScopes):
         """Calls of a helper of another module that hands its `**kwargs` to `checkpoint`
         without `use_reentrant`, or of a function (of any module) decorated by a decorator
         whose wrapper does, with keywords meant for the checkpointed function (the project
-        index: `ckptlint.model.forwarding`)."""
+        index: `ckptlint.model.file_facts.forwarding`)."""
         project = self.context.project
         if not project.forwarding:
             return set()

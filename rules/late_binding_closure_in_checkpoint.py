@@ -10,7 +10,7 @@ from ckptlint.analysis.cst_walk import descendants, walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.regions import CheckpointingGate, is_backward_call, mentions_checkpointing
 from ckptlint.model.library.transformers import HF_CHECKPOINTING_ATTRIBUTE
-from ckptlint.model.names import module_name
+from ckptlint.model.syntax.names import module_name
 from ckptlint.rule import Invalid, Replacement, Rule, Valid
 from ckptlint.types import Applicability
 

@@ -13,7 +13,7 @@ from ckptlint.analysis.region_paths import forward_regions, region_randomness, r
 from ckptlint.analysis.regions import is_backward_call
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
-from ckptlint.model.values import Instance, Mapping, Sequence
+from ckptlint.model.form.values import Instance, Mapping, Sequence
 from ckptlint.rule import Invalid, Valid
 
 # Methods only containers have (tensors have none of them): a call of one mutates the object.

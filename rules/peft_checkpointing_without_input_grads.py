@@ -20,7 +20,7 @@ from ckptlint.analysis.script_models import (
     script_models,
     source_of,
 )
-from ckptlint.model.fates import Site
+from ckptlint.model.evaluation.fates import Site
 from ckptlint.model.library.transformers import HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.library.peft import PRE_QUANTIZED_CHECKPOINT
 from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
@@ -258,7 +258,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
 
     def _trained_elsewhere(self, step: ModelStep) -> Site | None:
         """Where the project trains the model by hand after it leaves this file's flow,
-        with no input grads enabled on its way (`ckptlint.model.fates`)."""
+        with no input grads enabled on its way (`ckptlint.model.evaluation.fates`)."""
         name = dotted_name(step.subject)
         if step.kind is not StepKind.GC_ENABLED or name is None:
             return None

@@ -21,13 +21,13 @@ from ckptlint.analysis.huggingface import gc_enable_kwargs, is_gc_enable_call, k
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.model.facts import Impl
+from ckptlint.model.file_facts.facts import Impl
 from ckptlint.model.library.transformers import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.model.library.trl import (
     TRL_CONFIGS, TRL_NON_REENTRANT_CONFIGS, TRL_NON_REENTRANT_DEFAULT, TRL_NON_REENTRANT_TRAINERS, TRL_TRAINERS, is_trl_name,
 )
-from ckptlint.model.names import is_test_function, is_test_path
+from ckptlint.model.syntax.names import is_test_function, is_test_path
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies

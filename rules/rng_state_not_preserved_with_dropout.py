@@ -13,7 +13,7 @@ from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import checkpointed_lora_dropout
 from ckptlint.model.library.peft import GET_PEFT_MODEL
 from ckptlint.model.library.transformers import transformers_random_checkpoint, transformers_random_layer
-from ckptlint.model.values import Constant
+from ckptlint.model.form.values import Constant
 from ckptlint.rule import Invalid, Replacement, Valid
 from ckptlint.types import Applicability
 

@@ -41,19 +41,32 @@ MODEL_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (layer, frozenset(f"{MODEL}.{name}" for name in names.split()))
     for layer, names in (
         # reading source text: CPython's `ast`, recipe documents, shell scripts, file kinds
-        ("syntax", "ast_walk call_syntax name_scopes names annotations file_kinds recipe_documents shell_scripts launch_commands"),
+        ("syntax", "syntax syntax.ast_walk syntax.call_syntax syntax.name_scopes syntax.names syntax.annotations "
+                   "syntax.file_kinds syntax.recipe_documents syntax.shell_scripts syntax.launch_commands"),
         # the summary form: expressions and function summaries, abstract values, branch conditions
-        ("form", "summary values branching"),
-        # what third-party code does, as data with its evidence (written in the form's terms)
-        ("library", "library library.torch library.python library.transformers library.peft library.trl library.accelerate library.deepspeed library.timm library.torchvision library.openmmlab library.open_clip library.lightning library.combined library.third_party_signatures library.fsdp_settings"),
+        ("form", "form form.summary form.values form.branching"),
+        # what third-party code does, one module per library, as data with its evidence
+        ("library", "library library.torch library.python library.transformers library.peft library.trl "
+                    "library.accelerate library.deepspeed library.timm library.torchvision library.openmmlab "
+                    "library.open_clip library.lightning library.combined library.third_party_signatures "
+                    "library.fsdp_settings"),
         # one file's text to its facts: the fact families, their extraction and fingerprints
-        ("facts", "facts ast_expressions dict_stores code training_guards method_behaviour wrapper_facts forwarding hf_events norm_freezing registries options launch_scripts fingerprints extraction"),
+        ("file_facts", "file_facts file_facts.facts file_facts.ast_expressions file_facts.dict_stores file_facts.code "
+                       "file_facts.training_guards file_facts.method_behaviour file_facts.wrapper_facts "
+                       "file_facts.forwarding file_facts.hf_events file_facts.norm_freezing file_facts.registries "
+                       "file_facts.options file_facts.launch_scripts file_facts.fingerprints file_facts.extraction"),
         # every file's facts, the call graph, the reach of FSDP uses, the project-wide queries
-        ("project", "project_facts norm_freezing_queries call_sites scripts stored_tables checkpoint_aliases alias_queries forwarding_queries fsdp_queries"),
+        ("project", "project project.project_facts project.norm_freezing_queries project.call_sites project.scripts "
+                    "project.stored_tables project.checkpoint_aliases project.alias_queries project.forwarding_queries "
+                    "project.fsdp_queries"),
         # the evaluator and what it answers across files
-        ("evaluation", "conditions containers invocation modules registry_semantics callers denotation call_targets fates"),
+        ("evaluation", "evaluation evaluation.conditions evaluation.containers evaluation.invocation evaluation.modules "
+                       "evaluation.registry_semantics evaluation.callers evaluation.denotation evaluation.call_targets "
+                       "evaluation.fates"),
         # what the rules ask: the index, and the questions built on it
-        ("questions", "index recompute_reads script_models script_models.calls script_models.definitions script_models.interpreter script_models.names script_models.objects script_models.scopes script_models.steps script_models.syntax"),
+        ("questions", "index recompute_reads script_models script_models.calls script_models.definitions "
+                      "script_models.interpreter script_models.names script_models.objects script_models.scopes "
+                      "script_models.steps script_models.syntax"),
     )
 )
 
@@ -228,7 +241,7 @@ def layer_violations(found: Iterable[Import], modules: Iterable[str], root: Path
             if member in layer_of:
                 problems.append(f"{member} is in two layers")
             layer_of[member] = rank
-    model = sorted(m for m in modules if m.startswith(MODEL + "."))
+    model = sorted(m for m in modules if m.startswith(MODEL + "."))  # (`ckptlint.model` itself holds no code)
     problems += [f"{module} is in no layer of MODEL_LAYERS" for module in model if module not in layer_of]
     problems += [f"MODEL_LAYERS names {member}, which is no module" for member in sorted(set(layer_of) - set(model))]
     for imported in found:
@@ -316,11 +329,11 @@ def test_the_checks_find_cycles_through_type_checking_and_function_imports(tmp_p
 
 def test_the_layer_check_finds_an_import_upwards_and_a_module_in_no_layer():
     modules = project_modules(ROOT)
-    upwards = Import(f"{MODEL}.ast_walk", ROOT / "ckptlint/model/ast_walk.py", 1, f"{MODEL}.index", f"{MODEL}.index")
-    outside = Import(f"{MODEL}.summary", ROOT / "ckptlint/model/summary.py", 2, "ckptlint.config", "ckptlint.config")
+    upwards = Import(f"{MODEL}.syntax.ast_walk", ROOT / "ckptlint/model/syntax/ast_walk.py", 1, f"{MODEL}.index", f"{MODEL}.index")
+    outside = Import(f"{MODEL}.form.summary", ROOT / "ckptlint/model/form/summary.py", 2, "ckptlint.config", "ckptlint.config")
     problems = layer_violations([*imports(ROOT), upwards, outside], [*modules, f"{MODEL}.unplaced"], ROOT)
     assert problems == [
         f"{MODEL}.unplaced is in no layer of MODEL_LAYERS",
-        f"ckptlint/model/ast_walk.py:1: {MODEL}.ast_walk (syntax) imports {MODEL}.index (questions)",
-        f"ckptlint/model/summary.py:2: {MODEL}.summary imports ckptlint.config, outside the model",
+        f"ckptlint/model/syntax/ast_walk.py:1: {MODEL}.syntax.ast_walk (syntax) imports {MODEL}.index (questions)",
+        f"ckptlint/model/form/summary.py:2: {MODEL}.form.summary imports ckptlint.config, outside the model",
     ]

@@ -115,7 +115,7 @@ def test_the_declared_open_clip_version_decides(cli, make_project, installed, re
 
 def test_what_open_clip_models_hold_carries_its_versions():
     from ckptlint.model.library.open_clip import attribute_values, created_models, instance_versions
-    from ckptlint.model.values import Instance
+    from ckptlint.model.form.values import Instance
 
     clip = Instance("open_clip.model.CLIP")
     assert clip in created_models()

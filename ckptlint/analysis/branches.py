@@ -1,5 +1,5 @@
 """Which `if` branches a call of a libcst tree sits in, and what their tests require, in the
-form of `ckptlint.model.branching` (which says whether two calls can both run): for the rules
+form of `ckptlint.model.form.branching` (which says whether two calls can both run): for the rules
 that pair two steps on one model (CKPT003, CKPT005)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import walk
-from ckptlint.model.branching import Branches, Conditions, exclusive
+from ckptlint.model.form.branching import Branches, Conditions, exclusive
 
 # By the operator's class name (libcst is imported only once a file is analysed).
 _COMPARISONS = {

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import child_nodes, walk
-from ckptlint.model.summary import FunctionSummary, Parameter
+from ckptlint.model.form.summary import FunctionSummary, Parameter
 from ckptlint.model.library.third_party_signatures import LibrarySignature
 
 

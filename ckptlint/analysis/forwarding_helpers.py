@@ -13,7 +13,7 @@ arguments: attention_mask`. CKPT032 reports those calls (`rules/kwargs_to_reentr
 
 Helpers of the file are found here, with libcst; those of other modules, and functions
 decorated by a decorator whose wrapper is such a helper, by the project index
-(`ckptlint.model.forwarding`), which also brings to the rule a file that calls one without
+(`ckptlint.model.file_facts.forwarding`), which also brings to the rule a file that calls one without
 naming checkpoint.
 """
 

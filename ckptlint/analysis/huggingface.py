@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import literal_truth
-from ckptlint.model.branching import Conditions
+from ckptlint.model.form.branching import Conditions
 from ckptlint.model.library.transformers import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.library.peft import LORA_CONFIGS, OUTSIDE_CHECKPOINTED_LAYERS
 

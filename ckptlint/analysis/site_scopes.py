@@ -16,10 +16,10 @@ from ckptlint.analysis.checkpoint_sites import CheckpointSite
 from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.cst_code import expression, generators
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.model.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence
+from ckptlint.model.form.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence
 from ckptlint.model.library.torch import CHECKPOINT_IMPL_REENTRANT, TENSOR_BUILTINS, TENSOR_LIBRARIES, TENSOR_METHODS
-from ckptlint.model.names import module_name
-from ckptlint.model.summary import dotted_absolute
+from ckptlint.model.syntax.names import module_name
+from ckptlint.model.form.summary import dotted_absolute
 from ckptlint.rule import Rule
 
 

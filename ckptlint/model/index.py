@@ -1,4 +1,4 @@
-"""The project index: every file's facts (`ckptlint.model.project_facts`), the call graph,
+"""The project index: every file's facts (`ckptlint.model.project.project_facts`), the call graph,
 the project-wide queries (where FSDP is used and which files a use reaches, torch's
 checkpoint under the project's names, functions whose keywords reach it) and the evaluator
 with what it answers across files (what an expression denotes, what a project function
@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ckptlint.model.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
-from ckptlint.model.facts import EventKind, FileFacts, ForwardingKind, Impl, ParameterEffect, text_digest
-from ckptlint.model.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
-from ckptlint.model.fsdp_queries import FSDP_KIND, LAUNCH_KIND, FsdpQueries
+from ckptlint.model.project.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
+from ckptlint.model.file_facts.facts import EventKind, FileFacts, ForwardingKind, Impl, ParameterEffect, text_digest
+from ckptlint.model.project.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
+from ckptlint.model.project.fsdp_queries import FSDP_KIND, LAUNCH_KIND, FsdpQueries
 from ckptlint.model.library.torch import (
     CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER, TORCH_CHECKPOINT_FUNCTIONS,
 )
-from ckptlint.model.norm_freezing_queries import NORM_FREEZING_KIND, freezes_batchnorm
-from ckptlint.model.project_facts import (
+from ckptlint.model.project.norm_freezing_queries import NORM_FREEZING_KIND, freezes_batchnorm
+from ckptlint.model.project.project_facts import (
     CHECKPOINTING_KIND,
     HF_CHECKPOINTING_KIND,
     OPTIONS_KIND,
@@ -31,12 +31,12 @@ from ckptlint.model.project_facts import (
     ProjectFacts,
     checkpointing_functions,
 )
-from ckptlint.model.values import ClassRef, FunctionRef
+from ckptlint.model.form.values import ClassRef, FunctionRef
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
-    from ckptlint.model.call_sites import CallSites
-    from ckptlint.model.denotation import Denotation
-    from ckptlint.model.fates import HandedModel, ModelFate, ReturnedModel
+    from ckptlint.model.project.call_sites import CallSites
+    from ckptlint.model.evaluation.denotation import Denotation
+    from ckptlint.model.evaluation.fates import HandedModel, ModelFate, ReturnedModel
 
 
 def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
@@ -155,44 +155,44 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries):
 
     def model_fate(self, function: str, name: str, after: int) -> ModelFate:
         """Where the Hugging Face model `name` of project function `function` goes from line
-        `after` on (`ckptlint.model.fates`)."""
-        from ckptlint.model.fates import model_fate
+        `after` on (`ckptlint.model.evaluation.fates`)."""
+        from ckptlint.model.evaluation.fates import model_fate
 
         return model_fate(self.denotation, function, name, after)
 
     def returned_model(self, function: str, position: int = -1, arguments: tuple | None = None) -> ReturnedModel | None:
         """The Hugging Face model a project function returns, as its code says, when called
         with `arguments` (`Event.arguments`: what is known of them decides its branches)."""
-        from ckptlint.model.fates import returned_model
+        from ckptlint.model.evaluation.fates import returned_model
 
         return returned_model(self.denotation, function, position, arguments)
 
     def handed_model(self, function: str, parameter: str | int, arguments: tuple | None = None) -> HandedModel:
         """What project function `function` does to a Hugging Face model passed to it as
-        `parameter`, called with `arguments` (`ckptlint.model.fates`)."""
-        from ckptlint.model.fates import handed_model
+        `parameter`, called with `arguments` (`ckptlint.model.evaluation.fates`)."""
+        from ckptlint.model.evaluation.fates import handed_model
 
         return handed_model(self.denotation, function, parameter, arguments)
 
     def passed_models(self, function: str, parameter: str) -> list:
         """The Hugging Face models the project passes to `function` for `parameter`, with
-        the calls that pass them (`ckptlint.model.fates`)."""
-        from ckptlint.model.fates import passed_models
+        the calls that pass them (`ckptlint.model.evaluation.fates`)."""
+        from ckptlint.model.evaluation.fates import passed_models
 
         return passed_models(self.denotation, function, parameter)
 
     @cached_property
     def call_sites(self) -> CallSites:
-        """Where the project calls a function (`ckptlint.model.call_sites`): one table of which
+        """Where the project calls a function (`ckptlint.model.project.call_sites`): one table of which
         file names what, shared by the evaluator and the model-fate queries."""
-        from ckptlint.model.call_sites import CallSites
+        from ckptlint.model.project.call_sites import CallSites
 
         return CallSites(self)
 
     @cached_property
     def denotation(self) -> Denotation:
-        """What expressions of the project's code denote (`ckptlint.model.denotation`)."""
-        from ckptlint.model.denotation import Denotation
+        """What expressions of the project's code denote (`ckptlint.model.evaluation.denotation`)."""
+        from ckptlint.model.evaluation.denotation import Denotation
 
         return Denotation(self, self.call_sites)
 
@@ -205,14 +205,14 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries):
         and their bases (not their lines), and what functions do to their parameters. A
         result cached for one file stays valid while this is unchanged, so editing an
         ordinary model file does not invalidate every other file's result."""
-        from ckptlint.model.fingerprints import exported_digest, fingerprint_of
+        from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_of
 
         return fingerprint_of((path, exported_digest(self.files[path])) for path in self.files)
 
     def with_file(self, relative_path: str, text: str) -> ProjectIndex:
         """The index with one file's facts taken from `text` (the version being linted, which
         a rule has found worth analysing: no trigger-word prefilter)."""
-        from ckptlint.model.extraction import extract_facts, worth_indexing
+        from ckptlint.model.file_facts.extraction import extract_facts, worth_indexing
 
         if self.digests.get(relative_path) == text_digest(text) and worth_indexing(text, relative_path):
             return self  # indexed from this very text, without the prefilter skipping it

@@ -3,7 +3,7 @@ JSON configuration files (accelerate configs, Trainer / TRL argument files, axol
 LLaMA-Factory) and shell launch scripts say, with positions in those files.
 
 This module is imported on every run; the parsing (the model's readers of these files:
-`ckptlint.model.recipe_documents`, `shell_scripts`, `launch_commands`, `fsdp_settings`) and
+`ckptlint.model.syntax.recipe_documents`, `shell_scripts`, `launch_commands`, `fsdp_settings`) and
 the checks are imported only when a recipe file is linted.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ckptlint.model.file_kinds import SHELL_SUFFIXES
+from ckptlint.model.syntax.file_kinds import SHELL_SUFFIXES
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json")
 RECIPE_SUFFIXES = DATA_SUFFIXES + SHELL_SUFFIXES

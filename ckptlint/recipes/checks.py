@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ckptlint.model.recipe_documents import Setting
+from ckptlint.model.syntax.recipe_documents import Setting
 from ckptlint.model.library.torch import NESTING_SUPPORTED, Reentrancy
 from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.recipes.setups import Flavor, TrainingSetup

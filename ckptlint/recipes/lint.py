@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ckptlint.discovery import display_path
 from ckptlint.model.library.fsdp_settings import is_accelerate_config
-from ckptlint.model.launch_commands import Launch, Option, hf_bool, option_value, read_launch
-from ckptlint.model.recipe_documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
-from ckptlint.model.shell_scripts import Word, parse_script
+from ckptlint.model.syntax.launch_commands import Launch, Option, hf_bool, option_value, read_launch
+from ckptlint.model.syntax.recipe_documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
+from ckptlint.model.syntax.shell_scripts import Word, parse_script
 from ckptlint.recipes import MAX_RECIPE_BYTES, may_hold_findings
 from ckptlint.recipes.checks import RecipeFinding, check_setup
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point

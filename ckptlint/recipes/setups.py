@@ -39,11 +39,11 @@ from ckptlint.model.library.fsdp_settings import (
     Fsdp, accelerate_fsdp, axolotl_fsdp, enabled_setting, fsdp_key, is_accelerate_config, training_arguments_fsdp,
 )
 from ckptlint.model.library.transformers import TRAINER_OWN_KEYS, KwargsShape
-from ckptlint.model.launch_commands import hf_bool
+from ckptlint.model.syntax.launch_commands import hf_bool
 from ckptlint.model.library.torch import Reentrancy
 from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.model.library.trl import TRL_CHECKPOINTING_DEFAULT, TRL_NON_REENTRANT_DEFAULT
-from ckptlint.model.recipe_documents import Setting, Settings
+from ckptlint.model.syntax.recipe_documents import Setting, Settings
 from ckptlint.versions import Applies, TargetVersions
 
 

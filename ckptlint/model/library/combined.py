@@ -75,14 +75,14 @@ WRAPPING_METHODS = frozenset({"prepare", "prepare_model", "unwrap_model", "setup
 # (`detectron2/layers/batch_norm.py`, re-exported by `detectron2.layers`), timm's
 # `freeze_batch_norm_2d` (`timm/layers/norm_act.py`, re-exported by `timm.layers`, and by
 # `timm.utils` through `timm/utils/model.py`). A project's own copy of either is recognised by
-# its body (`ckptlint.model.norm_freezing.converted_parameter`).
+# its body (`ckptlint.model.file_facts.norm_freezing.converted_parameter`).
 BATCHNORM_FREEZING_CONVERTERS = frozenset({
     "detectron2.layers.FrozenBatchNorm2d.convert_frozen_batchnorm",
     "detectron2.layers.batch_norm.FrozenBatchNorm2d.convert_frozen_batchnorm",
     "timm.layers.freeze_batch_norm_2d", "timm.layers.norm_act.freeze_batch_norm_2d",
     "timm.utils.freeze_batch_norm_2d", "timm.utils.model.freeze_batch_norm_2d",
 })
-# Library functions whose result the model follows (`ckptlint.model.denotation`): every
+# Library functions whose result the model follows (`ckptlint.model.evaluation.denotation`): every
 # other library function returns nothing a rule looks at (a tensor).
 INTERPRETED_FUNCTIONS = frozenset({"functools.partial", "itertools.chain", "itertools.chain.from_iterable"}) | STATE_UPDATING_WRAPPERS
 

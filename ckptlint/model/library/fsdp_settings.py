@@ -4,15 +4,15 @@ options of `accelerate launch`): how it shards, which FSDP version, and whether 
 its own activation checkpointing, each with the setting that says so. `fsdp_config` keys
 may carry an `fsdp_` prefix (transformers and axolotl strip it; accelerate writes it). Read
 by the recipe checks (`ckptlint.recipes.setups`) and by the index, for the FSDP use of the
-files a launch runs under an accelerate config (`ckptlint.model.launch_scripts`)."""
+files a launch runs under an accelerate config (`ckptlint.model.file_facts.launch_scripts`)."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
-from ckptlint.model.launch_commands import hf_bool
-from ckptlint.model.recipe_documents import Setting, Settings
+from ckptlint.model.syntax.launch_commands import hf_bool
+from ckptlint.model.syntax.recipe_documents import Setting, Settings
 
 
 class Sharding(str, enum.Enum):

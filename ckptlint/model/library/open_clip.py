@@ -9,7 +9,7 @@ project may run one of them (`instance_versions`).
 
 from __future__ import annotations
 
-from ckptlint.model.values import Instance
+from ckptlint.model.form.values import Instance
 from ckptlint.versions import VersionRange
 
 _OPEN_CLIP = "open-clip-torch"

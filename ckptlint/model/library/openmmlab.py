@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ckptlint.model.library.torch import CONTAINER_MODULES
-from ckptlint.model.values import Constant, Instance, Mapping, Value, arguments_of
+from ckptlint.model.form.values import Constant, Instance, Mapping, Value, arguments_of
 
 MMCV_NORM_LAYERS = {
     "BN": "torch.nn.BatchNorm2d",

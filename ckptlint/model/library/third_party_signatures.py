@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckptlint.model.summary import Parameter
+from ckptlint.model.form.summary import Parameter
 from ckptlint.versions import TargetVersions, VersionRange
 
 _NONE = ("const", None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ckptlint.model.values import ClassRef, Constant, FunctionRef, Value
+from ckptlint.model.form.values import ClassRef, Constant, FunctionRef, Value
 from ckptlint.model.library.torch import CheckpointingHelper
 
 # DropPath (`timm/layers/drop.py`) draws one mask per sample in training; `drop_path` with a

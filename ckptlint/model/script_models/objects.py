@@ -10,7 +10,7 @@ from typing import Union
 
 import ast
 
-from ckptlint.model.branching import Branches, Conditions
+from ckptlint.model.form.branching import Branches, Conditions
 from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.script_models.steps import ModelStep
 from ckptlint.model.script_models.syntax import (

@@ -8,7 +8,7 @@ import ast
 import enum
 from dataclasses import dataclass
 
-from ckptlint.model.branching import Branches, Conditions, exclusive
+from ckptlint.model.form.branching import Branches, Conditions, exclusive
 from ckptlint.model.library.transformers import HfCheckpointingKwargs
 from ckptlint.model.library.transformers import ModelClass
 

@@ -8,12 +8,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ckptlint.model.branching import Conditions
+from ckptlint.model.form.branching import Conditions
 from ckptlint.model.library.combined import HF_LIBRARY_ROOTS
 from ckptlint.model.library.transformers import NOT_MODEL_NAME
 # The extraction's readings of a call's keyword and of a name or attribute chain, under the
 # names the interpreter's modules use.
-from ckptlint.model.call_syntax import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
+from ckptlint.model.syntax.call_syntax import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
 
 FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
