@@ -34,41 +34,30 @@ NOT_FOR_THE_MODEL = ("ckptlint.analysis", "ckptlint.recipes", "ckptlint.rules")
 # Outside itself the model imports only these leaves of ckptlint.
 MODEL_MAY_IMPORT = ("ckptlint.versions", "ckptlint.types", "ckptlint.lazy_libcst")
 
-# The model's layers, leaf first: a module imports from its own layer or one below it, never
-# from one above (docs/architecture.md says what each holds). Every module of the model is
-# in exactly one; a new module is placed here.
-MODEL_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
-    (layer, frozenset(f"{MODEL}.{name}" for name in names.split()))
-    for layer, names in (
-        # reading source text: CPython's `ast`, recipe documents, shell scripts, file kinds
-        ("syntax", "syntax syntax.ast_walk syntax.call_syntax syntax.name_scopes syntax.names syntax.annotations "
-                   "syntax.file_kinds syntax.recipe_documents syntax.shell_scripts syntax.launch_commands"),
-        # the summary form: expressions and function summaries, abstract values, branch conditions
-        ("form", "form form.summary form.values form.branching"),
-        # what third-party code does, one module per library, as data with its evidence
-        ("library", "library library.torch library.python library.transformers library.peft library.trl "
-                    "library.accelerate library.deepspeed library.timm library.torchvision library.openmmlab "
-                    "library.open_clip library.lightning library.combined library.third_party_signatures "
-                    "library.fsdp_settings"),
-        # one file's text to its facts: the fact families, their extraction and fingerprints
-        ("file_facts", "file_facts file_facts.facts file_facts.ast_expressions file_facts.dict_stores file_facts.code "
-                       "file_facts.training_guards file_facts.method_behaviour file_facts.wrapper_facts "
-                       "file_facts.forwarding file_facts.hf_events file_facts.norm_freezing file_facts.registries "
-                       "file_facts.options file_facts.launch_scripts file_facts.fingerprints file_facts.extraction"),
-        # every file's facts, the call graph, the reach of FSDP uses, the project-wide queries
-        ("project", "project project.project_facts project.norm_freezing_queries project.call_sites project.scripts "
-                    "project.stored_tables project.checkpoint_aliases project.alias_queries project.forwarding_queries "
-                    "project.fsdp_queries"),
-        # the evaluator and what it answers across files
-        ("evaluation", "evaluation evaluation.conditions evaluation.containers evaluation.invocation evaluation.modules "
-                       "evaluation.registry_semantics evaluation.callers evaluation.denotation evaluation.call_targets "
-                       "evaluation.fates"),
-        # what the rules ask: the index, and the questions built on it
-        ("questions", "index recompute_reads script_models script_models.calls script_models.definitions "
-                      "script_models.interpreter script_models.names script_models.objects script_models.scopes "
-                      "script_models.steps script_models.syntax"),
-    )
+# The model's layers, leaf first, each a package of `ckptlint.model` (or, for the top, the
+# modules named): a module imports from its own layer or one below it, never from one above
+# (docs/architecture.md says what each holds). Every module of the model is in one; a new
+# top-level module is placed here.
+MODEL_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("syntax", ("syntax",)),  # reading source text: CPython's `ast`, recipe documents, shell scripts
+    ("form", ("form",)),  # the summary form: expressions, function summaries, abstract values, branches
+    ("library", ("library",)),  # third-party behaviour as data, one module per library
+    ("file_facts", ("file_facts",)),  # one file's text to its facts: the fact families and their extraction
+    ("project", ("project",)),  # every file's facts, the call graph, the reach of FSDP uses, the queries
+    ("evaluation", ("evaluation",)),  # the evaluator and what it answers across files
+    ("questions", ("index", "recompute_reads", "script_models")),  # what the rules ask
 )
+
+
+def model_layer(module: str) -> int | None:
+    """The rank of the layer a module of the model is in (its package's, or its own)."""
+    if not module.startswith(MODEL + "."):
+        return None
+    name = module[len(MODEL) + 1 :]
+    for rank, (_, members) in enumerate(MODEL_LAYERS):
+        if any(name == member or name.startswith(member + ".") for member in members):
+            return rank
+    return None
 
 
 @dataclass(frozen=True)
@@ -232,26 +221,19 @@ def forbidden_model_imports(found: Iterable[Import], root: Path) -> list[str]:
 
 
 def layer_violations(found: Iterable[Import], modules: Iterable[str], root: Path) -> list[str]:
-    """Model modules in no layer (or two), imports from a higher layer, and imports of
-    ckptlint outside the model but its leaves."""
-    layer_of: dict[str, int] = {}
-    problems = []
-    for rank, (layer, members) in enumerate(MODEL_LAYERS):
-        for member in members:
-            if member in layer_of:
-                problems.append(f"{member} is in two layers")
-            layer_of[member] = rank
+    """Model modules in no layer, imports from a higher layer, and imports of ckptlint
+    outside the model but its leaves."""
     model = sorted(m for m in modules if m.startswith(MODEL + "."))  # (`ckptlint.model` itself holds no code)
-    problems += [f"{module} is in no layer of MODEL_LAYERS" for module in model if module not in layer_of]
-    problems += [f"MODEL_LAYERS names {member}, which is no module" for member in sorted(set(layer_of) - set(model))]
+    problems = [f"{module} is in no layer of MODEL_LAYERS" for module in model if model_layer(module) is None]
     for imported in found:
-        if imported.importer not in layer_of or imported.module is None:
+        below = model_layer(imported.importer)
+        if below is None or imported.module is None:
             continue
         where = f"{imported.path.relative_to(root)}:{imported.line}: {imported.importer}"
-        if imported.module in layer_of and layer_of[imported.module] > layer_of[imported.importer]:
-            above, below = MODEL_LAYERS[layer_of[imported.module]][0], MODEL_LAYERS[layer_of[imported.importer]][0]
-            problems.append(f"{where} ({below}) imports {imported.module} ({above})")
-        elif not imported.module.startswith(MODEL + ".") and imported.module != MODEL and imported.module not in MODEL_MAY_IMPORT:
+        above = model_layer(imported.module)
+        if above is not None and above > below:
+            problems.append(f"{where} ({MODEL_LAYERS[below][0]}) imports {imported.module} ({MODEL_LAYERS[above][0]})")
+        elif above is None and imported.module != MODEL and imported.module not in MODEL_MAY_IMPORT:
             problems.append(f"{where} imports {imported.module}, outside the model")
     return problems
 
