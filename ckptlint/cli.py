@@ -292,7 +292,7 @@ def _describe_settings(settings) -> str:
     """Every setting, each followed by where it came from (the command line, the config
     file, the default); the target versions last, each with its source and, for a declared
     dependency, the other declarations of the package."""
-    from ckptlint.registry import all_codes
+    from ckptlint.rule_codes import all_codes
 
     def listed(values) -> str:
         return ", ".join(values) or "(none)"
@@ -357,7 +357,8 @@ def _fail(message: str) -> None:
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rule(code: str | None, show_all: bool, output_format: str) -> None:
     """Show the documentation of rule CODE (or of every rule with --all)."""
-    from ckptlint.registry import ENGINE_CODES, all_rules, rule_by_code_or_name
+    from ckptlint.registry import all_rules, rule_by_code_or_name
+    from ckptlint.rule_codes import ENGINE_CODES
 
     if show_all:
         selected = [*all_rules(), *ENGINE_CODES.values()]

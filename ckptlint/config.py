@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ckptlint.declarations import DeclaredDependencies, read_declarations
+from ckptlint.project_root import ROOT_MARKERS, find_project_root, is_project_root
+from ckptlint.rule_codes import ENGINE_CODES, all_codes
 from ckptlint.versions import (
     TRACKED_PACKAGES,
     TargetVersion,
@@ -30,24 +32,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
-# `setup.py` / `setup.cfg` beside an `__init__.py` is a module of a package (`trainer/setup.py`
-# building the accelerator), not a project of its own.
-_PACKAGE_MODULE_MARKERS = ("setup.py", "setup.cfg")
-# The names a directory listing must keep for `marks_project_root` to decide.
-ROOT_DECIDING_NAMES = frozenset((*ROOT_MARKERS, "__init__.py"))
-
-
-def marks_project_root(names: Container[str]) -> bool:
-    """Whether a directory holding `names` is a project root."""
-    if "pyproject.toml" in names or ".git" in names:
-        return True
-    return "__init__.py" not in names and any(marker in names for marker in _PACKAGE_MODULE_MARKERS)
-
-
-def is_project_root(directory: Path | str) -> bool:
-    """`marks_project_root` for a directory on disk."""
-    return marks_project_root({name for name in ROOT_DECIDING_NAMES if os.path.exists(os.path.join(directory, name))})
 # Within one directory, the first of these that exists (pyproject.toml only with a
 # [tool.ckptlint] table) is the configuration.
 CONFIG_FILES = (".ckptlint.toml", "ckptlint.toml", ".ckptlint.yaml", "pyproject.toml")
@@ -168,15 +152,6 @@ class Overrides:
     extend_exclude: tuple[str, ...] = ()
 
 
-def find_project_root(start: Path) -> Path:
-    start = start.resolve()
-    directory = start if start.is_dir() else start.parent
-    for candidate in (directory, *directory.parents):
-        if is_project_root(candidate):
-            return candidate
-    return directory
-
-
 def find_config_file(start: Path, project_root: Path) -> Path | None:
     """The nearest config file from `start` up to the project root (inclusive)."""
     directory = start.resolve()
@@ -265,8 +240,6 @@ def _string_list(path: Path, key: str, value: Any) -> tuple[str, ...]:
 
 def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
     """Codes or prefixes (`CKPT0`, `CKPT001`, `ALL`); anything that selects nothing is an error."""
-    from ckptlint.registry import all_codes
-
     known = all_codes()
     result = []
     for raw in codes:
@@ -431,8 +404,6 @@ def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
     tie ignore wins. A layer with `select` starts afresh (so `--select CKPT001` on the
     command line re-enables a code the config file ignores); a layer without one edits the
     result so far. Engine codes (CKPT9xx) come with every `select` unless ignored."""
-    from ckptlint.registry import ENGINE_CODES, all_codes
-
     enabled: set[str] = set()
     carried_ignores: tuple[str, ...] = ()
     for layer in layers:

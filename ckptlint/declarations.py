@@ -38,6 +38,7 @@ import configparser
 import enum
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ from ckptlint.environment_files import (
     environment_entries,
 )
 from ckptlint.install_scripts import install_commands, install_scripts
+from ckptlint.project_root import is_project_root
 from ckptlint.setup_py import setup_call_arguments
 from ckptlint.versions import (
     TRACKED_PACKAGES,
@@ -364,7 +366,10 @@ class _DeclarationReader:
     # pyproject.toml
 
     def _load_pyproject(self) -> Mapping | None:
-        from ckptlint.config import tomllib  # config imports this module
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
 
         path = self.root / "pyproject.toml"
         if not path.is_file():
@@ -494,7 +499,6 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
     """Requirement files at the root (requirements.txt, requirements*.txt, requirements/*.txt)
     and further down, each group in reading order."""
-    from ckptlint.config import is_project_root
 
     at_root: list[Path] = []
     nested: list[Path] = []

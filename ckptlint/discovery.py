@@ -18,19 +18,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ckptlint.recipes import SHELL_SUFFIXES
+from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 PYTHON_INCLUDE = ("*.py", "*.pyi")
 # Files whose code the project index reads: Python sources and Jupyter notebooks.
 INDEXED_SUFFIXES = (*PYTHON_SUFFIXES, ".ipynb")
 INDEXED_INCLUDE = (*PYTHON_INCLUDE, "*.ipynb")
-# Configuration files the index also reads: YAML, for the defaults of options that decide
-# reentrancy (`use_reentrant: true` in a Hydra / OmegaConf YAML) and accelerate's FSDP
-# configs, and launch scripts, for the files they run under them (`accelerate launch
-# --config_file fsdp.yaml train.py`). accelerate reads a config that is not `.json` as YAML
-# whatever its suffix (`load_config_from_file`): `.conf` is one projects use.
-CONFIGURATION_SUFFIXES = (".yaml", ".yml", ".conf", *SHELL_SUFFIXES)
+# Configuration files the index also reads (`ckptlint.model.syntax.file_kinds`).
 CONFIGURATION_INCLUDE = tuple(f"*{suffix}" for suffix in CONFIGURATION_SUFFIXES)
 
 # A path relative to the project root as its parts; None for a path outside the root.

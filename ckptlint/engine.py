@@ -15,28 +15,27 @@ import re
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.config import Settings
-from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
-from ckptlint.model.ast_walk import children_of
-from ckptlint.model.facts import FileFacts, text_digest
+from ckptlint.limits import AnalysisLimits
+from ckptlint.model.file_facts.facts import FileFacts, text_digest
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
+from ckptlint.parsing import parse_error, parse_module
 from ckptlint.recipes import recipe_kind
-from ckptlint.registry import ENGINE_CODES, PARSE_ERROR, RULE_TRIGGERS, UNREADABLE_FILE, all_codes, all_rules
+from ckptlint.registry import all_rules
+from ckptlint.rule_codes import ENGINE_CODES, UNREADABLE_FILE, all_codes
+from ckptlint.rule_manifest import RULE_TRIGGERS
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, code_only, decode_source
 from ckptlint.suppression import NOQA, written_codes
 from ckptlint.types import AppliedFix, Diagnostic, Location, fixable
 from ckptlint.versions import VersionSource
 
 if TYPE_CHECKING:
-    import libcst as cst
-
-    from ckptlint.analysis.positions import StatementLines
     from ckptlint.rule import Rule
 
 SKIP_FILE = re.compile(r"^[ \t]*#[ \t]*ckptlint:[ \t]*skip-file\b", re.MULTILINE)
@@ -136,14 +135,14 @@ def _read_notebook(
     try:
         notebook = read_notebook(text)
     except NotebookError as error:
-        problem = _parse_error(display, error.row, error.column, str(error), kind="")
+        problem = parse_error(display, error.row, error.column, str(error), kind="")
         return LintOutcome(_reportable([problem], path, settings), parsed=False)
     broken = notebook.cells_that_do_not_parse()
     if not broken:
         return notebook, ()
     code = {cell.number: cell.code for cell in notebook.cells}
     problems = [
-        dataclasses.replace(_parse_error(display, error.lineno or 1, error.offset or 1, error.msg), cell=number)
+        dataclasses.replace(parse_error(display, error.lineno or 1, error.offset or 1, error.msg), cell=number)
         for number, error in broken.items()
         if not top_level_await_only(error, code[number])
     ]
@@ -241,7 +240,7 @@ def _lint_text(
             hidden = [d for d in hidden if id(d) in kept]
     except RecursionError:
         return LintOutcome(
-            (_parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
+            (parse_error(display, 1, 1, "the file is nested too deeply to analyse (recursion limit reached)"),),
             parsed=False,
         )
     return LintOutcome(
@@ -281,7 +280,7 @@ def _ruled_out_by_choice(rule: type[Rule], versions) -> bool:
 
 def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:
     """A training recipe (YAML / JSON) or launch script: see `ckptlint.recipes`."""
-    from ckptlint.recipes.documents import RecipeSyntaxError
+    from ckptlint.model.syntax.recipe_documents import RecipeSyntaxError
     from ckptlint.recipes.lint import lint_recipe
 
     if SKIP_FILE.search(text):
@@ -301,7 +300,7 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
     try:
         linted = on_deep_stack(run)
     except RecipeSyntaxError as error:
-        problem = _parse_error(display, error.row, error.column, str(error), kind="")
+        problem = parse_error(display, error.row, error.column, str(error), kind="")
         return LintOutcome(_reportable([problem], path, settings), parsed=False)
     except Exception:  # a bug of ours: reported with the file, the run goes on
         return LintOutcome((), (f"{display}: internal error reading the recipe:\n{traceback.format_exc(limit=-4)}",))
@@ -311,7 +310,7 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
 def analysis_stopped(path: Path, display: str, settings: Settings, reason: str) -> tuple[Diagnostic, ...]:
     """CKPT900 for a file whose analysis stopped at a limit (`reason` says which), unless
     the selection or per-file-ignores drop it."""
-    return _reportable([_parse_error(display, 1, 1, reason, kind="")], path, settings)
+    return _reportable([parse_error(display, 1, 1, reason, kind="")], path, settings)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -335,93 +334,6 @@ def _reportable(diagnostics: Iterable[Diagnostic], path: Path, settings: Setting
             key=lambda d: d.sort_key,
         )
     )
-
-
-# CPython rejects these before libcst's native parser would exhaust its stack on them.
-_PATHOLOGICAL = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
-
-
-@dataclass(frozen=True)
-class ParsedModule:
-    """libcst's tree of a file, with CPython's tree and lines of its statements (None when
-    only libcst parses the file): the project model's per-file analyses read CPython's tree,
-    parsed once."""
-
-    module: cst.Module
-    statement_lines: StatementLines | None = None
-    tree: ast.Module | None = None
-
-
-def parse_module(
-    text: str,
-    display: str,
-    *,
-    with_libcst: bool,
-    limits: AnalysisLimits = AnalysisLimits(),
-    needed: Callable[[ast.Module], bool] | None = None,
-) -> ParsedModule | Diagnostic | None:
-    """CPython's parser decides whether the file is valid Python (its messages and lines
-    are the ones users know); libcst then builds the tree the rules work on, unless the
-    file's shape is beyond what libcst parses within `limits`, or `needed` finds in
-    CPython's tree nothing for the rules (`Rule.may_apply_to_syntax`; the shape is judged
-    first, as without it). CPython's lines of the statements come along: positions need
-    them (`ckptlint.analysis.positions`).
-
-    A generic SyntaxError may only mean the file uses syntax newer than the running
-    Python: libcst (which knows newer grammars) gets the last word on those."""
-    try:
-        tree = ast.parse(text)
-    except (RecursionError, MemoryError):
-        return _parse_error(display, 1, 1, "the file is nested too deeply for Python's parser")
-    except SyntaxError as error:
-        message = f"{error.msg}"
-        if any(marker in message for marker in _PATHOLOGICAL):
-            return _parse_error(display, error.lineno or 1, error.offset or 1, message)
-        import libcst as cst
-
-        try:
-            module = cst.parse_module(text)
-        except (cst.ParserSyntaxError, RecursionError):
-            return _parse_error(display, error.lineno or 1, error.offset or 1, message)
-        return ParsedModule(module) if with_libcst else None
-    except ValueError as error:  # e.g. "source code string cannot contain null bytes"
-        return _parse_error(display, 1, 1, str(error))
-    if not with_libcst:
-        return None
-    depth, nodes = syntax_shape(tree)
-    if depth > MAX_SYNTAX_DEPTH:
-        return _parse_error(display, 1, 1, describe_depth(depth), kind="")
-    if limits.exceeds_memory(nodes):
-        return _parse_error(display, 1, 1, limits.describe_nodes(nodes), kind="")
-    if needed is not None and not needed(tree):
-        return None
-    import libcst as cst
-
-    from ckptlint.analysis.positions import statement_lines
-
-    lines = statement_lines(tree)
-    try:
-        return ParsedModule(cst.parse_module(text), lines, tree)
-    except cst.ParserSyntaxError as error:
-        detail = error.message.splitlines()[0][:200]
-        return _parse_error(display, error.raw_line, error.raw_column + 1, f"valid Python, but libcst cannot parse it: {detail}")
-    except RecursionError:
-        return _parse_error(display, 1, 1, "the file is nested too deeply to parse (recursion limit reached)")
-
-
-def syntax_shape(tree: ast.AST) -> tuple[int, int]:
-    """The depth of the deepest node and the number of nodes (without recursion: the
-    trees this guards against are deeper than Python's stack)."""
-    depth = nodes = 0
-    level = [tree]
-    while level:  # level by level: no pair per node, no generator per node
-        depth += 1
-        nodes += len(level)
-        below: list[ast.AST] = []
-        for node in level:
-            below.extend(children_of(node))
-        level = below
-    return depth, nodes
 
 
 _DEEP_STACK_BYTES = 512 << 20
@@ -462,17 +374,6 @@ def on_deep_stack(function, *args):
 
 
 _STACK_SIZE_LOCK = threading.Lock()
-
-
-def _parse_error(display: str, row: int, column: int, message: str, *, kind: str = "SyntaxError: ") -> Diagnostic:
-    return Diagnostic(
-        code=PARSE_ERROR.code,
-        message=f"{kind}{message.strip()}",
-        path=display,
-        location=Location(max(row, 1), max(column, 1)),
-        end_location=Location(max(row, 1), max(column, 1)),
-        url=PARSE_ERROR.url(),
-    )
 
 
 def unreadable(display: str, reason: str) -> Diagnostic:

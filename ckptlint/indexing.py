@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ckptlint.cache import FACTS_PREFIX, TABLE_SUFFIX, CacheFile, save_cache_file
-from ckptlint.config import Settings, is_project_root, marks_project_root
+from ckptlint.config import Settings
+from ckptlint.project_root import is_project_root, marks_project_root
 from ckptlint.discovery import (
     CONFIGURATION_INCLUDE,
-    CONFIGURATION_SUFFIXES,
     INDEXED_INCLUDE,
     INDEXED_SUFFIXES,
     RACY_WINDOW_NS,
@@ -34,10 +34,12 @@ from ckptlint.source import content_digest, read_source_bytes
 from ckptlint.limits import AnalysisLimits
 from ckptlint.walk_cache import discover_remembered
 from ckptlint.worker_pool import TaskFailure, WorkerPool, workers_for
-from ckptlint.model.facts import FileFacts
-from ckptlint.model.fingerprints import exported_digest, fingerprint_of
-from ckptlint.model.index import LazyFacts, ProjectIndex, cross_file_kinds
-from ckptlint.model.names import module_name
+from ckptlint.model.file_facts.facts import FileFacts
+from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
+from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_of
+from ckptlint.model.index import ProjectIndex, cross_file_kinds
+from ckptlint.model.project.project_facts import LazyFacts
+from ckptlint.model.syntax.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
 # Below this many files to extract, or bytes of them, a second worker process costs more
@@ -199,11 +201,11 @@ def _extract(item: tuple[str, str]) -> tuple[FileFacts, str, str, list[str]] | N
     except OSError:
         return None
     if relative.endswith(CONFIGURATION_SUFFIXES):
-        from ckptlint.model.options import configuration_facts
+        from ckptlint.model.file_facts.options import configuration_facts
 
         facts = configuration_facts(data.decode("utf-8", errors="replace"), relative, module_name(relative))
     else:
-        from ckptlint.model.extraction import extract_facts
+        from ckptlint.model.file_facts.extraction import extract_facts
 
         facts = extract_facts(indexed_text(data, relative), relative)
     return facts, content_digest(data), exported_digest(facts), cross_file_kinds(facts, relative)
@@ -361,19 +363,19 @@ def build_index(
 
 @functools.lru_cache(maxsize=1)
 def facts_format() -> str:
-    """A digest of the model's modules (and the recipe readers), among them those that define and extract the facts
-    (read, not imported: a warm run needs no extraction). Every module counts, so a module
-    the extraction starts to use can never be left out of it."""
+    """A digest of the model's modules (its subpackages', the readers of configuration files
+    and launch scripts among them) and the recipe checks', among them those that define and
+    extract the facts (read, not imported: a warm run needs no extraction). Every module
+    counts, so a module the extraction starts to use can never be left out of it."""
     package = Path(__file__).parent
     digest = hashlib.blake2b(digest_size=8)
-    # The recipe readers too: configuration files and launch scripts are read with them.
-    for module in sorted((*package.joinpath("model").glob("*.py"), *package.joinpath("recipes").glob("*.py"))):
+    for module in sorted((*package.joinpath("model").rglob("*.py"), *package.joinpath("recipes").glob("*.py"))):
         digest.update(module.read_bytes())
     return digest.hexdigest()
 
 
 class _StoredTables:
-    """`ckptlint.model.stored_tables`' store: one file per table (`<name>.table`, JSON, beside
+    """`ckptlint.model.project.stored_tables`' store: one file per table (`<name>.table`, JSON, beside
     the facts files but not one of them), holding the key (the exported digests of the files
     it was computed from) with the value. Written atomically by whichever process computes
     it (a lint worker); a file for another key, or a damaged one, is as good as none."""

@@ -2,7 +2,7 @@
 source): shell scripts at a project's root or one directory down whose name says they set up
 the environment (`install.sh`, `scripts/setup_env.sh`), and their `pip install` (`pip3`,
 `python -m pip`, `uv pip`) and `conda install` (`mamba`, `micromamba`) commands, read with the
-launch scripts' shell reader (`ckptlint.recipes.shell`).
+launch scripts' shell reader (`ckptlint.model.syntax.shell_scripts`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckptlint.recipes import SHELL_SUFFIXES
+from ckptlint.project_root import is_project_root
+from ckptlint.model.syntax.file_kinds import SHELL_SUFFIXES
 
 # A shell script whose name has one of these words sets up the environment.
 _INSTALL_SCRIPT_WORDS = ("install", "setup", "env", "deps", "prepare", "requirements")
@@ -40,7 +41,6 @@ class InstallCommand:
 def install_scripts(root: Path, skipped: frozenset[str]) -> list[Path]:
     """The install scripts at the root, then those one directory down (outside hidden,
     `skipped` and nested-project directories)."""
-    from ckptlint.config import is_project_root
 
     found = _named_for_set_up(root)
     for entry in _entries(root):
@@ -53,7 +53,7 @@ def install_scripts(root: Path, skipped: frozenset[str]) -> list[Path]:
 
 def install_commands(text: str) -> Iterator[InstallCommand]:
     """The install commands of a shell script, in order."""
-    from ckptlint.recipes.shell import command_words, parse_script
+    from ckptlint.model.syntax.shell_scripts import command_words, parse_script
 
     for command in parse_script(text):
         installed = _installed(command_words(command))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ckptlint.lazy_libcst import cst
-from ckptlint.model.name_scopes import Access, Binding, Scope, imported_names, referents
+from ckptlint.model.syntax.name_scopes import Access, Binding, Scope, imported_names, referents
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameSource
 

@@ -3,9 +3,9 @@ package (`rules/<slug>/rule.py`).
 
 Importing the rules imports libcst (0.15 s); what a run needs before it parses anything
 (codes, names, which rules read the project index, fix safety, trigger words) comes from
-`RULE_MANIFEST` and `RULE_TRIGGERS` instead, generated from the rule classes into
-`ckptlint/rule_manifest.py` by `python -m ckptlint.docs` (`manifest_module()` below) and
-kept current by a test."""
+`ckptlint.rule_codes` instead, which reads `ckptlint/rule_manifest.py`, generated from the
+rule classes by `python -m ckptlint.docs` (`manifest_module()` below) and kept current by a
+test."""
 
 from __future__ import annotations
 
@@ -15,69 +15,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ckptlint.registry_types import RuleSummary
+from ckptlint.rule_codes import ENGINE_CODES
 from ckptlint.types import PseudoRule
 
 if TYPE_CHECKING:
     from ckptlint.rule import Rule
 
 
-# What a run needs to know of every rule without importing the rules (libcst): written by
-# `python -m ckptlint.docs` from the rule classes into `ckptlint/rule_manifest.py`, which a
-# test keeps current. A new rule folder is found, registered and documented by that command.
-from ckptlint.rule_manifest import RULE_MANIFEST, RULE_TRIGGERS  # noqa: E402
-
-PARSE_ERROR = PseudoRule(
-    code="CKPT900",
-    name="parse-error",
-    doc="""\
-The file could not be parsed, or not analysed within the per-file limits.
-
-## What it does
-Reports a syntax error (Python, or YAML / JSON for a training recipe), with the parser's
-line, column and message. The file is not
-linted; the run goes on over the other files and exits 1. A YAML or JSON file is parsed
-only when it mentions one of the recipe trigger words (`gradient_checkpointing`, `fsdp`,
-`activation_checkpointing`, `use_reentrant`), so unrelated data files are never reported.
-
-Also reports, at line 1, a file that mentions checkpointing but that ckptlint stopped
-analysing, with the reason:
-- larger than the size limit (1 MiB; `CKPTLINT_FILE_SIZE_LIMIT`), checked before the file is
-  read: generated tables, sympy output, unrolled kernels;
-- an expression nested more than 1,000 levels deep (a generated chain of thousands of
-  operators, attributes or calls, on which libcst's parser is quadratic), or a syntax tree
-  whose analysis would need more than the memory limit;
-- its analysis ran past the time limit (120 s; `CKPTLINT_FILE_TIME_LIMIT`) or the memory
-  limit (1024 MiB; `CKPTLINT_FILE_MEMORY_LIMIT`), or crashed. The analysis runs in a worker
-  process that is killed at the limit, native code included.
-
-A larger file that never mentions checkpointing could hold no finding: it is skipped
-without a word.
-
-## Why is this bad?
-A file ckptlint cannot parse is a file it cannot check. Python would refuse it too, unless
-it is not Python at all (a template, a notebook export): exclude such files with `exclude`.
-A file stopped at a limit is generated code, as a rule: exclude it, or raise the limit.
-""",
-)
-
-UNREADABLE_FILE = PseudoRule(
-    code="CKPT901",
-    name="unreadable-file",
-    doc="""\
-The file could not be read or decoded.
-
-## What it does
-Reports a file that cannot be opened (permissions, a dangling link, a directory named
-`*.py`) or whose bytes are not valid in its declared encoding (PEP 263; UTF-8 by default).
-The run goes on over the other files and exits 1.
-
-## Why is this bad?
-A file ckptlint cannot read is a file it cannot check. Python would fail to import a file it
-cannot decode, too.
-""",
-)
-
-ENGINE_CODES = {rule.code: rule for rule in (PARSE_ERROR, UNREADABLE_FILE)}
 # The module of a rule folder that holds its class.
 RULE_MODULE = "rule"
 
@@ -106,28 +50,6 @@ def all_rules() -> tuple[type[Rule], ...]:
                     raise RuntimeError(f"rule code {value.code} is declared twice")
                 found[value.code] = value
     return tuple(found[code] for code in sorted(found))
-
-
-def all_codes() -> list[str]:
-    return sorted([rule.code for rule in RULE_MANIFEST] + list(ENGINE_CODES))
-
-
-def rule_name(code: str) -> str | None:
-    code = code.upper()
-    if code in ENGINE_CODES:
-        return ENGINE_CODES[code].name
-    summary = rule_summary(code)
-    return summary.name if summary is not None else None
-
-
-def rule_summary(code: str) -> RuleSummary | None:
-    code = code.upper()
-    return next((rule for rule in RULE_MANIFEST if rule.code == code), None)
-
-
-def project_rule_codes() -> frozenset[str]:
-    """The codes of the rules that read the project index."""
-    return frozenset(rule.code for rule in RULE_MANIFEST if rule.uses_project)
 
 
 def manifest_of(rules) -> tuple[RuleSummary, ...]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ckptlint.lazy_libcst import cst
 
@@ -48,8 +48,7 @@ def _visitor_method_names(rule: type) -> tuple[str, ...]:
     )
 
 
-# The `ast` tree of the last libcst module a context parsed it for (`FileContext.ast_module`).
-_LAST_AST: tuple[cst.Module, ast.Module | None] | None = None
+T = TypeVar("T")
 
 
 @dataclass
@@ -82,6 +81,9 @@ class FileContext:
     known_holders: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
     # CPython's tree of `text`, when the engine parsed it to check the syntax.
     parsed_ast: ast.Module | None = None
+    # What per-file analyses computed from this parse (`once`), shared with the other rule
+    # run over it: the parse's own (`ParsedModule.analyses`).
+    analyses: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.line_index = LineIndex(self.text)
@@ -95,19 +97,21 @@ class FileContext:
         use), which the project model's per-file analyses read; None when only libcst parses
         it (newer syntax)."""
         if self._ast_module is False:
-            global _LAST_AST
-            # The contexts of one parsed module (the gated rules' run after the others')
-            # share its tree, so that what was computed from one holds for the other.
-            last = _LAST_AST
-            if last is not None and last[0] is self.module:
-                self._ast_module = last[1]
-            else:
-                try:
-                    self._ast_module = ast.parse(self.text)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    self._ast_module = None
-                _LAST_AST = (self.module, self._ast_module)
+            try:
+                self._ast_module = ast.parse(self.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._ast_module = None
         return self._ast_module
+
+    def once(self, compute: Callable[[FileContext], T]) -> T:
+        """`compute(self)`, computed once for the parse of this file and shared by every rule
+        and by both rule runs over it (the gated rules' run after the others'): a per-file
+        analysis several rules ask for (`script_models`, the branches only old torch runs)."""
+        try:
+            return self.analyses[compute]
+        except KeyError:
+            found = self.analyses[compute] = compute(self)
+            return found
 
     def cst_node_at(self, node: ast.AST | None, cst_type: type | tuple[type, ...]) -> cst.CSTNode | None:
         """The libcst node of type `cst_type` that an `ast` node of `ast_module` is, for a

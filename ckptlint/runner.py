@@ -18,8 +18,10 @@ from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, places_in_cells, read_notebook
-from ckptlint.registry import RULE_TRIGGERS, project_rule_codes
-from ckptlint.recipes import MAX_RECIPE_BYTES, SHELL_SUFFIXES, is_recipe_path, may_hold_findings
+from ckptlint.rule_codes import project_rule_codes
+from ckptlint.rule_manifest import RULE_TRIGGERS
+from ckptlint.model.syntax.file_kinds import SHELL_SUFFIXES
+from ckptlint.recipes import MAX_RECIPE_BYTES, is_recipe_path, may_hold_findings
 from ckptlint.source import DecodedSource, SourceTooLarge, content_digest, mentions_any, read_source_bytes
 from ckptlint.types import Diagnostic, FileResult, RunResult, fixable
 from ckptlint.walk_cache import discover_remembered

@@ -15,7 +15,7 @@ from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.analysis.cst_walk import walk_batched
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.names import absolute_import, module_name
+from ckptlint.model.syntax.names import absolute_import, module_name
 from ckptlint.name_resolution import NameResolution, ScopeBuilder
 from ckptlint.registry import rule_by_code
 from ckptlint.rule import FileContext, Rule
@@ -23,7 +23,7 @@ from ckptlint.suppression import NOQA, noqa_codes
 from ckptlint.types import Diagnostic
 
 if TYPE_CHECKING:
-    from ckptlint.engine import ParsedModule
+    from ckptlint.parsing import ParsedModule
 
 
 # Tests set this to answer name questions with libcst's ScopeProvider, the reference that
@@ -279,7 +279,7 @@ def run_rules(
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = FileContext(
         path, display, text, module, settings.target_versions, settings, wrapper, project, relative_path,
-        statement_lines=parsed.statement_lines, parsed_ast=parsed.tree,
+        statement_lines=parsed.statement_lines, parsed_ast=parsed.tree, analyses=parsed.analyses,
     )
     analyzer = FileAnalyzer()
     context.known_holders = analyzer.statement_of

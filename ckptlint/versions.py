@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 # The libraries whose versions change what a rule should say (open-clip-torch: the `forward`
-# of its residual attention block, `model/third_party_signatures.py`).
+# of its residual attention block, `model/library/third_party_signatures.py`).
 TRACKED_PACKAGES = ("torch", "transformers", "peft", "accelerate", "trl", "open-clip-torch")
 
 _VERSION = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ckptlint import __version__
 from ckptlint.cache import save_cache_file
-from ckptlint.config import ROOT_DECIDING_NAMES
+from ckptlint.project_root import ROOT_DECIDING_NAMES
 from ckptlint.discovery import RACY_WINDOW_NS, Discovered, discover, stat_key
 
 

@@ -33,7 +33,6 @@ from ckptlint.runtime_check._types import (
     NoTrainingStep,
     Recomputation,
     RegionCost,
-    Report,
     RngComparison,
     TensorMismatch,
     Timing,
@@ -41,6 +40,7 @@ from ckptlint.runtime_check._types import (
     VerifyError,
 )
 from ckptlint.runtime_check._distributed_types import CollectiveComparison, DistributedReport, RankStatus, ReferenceComparison, UnitNesting
+from ckptlint.runtime_check._report import Report
 from ckptlint.runtime_check._verify import verify, verify_step
 
 __all__ = [

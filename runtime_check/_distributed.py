@@ -68,13 +68,13 @@ from ckptlint.runtime_check._types import (
     MemoryFigure,
     MemoryReport,
     Recomputation,
-    Report,
     RngComparison,
     Timing,
     Tolerance,
     VerifyError,
 )
 from ckptlint.runtime_check._distributed_types import CollectiveComparison, DistributedReport, RankStatus, ReferenceComparison
+from ckptlint.runtime_check._report import Report
 
 BACKENDS = ("gloo", "nccl")
 _JOB_VARIABLES = frozenset(

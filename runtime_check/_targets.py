@@ -26,7 +26,8 @@ from typing import Any, Iterator
 import torch
 
 from ckptlint.runtime_check._step import StepInputs
-from ckptlint.runtime_check._types import NoTrainingStep, Report, VerifyError
+from ckptlint.runtime_check._report import Report
+from ckptlint.runtime_check._types import NoTrainingStep, VerifyError
 from ckptlint.runtime_check._script import ScriptStep, ScriptTimedOut, _deadline, _trainable, _where, early_end
 from ckptlint.runtime_check._verify import verify_replay, verify_step
 

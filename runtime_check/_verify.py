@@ -48,7 +48,6 @@ from ckptlint.runtime_check._types import (
     MemoryReport,
     NoCheckpointingFound,
     Recomputation,
-    Report,
     RngComparison,
     SYMPTOM,
     Series,
@@ -56,6 +55,7 @@ from ckptlint.runtime_check._types import (
     Timing,
     VerifyError,
 )
+from ckptlint.runtime_check._report import Report
 
 LOW_SAVING = 0.10
 PEAK_RISE = 0.05

@@ -118,7 +118,7 @@ def test_a_constructor_argument_without_default_is_what_the_project_builds_it_wi
 def test_src_layout_and_src_package_spell_one_module():
     """`src/pkg/mod.py` is `pkg.mod` whether the project imports it as `pkg.mod` (setuptools'
     src layout) or as `src.pkg.mod` (a `src` package): both resolve to the same definitions."""
-    from ckptlint.model.names import absolute_import, canonical_name, module_name
+    from ckptlint.model.syntax.names import absolute_import, canonical_name, module_name
 
     assert module_name("src/trainkit/policies/__init__.py") == "trainkit.policies"
     assert module_name("src/train.py") == "train"

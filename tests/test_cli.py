@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ckptlint import __version__
-from ckptlint.registry import all_codes, rule_by_code
+from ckptlint.registry import rule_by_code
+from ckptlint.rule_codes import all_codes
 from conftest import run_subprocess
 
 # The projects below declare torch>=2.1, so the result does not depend on the torch (if any)

@@ -17,9 +17,9 @@ from ckptlint.config import (
     DEFAULT_EXCLUDE,
     ConfigError,
     Overrides,
-    find_project_root,
     resolve_settings,
 )
+from ckptlint.project_root import find_project_root
 
 # torch>=2.1 is declared so results do not depend on the torch installed next to the tests.
 PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['torch>=2.1']\n"
@@ -868,7 +868,7 @@ def test_show_settings_origins_from_the_command_line(cli, make_project, tmp_path
 def test_a_package_module_named_setup_is_no_project_root(tmp_path):
     """`trainer/setup.py` beside `trainer/__init__.py` builds the accelerator; it does not
     make `trainer/` a project of its own (its files keep the real root's versions and FSDP)."""
-    from ckptlint.config import find_project_root, is_project_root
+    from ckptlint.project_root import find_project_root, is_project_root
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'trainer'\n")
     package = tmp_path / "trainer"

@@ -4,8 +4,8 @@ kept current on warm runs."""
 
 from __future__ import annotations
 
-from ckptlint.model.facts import OptionDefault
-from ckptlint.model.options import configuration_facts
+from ckptlint.model.file_facts.facts import OptionDefault
+from ckptlint.model.file_facts.options import configuration_facts
 from tests.conftest import json_findings
 
 CONFIG = """\

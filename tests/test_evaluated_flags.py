@@ -7,9 +7,9 @@ from __future__ import annotations
 from ckptlint.config import resolve_settings
 from ckptlint.engine import lint_text
 from ckptlint.indexing import build_index
-from ckptlint.model.denotation import Denotation
-from ckptlint.model.facts import Impl
-from ckptlint.model.values import Constant, Frame
+from ckptlint.model.evaluation.denotation import Denotation
+from ckptlint.model.file_facts.facts import Impl
+from ckptlint.model.form.values import Constant, Frame
 from tests.test_fixtures import FIXTURES, project_of
 
 SETTINGS = """

@@ -25,8 +25,9 @@ from ckptlint.engine import fix_text, lint_text
 from ckptlint.indexing import Projects
 from ckptlint.model.index import ProjectIndex
 from ckptlint.types import Applicability
-from ckptlint.registry import all_codes, all_rules
+from ckptlint.registry import all_rules
 from ckptlint.rule_cases import marked_codes, python_markers
+from ckptlint.rule_codes import all_codes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"

@@ -1,5 +1,5 @@
 """Functions whose keywords reach torch's checkpoint, defined in one module and called in
-another (`ckptlint.model.forwarding`): the index finds the calling files without their
+another (`ckptlint.model.file_facts.forwarding`): the index finds the calling files without their
 naming checkpoint, and keeps every other file away from libcst."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import ckptlint.engine as engine
 from ckptlint.config import resolve_settings
 from ckptlint.indexing import build_index
-from ckptlint.model.extraction import extract_facts
-from ckptlint.model.facts import ForwardingKind
+from ckptlint.model.file_facts.extraction import extract_facts
+from ckptlint.model.file_facts.facts import ForwardingKind
 
 PROJECT = Path(__file__).parent.parent / "fixtures" / "projects" / "forwarding"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import ckptlint.model.extraction
-from ckptlint.model.extraction import extract_facts
-from ckptlint.model.facts import EventKind, Impl
+import ckptlint.model.file_facts.extraction
+from ckptlint.model.file_facts.extraction import extract_facts
+from ckptlint.model.file_facts.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from tests.conftest import json_findings
 
@@ -144,7 +144,7 @@ def test_result_cache_follows_changes_in_other_files(cli, make_project):
 
 def test_index_reextracts_only_changed_files(cli, make_project, record_calls):
     root = make_project({"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP1}, pyproject=PYPROJECT)
-    extracted = record_calls(ckptlint.model.extraction, "extract_facts", lambda text, relative: relative)
+    extracted = record_calls(ckptlint.model.file_facts.extraction, "extract_facts", lambda text, relative: relative)
     cli(["pkg/model.py"], root)
     assert sorted(extracted) == ["pkg/__init__.py", "pkg/model.py", "train.py"]
     extracted.clear()
@@ -413,7 +413,7 @@ def test_class_wrapped_in_another_file_double_checkpointing(cli, make_project):
 
 def test_index_facts_round_trip_through_json():
     facts = extract_facts(textwrap.dedent(SETUP_HELPERS), "setup_utils.py")
-    from ckptlint.model.facts import FileFacts
+    from ckptlint.model.file_facts.facts import FileFacts
 
     assert FileFacts.from_json(facts.to_json()) == facts
     [apply_ac] = [f for f in facts.functions if f.name == "setup_utils.apply_ac"]
@@ -517,7 +517,7 @@ def test_nested_checkpointing_recomputes_once_only_non_reentrant_and_last():
 def test_the_default_of_a_reentrancy_flag_read_from_the_environment(source, expected):
     import ast
 
-    from ckptlint.model.options import environment_default
+    from ckptlint.model.file_facts.options import environment_default
 
     assert environment_default(ast.parse(source, mode="eval").body)[0] is expected
 

@@ -227,7 +227,7 @@ def test_classes_said_to_take_other_inputs_do():
 def test_auto_classes_said_to_take_other_inputs_mostly_do():
     transformers = pytest.importorskip("transformers")
     text_models_with_image_heads = {"ImageGPTForImageClassification", "ShieldGemma2ForImageClassification"}
-    from ckptlint.model.library import _OTHER_INPUT_AUTO
+    from ckptlint.model.library.transformers import _OTHER_INPUT_AUTO
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

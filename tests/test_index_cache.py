@@ -75,7 +75,7 @@ def test_a_file_linted_from_other_text_brings_its_own_cross_file_facts(tmp_path)
 def test_a_file_whose_extraction_raises_is_said_and_not_remembered(tmp_path, monkeypatch):
     """A bug in the extraction is not a limit: the run names the file, and the next run tries
     it again instead of serving it from the cache as a file without facts."""
-    import ckptlint.model.extraction as extraction
+    import ckptlint.model.file_facts.extraction as extraction
 
     (tmp_path / "pyproject.toml").write_text("[tool.ckptlint]\n")
     (tmp_path / "model.py").write_text("import torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n")

@@ -1,5 +1,5 @@
 """Launch scripts as FSDP uses: which `accelerate launch` commands the index reads from a
-shell script (`ckptlint.model.launch_scripts`), and which file of the project each one runs
+shell script (`ckptlint.model.file_facts.launch_scripts`), and which file of the project each one runs
 under FSDP (`ProjectIndex.fsdp_uses`)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from ckptlint.config import resolve_settings
 from ckptlint.indexing import build_index
-from ckptlint.model.facts import AccelerateLaunch, FsdpKind
-from ckptlint.model.launch_scripts import launch_script_facts
-from ckptlint.model.options import configuration_facts
+from ckptlint.model.file_facts.facts import AccelerateLaunch, FsdpKind
+from ckptlint.model.file_facts.launch_scripts import launch_script_facts
+from ckptlint.model.file_facts.options import configuration_facts
 from conftest import json_findings
 
 FSDP_CONFIG = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import ckptlint.indexing
-import ckptlint.model.extraction
+import ckptlint.model.file_facts.extraction
 import ckptlint.runner
 from conftest import CallLog, json_findings
 
@@ -154,7 +154,7 @@ def test_an_index_extraction_past_the_limit_costs_that_file_its_facts_only(
     """The index extraction runs under the same limits: a file it cannot finish has no
     facts (the run goes on), and a warm run under the same limits does not try again."""
     extracted = CallLog(tmp_path_factory.mktemp("calls") / "extract.log")
-    original = ckptlint.model.extraction.extract_facts
+    original = ckptlint.model.file_facts.extraction.extract_facts
 
     def stalling(text, relative):
         extracted.record(relative)
@@ -162,7 +162,7 @@ def test_an_index_extraction_past_the_limit_costs_that_file_its_facts_only(
             time.sleep(600)  # in a worker, which is killed at the limit
         return original(text, relative)
 
-    monkeypatch.setattr(ckptlint.model.extraction, "extract_facts", stalling)
+    monkeypatch.setattr(ckptlint.model.file_facts.extraction, "extract_facts", stalling)
     root = make_project({"stalls.py": GOOD, "model.py": GOOD}, pyproject=PYPROJECT)
     limits(time="2.5")
     _, found = run_json(cli, root, ".")

@@ -1,4 +1,4 @@
-"""A Hugging Face model followed across the project's files (`ckptlint.model.fates`): a
+"""A Hugging Face model followed across the project's files (`ckptlint.model.evaluation.fates`): a
 helper that enables checkpointing and returns the model is reported where a script trains it,
 stays quiet where the project only evaluates it or turns the cache off on the way, and a warm
 run sees the training script's edit."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import json_findings
 
-from ckptlint.model.extraction import extract_facts
+from ckptlint.model.file_facts.extraction import extract_facts
 from ckptlint.model.index import ProjectIndex
 
 PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['transformers==4.46.3']\n"
@@ -378,7 +378,7 @@ def test_an_imported_dict_constant_gives_the_checkpointing_kwargs(cli, make_proj
 
 
 def test_tests_do_not_inherit_fsdp_from_the_package_nor_the_package_from_tests():
-    from ckptlint.model.names import is_test_path
+    from ckptlint.model.syntax.names import is_test_path
 
     assert [is_test_path(p) for p in ("tests/e2e/test_x.py", "pkg/test_utils.py", "pkg/conftest.py",
                                       "torch/testing/_internal/common_fsdp.py", "pkg/model.py",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ckptlint.config import resolve_settings
 from ckptlint.indexing import build_index
-from ckptlint.model.denotation import Denotation
-from ckptlint.model.values import ClassRef, Constant, Frame, Instance
+from ckptlint.model.evaluation.denotation import Denotation
+from ckptlint.model.form.values import ClassRef, Constant, Frame, Instance
 
 MODELS = """
 from dataclasses import dataclass, field
@@ -167,7 +167,7 @@ def test_values_sort_alike_under_every_hash_seed():
     import sys
 
     values = "frozenset(Instance(name) for name in ('a.Basic', 'a.Bottle', 'b.Norm', 'c.Act', 'd.Conv', 'e.Down'))"
-    code = f"from ckptlint.model.values import Instance, ordering_key; v = {values}; print(ordering_key(v)); print(repr(v))"
+    code = f"from ckptlint.model.form.values import Instance, ordering_key; v = {values}; print(ordering_key(v)); print(repr(v))"
     runs = [
         subprocess.run(
             [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True

@@ -63,7 +63,8 @@ def test_rule_manifest_matches_the_rules():
     (libcst), from `ckptlint/rule_manifest.py`, which `python -m ckptlint.docs` generates."""
     from pathlib import Path
 
-    from ckptlint.registry import RULE_MANIFEST, RULE_TRIGGERS, all_rules, manifest_module, manifest_of, triggers_of
+    from ckptlint.registry import all_rules, manifest_module, manifest_of, triggers_of
+    from ckptlint.rule_manifest import RULE_MANIFEST, RULE_TRIGGERS
 
     generated = Path(__file__).resolve().parent.parent / "ckptlint" / "rule_manifest.py"
     assert generated.read_text(encoding="utf-8") == manifest_module(), "stale: run `python -m ckptlint.docs`"

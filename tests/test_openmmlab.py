@@ -1,7 +1,7 @@
 """mmcv / mmengine in the project model: norm layers built from `norm_cfg` dicts, the names
 `build_norm_layer` registers them under, `norm_eval` backbones, and `with_cp` blocks that
-checkpoint inside another block's region (`ckptlint/model/openmmlab.py`,
-`ckptlint/model/norm_freezing.py`)."""
+checkpoint inside another block's region (`ckptlint/model/library/openmmlab.py`,
+`ckptlint/model/file_facts/norm_freezing.py`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from ckptlint.config import resolve_settings
 from ckptlint.indexing import build_index
-from ckptlint.model.facts import CheckpointCall
-from ckptlint.model.method_behaviour import checkpoint_calls
-from ckptlint.model.norm_freezing import UNKNOWN_FLAG, batchnorm_frozen_under
-from ckptlint.model.values import Constant, Instance, Mapping
+from ckptlint.model.file_facts.facts import CheckpointCall
+from ckptlint.model.file_facts.method_behaviour import checkpoint_calls
+from ckptlint.model.file_facts.norm_freezing import UNKNOWN_FLAG, batchnorm_frozen_under
+from ckptlint.model.form.values import Constant, Instance, Mapping
 
 BLOCK = """
 from mmcv.cnn import ConvModule, build_norm_layer

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from ckptlint.cli import main
 from ckptlint.config import Settings
 from ckptlint.engine import fix_text, lint_text
-from ckptlint.recipes.documents import RecipeSyntaxError, parse_recipe
-from ckptlint.recipes.launch import read_launch
-from ckptlint.recipes.shell import command_words, parse_script
+from ckptlint.model.syntax.launch_commands import read_launch
+from ckptlint.model.syntax.recipe_documents import RecipeSyntaxError, parse_recipe
+from ckptlint.model.syntax.shell_scripts import command_words, parse_script
 from tests.test_fixtures import RECIPE_FIXTURES, expected_findings, project_of, relative
 
 TF4 = {"transformers": "4.46.3", "torch": "2.13"}

@@ -12,7 +12,7 @@ import click
 import pytest
 
 from ckptlint import __version__
-from ckptlint.registry import all_codes
+from ckptlint.rule_codes import all_codes
 from ckptlint.reporters import github, json_format, junit, sarif, text
 from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Fix, Location
 

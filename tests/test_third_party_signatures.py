@@ -1,4 +1,4 @@
-"""Third-party `forward` signatures as data (`ckptlint.model.third_party_signatures`): the
+"""Third-party `forward` signatures as data (`ckptlint.model.library.third_party_signatures`): the
 table's shape, which entries a project's open_clip version picks, and CKPT032 reading them
 in a project that declares (or does not declare) its open_clip version."""
 
@@ -8,7 +8,7 @@ import importlib.metadata
 
 import pytest
 
-from ckptlint.model.third_party_signatures import FORWARD_SIGNATURES, forward_signatures
+from ckptlint.model.library.third_party_signatures import FORWARD_SIGNATURES, forward_signatures
 from ckptlint.versions import TargetVersion, TargetVersions, Version, VersionSource
 from conftest import json_findings
 
@@ -114,8 +114,8 @@ def test_the_declared_open_clip_version_decides(cli, make_project, installed, re
 
 
 def test_what_open_clip_models_hold_carries_its_versions():
-    from ckptlint.model.open_clip_models import attribute_values, created_models, instance_versions
-    from ckptlint.model.values import Instance
+    from ckptlint.model.library.open_clip import attribute_values, created_models, instance_versions
+    from ckptlint.model.form.values import Instance
 
     clip = Instance("open_clip.model.CLIP")
     assert clip in created_models()

@@ -15,14 +15,14 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import child_nodes
 
 if TYPE_CHECKING:
-    from ckptlint.rule import FileContext
+    from libcst.metadata import CodeRange
 
 _NEWLINE = re.compile(r"\r\n?|\n")
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
@@ -36,10 +36,19 @@ class _Mismatch(Exception):
     """The two trees' statements do not pair up (a tree of another text)."""
 
 
+class BridgedFile(Protocol):
+    """What the bridge reads of a file (`ckptlint.rule.FileContext` is one)."""
+
+    text: str
+    module: cst.Module
+
+    def position(self, node: cst.CSTNode) -> CodeRange: ...
+
+
 class AstBridge:
     """The libcst node of an `ast` node of the same file's text, built on first use."""
 
-    def __init__(self, context: FileContext, tree: ast.Module) -> None:
+    def __init__(self, context: BridgedFile, tree: ast.Module) -> None:
         self._context = context
         # id of an `ast` statement -> (its libcst statement, the line of small statements holding it)
         self._statements: dict[int, tuple[cst.CSTNode, cst.SimpleStatementLine | None]] = {}

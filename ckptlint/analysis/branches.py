@@ -1,22 +1,15 @@
-"""Which `if` branches a call sits in, and whether two calls can ever both run: different
-branches of one `if`, or conditions that contradict each other (`if not use_fsdp_ac:` ...
-`if use_fsdp_ac:`). Shared by the rules that pair two steps on one model (CKPT003, CKPT005)
-and by the Hugging Face interpreter's steps."""
+"""Which `if` branches a call of a libcst tree sits in, and what their tests require, in the
+form of `ckptlint.model.form.branching` (which says whether two calls can both run): for the rules
+that pair two steps on one model (CKPT003, CKPT005)."""
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import walk
-Branches = tuple[tuple[int, int], ...]  # (id of an `if` / `match`, branch index), outermost first
-# What the enclosing `if`s require, as (condition source, required truth): `if a and not b:`
-# gives ("a", True), ("b", False); `x != "full"` gives ('x == "full"', False).
-Conditions = tuple[tuple[str, bool], ...]
+from ckptlint.model.form.branching import Branches, Conditions, exclusive
 
 # By the operator's class name (libcst is imported only once a file is analysed).
 _COMPARISONS = {
@@ -25,7 +18,6 @@ _COMPARISONS = {
 }
 
 
-@lru_cache(maxsize=4096)  # the interpreter asks again for each run of a function (nodes hash by identity)
 def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
     """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -65,35 +57,6 @@ def _plain_dotted(expr: cst.BaseExpression, outermost: bool = False) -> str | No
         base = _plain_dotted(expr.value)
         return f"{base}.{expr.attr.value}" if base is not None else None
     return None
-
-
-def exclusive(branches: Branches, conditions: Conditions, other_branches: Branches, other_conditions: Conditions) -> bool:
-    """Whether code under (`branches`, `conditions`) and code under the others never both run:
-    different branches of one `if`, one condition required both ways, or one expression
-    required equal to two different literals (`if args.strategy == "fsdp":` ...
-    `if args.strategy == "deepspeed":`)."""
-    mine = dict(branches)
-    if any(node in mine and mine[node] != index for node, index in other_branches):
-        return True
-    required = dict(conditions)
-    if any(atom in required and required[atom] != truth for atom, truth in other_conditions):
-        return True
-    equal = {match["left"]: ast.literal_eval(match["right"]) for atom, truth in conditions if truth and (match := _EQUALS_LITERAL.match(atom))}
-    return any(
-        (match := _EQUALS_LITERAL.match(atom)) is not None and match["left"] in equal
-        and equal[match["left"]] != ast.literal_eval(match["right"])
-        for atom, truth in other_conditions if truth
-    )
-
-
-# `x == "fsdp"` as `condition_literals` writes it: an expression equal to a literal.
-_EQUALS_LITERAL = re.compile(r"^(?P<left>.+) == (?P<right>-?\d+(?:\.\d+)?|'[^'\\]*'|\"[^\"\\]*\"|True|False|None)$")
-
-
-def contradicts(known: Conditions, conditions: Conditions) -> bool:
-    """Whether code under `conditions` cannot run where `known` holds (a parameter known to
-    be False, `if quantized:`): the branch is not taken."""
-    return exclusive((), known, (), conditions)
 
 
 def literal_truth(expr: cst.BaseExpression, known: Conditions = ()) -> bool | None:

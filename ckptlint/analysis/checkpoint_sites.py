@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.kinds import Reentrancy
-from ckptlint.model import values as model_values
+from ckptlint.model.library.torch import Reentrancy
+from ckptlint.model.form import values as model_values
 
 if TYPE_CHECKING:
     from libcst.metadata import QualifiedName

@@ -1,4 +1,4 @@
-"""libcst expressions in the summary form of `ckptlint.model.code`, so that an expression a
+"""libcst expressions in the summary form of `ckptlint.model.file_facts.code`, so that an expression a
 rule holds (the callable a checkpoint call is given) is evaluated by the same model as the
 code the project index summarised with `ast`."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import walk
-from ckptlint.model.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key
+from ckptlint.model.form.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key
 
 
 def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
@@ -72,7 +72,7 @@ def comprehension_element(node: cst.BaseComp | cst.DictComp) -> cst.BaseExpressi
 
 def generators(node: cst.BaseComp | cst.DictComp, depth: int = 0) -> tuple[tuple[Expr, Expr], ...]:
     """A comprehension's `for` clauses, outermost first, as (target pattern, iterable): the
-    form `ckptlint.model.code` gives them."""
+    form `ckptlint.model.file_facts.code` gives them."""
     found: list[tuple[Expr, Expr]] = []
     clause: cst.CompFor | None = node.for_in
     while clause is not None:

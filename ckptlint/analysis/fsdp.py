@@ -13,16 +13,13 @@ from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
+from ckptlint.model.file_facts.facts import Event, EventKind, FsdpKind, FsdpUse, FunctionFacts, Impl, ParameterEffect
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import (
-    APPLY_ACTIVATION_CHECKPOINTING,
-    CHECKPOINT_IMPL_NO_REENTRANT,
-    CHECKPOINT_IMPL_REENTRANT,
-    CHECKPOINT_WRAPPER,
+from ckptlint.model.library.torch import (
+    APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER,
 )
-from ckptlint.model.names import absolute_import, canonical_name, module_name
-from ckptlint.model.values import Instance, ordering_key
+from ckptlint.model.syntax.names import absolute_import, canonical_name, module_name
+from ckptlint.model.form.values import Instance, ordering_key
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext
@@ -157,7 +154,7 @@ def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, froz
 
 
 def _dotted_expression(dotted: str) -> tuple:
-    """`self.model` in the summary form of expressions (`ckptlint.model.summary`)."""
+    """`self.model` in the summary form of expressions (`ckptlint.model.form.summary`)."""
     first, *rest = dotted.split(".")
     expr: tuple = ("name", first)
     for attribute in rest:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.huggingface import GC_KWARGS, keyword_value
+from ckptlint.analysis.huggingface import keyword_value
+from ckptlint.model.library.transformers import GC_KWARGS
 from ckptlint.analysis.transforms import set_keyword
 
 NON_REENTRANT_KWARGS = '{"use_reentrant": False}'

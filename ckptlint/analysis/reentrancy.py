@@ -4,7 +4,6 @@ rules that report it (CKPT001, and CKPT002 in FSDP projects)."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 
 from ckptlint.lazy_libcst import cst
@@ -48,9 +47,6 @@ def reports_explicit_reentrant(site: CheckpointSite) -> bool:
 # it (diffusers' `if is_torch_version(">=", "1.11.0"): ... else: checkpoint(block, x)`).
 _USE_REENTRANT_SINCE = (1, 11)
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
-# The last file's spans (rules run one file at a time; CKPT001 and CKPT002 both ask).
-_OLD_BRANCHES: list = [None, []]
-_OLD_BRANCHES_LOCK = threading.Lock()
 
 
 def in_old_torch_branch(context, node: cst.CSTNode) -> bool:
@@ -59,10 +55,7 @@ def in_old_torch_branch(context, node: cst.CSTNode) -> bool:
     version.parse("1.11")`), the body of `if is_torch_version("<", "1.11"):`."""
     if "version" not in context.text:
         return False
-    with _OLD_BRANCHES_LOCK:
-        if _OLD_BRANCHES[0] is not context.module:
-            _OLD_BRANCHES[:] = [context.module, _old_torch_spans(context)]
-        spans = _OLD_BRANCHES[1]
+    spans = context.once(_old_torch_spans)  # CKPT001 and CKPT002 both ask
     if not spans:
         return False
     line = context.position(node).start.line

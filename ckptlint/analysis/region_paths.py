@@ -8,23 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from ckptlint.model.denotation import Denotation
-from ckptlint.model.facts import CheckpointCall
+from ckptlint.model.evaluation.denotation import Denotation
+from ckptlint.model.file_facts.facts import CheckpointCall
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import (
-    NORMS_WITH_RUNNING_STATS,
-    RANDOM_MODULES,
-    RANDOM_SAMPLING_FUNCTIONS,
-    RANDOM_TENSOR_METHODS,
-    STATE_UPDATING_WRAPPERS,
-    TRANSFORMERS_RANDOM_LAYERS,
-)
-from ckptlint.model.method_behaviour import SUPER_CALL
-from ckptlint.model.names import is_test_path, module_name
+from ckptlint.model.library.combined import NORMS_WITH_RUNNING_STATS, RANDOM_MODULES
+from ckptlint.model.library.torch import RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, STATE_UPDATING_WRAPPERS
+from ckptlint.model.library.transformers import TRANSFORMERS_RANDOM_LAYERS
+from ckptlint.model.file_facts.method_behaviour import SUPER_CALL
+from ckptlint.model.syntax.names import is_test_path, module_name
 from ckptlint.model.recompute_reads import forward_checkpoint_calls
-from ckptlint.model.openmmlab import conv_module_norms
-from ckptlint.model.torchvision_models import torchvision_holds
-from ckptlint.model.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence, ordering_key
+from ckptlint.model.library.openmmlab import conv_module_norms
+from ckptlint.model.library.torchvision import torchvision_holds
+from ckptlint.model.form.values import ClassRef, Constant, FunctionRef, Instance, Lambda, Sequence, ordering_key
 
 _MAX_CALL_DEPTH = 6
 _SAMPLERS = frozenset(name.rsplit(".", 1)[-1] for name in RANDOM_SAMPLING_FUNCTIONS)
@@ -35,7 +30,7 @@ class Region:
 
     owner: str | None  # absolute name of the class holding the site, if any
     label: str | None  # how the site names it, prefixing the paths (`Stage.blocks`)
-    runs: frozenset  # module instances, functions and lambdas (`ckptlint.model.denotation`)
+    runs: frozenset  # module instances, functions and lambdas (`ckptlint.model.evaluation.denotation`)
 
 
 def class_region(project: ProjectIndex, class_name: str) -> Region:

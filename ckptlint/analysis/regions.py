@@ -1,5 +1,5 @@
 """What a checkpoint recomputes: from a checkpoint site to the modules and functions its
-region runs, through the project model (`ckptlint.model.denotation`), across files:
+region runs, through the project model (`ckptlint.model.evaluation.denotation`), across files:
 
     checkpoint(self.block, x)                  the module `self.block` holds, however it was
                                                built (a constructor default, `add_module`, a
@@ -26,15 +26,10 @@ from ckptlint.analysis.cst_walk import walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.region_paths import Region, wrapped_class_region
 from ckptlint.analysis.site_scopes import SiteScopes, class_refs
-from ckptlint.model.values import Arguments, ClassRef, Instance
+from ckptlint.model.form.values import Arguments, ClassRef, Instance
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import (
-    APPLY_ACTIVATION_CHECKPOINTING,
-    BACKWARD_METHODS,
-    CHECKPOINT_WRAPPER,
-    COMPOSABLE_CHECKPOINT,
-    LIBRARY_CHECKPOINTING_HELPERS,
-)
+from ckptlint.model.library.combined import BACKWARD_METHODS, LIBRARY_CHECKPOINTING_HELPERS
+from ckptlint.model.library.torch import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT
 
 
 def mentions_checkpointing(project: ProjectIndex, relative_path: str, settings, text: str) -> bool:

@@ -11,7 +11,6 @@ report or a fix reaches the libcst node of one with `context.cst_node_at`.
 from __future__ import annotations
 
 import ast
-import threading
 from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
@@ -33,32 +32,23 @@ __all__ = [
     "source_of",
 ]
 
-_CACHE: dict[int, tuple[ast.Module, ScriptModels]] = {}
-_CACHE_LOCK = threading.Lock()
-
-
 def script_models(context: FileContext) -> ScriptModels:
     """The model objects of the file and their steps (computed once per parsed file, shared
     by the rules that ask, and by the gated rules' run over the same tree)."""
+    return context.once(_interpreted)
+
+
+def _interpreted(context: FileContext) -> ScriptModels:
     tree = context.ast_module
     if tree is None:  # only libcst parses the file (syntax newer than the running Python)
         return ScriptModels(())
-    key = id(tree)
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None and cached[0] is tree:
-            return cached[1]
     names = ScopeNames(tree)
     # Code whose names libcst resolves by its visiting order in ways the `ast` pass does not
     # reproduce (`ScopeNames.unsupported`): libcst's own answers, through the bridge.
-    result = interpret(
+    return interpret(
         tree, context.text, context.relative_path, context.project,
         names if names.unsupported is None else _LibcstNames(context),
     )
-    with _CACHE_LOCK:
-        _CACHE.clear()  # one file at a time: the rules of a file run one after the other
-        _CACHE[key] = (tree, result)
-    return result
 
 
 _SOURCES = {"IMPORT": "import", "LOCAL": "local", "BUILTIN": "builtin"}

@@ -13,18 +13,13 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import leaving_isinstance_guard
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.cst_code import expression, generators
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.model.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence
-from ckptlint.model.library import (
-    CHECKPOINT_IMPL_REENTRANT,
-    TENSOR_BUILTINS,
-    TENSOR_LIBRARIES,
-    TENSOR_METHODS,
-)
-from ckptlint.model.names import module_name
-from ckptlint.model.summary import dotted_absolute
+from ckptlint.model.form.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence
+from ckptlint.model.library.torch import CHECKPOINT_IMPL_REENTRANT, TENSOR_BUILTINS, TENSOR_LIBRARIES, TENSOR_METHODS
+from ckptlint.model.syntax.names import module_name
+from ckptlint.model.form.summary import dotted_absolute
 from ckptlint.rule import Rule
 
 

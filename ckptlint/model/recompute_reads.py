@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ckptlint.model.facts import CheckpointCall, MethodFacts
-from ckptlint.model.values import Instance, Sequence
+from ckptlint.model.file_facts.facts import CheckpointCall, MethodFacts
+from ckptlint.model.form.values import Instance, Sequence
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex

@@ -2,8 +2,9 @@
 JSON configuration files (accelerate configs, Trainer / TRL argument files, axolotl,
 LLaMA-Factory) and shell launch scripts say, with positions in those files.
 
-This module is imported on every run; the parsing lives in its submodules, imported only
-when a recipe file is linted.
+This module is imported on every run; the parsing (the model's readers of these files:
+`ckptlint.model.syntax.recipe_documents`, `shell_scripts`, `launch_commands`, `fsdp_settings`) and
+the checks are imported only when a recipe file is linted.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+from ckptlint.model.syntax.file_kinds import SHELL_SUFFIXES
+
 DATA_SUFFIXES = (".yaml", ".yml", ".json")
 RECIPE_SUFFIXES = DATA_SUFFIXES + SHELL_SUFFIXES
 # Larger YAML / JSON / shell files are data (tokenizers, datasets), not training recipes.

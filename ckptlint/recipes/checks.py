@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ckptlint.analysis.kinds import Reentrancy
-from ckptlint.recipes.documents import Setting
-from ckptlint.model.library import NESTING_SUPPORTED, REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.syntax.recipe_documents import Setting
+from ckptlint.model.library.torch import NESTING_SUPPORTED, Reentrancy
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.recipes.setups import Flavor, TrainingSetup
 from ckptlint.versions import Applies, TargetVersions
 

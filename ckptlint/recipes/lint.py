@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckptlint.discovery import display_path
+from ckptlint.model.library.fsdp_settings import is_accelerate_config
+from ckptlint.model.syntax.launch_commands import Launch, Option, hf_bool, option_value, read_launch
+from ckptlint.model.syntax.recipe_documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
+from ckptlint.model.syntax.shell_scripts import Word, parse_script
 from ckptlint.recipes import MAX_RECIPE_BYTES, may_hold_findings
 from ckptlint.recipes.checks import RecipeFinding, check_setup
-from ckptlint.recipes.documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
-from ckptlint.recipes.launch import Launch, Option, hf_bool, option_value, read_launch
-from ckptlint.recipes.setups import Flavor, is_accelerate_config, setup_of
-from ckptlint.recipes.shell import Word, parse_script
+from ckptlint.recipes.setups import Flavor, setup_of
 from ckptlint.source import LineIndex, UndecodableSource, content_digest, decode_source, read_source_bytes
 from ckptlint.suppression import suppresses
 from ckptlint.types import Diagnostic, Edit, Fix, Location
@@ -282,7 +283,7 @@ def _diagnostics(
     is_json: bool = False,
     last_rows: dict[Span, int] | None = None,
 ) -> tuple[Diagnostic, ...]:
-    from ckptlint.registry import rule_summary
+    from ckptlint.rule_codes import rule_summary
 
     index = LineIndex(text)
     diagnostics = []
@@ -310,7 +311,7 @@ _BOOLEAN_TEXT = re.compile(r"^(?:true|True|TRUE|yes|Yes|YES|on|On|ON|1)$")
 
 def _fix(text: str, index: LineIndex, finding: RecipeFinding, is_json: bool) -> Fix | None:
     """Edits that touch only the value (or add one line), verified against the text."""
-    from ckptlint.registry import rule_summary
+    from ckptlint.rule_codes import rule_summary
 
     rule = rule_summary(finding.code)
     applicability = rule.fix if rule is not None else None

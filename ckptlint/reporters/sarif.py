@@ -9,7 +9,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ckptlint import __version__
-from ckptlint.registry import ENGINE_CODES, all_rules
+from ckptlint.registry import all_rules
+from ckptlint.rule_codes import ENGINE_CODES
 from ckptlint.types import REPOSITORY_URL, Diagnostic, Edit
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

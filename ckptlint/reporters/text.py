@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import click
 
-from ckptlint.registry import rule_name
+from ckptlint.rule_codes import rule_name
 from ckptlint.types import Applicability, Diagnostic, FileResult, fixable
 
 

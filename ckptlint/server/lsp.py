@@ -29,7 +29,7 @@ from pygls.uris import to_fs_path
 from ckptlint import __version__
 from ckptlint.config import ConfigError, Overrides
 from ckptlint.limits import AnalysisLimits, LimitError
-from ckptlint.registry import ENGINE_CODES
+from ckptlint.rule_codes import ENGINE_CODES
 from ckptlint.server.actions import comment_style, finding_actions, fix_all_action, has_safe_fix, wanted
 from ckptlint.server.edits import DocumentPositions
 from ckptlint.server.options import overrides_from_options

@@ -10,14 +10,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckptlint.config import CONFIG_FILES, ROOT_MARKERS, ConfigError, Overrides, Settings, is_project_root, resolve_settings
+from ckptlint.config import CONFIG_FILES, ConfigError, Overrides, Settings, resolve_settings
 from ckptlint.environment_files import ENVIRONMENT_FILE
 from ckptlint.discovery import relative_to_root
 from ckptlint.engine import analysis_stopped, fix_text, lint_text, unknown_noqa_codes
 from ckptlint.indexing import build_index
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
-from ckptlint.registry import project_rule_codes
+from ckptlint.project_root import ROOT_MARKERS, is_project_root
+from ckptlint.rule_codes import project_rule_codes
 from ckptlint.types import Diagnostic
 
 # A change to one of these can change any file's settings or declared versions.

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ckptlint.analysis.fsdp import holds_instance_of
-from ckptlint.model.facts import Event, EventKind, FsdpKind, FsdpUse
+from ckptlint.model.file_facts.facts import Event, EventKind, FsdpKind, FsdpUse
 from ckptlint.model.index import ProjectIndex
-from ckptlint.model.library import FSDP1
-from ckptlint.model.summary import dotted_absolute
-from ckptlint.model.values import Instance, ordering_key
+from ckptlint.model.library.torch import FSDP1
+from ckptlint.model.form.summary import dotted_absolute
+from ckptlint.model.form.values import Instance, ordering_key
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.cst_walk import child_nodes, walk
 from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
-from ckptlint.model.facts import EventKind, Impl
+from ckptlint.model.file_facts.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.rule import Replacement, Rule
 from ckptlint.types import Applicability

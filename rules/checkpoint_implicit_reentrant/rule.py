@@ -3,10 +3,10 @@ from __future__ import annotations
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.reentrancy import in_old_torch_branch, reports_implicit_reentrant
-from ckptlint.model.facts import ForwardingKind
-from ckptlint.model.names import module_name
+from ckptlint.model.file_facts.facts import ForwardingKind
+from ckptlint.model.syntax.names import module_name
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Replacement, Rule
 from ckptlint.types import Applicability

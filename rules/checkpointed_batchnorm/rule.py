@@ -4,8 +4,8 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.region_paths import region_running_stats, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
-from ckptlint.model.timm_families import TIMM_CREATE_MODEL, timm_checkpointed_batchnorm
-from ckptlint.model.values import Constant, Instance, ordering_key
+from ckptlint.model.library.timm import TIMM_CREATE_MODEL, timm_checkpointed_batchnorm
+from ckptlint.model.form.values import Constant, Instance, ordering_key
 
 
 class CheckpointedBatchnorm(RegionRule):

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.analysis.huggingface import GC_ENABLE, keyword_value
+from ckptlint.analysis.huggingface import keyword_value
+from ckptlint.model.library.transformers import GC_ENABLE
 from ckptlint.analysis.cst_code import dotted_text
-from ckptlint.model.library import ACCELERATE_FSDP_PLUGIN
+from ckptlint.model.library.accelerate import ACCELERATE_FSDP_PLUGIN
 from ckptlint.rule import FileContext
 
 ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import descendants
-from ckptlint.model.values import falsy
+from ckptlint.model.form.values import falsy
 
 # Flags that switch a block's own checkpointing on (`if self.gradient_checkpointing:`,
 # `if self.use_checkpoint:`): such a block checkpoints only when asked to.

@@ -7,13 +7,14 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.branches import BranchPath, branch_paths
 from ckptlint.analysis.fsdp import WrapStep, call_at
-from ckptlint.analysis.huggingface import GC_ENABLE, gc_enable_kwargs
+from ckptlint.model.library.transformers import GC_ENABLE
+from ckptlint.analysis.huggingface import gc_enable_kwargs
 from ckptlint.analysis.region_paths import region_checkpoints, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
-from ckptlint.model.facts import EventKind, Impl
-from ckptlint.model.names import module_name
-from ckptlint.model.values import Constant, FunctionRef, Instance, arguments_of, truthiness
-from ckptlint.model.library import NESTING_SUPPORTED
+from ckptlint.model.file_facts.facts import EventKind, Impl
+from ckptlint.model.syntax.names import module_name
+from ckptlint.model.form.values import Constant, FunctionRef, Instance, arguments_of, truthiness
+from ckptlint.model.library.torch import NESTING_SUPPORTED
 from ckptlint.versions import Applies
 
 from .accelerate_plugin import plugin_checkpointed

@@ -4,7 +4,7 @@ model in one function of a file (CKPT005), from the index's wrap steps."""
 from __future__ import annotations
 
 from ckptlint.analysis.fsdp import WrapStep, wrap_steps
-from ckptlint.model.facts import EventKind
+from ckptlint.model.file_facts.facts import EventKind
 from ckptlint.model.index import ProjectIndex
 
 

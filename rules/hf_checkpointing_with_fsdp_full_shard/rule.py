@@ -6,13 +6,14 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import set_dict_key
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, has_star_kwargs, keyword_value
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.analysis.huggingface import has_star_kwargs, keyword_value
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
-from ckptlint.model.values import Constant, Sequence
+from ckptlint.model.form.values import Constant, Sequence
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
+from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.library.torch import Reentrancy
 
 SHARDING_OPTIONS = frozenset({"full_shard", "hybrid_shard", "hybrid_shard_zero2"})
 # Both keywords of the call, as text: most files that mention `gradient_checkpointing` and

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import child_nodes, walk
-from ckptlint.model.open_clip_models import instance_versions
-from ckptlint.model.summary import FunctionSummary, Parameter
-from ckptlint.model.third_party_signatures import LibrarySignature, forward_signatures
-from ckptlint.model.values import FunctionRef, Instance
+from ckptlint.model.library.open_clip import instance_versions
+from ckptlint.model.form.summary import FunctionSummary, Parameter
+from ckptlint.model.library.third_party_signatures import LibrarySignature, forward_signatures
+from ckptlint.model.form.values import FunctionRef, Instance
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext

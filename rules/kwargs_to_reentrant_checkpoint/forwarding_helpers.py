@@ -13,7 +13,7 @@ arguments: attention_mask`. CKPT032 reports those calls (`helper_calls.py`).
 
 Helpers of the file are found here, with libcst; those of other modules, and functions
 decorated by a decorator whose wrapper is such a helper, by the project index
-(`ckptlint.model.forwarding`), which also brings to the rule a file that calls one without
+(`ckptlint.model.file_facts.forwarding`), which also brings to the rule a file that calls one without
 naming checkpoint.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CHECKPOINT_OWN_KEYWORDS, CheckpointApi, CheckpointSite, SiteKind
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.model.library.torch import Reentrancy
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.kinds import Reentrancy
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.versions import Applies, VersionRange
 
 from .forwarding_helpers import ForwardingHelper, forwarded_keywords, forwarding_helper, helper_called, passes_reentrant

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import CHECKPOINT_OWN_KEYWORDS
-from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS
-from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.library.transformers import HF_CHECKPOINTING_ATTRIBUTE
 from ckptlint.versions import Applies
 
 if TYPE_CHECKING:

@@ -2,14 +2,8 @@ from __future__ import annotations
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.checkpoint_sites import (
-    SITE_REQUIRES,
-    SITE_TRIGGERS,
-    CheckpointApi,
-    CheckpointSite,
-    Reentrancy,
-    SiteKind,
-)
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Replacement

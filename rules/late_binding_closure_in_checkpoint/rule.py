@@ -9,8 +9,8 @@ from ckptlint.analysis.checkpoint_sites import CheckpointSite, SiteKind
 from ckptlint.analysis.cst_walk import descendants, walk
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.regions import CheckpointingGate, is_backward_call, mentions_checkpointing
-from ckptlint.model.library import HF_CHECKPOINTING_ATTRIBUTE
-from ckptlint.model.names import module_name
+from ckptlint.model.library.transformers import HF_CHECKPOINTING_ATTRIBUTE
+from ckptlint.model.syntax.names import module_name
 from ckptlint.rule import Replacement, Rule
 from ckptlint.types import Applicability
 

@@ -11,7 +11,7 @@ from ckptlint.analysis.region_paths import forward_regions, region_randomness, r
 from ckptlint.analysis.regions import is_backward_call
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
-from ckptlint.model.values import Instance, Mapping, Sequence
+from ckptlint.model.form.values import Instance, Mapping, Sequence
 
 from .changes import Mutation, apart, attribute_changes, container_names, mode_switch, mutations_in, walk_statements
 from .region_names import names_read, own_names, self_reads

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ckptlint.analysis.huggingface import HfCheckpointingKwargs, KwargsShape
-from ckptlint.analysis.script_models import MainInput, ModelHistory, ModelStep, StepKind, TrainerKind
-from ckptlint.model.fates import Site
-from ckptlint.model.library import PRE_QUANTIZED_CHECKPOINT
+from ckptlint.model.library.transformers import HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.library.transformers import MainInput
+from ckptlint.model.script_models.steps import ModelHistory, ModelStep, StepKind, TrainerKind
+from ckptlint.model.evaluation.fates import Site
+from ckptlint.model.library.peft import PRE_QUANTIZED_CHECKPOINT
 from ckptlint.versions import Applies
 
 

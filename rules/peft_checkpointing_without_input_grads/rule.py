@@ -5,19 +5,11 @@ import re
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.script_models import (
-    ModelHistory,
-    ModelStep,
-    StepKind,
-    dotted_name,
-    insert_line,
-    is_simple_reference,
-    line_of,
-    script_models,
-    source_of,
-)
-from ckptlint.analysis.huggingface import REENTRANT_DEFAULT_VERSIONS, HfCheckpointingKwargs, KwargsShape
-from ckptlint.model.fates import Site
+from ckptlint.model.script_models.steps import ModelHistory, ModelStep, StepKind
+from ckptlint.analysis.script_models import dotted_name, insert_line, is_simple_reference, line_of, script_models, source_of
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.library.transformers import HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.evaluation.fates import Site
 from ckptlint.rule import Rule
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.huggingface import HfCheckpointingKwargs
+from ckptlint.model.library.transformers import HfCheckpointingKwargs
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def kept_for_inference(context: FileContext, call: cst.Call) -> bool:
     """Whether the Hugging Face model whose checkpointing `call` enables is then kept for
     inference (`ModelHistory.kept_for_inference`: put in eval mode, never trained here)."""
-    from ckptlint.analysis.script_models import StepKind, script_models
+    from ckptlint.model.script_models.steps import StepKind
+    from ckptlint.analysis.script_models import script_models
 
     return any(
         history.kept_for_inference(step)
@@ -36,7 +37,8 @@ def kbit_preparations(context: FileContext) -> list[tuple[cst.Call, HfCheckpoint
     `use_gradient_checkpointing=True`) with the `gradient_checkpointing_kwargs` it is given
     (peft 0.4 to 0.17: only on a quantized model; none given: transformers' default before
     5.0, reentrant). No fix: peft before 0.7 takes no `gradient_checkpointing_kwargs`."""
-    from ckptlint.analysis.script_models import StepKind, script_models
+    from ckptlint.model.script_models.steps import StepKind
+    from ckptlint.analysis.script_models import script_models
 
     found: list[tuple[cst.Call, HfCheckpointingKwargs]] = []
     checked: set[cst.Call] = set()  # a call may prepare the models of several loads (4 bit, 8 bit)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckptlint.analysis.huggingface import HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.library.transformers import HfCheckpointingKwargs, KwargsShape
 
 WHY = (
     "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "

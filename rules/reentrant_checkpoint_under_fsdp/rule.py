@@ -13,19 +13,13 @@ from ckptlint.analysis.fsdp import (
     wrapper_applications,
 )
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
-from ckptlint.analysis.huggingface import (
-    GC_KWARGS,
-    REENTRANT_DEFAULT_VERSIONS,
-    HfCheckpointingKwargs,
-    KwargsShape,
-    gc_enable_kwargs,
-    is_gc_enable_call,
-    keyword_value,
-)
+from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.analysis.huggingface import gc_enable_kwargs, is_gc_enable_call, keyword_value
+from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
-from ckptlint.model.facts import Impl
+from ckptlint.model.file_facts.facts import Impl
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from ckptlint.analysis.checkpoint_sites import written_names
-from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS
+from ckptlint.model.library.transformers import GC_ENABLE, GC_KWARGS
 
 # peft's QLoRA preparation, which turns Hugging Face checkpointing on.
 PREPARE_FOR_KBIT_WORD = "prepare_model_for_kbit_training"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.model.names import is_test_function, is_test_path
+from ckptlint.model.syntax.names import is_test_function, is_test_path
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext

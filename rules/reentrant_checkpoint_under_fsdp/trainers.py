@@ -9,14 +9,7 @@ from typing import TYPE_CHECKING
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
-from ckptlint.model.library import (
-    TRL_CONFIGS,
-    TRL_NON_REENTRANT_CONFIGS,
-    TRL_NON_REENTRANT_DEFAULT,
-    TRL_NON_REENTRANT_TRAINERS,
-    TRL_TRAINERS,
-    is_trl_name,
-)
+from ckptlint.model.library.trl import TRL_CONFIGS, TRL_NON_REENTRANT_CONFIGS, TRL_NON_REENTRANT_DEFAULT, TRL_NON_REENTRANT_TRAINERS, TRL_TRAINERS, is_trl_name
 from ckptlint.versions import Applies
 
 if TYPE_CHECKING:

@@ -4,15 +4,18 @@ import re
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, Reentrancy, SiteKind, literal_bool
+from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind, literal_bool
+from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.region_paths import region_randomness, shown
 from ckptlint.analysis.regions import RegionRule
-from ckptlint.analysis.script_models import StepKind, script_models
+from ckptlint.model.script_models.steps import StepKind
+from ckptlint.analysis.script_models import script_models
 from ckptlint.analysis.transforms import remove_dict_entry, remove_keyword
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import checkpointed_lora_dropout
-from ckptlint.model.library import GET_PEFT_MODEL, transformers_random_checkpoint, transformers_random_layer
-from ckptlint.model.values import Constant
+from ckptlint.model.library.peft import GET_PEFT_MODEL
+from ckptlint.model.library.transformers import transformers_random_checkpoint, transformers_random_layer
+from ckptlint.model.form.values import Constant
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
 

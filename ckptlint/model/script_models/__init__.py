@@ -25,7 +25,7 @@ the project goes on here with what the project model says that function does to 
 (`ProjectIndex.handed_model`: its cache turned off, input grads, `get_peft_model`; the model
 it hands back); one that the function trains, checkpoints, keeps, or hands to code the
 project model cannot see is marked *escaped*, and where it goes from there (and from a helper
-that returns it to other modules) the rules ask the project model (`ckptlint.model.fates`).
+that returns it to other modules) the rules ask the project model (`ckptlint.model.evaluation.fates`).
 A dict constant imported from another module (`from config import GC_KWARGS`) is what the
 project model's evaluator says it holds. A model that a
 project function of another module returns, or passes to a function of this file that
@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ckptlint.model.library import MainInput, ModelClass, classify_model_class
+from ckptlint.model.library.transformers import MainInput, ModelClass, classify_model_class
 from ckptlint.model.script_models.names import QualifiedName, ScriptNames
 from ckptlint.model.script_models.steps import ModelHistory, ModelStep, ScriptModels, StepKind, TrainerKind
 

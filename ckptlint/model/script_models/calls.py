@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import ast
 
-from ckptlint.analysis.branches import Conditions
-from ckptlint.analysis.huggingface import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
-from ckptlint.model.extraction import CHECKPOINTING_SETTINGS
-from ckptlint.model.fates import ReturnedModel
-from ckptlint.model.library import (
-    ADAPTER_METHODS, GET_PEFT_MODEL, HF_LIBRARY_ROOTS, PREPARE_FOR_KBIT, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS,
-    LAYER_STACKS, TRAINING_ARGUMENTS_CLASSES, TRANSFORMERS_TRAINERS, WRAPPING_METHODS, ModelClass, classify_model_class,
-    is_model_class_name, is_peft_config, with_checkpoint,
+from ckptlint.model.form.branching import Conditions
+from ckptlint.model.library.transformers import GC_ENABLE, GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.file_facts.extraction import CHECKPOINTING_SETTINGS
+from ckptlint.model.evaluation.fates import ReturnedModel
+from ckptlint.model.library.combined import (
+    HF_LIBRARY_ROOTS, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS, TRAINING_ARGUMENTS_CLASSES, WRAPPING_METHODS,
 )
-from ckptlint.model.names import module_name
+from ckptlint.model.library.peft import GET_PEFT_MODEL, PREPARE_FOR_KBIT, is_peft_config
+from ckptlint.model.library.transformers import (
+    ADAPTER_METHODS, LAYER_STACKS, TRANSFORMERS_TRAINERS, ModelClass, classify_model_class, is_model_class_name, with_checkpoint,
+)
+from ckptlint.model.syntax.names import module_name
 from ckptlint.model.script_models.definitions import FunctionNode
 from ckptlint.model.script_models.names import absolute_names
 from ckptlint.model.script_models.objects import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 import re
 
-from ckptlint.analysis.huggingface import GC_ENABLE
-from ckptlint.model.ast_walk import child_nodes
+from ckptlint.model.library.transformers import GC_ENABLE
+from ckptlint.model.syntax.ast_walk import child_nodes
 from ckptlint.model.script_models.syntax import FUNCTION_DEFINITIONS, string_value
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from ckptlint.analysis.branches import Conditions, contradicts
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs
-from ckptlint.model.ast_walk import child_nodes
-from ckptlint.model.library import classify_model_class
-from ckptlint.model.names import TEST_SETUP_METHODS, is_test_class, is_test_function, module_name
+from ckptlint.model.form.branching import Conditions, contradicts
+from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.syntax.ast_walk import child_nodes
+from ckptlint.model.library.transformers import classify_model_class
+from ckptlint.model.syntax.names import TEST_SETUP_METHODS, is_test_class, is_test_function, module_name
 from ckptlint.model.script_models.calls import Calls
 from ckptlint.model.script_models.definitions import FileDefinitions, FunctionNode, close_over_callees
 from ckptlint.model.script_models.names import ScriptNames
@@ -22,7 +22,7 @@ from ckptlint.model.script_models.syntax import (
     FUNCTION_DEFINITIONS, SourceText, arguments_of, condition_literals, dict_keys, dotted_text, is_false, is_true,
     literal_truth, literal_value, subscript_key,
 )
-from ckptlint.model.values import Constant, Frame, Mapping
+from ckptlint.model.form.values import Constant, Frame, Mapping
 
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _NOT_RUN_HERE = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

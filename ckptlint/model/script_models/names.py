@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass
 from typing import Protocol
 
-from ckptlint.model.names import absolute_import, canonical_name, module_name
+from ckptlint.model.syntax.names import absolute_import, canonical_name, module_name
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,14 @@ from typing import Union
 
 import ast
 
-from ckptlint.analysis.branches import Branches, Conditions
-from ckptlint.analysis.huggingface import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
+from ckptlint.model.form.branching import Branches, Conditions
+from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.script_models.steps import ModelStep
 from ckptlint.model.script_models.syntax import (
     arguments_of, dict_keys, is_false, is_true, keyword_value, literal_value, string_value,
 )
-from ckptlint.model.library import EMBEDDING_PARTS, PEFT_TRAINABLE_MODULES, ModelClass, trains_input_embeddings
+from ckptlint.model.library.peft import PEFT_TRAINABLE_MODULES, trains_input_embeddings
+from ckptlint.model.library.transformers import EMBEDDING_PARTS, ModelClass
 
 
 class TrainingContext:

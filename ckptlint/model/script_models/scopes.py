@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ckptlint.model.name_scopes import Access, Binding, Scope, imported_names, referents
+from ckptlint.model.syntax.name_scopes import Access, Binding, Scope, imported_names, referents
 from ckptlint.model.script_models.names import QualifiedName
 from ckptlint.model.script_models.syntax import arguments_of
 

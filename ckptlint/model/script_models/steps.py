@@ -8,9 +8,9 @@ import ast
 import enum
 from dataclasses import dataclass
 
-from ckptlint.analysis.branches import Branches, Conditions, exclusive
-from ckptlint.analysis.huggingface import HfCheckpointingKwargs
-from ckptlint.model.library import ModelClass
+from ckptlint.model.form.branching import Branches, Conditions, exclusive
+from ckptlint.model.library.transformers import HfCheckpointingKwargs
+from ckptlint.model.library.transformers import ModelClass
 
 class TrainerKind(str, enum.Enum):
     TRANSFORMERS = "transformers"  # transformers' Trainer (and the project's subclasses)

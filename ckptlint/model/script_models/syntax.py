@@ -7,13 +7,13 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
-from ckptlint.analysis.branches import Conditions
-from ckptlint.model.library import HF_LIBRARY_ROOTS, NOT_MODEL_NAME
+from ckptlint.model.form.branching import Conditions
+from ckptlint.model.library.combined import HF_LIBRARY_ROOTS
+from ckptlint.model.library.transformers import NOT_MODEL_NAME
 # The extraction's readings of a call's keyword and of a name or attribute chain, under the
 # names the interpreter's modules use.
-from ckptlint.model.method_behaviour import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
+from ckptlint.model.syntax.call_syntax import dotted as dotted_text, keyword_argument as keyword_value  # noqa: F401
 
 FUNCTION_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -27,7 +27,6 @@ class Argument:
     star: str = ""
 
 
-@lru_cache(maxsize=8192)  # asked again for each run of a function (nodes hash by identity)
 def arguments_of(call: ast.Call) -> tuple[Argument, ...]:
     """The call's arguments in source order (`ast` keeps positional and keyword ones apart)."""
     found = [

@@ -1,0 +1,390 @@
+"""Every file's facts of a project (cached by content, loaded lazily) and the lookups over
+them: where a name is defined (through a package `__init__`'s re-exports too), a class's
+bases and methods, the files holding each kind of cross-file fact, and the project-wide
+tables read straight from the facts (wrapped classes, registries, option defaults,
+checkpointing helpers, BatchNorm freezers). The call graph (`ckptlint.model.project.call_sites`),
+the reach of FSDP uses (`ckptlint.model.project.scripts`) and the evaluator
+(`ckptlint.model.evaluation.denotation`) are built on these; `ckptlint.model.index.ProjectIndex` adds
+them and is what rules ask."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ckptlint.model.file_facts.facts import (
+    DEFAULT_KWARGS,
+    ClassFacts,
+    EventKind,
+    FileFacts,
+    FunctionFacts,
+    MethodFacts,
+    OptionDefault,
+    WrappedClass,
+)
+from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
+from ckptlint.model.library.combined import TRAINING_ARGUMENTS_CLASSES
+from ckptlint.model.syntax.names import module_name
+from ckptlint.model.project.norm_freezing_queries import NormFreezingQueries
+from ckptlint.model.file_facts.registries import registered_classes
+from ckptlint.model.form.summary import FunctionSummary
+
+if TYPE_CHECKING:
+    from ckptlint.model.project.stored_tables import TableStore
+
+WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
+REGISTRY_KIND = "registries"
+HF_CHECKPOINTING_KIND = "hf_checkpointing"  # files calling `gradient_checkpointing_enable`
+RECOMPUTE_KIND = "recomputes"  # classes whose checkpointed regions read names or `self` (`recompute_reads`)
+
+
+def checkpointing_functions(facts: FileFacts) -> list[FunctionFacts]:
+    """The file's functions that run one of their parameters under torch's checkpoint."""
+    return [
+        f
+        for f in facts.functions
+        if any(e.kind is EventKind.RUNS_CHECKPOINTED and e.target in f.parameters for e in f.events)
+    ]
+
+
+class LazyFacts(Mapping):
+    """Facts by relative path, each built on first use by `load` (from the cache, or
+    extracted again): a run whose files are all unchanged never builds them."""
+
+    def __init__(self, keys: Iterable[str], built: Mapping[str, FileFacts], load) -> None:
+        self._built = dict(built)
+        self._keys = sorted(set(keys) | set(self._built))
+        self._known = frozenset(self._keys)
+        self._load = load
+
+    def __getitem__(self, key: str) -> FileFacts:
+        found = self._built.get(key)
+        if found is None:
+            if key not in self._known:
+                raise KeyError(key)
+            found = self._built[key] = self._load(key)
+        return found
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._known
+
+    def __reduce__(self):
+        # Sent to worker processes as plain facts (the loader is a closure).
+        return (dict, (dict(self.items()),))
+
+
+@dataclass
+class ProjectFacts(NormFreezingQueries):
+    root: Path
+    files: Mapping[str, FileFacts] = field(default_factory=dict)  # relative path -> facts
+    # relative path -> content digest of the text the facts were extracted from
+    digests: dict[str, str] = field(default_factory=dict)
+    # The fingerprint, when known without the facts (cached for exactly these digests).
+    known_fingerprint: str | None = None
+    # The files whose facts hold each kind of cross-file fact (`cross_file_kinds`), when
+    # known without the facts: project-wide queries then load only those files.
+    files_with: Mapping[str, frozenset[str]] | None = None
+    # Files whose extraction raised (a bug of ours): they have no facts; the run says so.
+    extraction_errors: tuple[str, ...] = ()
+    # Each file's `exported_digest`, and where project-wide tables computed from the files
+    # of some kinds are kept between runs (`ckptlint.model.project.stored_tables`), when cached.
+    exported: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+    table_store: TableStore | None = field(default=None, repr=False, compare=False)
+
+    def _paths_of_kind(self, kind: str) -> frozenset[str]:
+        """The files holding facts of a kind (every file when the kinds are not recorded)."""
+        return frozenset(self.files) if self.files_with is None else self.files_with.get(kind, frozenset())
+
+    @property
+    def recomputing_paths(self) -> frozenset[str]:
+        """The files with a class whose checkpointed regions read what a caller can change."""
+        return self._paths_of_kind(RECOMPUTE_KIND)
+
+    def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
+        if self.files_with is None:
+            return self.files.items()
+        return ((path, self.files[path]) for path in sorted(self.files_with.get(kind, ())) if path in self.files)
+
+    # queries -----------------------------------------------------------------------------
+
+    def option_defaults(self, name: str) -> tuple[tuple[str, OptionDefault], ...]:
+        """Where the project declares a configuration option `name` (`use_reentrant`) with
+        a default: (path, declaration) for every dataclass field, argparse argument, environment
+        default and YAML key."""
+        return tuple(
+            (path, option) for path, facts in self._files_of_kind(OPTIONS_KIND) for option in facts.options
+            if option.name == name
+        )
+
+    @cached_property
+    def registries(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """registry (absolute name of the dict or registry object) -> key -> the classes the
+        project registers under it (`ckptlint.model.file_facts.registries`)."""
+        holding = [facts for _, facts in self._files_of_kind(REGISTRY_KIND)]
+        return registered_classes(
+            {function: registry for facts in holding for function, registry in facts.registrars},
+            [registration for facts in holding for registration in facts.registrations],
+        )
+
+    @cached_property
+    def classes(self) -> dict[str, ClassFacts]:
+        return {c.name: c for facts in self.files.values() for c in facts.classes}
+
+    @cached_property
+    def functions(self) -> dict[str, FunctionFacts]:
+        return {f.name: f for facts in self.files.values() for f in facts.functions}
+
+    def path_of(self, name: str) -> str | None:
+        """The relative path of the file an absolute name is defined in."""
+        parts = name.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            path = self.module_paths.get(".".join(parts[:end]))
+            if path is not None:
+                return path
+        return None
+
+    def ancestors_after(self, name: str, after: str) -> list[str]:
+        """`ancestors(name)` after class `after`: where `super()` written in `after` looks."""
+        ancestors = self.ancestors(name)
+        return ancestors[ancestors.index(after) + 1 :] if after in ancestors else []
+
+    @cached_property
+    def _by_short_name(self) -> dict[str, list[str]]:
+        """Every function and class name by its last part: the names `name` may be a dotted
+        suffix of (a script's `from helpers import f` names `scripts.helpers.f` as
+        `helpers.f`, and a src-layout package is imported without its `src.`)."""
+        table: dict[str, list[str]] = {}
+        for name in (*self.functions, *self.classes):
+            table.setdefault(name.rpartition(".")[2], []).append(name)
+        return table
+
+    def _resolve_name(self, name: str, names: Container[str]) -> str | None:
+        if name in names:
+            return name
+        if "." not in name:
+            return None  # a suffix of two parts or more
+        ending = f".{name}"
+        candidates = [c for c in self._by_short_name.get(name.rpartition(".")[2], ()) if c.endswith(ending) and c in names]
+        return candidates[0] if len(candidates) == 1 else None
+
+    def function(self, name: str) -> FunctionFacts | None:
+        return self._definition(name, "functions")
+
+    def class_named(self, name: str) -> ClassFacts | None:
+        return self._definition(name, "classes")
+
+    def function_summary(self, name: str) -> FunctionSummary | None:
+        """The summary of project function `name`, also of one with no facts (`def
+        count_parameters(model): ...` does nothing the facts record to what it is given):
+        found in its module's file, through a package `__init__`'s re-export, or without
+        leading package parts (a `src.` its imports write)."""
+        parts = name.split(".")
+        for start in range(len(parts) - 1):
+            found = self._summary_named(".".join(parts[start:]))
+            if found is not None:
+                return found
+        return None
+
+    def _summary_named(self, name: str, _hops: int = 0) -> FunctionSummary | None:
+        facts = self.facts_of(name)
+        if facts is None:
+            return None
+        found = next((summary for summary in facts.summaries if summary.name == name), None)
+        if found is not None:
+            return found
+        rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
+        head = rest.split(".", 1)[0]
+        imported = dict(facts.names).get(head) if head else None
+        if imported is None or imported == f"{facts.module}.{head}" or _hops >= 4:
+            return None
+        return self._summary_named(imported + rest[len(head) :], _hops + 1)
+
+    def _definition(self, name: str, kind: str, _hops: int = 0):
+        """The function or class (`kind`) a name refers to: found in its module's file, or
+        where that module imports it from (a package's `__init__` re-exporting it), else, for
+        a name that may be the project's written differently, among every file's."""
+        facts = self.facts_of(name)
+        found = facts.named(kind, name) if facts is not None else None
+        if found is None and facts is not None and _hops < 4:
+            rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
+            head = rest.split(".", 1)[0]
+            imported = dict(facts.names).get(head) if head else None
+            if imported is not None and imported != f"{facts.module}.{head}":
+                found = self._definition(imported + rest[len(head):], kind, _hops + 1)
+        if found is not None or not self._may_name_the_project(name):
+            return found
+        everything = getattr(self, kind)
+        resolved = self._resolve_name(name, everything)
+        return everything.get(resolved) if resolved else None
+
+    def _may_name_the_project(self, name: str) -> bool:
+        """Whether a name its module does not resolve may still be the project's, written
+        differently (`helpers.f` for `scripts/helpers.py`, a `src/` layout): it starts with
+        a component of a project module's name. `torch.nn.BatchNorm2d` in a project that is
+        not torch does not, and is never looked up in every file's facts."""
+        return name.split(".", 1)[0] in self._module_components
+
+    @cached_property
+    def _module_components(self) -> frozenset[str]:
+        return frozenset(part for module in self.module_paths for part in module.split("."))
+
+    def facts_of(self, name: str) -> FileFacts | None:
+        """The facts of the file an absolute name is defined in (`pkg.mod.Class.method` ->
+        `pkg/mod.py`), found by its module without loading any other file."""
+        path = self.path_of(name)
+        return self.files.get(path) if path is not None else None
+
+    @cached_property
+    def module_paths(self) -> dict[str, str]:
+        """Module name -> relative path, for every Python file of the project."""
+        return {module_name(path): path for path in self.files if not path.endswith(CONFIGURATION_SUFFIXES)}
+
+    def ancestors(self, name: str) -> list[str]:
+        """The class and its bases defined in the project (and external bases by name)."""
+        found: list[str] = []
+        pending = [name]
+        while pending and len(found) < 64:
+            current = pending.pop()
+            facts = self.class_named(current)
+            resolved = facts.name if facts else current
+            if resolved in found:
+                continue
+            found.append(resolved)
+            if facts is not None:
+                pending.extend(facts.bases)
+        return found
+
+    @cached_property
+    def training_arguments_classes(self) -> frozenset[str]:
+        """transformers' and TRL's argument classes, and the project's subclasses of them."""
+        known = set(TRAINING_ARGUMENTS_CLASSES)
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.classes.values():
+                if cls.name not in known and any(b in known or self._resolve_name(b, known) for b in cls.bases):
+                    known.add(cls.name)
+                    changed = True
+        return frozenset(known)
+
+    def is_training_arguments(self, name: str) -> bool:
+        answers = self._training_arguments_answers
+        found = answers.get(name)
+        if found is None:
+            known = self.training_arguments_classes
+            facts = self.class_named(name) if name not in known else None
+            found = answers[name] = name in known or (facts is not None and facts.name in known)
+        return found
+
+    @cached_property
+    def _training_arguments_answers(self) -> dict[str, bool]:
+        return {}  # the interpreter asks for every call it meets
+
+    @cached_property
+    def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
+        """(relative path, entry) for every class wrapped for activation checkpointing."""
+        return tuple(
+            sorted(((path, w) for path, facts in self._files_of_kind(WRAPS_KIND) for w in facts.wrapped_classes),
+                   key=lambda item: (item[0], item[1].line))
+        )
+
+    def wrapping_of(self, class_name: str) -> tuple[str, WrappedClass] | None:
+        """Where instances of `class_name` (or of one of its bases) get checkpoint-wrapped."""
+        if not self.wrapped_classes:
+            return None
+        lineage = self.ancestors(class_name)
+        simple = {name.rsplit(".", 1)[-1] for name in lineage}
+        for path, wrapped in self.wrapped_classes:
+            resolved = self._resolve_name(wrapped.name, self.classes) or wrapped.name
+            if resolved in lineage or ("." not in wrapped.name and wrapped.name in simple):
+                return path, wrapped
+        return None
+
+    def function_randomness(self, name: str) -> tuple[str, ...]:
+        """The random operations a function outside classes draws in its own code, described
+        (`EventKind.DRAWS_RANDOM`)."""
+        path = self.path_of(name)
+        facts = self.files.get(path) if path is not None else None
+        function = facts.named("functions", name) if facts is not None else None
+        return tuple(
+            f"{e.api} (line {e.line})" for e in (function.events if function is not None else ())
+            if e.kind is EventKind.DRAWS_RANDOM
+        )
+
+    def class_method(self, name: str, method: str) -> MethodFacts | None:
+        found = self.class_method_in(name, method)
+        return found[1] if found is not None else None
+
+    def class_method_in(self, name: str, method: str, after: str | None = None) -> tuple[str, MethodFacts] | None:
+        """The class among `name`'s ancestors (after `after`, for `super().<method>` written
+        in class `after`) that defines `method`, and what the method does."""
+        for ancestor in self.ancestors(name) if after is None else self.ancestors_after(name, after):
+            facts = self.class_named(ancestor)
+            for candidate in facts.methods if facts is not None else ():
+                if candidate.name == method:
+                    return facts.name, candidate
+        return None
+
+    @cached_property
+    def checkpoint_wrappers(self) -> tuple[str, ...]:
+        """The project's functions that run one of their parameters under torch's checkpoint."""
+        return tuple(
+            sorted(f.name for _, facts in self._files_of_kind(CHECKPOINTING_KIND) for f in checkpointing_functions(facts))
+        )
+
+    def checkpointed_parameter(self, name: str) -> int | None:
+        """For a project function that hands one of its parameters to torch's checkpoint as
+        the function to run (timm's `checkpoint_seq`, fairseq's `checkpoint_wrapper`-style
+        helpers): that parameter's position."""
+        facts = self.function(name)
+        if facts is None:
+            return None
+        for event in facts.events:
+            if event.kind is EventKind.RUNS_CHECKPOINTED and event.target in facts.parameters:
+                return facts.parameters.index(event.target)
+        return None
+
+    @cached_property
+    def hf_checkpointing_calls(self) -> tuple[tuple[str, int, bool], ...]:
+        """Every `gradient_checkpointing_enable(...)` call of the project: (path, line, whether
+        it leaves the kwargs to transformers' default)."""
+        return tuple(sorted(
+            (path, event.line, event.source == DEFAULT_KWARGS)
+            for path, facts in self._files_of_kind(HF_CHECKPOINTING_KIND)
+            for function in facts.functions
+            for event in function.events
+            if event.kind is EventKind.HF_GC
+        ))
+
+
+class OverlaidFacts(Mapping):
+    """The facts of a project with one file's replaced, without loading the others."""
+
+    def __init__(self, files: Mapping[str, FileFacts], key: str, facts: FileFacts) -> None:
+        self._files, self._key, self._facts = files, key, facts
+
+    def __getitem__(self, key: str) -> FileFacts:
+        return self._facts if key == self._key else self._files[key]
+
+    def __iter__(self):
+        yield from self._files
+        if self._key not in self._files:
+            yield self._key
+
+    def __len__(self) -> int:
+        return len(self._files) + (self._key not in self._files)
+
+    def __contains__(self, key: object) -> bool:
+        return key == self._key or key in self._files
+
+    def __reduce__(self):
+        return (dict, (dict(self.items()),))
