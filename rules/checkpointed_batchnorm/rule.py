@@ -27,7 +27,7 @@ class CheckpointedBatchnorm(RegionRule):
     own `checkpoint_seq(self.blocks, x)` over the project's modules (every member is recomputed,
     whichever implementation timm picks; with `skip_last` not a literal False, nothing is said:
     read in timm 0.6.13 to 1.0.31) and DeepSpeed's `deepspeed.checkpointing.checkpoint(layer, x)`
-    (which runs `layer` again in backward: read in 0.16.4; both in `ckptlint/model/library.py`,
+    (which runs `layer` again in backward: read in 0.16.4; both in `ckptlint/model/library/combined.py`,
     `LIBRARY_CHECKPOINTING_HELPERS`). Likewise a
     constructor argument without a default (`def __init__(self, dim, norm_layer)`) is what
     the project's constructor calls pass (`Block as constructed at model.py:9`), and one given
@@ -39,17 +39,17 @@ class CheckpointedBatchnorm(RegionRule):
     act_layer)` (the library, or a copy kept in the project) builds the norm + act class of
     the norm it is given: BatchNorm2d (or `"batchnorm"`) becomes `BatchNormAct2d`, which keeps
     running statistics; GroupNorm / LayerNorm become their Act versions, which keep none
-    (read in timm 1.0.29.dev0, `timm/layers/create_norm_act.py`; `ckptlint/model/timm_layers.py`).
+    (read in timm 1.0.29.dev0, `timm/layers/create_norm_act.py`; `ckptlint/model/library/timm.py`).
     A timm model
     is known by the architecture it is created from: `model.set_grad_checkpointing()` on
     `timm.create_model("resnet50")` (or `efficientnet_b0`, `mobilenetv3_large_100`,
-    `regnety_040`, `densenet121`, ...: 40 families, `ckptlint/model/timm_families.py`) is
+    `regnety_040`, `densenet121`, ...: 40 families, `ckptlint/model/library/timm.py`) is
     reported; ConvNeXt, ViT, Swin, `resnet50_gn` and other GroupNorm/LayerNorm variants are
     not, nor a name only known at runtime (`create_model(args.model)`). A torchvision model
     is known by its builder: `checkpoint(resnet.layer1, x)` on `torchvision.models.resnet50()`
     (ResNet / ResNeXt / Wide ResNet, DenseNet, VGG-BN, MobileNet v2/v3, EfficientNet, RegNet,
     ShuffleNet v2, MNASNet: which children hold BatchNorm was read by building each with
-    torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/torchvision_models.py`).
+    torchvision 0.29.1, `TORCHVISION_MODELS` in `ckptlint/model/library/torchvision.py`).
     An architecture a run picks by name from a module of the project
     (`getattr(models, args.arch)()`, `models.__dict__[args.arch]()`, `vars(models)[name]()`)
     may be any public class or function that module defines (a package's `__init__`: also
@@ -128,7 +128,7 @@ class CheckpointedBatchnorm(RegionRule):
     (`timm/models/resnet.py:750`), its blocks built with `norm_layer=nn.BatchNorm2d`;
     `EfficientNet` and `MobileNetV3` checkpoint `self.blocks` of `BatchNormAct2d` layers
     (`efficientnet.py:323`, `mobilenetv3.py:306`); each family's line is in
-    `timm_families.py`, and every regex there was checked against all 1,302 names
+    `model/library/timm.py`, and every regex there was checked against all 1,302 names
     registered in `timm/models`.
     mmcv 1.7.2 and 2.2.0 (`mmcv/cnn/bricks/norm.py`, `conv_module.py`, read): the registered
     norm type names and what they build, `build_norm_layer`'s `(abbreviation + postfix,

@@ -76,7 +76,7 @@ def checkpointed_callees(values, context: FileContext) -> list[Callee]:
     argument evaluates to (`values`), through the project model (any file): a function,
     `self.<method>`, the function a factory returns (`create_custom_forward(module)`), or a
     module's `forward` (`self.block`, a loop variable over `self.blocks`), or a library
-    block's `forward` in each version the project may run (`model/third_party_signatures.py`).
+    block's `forward` in each version the project may run (`model/library/third_party_signatures.py`).
     Empty when any of them is not known."""
     denotation = context.project.denotation
     found: list[Callee] = []
@@ -92,7 +92,7 @@ def checkpointed_callees(values, context: FileContext) -> list[Callee]:
         elif isinstance(value, Instance):
             # A library block (open_clip's `ResidualAttentionBlock`): its `forward` in
             # each version the project may run, from the table. A block found through
-            # what a library model holds (`open_clip_models.py`) exists in some versions
+            # what a library model holds (`model/library/open_clip.py`) exists in some versions
             # only; where the project runs none of them, it is not there.
             held_in = instance_versions(value)
             if held_in is not None and not context.versions.could_be(held_in):

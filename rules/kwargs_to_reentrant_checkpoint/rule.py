@@ -53,13 +53,13 @@ class KwargsToReentrantCheckpoint(ForwardingHelperCalls, SiteScopes):
     parameter of another name (`checkpoint(r, x, attn_mask)` lands in `k_x` of
     `forward(self, q_x, k_x=None, v_x=None, attn_mask=None)`), when the callee is a function
     of the project or the class of a module attribute built in `__init__`, or a library
-    block whose `forward` ckptlint holds as data (`model/third_party_signatures.py`: open_clip's
+    block whose `forward` ckptlint holds as data (`model/library/third_party_signatures.py`: open_clip's
     `ResidualAttentionBlock`, `forward(self, q_x, k_x=None, v_x=None, attn_mask=None)` from
     open-clip-torch 2.11, `(self, x, attn_mask=None)` before; its
     `CustomResidualAttentionBlock`, `(self, x, attn_mask=None)`), constructed by the project
     or held by a model open_clip's factories return (`model, _, _ =
     open_clip.create_model_and_transforms(...)`, then `model.transformer.resblocks`:
-    `model/open_clip_models.py`; from open_clip 3.0 those may be custom blocks). The version
+    `model/library/open_clip.py`; from open_clip 3.0 those may be custom blocks). The version
     the project declares picks the signature; where it is not known, or the blocks may be of
     several classes, only a slot wrong for every one of them is reported. Training with
     checkpointing then silently computes something else than without it. No fix.

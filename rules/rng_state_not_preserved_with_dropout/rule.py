@@ -53,7 +53,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
     `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"preserve_rng_state":
     False})` on a transformers model whose layers draw dropout masks under their
     configuration's defaults (BERT, RoBERTa, GPT-2, T5, BART, OPT...: the table in
-    `ckptlint/model/library.py`; an Auto class counts by the Hub checkpoint it loads, written
+    `ckptlint/model/library/transformers.py`; an Auto class counts by the Hub checkpoint it loads, written
     as a literal and named as its family publishes it, `bert-base-uncased`, `gpt2`,
     `facebook/opt-125m`, not `sentence-transformers/all-MiniLM-L6-v2`; the families read
     from the configs of transformers 5.17.0 and 4.46.3;
