@@ -58,7 +58,7 @@ def hand_written_checkpoint(node: cst.ClassDef, names: Names) -> HandWrittenChec
     if any(_RNG_WORDS.search(word) for word in _identifiers(node)):
         return None
     restores_autocast = any("autocast" in word.lower() for word in _identifiers(backward))
-    return HandWrittenCheckpoint(node, rerun[0], restores_autocast, _splits_params(forward))
+    return HandWrittenCheckpoint(node, rerun[0], restores_autocast, _differentiates_params(forward, backward, names))
 
 
 def _ctx_name(function: cst.FunctionDef) -> str:
@@ -123,15 +123,34 @@ def _differentiates(backward: cst.FunctionDef, names: Names) -> bool:
     return False
 
 
-def _splits_params(forward: cst.FunctionDef) -> bool:
-    """`ctx.<params> = list(args[length:])`: tensors beside the inputs (the module's
-    parameters, the LDM `checkpoint(func, inputs, params, flag)` convention)."""
+def _differentiates_params(forward: cst.FunctionDef, backward: cst.FunctionDef, names: Names) -> bool:
+    """`torch.autograd.grad(outputs, ctx.input_tensors + ctx.input_params, ...)` where forward
+    kept `ctx.input_params = list(args[length:])`: the tensors passed beside the inputs (the
+    LDM `checkpoint(func, inputs, params, flag)` convention), differentiated whether or not
+    they require grad."""
+    ctx = _ctx_name(forward)
+    beside = set()
     for node in _walk(forward.body):
-        if isinstance(node, cst.Subscript) and any(
-            isinstance(e.slice, cst.Slice) and e.slice.lower is not None and e.slice.upper is None for e in node.slice
-        ):
-            return True
+        if isinstance(node, cst.Assign) and any(_is_tail_slice(n) for n in _walk(node.value)):
+            beside.update(t.target.attr.value for t in node.targets if _is_ctx_attribute(t.target, ctx))
+    backward_ctx = _ctx_name(backward)
+    for node in _walk(backward.body):
+        if isinstance(node, cst.Call) and names(node.func) & {"torch.autograd.grad"}:
+            inputs = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "inputs"), None)
+            if inputs is None and len(node.args) > 1 and node.args[1].keyword is None:
+                inputs = node.args[1].value
+            if inputs is not None and any(
+                _is_ctx_attribute(n, backward_ctx) and n.attr.value in beside for n in _walk(inputs)
+            ):
+                return True
     return False
+
+
+def _is_tail_slice(node: cst.CSTNode) -> bool:
+    """`args[length:]`."""
+    return isinstance(node, cst.Subscript) and any(
+        isinstance(e.slice, cst.Slice) and e.slice.lower is not None and e.slice.upper is None for e in node.slice
+    )
 
 
 def _identifiers(node: cst.CSTNode) -> Iterator[str]:
