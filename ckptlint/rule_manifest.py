@@ -18,6 +18,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT031", "mutable-state-across-recompute", True, None),
     RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", True, Applicability.SAFE),
     RuleSummary("CKPT033", "rng-state-not-preserved-with-dropout", True, Applicability.SAFE),
+    RuleSummary("CKPT034", "hand-written-checkpoint-drops-rng", False, None),
 )
 
 # Every rule needs one of its trigger words in a file's text: a file with none of these
@@ -31,6 +32,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "checkpoint",
     "checkpoint_wrapper",
     "ckpt",
+    "enable_grad",
     "from torch import utils",
     "fsdp",
     "gradient_checkpointing",
@@ -40,6 +42,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "import torch.utils as",
     "manual_backward",
     "prepare_model_for_kbit_training",
+    "set_grad_enabled",
     "torch.utils import",
     "training_step",
     "utils.checkpoint",

@@ -136,6 +136,7 @@ layout(
                 def forward(ctx, run_function, parent_ctx_dict, kwarg_keys, *args):
                     ctx.run_function = run_function
                     ctx.kwarg_keys = kwarg_keys
+                    ctx.fwd_rng_state = torch.get_rng_state()  # as fairseq's utils.get_rng_state()
                     ctx.save_for_backward(*args)
                     with torch.no_grad():
                         return run_function(*args)
@@ -143,6 +144,7 @@ layout(
                 @staticmethod
                 def backward(ctx, *grads):
                     inputs = [t.detach().requires_grad_(t.requires_grad) for t in ctx.saved_tensors]
+                    torch.set_rng_state(ctx.fwd_rng_state)
                     with torch.enable_grad():
                         outputs = ctx.run_function(*inputs)
                     torch.autograd.backward(outputs, grads)
