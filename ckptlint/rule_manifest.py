@@ -18,6 +18,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT031", "mutable-state-across-recompute", True, None),
     RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", True, Applicability.SAFE),
     RuleSummary("CKPT033", "rng-state-not-preserved-with-dropout", True, Applicability.SAFE),
+    RuleSummary("CKPT036", "unrestored-rng-in-checkpoint", True, None),
 )
 
 # Every rule needs one of its trigger words in a file's text: a file with none of these

@@ -1,0 +1,146 @@
+"""Random numbers torch's checkpoint does not replay, drawn where training runs: Python's
+`random`, NumPy's global generator and generators of one's own, torch sampling with an
+explicit `generator=` (torch saves and restores only the default CPU and device generators).
+They are described in `MethodFacts.random` and the `DRAWS_RANDOM` events beside torch's own
+draws, marked with `UNRESTORED`, which only CKPT036's region paths take."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Sequence
+
+from ckptlint.model.file_facts.training_guards import rules_out_training
+from ckptlint.model.library.numpy import GENERATOR_METHODS_NOT_DRAWING, NUMPY_GENERATORS, NUMPY_RANDOM_NOT_DRAWING
+from ckptlint.model.library.python import PYTHON_RANDOM_DRAWS, PYTHON_RANDOM_GENERATORS
+from ckptlint.model.library.torch import RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS
+from ckptlint.model.syntax.ast_walk import walk
+from ckptlint.model.syntax.call_syntax import is_none, keyword_argument
+
+UNRESTORED = "not replayed: "  # the mark of such a draw's description
+_GENERATORS = NUMPY_GENERATORS | PYTHON_RANDOM_GENERATORS
+_TORCH_GENERATOR = "torch.Generator"
+# torch's samplers taking `generator=` (torch 2.13 reference, "Random sampling"), and the
+# tensor methods that sample (`x.uniform_(generator=g)`, `probs.multinomial(1, generator=g)`).
+_TORCH_SAMPLERS = RANDOM_SAMPLING_FUNCTIONS | {"torch.bernoulli"}
+_TENSOR_SAMPLERS = RANDOM_TENSOR_METHODS | {"bernoulli", "multinomial"}
+
+
+def generator_attributes(node: ast.ClassDef, resolve: Callable[[ast.AST], str | None]) -> frozenset[str]:
+    """The `self` attributes a class binds to a NumPy or Python generator of its own
+    (`self.rng = np.random.default_rng(seed)`): their state lives across calls, so the
+    recomputation draws the next numbers, seeded or not."""
+    found = set()
+    for inner in walk(node):
+        if isinstance(inner, ast.Assign) and isinstance(inner.value, ast.Call) and _makes_generator(inner.value, resolve):
+            for target in inner.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    found.add(target.attr)
+    return frozenset(found)
+
+
+def unrestored_draws(
+    body: Sequence[ast.stmt],
+    resolve: Callable[[ast.AST], str | None],
+    attributes: frozenset[str] = frozenset(),
+    never_true: frozenset[str] = frozenset(),
+) -> Iterator[str]:
+    """The draws of a function body that can run in training, each described with its line
+    (`not replayed: `random.random`, Python's RNG (line 12)`). A generator the body makes
+    with a seed (`default_rng(0)`, `torch.Generator().manual_seed(0)`) draws the same
+    numbers again: not one; made without a seed it draws from the OS's entropy: one."""
+    unseeded: set[str] = set()
+    seeded: set[str] = set()
+    for node in _in_training(body, never_true):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                if _makes_generator(node.value, resolve):
+                    (seeded if _seeded(node.value) else unseeded).add(target.id)
+                elif _torch_generator(node.value, resolve):
+                    seeded.add(target.id) if "manual_seed" in ast.dump(node.value) else unseeded.add(target.id)
+        if isinstance(node, ast.Call):
+            description = _draw(node, resolve, attributes, unseeded, seeded)
+            if description:
+                yield f"{UNRESTORED}{description} (line {node.lineno})"
+
+
+def unrestored_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
+    """One call's draw, seen alone (a function outside classes), described without its line."""
+    description = _draw(call, resolve, frozenset(), set(), set())
+    return f"{UNRESTORED}{description}" if description else None
+
+
+def _draw(call: ast.Call, resolve, attributes: frozenset[str], unseeded: set[str], seeded: set[str]) -> str | None:
+    name = resolve(call.func) or ""
+    if name in PYTHON_RANDOM_DRAWS:
+        return f"`{name}`, Python's RNG"
+    if name.startswith("numpy.random.") and name.count(".") == 2 and name.rsplit(".", 1)[-1] not in NUMPY_RANDOM_NOT_DRAWING:
+        return f"`{name}`, NumPy's global RNG"
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr not in GENERATOR_METHODS_NOT_DRAWING and not func.attr.startswith("_"):
+        receiver = func.value
+        if isinstance(receiver, ast.Name) and receiver.id in unseeded:
+            return f"`{receiver.id}.{func.attr}`, a generator made without a seed"
+        if (
+            isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self"
+            and receiver.attr in attributes
+        ):
+            return f"`self.{receiver.attr}.{func.attr}`, a generator the module keeps"
+        if isinstance(receiver, ast.Call) and _makes_generator(receiver, resolve) and not _seeded(receiver):
+            return f"`{func.attr}` of a generator made without a seed"
+    generator = keyword_argument(call, "generator")
+    if generator is not None and not is_none(generator):
+        if isinstance(generator, ast.Name) and generator.id in seeded:
+            return None
+        if name in _TORCH_SAMPLERS or (not name and isinstance(func, ast.Attribute) and func.attr in _TENSOR_SAMPLERS):
+            shown = name.rsplit(".", 1)[-1] if name else func.attr
+            return f"`{shown}(generator=...)`, an explicit torch.Generator"
+    return None
+
+
+def _makes_generator(call: ast.Call, resolve) -> bool:
+    return (resolve(call.func) or "") in _GENERATORS
+
+
+def _torch_generator(call: ast.Call, resolve) -> bool:
+    """`torch.Generator(...)`, also with `.manual_seed(s)` called on it."""
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call) and call.func.attr == "manual_seed":
+        call = call.func.value
+    return (resolve(call.func) or "") == _TORCH_GENERATOR
+
+
+def _seeded(call: ast.Call) -> bool:
+    """`default_rng(0)`, `random.Random(seed)`: a seed other than None is given."""
+    seed = call.args[0] if call.args else keyword_argument(call, "seed")
+    return seed is not None and not is_none(seed)
+
+
+def _in_training(body: Sequence[ast.stmt], never_true: frozenset[str]) -> Iterator[ast.AST]:
+    """The nodes of a body that can run in training, in source order of statements: the
+    branches a test rules out (`if not self.training:`) left out, the tests themselves in
+    (`if random.random() < self.p:`), nested functions and classes left out."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            yield from walk(statement.test)
+            outside_training = rules_out_training(statement.test, never_true)
+            if outside_training is not True:
+                yield from _in_training(statement.body, never_true)
+            if outside_training is not False:
+                yield from _in_training(statement.orelse, never_true)
+            if outside_training is False and statement.body and isinstance(statement.body[-1], (ast.Return, ast.Raise)):
+                return
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            yield from walk(statement.iter if isinstance(statement, (ast.For, ast.AsyncFor)) else statement.test)
+            yield from _in_training(statement.body, never_true)
+            yield from _in_training(statement.orelse, never_true)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            for item in statement.items:
+                yield from walk(item.context_expr)
+            yield from _in_training(statement.body, never_true)
+        elif isinstance(statement, ast.Try):
+            for block in (statement.body, *(h.body for h in statement.handlers), statement.orelse, statement.finalbody):
+                yield from _in_training(block, never_true)
+        else:
+            yield from walk(statement)
