@@ -202,6 +202,8 @@ class _RegionPaths:
                 f"{short}.{m.name}: {r}" for m in methods
                 for r in self._random(m, instance, self._defined_in.get(id(m), instance.cls))
             )
+        if self.kind == "unrestored":
+            yield from self._called_functions(instance, methods)
         elif self.kind == "mutations":
             yield from (f"{short}.{m.name}: {w}" for m in methods for w in m.mutations)
         elif self.kind == "checkpoints":
@@ -272,11 +274,9 @@ class _RegionPaths:
         `unrestored`: only the draws torch does not replay, at their file:line (`defined_in`:
         the class whose file holds the method)."""
         zero_attributes = dict(method.random_attributes)
-        if self.kind == "unrestored":
-            yield from self._unrestored(method.random, defined_in)
-            return
+        kept = []
         for description in method.random:
-            if description.startswith(UNRESTORED):
+            if description.startswith(UNRESTORED) is not (self.kind == "unrestored"):
                 continue
             if self.mode_dependent and _draws_in_eval(description):
                 continue
@@ -285,7 +285,25 @@ class _RegionPaths:
                 values = self.denotation.attribute(owner, attribute)
                 if values and all(isinstance(v, Constant) and v.value == 0 and v.value is not False for v in values):
                     continue
-            yield description
+            kept.append(description)
+        yield from self._unrestored(kept, defined_in) if self.kind == "unrestored" else kept
+
+    def _called_functions(self, instance: Instance, methods: list) -> Iterator[str]:
+        """`unrestored`: what the functions outside classes that the methods call draw, in
+        any file (`feature_jitter(x, sigma)` imported from `.noise`), `self`'s own left to the
+        methods and children."""
+        for method in methods:
+            name = f"{self._defined_in.get(id(method), instance.cls)}.{method.name}"
+            summary, path = self.denotation.summary(name), self.project.path_of(name)
+            if summary is None or path is None:
+                continue
+            frame = self.denotation.frame_of(name, module_name(path), instance)
+            for callee, line in summary.calls:
+                if callee[0] == "attr" and callee[1] == ("name", summary.self_name):
+                    continue
+                for value in sorted(self.denotation.evaluate(callee, replace(frame, before=line + 1)), key=ordering_key):
+                    if isinstance(value, FunctionRef) and (value.frame is None or value.frame.self_instance is None):
+                        yield from (f"{instance.short_name}.{method.name} -> {p}" for p in self.function(value, 1))
 
     def _unrestored(self, descriptions, defined_in: str | None) -> Iterator[str]:
         """The draws torch does not replay among `descriptions`, `(line N)` shown as the

@@ -76,19 +76,26 @@ class UnrestoredRngInCheckpoint(RegionRule):
     No fix: moving the draw changes the program's random stream and its structure.
 
     ## Evidence
-    torch 2.13.0, numpy 2.4.6, CPU (`/tmp` script, recorded in the commit message of this
-    rule): a `Linear -> tanh` block run through `checkpoint` and compared with the same step
-    without checkpointing (same seeds for Python, NumPy, torch and the generator), 20 seeds,
-    each implementation:
-    - a NumPy mask (`np.random.rand(...) > 0.5`): wrong gradients in 20 of 20 steps with
-      `use_reentrant=True` and 20 of 20 with `use_reentrant=False`;
-    - a mask from `torch.rand(shape, generator=g)`: 20 of 20 and 20 of 20;
-    - layer-drop with `random.random() < 0.5` (the block returns its input): reentrant
-      silently wrong in 10 of 20 steps; non-reentrant raises in 10 of 20 steps
-      `torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: A different number of
-      tensors was saved during the original forward and recomputation.` (the other 10: the
-      recomputation took the same branch);
-    - torch's own `F.dropout(h, 0.5)`: 0 of 20 wrong in both implementations.
+    torch 2.13.0+cpu, numpy 2.4.6 (a script of our own, not kept in the repository): a block
+    `tanh(Linear(x))` followed by the randomness below and a residual, run through
+    `checkpoint(block, x, use_reentrant=...)` and compared with the same step without
+    checkpointing, Python's, NumPy's, torch's and the explicit generator's seeds set alike
+    before each run; 20 seeds per implementation (wrong = any parameter or input gradient
+    off by more than 1e-6):
+    - a NumPy mask (`np.random.rand(*h.shape) > 0.5`): wrong in 20 of 20 steps with
+      `use_reentrant=True`, 20 of 20 with `use_reentrant=False`;
+    - a mask from `torch.rand(h.shape, generator=g)`: 20 of 20 and 20 of 20;
+    - layer-drop, `if random.random() < 0.5: return x` before the block's second layer:
+      reentrant silently wrong in 10 of 20 steps; non-reentrant raised in 2 of 20 steps
+      `CheckpointError: torch.utils.checkpoint: A different number of tensors was saved
+      during the original forward and recomputation.` (where the forward kept the layer and
+      the recomputation dropped it; a step whose forward dropped it saves nothing to
+      recompute);
+    - torch's own `F.dropout(h, 0.5, training=True)` in the same place: 0 of 20 wrong in
+      both implementations.
+    The recomputation left Python's and NumPy's global generators in another state than the
+    unchecked step in 20 of 20 NumPy-mask steps (both implementations) and 20 of 20
+    layer-drop steps (reentrant); with torch's dropout, 0 of 20.
     """
 
     code = "CKPT036"

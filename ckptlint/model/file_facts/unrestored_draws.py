@@ -43,13 +43,17 @@ def unrestored_draws(
     resolve: Callable[[ast.AST], str | None],
     attributes: frozenset[str] = frozenset(),
     never_true: frozenset[str] = frozenset(),
-) -> Iterator[str]:
+) -> Iterator[tuple[str, str | None]]:
     """The draws of a function body that can run in training, each described with its line
-    (`not replayed: `random.random`, Python's RNG (line 12)`). A generator the body makes
+    (`not replayed: `random.random`, Python's RNG (line 12)`), with the `self` attribute of a
+    probability that makes it drawn or matter (`self.drop_path > 0 and random.random() <
+    self.drop_path`: none drawn, or none deciding anything, where the instance holds only
+    zero; as `MethodFacts.random_attributes`), else None. A generator the body makes
     with a seed (`default_rng(0)`, `torch.Generator().manual_seed(0)`) draws the same
     numbers again: not one; made without a seed it draws from the OS's entropy: one."""
     unseeded: set[str] = set()
     seeded: set[str] = set()
+    probabilities: dict[int, str] = {}  # id of a draw -> the `self` attribute deciding whether it matters
     for node in _in_training(body, never_true):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1:
             target = node.targets[0]
@@ -61,7 +65,9 @@ def unrestored_draws(
         if isinstance(node, ast.Call):
             description = _draw(node, resolve, attributes, unseeded, seeded)
             if description:
-                yield f"{UNRESTORED}{description} (line {node.lineno})"
+                yield f"{UNRESTORED}{description} (line {node.lineno})", probabilities.get(id(node))
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            probabilities.update(_guarded_by_probability(node))
 
 
 def unrestored_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
@@ -95,6 +101,32 @@ def _draw(call: ast.Call, resolve, attributes: frozenset[str], unseeded: set[str
         if name in _TORCH_SAMPLERS or (not name and isinstance(func, ast.Attribute) and func.attr in _TENSOR_SAMPLERS):
             shown = name.rsplit(".", 1)[-1] if name else func.attr
             return f"`{shown}(generator=...)`, an explicit torch.Generator"
+    return None
+
+
+def _guarded_by_probability(test: ast.BoolOp) -> Iterator[tuple[int, str]]:
+    """The draws of an `and` chain that a `self.<p>` written before them, or compared with
+    them, decides (`self.p > 0 and random.random() < self.p`)."""
+    guard = None
+    for value in test.values:
+        compared = value.comparators[0] if isinstance(value, ast.Compare) and len(value.comparators) == 1 else None
+        sides = (value.left, compared) if compared is not None else (value,)
+        attribute = next((_self_attribute(side) for side in sides if _self_attribute(side)), None)
+        if attribute == "training":
+            continue
+        if guard is None and attribute is not None and not any(isinstance(n, ast.Call) for n in walk(value)):
+            guard = attribute  # `self.drop_path > 0`, `self.drop_path`
+            continue
+        for inner in walk(value):
+            if isinstance(inner, ast.Call):
+                decided = guard or attribute
+                if decided is not None:
+                    yield id(inner), decided
+
+
+def _self_attribute(expr: ast.AST | None) -> str | None:
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return expr.attr
     return None
 
 
