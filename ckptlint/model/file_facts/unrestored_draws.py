@@ -60,8 +60,8 @@ def unrestored_draws(
             if isinstance(target, ast.Name):
                 if _makes_generator(node.value, resolve):
                     (seeded if _seeded(node.value) else unseeded).add(target.id)
-                elif _torch_generator(node.value, resolve):
-                    seeded.add(target.id) if "manual_seed" in ast.dump(node.value) else unseeded.add(target.id)
+                elif (made := _torch_generator(node.value, resolve)) is not None:
+                    (seeded if made else unseeded).add(target.id)
         if isinstance(node, ast.Call):
             description = _draw(node, resolve, attributes, unseeded, seeded)
             if description:
@@ -134,11 +134,13 @@ def _makes_generator(call: ast.Call, resolve) -> bool:
     return (resolve(call.func) or "") in _GENERATORS
 
 
-def _torch_generator(call: ast.Call, resolve) -> bool:
-    """`torch.Generator(...)`, also with `.manual_seed(s)` called on it."""
+def _torch_generator(call: ast.Call, resolve) -> bool | None:
+    """For `torch.Generator(...)`, whether it is seeded there (`.manual_seed(s)` called on
+    it); None for any other call."""
+    seeded = False
     while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call) and call.func.attr == "manual_seed":
-        call = call.func.value
-    return (resolve(call.func) or "") == _TORCH_GENERATOR
+        call, seeded = call.func.value, True
+    return seeded if (resolve(call.func) or "") == _TORCH_GENERATOR else None
 
 
 def _seeded(call: ast.Call) -> bool:
