@@ -16,7 +16,7 @@ from ckptlint.model.library.combined import NORMS_WITH_RUNNING_STATS, RANDOM_MOD
 from ckptlint.model.library.torch import RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, STATE_UPDATING_WRAPPERS
 from ckptlint.model.library.transformers import TRANSFORMERS_RANDOM_LAYERS
 from ckptlint.model.file_facts.method_behaviour import SUPER_CALL
-from ckptlint.model.file_facts.unrestored_draws import UNRESTORED
+from ckptlint.model.file_facts.unrestored_draws import NUMPY_RNG, PYTHON_RNG, SEEDS, UNRESTORED
 from ckptlint.model.syntax.names import is_test_path, module_name
 from ckptlint.model.recompute_reads import forward_checkpoint_calls
 from ckptlint.model.library.openmmlab import conv_module_norms
@@ -95,8 +95,14 @@ def region_randomness(
 
 def region_unrestored_randomness(region: Region, project: ProjectIndex) -> list[str]:
     """Paths to the draws the region makes that torch's checkpoint does not replay (Python's
-    `random`, NumPy's, an explicit `generator=`), each ending at the draw's file:line."""
-    return _RegionPaths(project, "unrestored", frozenset()).of(region)
+    `random`, NumPy's, an explicit `generator=`), each ending at the draw's file:line; not
+    those of a global generator the region seeds itself (each run draws the same)."""
+    paths = _RegionPaths(project, "unrestored", frozenset()).of(region)
+    seeded = {rng for rng in (PYTHON_RNG, NUMPY_RNG) for path in paths if f"{SEEDS.removeprefix(UNRESTORED)}{rng}" in path}
+    return [
+        path for path in paths
+        if SEEDS.removeprefix(UNRESTORED) not in path and not any(f", {rng} (" in path for rng in seeded)
+    ]
 
 
 def region_mutations(region: Region, project: ProjectIndex) -> list[str]:

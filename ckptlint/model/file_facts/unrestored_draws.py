@@ -17,6 +17,13 @@ from ckptlint.model.syntax.ast_walk import walk
 from ckptlint.model.syntax.call_syntax import is_none, keyword_argument
 
 UNRESTORED = "not replayed: "  # the mark of such a draw's description
+# The mark of a global generator seeded there (`np.random.seed(seed)`, a seed not None): the
+# draws of a region that seeds it are the same again (transformers' BigBird seeds NumPy with
+# its layer's index before drawing its random attention blocks).
+SEEDS = f"{UNRESTORED}seeds "
+PYTHON_RNG = "Python's RNG"
+NUMPY_RNG = "NumPy's global RNG"
+_SEEDING = {"random.seed": PYTHON_RNG, "numpy.random.seed": NUMPY_RNG}
 _GENERATORS = NUMPY_GENERATORS | PYTHON_RANDOM_GENERATORS
 _TORCH_GENERATOR = "torch.Generator"
 # torch's samplers taking `generator=` (torch 2.13 reference, "Random sampling"), and the
@@ -62,7 +69,11 @@ def unrestored_draws(
                     (seeded if _seeded(node.value) else unseeded).add(target.id)
                 elif (made := _torch_generator(node.value, resolve)) is not None:
                     (seeded if made else unseeded).add(target.id)
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and (resolve(node.func) or "") in _SEEDING:
+            seed = node.args[0] if node.args else keyword_argument(node, "a") or keyword_argument(node, "seed")
+            if seed is not None and not is_none(seed):
+                yield f"{SEEDS}{_SEEDING[resolve(node.func)]} (line {node.lineno})", None
+        elif isinstance(node, ast.Call):
             description = _draw(node, resolve, attributes, unseeded, seeded)
             if description:
                 yield f"{UNRESTORED}{description} (line {node.lineno})", probabilities.get(id(node))
@@ -79,9 +90,9 @@ def unrestored_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) ->
 def _draw(call: ast.Call, resolve, attributes: frozenset[str], unseeded: set[str], seeded: set[str]) -> str | None:
     name = resolve(call.func) or ""
     if name in PYTHON_RANDOM_DRAWS:
-        return f"`{name}`, Python's RNG"
+        return f"`{name}`, {PYTHON_RNG}"
     if name.startswith("numpy.random.") and name.count(".") == 2 and name.rsplit(".", 1)[-1] not in NUMPY_RANDOM_NOT_DRAWING:
-        return f"`{name}`, NumPy's global RNG"
+        return f"`{name}`, {NUMPY_RNG}"
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr not in GENERATOR_METHODS_NOT_DRAWING and not func.attr.startswith("_"):
         receiver = func.value
