@@ -32,8 +32,12 @@ class UnrestoredRngInCheckpoint(RegionRule):
     Hugging Face's `dropout_probability = torch.rand([])` before the checkpointed layer);
     torch's default generator (`torch.rand(...)` without `generator=`, `F.dropout`,
     `nn.Dropout`: CKPT033's concern); draws in branches that cannot run in training
-    (`if not self.training:`); seeding (`random.seed`, `np.random.seed`,
-    `torch.manual_seed`); a generator made in the region with a seed
+    (`if not self.training:`); a draw behind a probability attribute the instance holds only
+    zero in (`self.drop_path > 0 and random.random() < self.drop_path` in blocks built with
+    rate 0); seeding (`random.seed`, `np.random.seed`, `torch.manual_seed`), and the draws of
+    a global generator the region seeds itself with a seed other than None (transformers'
+    BigBird seeds NumPy with its layer's index before drawing its random attention blocks:
+    the recomputation draws the same); a generator made in the region with a seed
     (`np.random.default_rng(0)`, `torch.Generator().manual_seed(0)`), which draws the same
     numbers again; a project function that happens to be called `random`; regions that
     cannot be resolved. A module-level function's draws are read call by call (its local
