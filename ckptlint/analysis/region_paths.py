@@ -291,6 +291,8 @@ class _RegionPaths:
                 values = self.denotation.attribute(owner, attribute)
                 if values and all(isinstance(v, Constant) and v.value == 0 and v.value is not False for v in values):
                     continue
+                if self.kind == "unrestored" and values and all(isinstance(v, Constant) and v.value is None for v in values):
+                    continue  # `generator=self.gen` holding None: torch's default generator
             kept.append(description)
         yield from self._unrestored(kept, defined_in) if self.kind == "unrestored" else kept
 

@@ -40,8 +40,11 @@ class UnrestoredRngInCheckpoint(RegionRule):
     the recomputation draws the same); a generator made in the region with a seed
     (`np.random.default_rng(0)`, `torch.Generator().manual_seed(0)`), which draws the same
     numbers again; a project function that happens to be called `random`; regions that
-    cannot be resolved. A module-level function's draws are read call by call (its local
-    generators are not followed).
+    cannot be resolved; `generator=` a parameter defaulting to None (diffusers'
+    `randn_tensor(shape, generator=None)`), any parameter of a function outside classes, or
+    an attribute the instance holds only None in (torch's default generator, or what the
+    callers pass, which is not followed). A function outside classes is read call by call
+    (its local generators are not followed), and only in files the project index reads.
 
     ## Why is this bad?
     torch's checkpoint saves and restores only the default CPU generator and the device

@@ -371,7 +371,7 @@ class _Extractor(WrapperFacts):
             elif isinstance(node, ast.Call):
                 self._call(node, events, loop_sources, enclosing_class, prefix)
                 if enclosing_class is None and self._may_draw and (
-                    (drawn := unrestored_call(node, self.resolve)) or (drawn := random_call(node, self.resolve))
+                    (drawn := unrestored_call(node, self.resolve, frozenset(self._parameters[-1]))) or (drawn := random_call(node, self.resolve))
                 ):
                     events.append(Event(EventKind.DRAWS_RANDOM, "", node.lineno, node.col_offset, api=drawn))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:

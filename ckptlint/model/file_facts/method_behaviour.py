@@ -310,10 +310,10 @@ def methods_of(
                     )
                     random.extend(
                         f"{UNRESTORED}`{helper.name}`: {found.removeprefix(UNRESTORED)}"
-                        for found, _ in unrestored_draws(helper.body, resolve)
+                        for found, _ in unrestored_draws(helper, resolve)
                     )
         if may_draw_unrestored:  # Python's, NumPy's or an explicit generator's draws (CKPT036)
-            for found, attribute in unrestored_draws(method.body, resolve, generators, never_true):
+            for found, attribute in unrestored_draws(method, resolve, generators, never_true):
                 random.append(found)
                 if attribute is not None:
                     random_attributes.append((found, attribute))

@@ -46,7 +46,7 @@ def generator_attributes(node: ast.ClassDef, resolve: Callable[[ast.AST], str | 
 
 
 def unrestored_draws(
-    body: Sequence[ast.stmt],
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
     resolve: Callable[[ast.AST], str | None],
     attributes: frozenset[str] = frozenset(),
     never_true: frozenset[str] = frozenset(),
@@ -55,13 +55,21 @@ def unrestored_draws(
     (`not replayed: `random.random`, Python's RNG (line 12)`), with the `self` attribute of a
     probability that makes it drawn or matter (`self.drop_path > 0 and random.random() <
     self.drop_path`: none drawn, or none deciding anything, where the instance holds only
-    zero; as `MethodFacts.random_attributes`), else None. A generator the body makes
+    zero; as `MethodFacts.random_attributes`; `generator=self.gen`: `gen`, None where the
+    instance holds only None), else None. A generator the body makes
     with a seed (`default_rng(0)`, `torch.Generator().manual_seed(0)`) draws the same
     numbers again: not one; made without a seed it draws from the OS's entropy: one."""
     unseeded: set[str] = set()
     seeded: set[str] = set()
     probabilities: dict[int, str] = {}  # id of a draw -> the `self` attribute deciding whether it matters
-    for node in _in_training(body, never_true):
+    # `generator=generator` with the parameter defaulting to None (diffusers' `randn_tensor`
+    # style): torch's default generator unless a caller passes one, which is not known here.
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
+                *((a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)]
+    seeded |= {argument.arg for argument, default in defaults if is_none(default)}
+    for node in _in_training(function.body, never_true):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
@@ -76,14 +84,19 @@ def unrestored_draws(
         elif isinstance(node, ast.Call):
             description = _draw(node, resolve, attributes, unseeded, seeded)
             if description:
-                yield f"{UNRESTORED}{description} (line {node.lineno})", probabilities.get(id(node))
+                generator = _self_attribute(keyword_argument(node, "generator"))
+                yield f"{UNRESTORED}{description} (line {node.lineno})", probabilities.get(id(node)) or generator
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             probabilities.update(_guarded_by_probability(node))
 
 
-def unrestored_call(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> str | None:
-    """One call's draw, seen alone (a function outside classes), described without its line."""
-    description = _draw(call, resolve, frozenset(), set(), set())
+def unrestored_call(
+    call: ast.Call, resolve: Callable[[ast.AST], str | None], parameters: frozenset[str] = frozenset()
+) -> str | None:
+    """One call's draw, seen alone (a function outside classes), described without its line;
+    `generator=` one of the function's `parameters` is not one (what callers pass, None in
+    diffusers' `randn_tensor(shape, generator=None)` style, is not known here)."""
+    description = _draw(call, resolve, frozenset(), set(), set(parameters))
     return f"{UNRESTORED}{description}" if description else None
 
 
@@ -108,7 +121,7 @@ def _draw(call: ast.Call, resolve, attributes: frozenset[str], unseeded: set[str
     generator = keyword_argument(call, "generator")
     if generator is not None and not is_none(generator):
         if isinstance(generator, ast.Name) and generator.id in seeded:
-            return None
+            return None  # seeded where it is made, or a parameter defaulting to None
         if name in _TORCH_SAMPLERS or (not name and isinstance(func, ast.Attribute) and func.attr in _TENSOR_SAMPLERS):
             shown = name.rsplit(".", 1)[-1] if name else func.attr
             return f"`{shown}(generator=...)`, an explicit torch.Generator"
