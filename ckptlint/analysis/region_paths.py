@@ -5,6 +5,7 @@ and the region's own checkpoint calls (a nested region), each as a path naming e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -15,6 +16,7 @@ from ckptlint.model.library.combined import NORMS_WITH_RUNNING_STATS, RANDOM_MOD
 from ckptlint.model.library.torch import RANDOM_SAMPLING_FUNCTIONS, RANDOM_TENSOR_METHODS, STATE_UPDATING_WRAPPERS
 from ckptlint.model.library.transformers import TRANSFORMERS_RANDOM_LAYERS
 from ckptlint.model.file_facts.method_behaviour import SUPER_CALL
+from ckptlint.model.file_facts.unrestored_draws import NUMPY_RNG, PYTHON_RNG, SEEDS, UNRESTORED
 from ckptlint.model.syntax.names import is_test_path, module_name
 from ckptlint.model.recompute_reads import forward_checkpoint_calls
 from ckptlint.model.library.openmmlab import conv_module_norms
@@ -91,6 +93,18 @@ def region_randomness(
     return paths.of(region)
 
 
+def region_unrestored_randomness(region: Region, project: ProjectIndex) -> list[str]:
+    """Paths to the draws the region makes that torch's checkpoint does not replay (Python's
+    `random`, NumPy's, an explicit `generator=`), each ending at the draw's file:line; not
+    those of a global generator the region seeds itself (each run draws the same)."""
+    paths = _RegionPaths(project, "unrestored", frozenset()).of(region)
+    seeded = {rng for rng in (PYTHON_RNG, NUMPY_RNG) for path in paths if f"{SEEDS.removeprefix(UNRESTORED)}{rng}" in path}
+    return [
+        path for path in paths
+        if SEEDS.removeprefix(UNRESTORED) not in path and not any(f", {rng} (" in path for rng in seeded)
+    ]
+
+
 def region_mutations(region: Region, project: ProjectIndex) -> list[str]:
     """State the region writes that outlives the call, as paths."""
     return _RegionPaths(project, "mutations", frozenset()).of(region)
@@ -117,6 +131,7 @@ class _RegionPaths:
         self.kind = kind
         self.extra = extra
         self.mode_dependent = False  # `randomness`: only what eval mode turns off
+        self._defined_in: dict[int, str] = {}  # id of a method's facts -> the class defining it
         self._memo: dict = {}
 
     def of(self, region: Region) -> list[str]:
@@ -188,8 +203,13 @@ class _RegionPaths:
             return  # a BatchNorm subclass's statistics are CKPT010's (`statistics`)
         short = instance.short_name
         methods = self._reachable_methods(instance.cls, ["forward"])
-        if self.kind == "randomness":
-            yield from (f"{short}.{m.name}: {r}" for m in methods for r in self._random(m, instance))
+        if self.kind in ("randomness", "unrestored"):
+            yield from (
+                f"{short}.{m.name}: {r}" for m in methods
+                for r in self._random(m, instance, self._defined_in.get(id(m), instance.cls))
+            )
+        if self.kind == "unrestored":
+            yield from self._called_functions(instance, methods)
         elif self.kind == "mutations":
             yield from (f"{short}.{m.name}: {w}" for m in methods for w in m.mutations)
         elif self.kind == "checkpoints":
@@ -246,18 +266,24 @@ class _RegionPaths:
             if defined is not None:
                 owner, method = defined
                 found.append(method)
+                self._defined_in[id(method)] = owner
                 pending.extend(
                     (called.removeprefix(SUPER_CALL), owner) if called.startswith(SUPER_CALL) else (called, None)
                     for called in method.methods
                 )
         return found
 
-    def _random(self, method, owner: Instance | None) -> Iterator[str]:
+    def _random(self, method, owner: Instance | None, defined_in: str | None = None) -> Iterator[str]:
         """A method's random operations, less those whose probability is an attribute the
         instance holds only zero in (`F.dropout(x, p=self.drop)` with `drop` a config's
-        default 0.0): dropout with p=0 draws no random numbers (measured on torch 2.13)."""
+        default 0.0): dropout with p=0 draws no random numbers (measured on torch 2.13).
+        `unrestored`: only the draws torch does not replay, at their file:line (`defined_in`:
+        the class whose file holds the method)."""
         zero_attributes = dict(method.random_attributes)
+        kept = []
         for description in method.random:
+            if description.startswith(UNRESTORED) is not (self.kind == "unrestored"):
+                continue
             if self.mode_dependent and _draws_in_eval(description):
                 continue
             attribute = zero_attributes.get(description)
@@ -265,7 +291,36 @@ class _RegionPaths:
                 values = self.denotation.attribute(owner, attribute)
                 if values and all(isinstance(v, Constant) and v.value == 0 and v.value is not False for v in values):
                     continue
-            yield description
+                if self.kind == "unrestored" and values and all(isinstance(v, Constant) and v.value is None for v in values):
+                    continue  # `generator=self.gen` holding None: torch's default generator
+            kept.append(description)
+        yield from self._unrestored(kept, defined_in) if self.kind == "unrestored" else kept
+
+    def _called_functions(self, instance: Instance, methods: list) -> Iterator[str]:
+        """`unrestored`: what the functions outside classes that the methods call draw, in
+        any file (`feature_jitter(x, sigma)` imported from `.noise`), `self`'s own left to the
+        methods and children."""
+        for method in methods:
+            name = f"{self._defined_in.get(id(method), instance.cls)}.{method.name}"
+            summary, path = self.denotation.summary(name), self.project.path_of(name)
+            if summary is None or path is None:
+                continue
+            frame = self.denotation.frame_of(name, module_name(path), instance)
+            for callee, line in summary.calls:
+                if callee[0] == "attr" and callee[1] == ("name", summary.self_name):
+                    continue
+                for value in sorted(self.denotation.evaluate(callee, replace(frame, before=line + 1)), key=ordering_key):
+                    if isinstance(value, FunctionRef) and (value.frame is None or value.frame.self_instance is None):
+                        yield from (f"{instance.short_name}.{method.name} -> {p}" for p in self.function(value, 1))
+
+    def _unrestored(self, descriptions, defined_in: str | None) -> Iterator[str]:
+        """The draws torch does not replay among `descriptions`, `(line N)` shown as the
+        file:line of the module or class `defined_in` names."""
+        path = self.project.path_of(defined_in) if defined_in else None
+        for description in descriptions:
+            if description.startswith(UNRESTORED):
+                shown = description.removeprefix(UNRESTORED)
+                yield re.sub(r"\(line (\d+)\)$", rf"({path}:\1)", shown) if path else shown
 
     # --- functions -------------------------------------------------------------------------------
 
@@ -280,8 +335,9 @@ class _RegionPaths:
             prefix = f"{owner.short_name}.{local}"
             facts = self.project.class_method(owner.cls, local)
         if facts is not None:
-            if self.kind == "randomness":
-                yield from (f"{prefix}: {r}" for r in self._random(facts, owner))
+            if self.kind in ("randomness", "unrestored"):
+                defined = self.project.class_method_in(owner.cls, local)
+                yield from (f"{prefix}: {r}" for r in self._random(facts, owner, defined[0] if defined else owner.cls))
             elif self.kind == "mutations":
                 yield from (f"{prefix}: {w}" for w in facts.mutations)
             elif self.kind == "checkpoints":
@@ -290,12 +346,14 @@ class _RegionPaths:
         summary = self.denotation.summary(function.name)
         if summary is None:
             return
+        if facts is None and self.kind == "unrestored":
+            yield from (f"{prefix}: {r}" for r in self._unrestored(self.project.function_randomness(function.name), function.name))
         if facts is None and self.kind == "randomness":
             # A function outside classes: its random calls (`F.dropout`, `torch.rand`), and its
             # in-place random draws (a hand-written `drop_path`).
             yield from (
                 f"{prefix}: {r}" for r in self.project.function_randomness(function.name)
-                if not (self.mode_dependent and _draws_in_eval(r))
+                if not (self.mode_dependent and _draws_in_eval(r)) and not r.startswith(UNRESTORED)
             )
             yield from (
                 f"{prefix}: `{callee[2]}` (line {line})" for callee, line in summary.calls

@@ -29,6 +29,7 @@ from ckptlint.model.file_facts.hf_events import (
 )
 from ckptlint.model.file_facts.options import argparse_options, dataclass_options, environment_options
 from ckptlint.model.file_facts.method_behaviour import checked_attributes, methods_of, random_call
+from ckptlint.model.file_facts.unrestored_draws import unrestored_call
 from ckptlint.model.file_facts.norm_freezing import batchnorm_frozen_under, converted_parameter, frozen_parameter, frozen_when_applied
 from ckptlint.model.form.summary import MODULE_LEVEL, FunctionSummary
 from ckptlint.model.file_facts.wrapper_facts import WrapperFacts
@@ -369,7 +370,9 @@ class _Extractor(WrapperFacts):
                         loop_sources[target] = source
             elif isinstance(node, ast.Call):
                 self._call(node, events, loop_sources, enclosing_class, prefix)
-                if enclosing_class is None and self._may_draw and (drawn := random_call(node, self.resolve)):
+                if enclosing_class is None and self._may_draw and (
+                    (drawn := unrestored_call(node, self.resolve, frozenset(self._parameters[-1]))) or (drawn := random_call(node, self.resolve))
+                ):
                     events.append(Event(EventKind.DRAWS_RANDOM, "", node.lineno, node.col_offset, api=drawn))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 self._assignment(node, events, enclosing_class)

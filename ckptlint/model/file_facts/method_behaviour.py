@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from ckptlint.model.syntax.ast_walk import statements, walk
 from ckptlint.model.syntax.call_syntax import definitions, dotted, keyword_argument
 from ckptlint.model.file_facts.facts import CheckpointCall, MethodFacts
+from ckptlint.model.file_facts.unrestored_draws import UNRESTORED, generator_attributes, unrestored_draws
 from ckptlint.model.file_facts.training_guards import (  # noqa: F401  (self_attribute: used by other modules)
     attached_from_outside, flags_never_set, in_training, self_attribute,
 )
@@ -260,6 +261,8 @@ def methods_of(
     if not any(word in text for word in _REGION_WORDS):
         return ()
     never_true = flags_never_set(node) | (attached_from_outside(node) if "hasattr(" in text else frozenset())
+    may_draw_unrestored = "rand" in text or "generator" in text
+    generators = generator_attributes(node, resolve) if may_draw_unrestored else frozenset()
     checked_here = checked()
     methods = []
     # Methods, and the functions nested in them (`forward._inner_forward`): those close
@@ -305,6 +308,15 @@ def methods_of(
                         f"`{helper.name}`: {found} (line {call.lineno})" for call in walk(helper)
                         if isinstance(call, ast.Call) and (found := random_call(call, resolve))
                     )
+                    random.extend(
+                        f"{UNRESTORED}`{helper.name}`: {found.removeprefix(UNRESTORED)}"
+                        for found, _ in unrestored_draws(helper, resolve)
+                    )
+        if may_draw_unrestored:  # Python's, NumPy's or an explicit generator's draws (CKPT036)
+            for found, attribute in unrestored_draws(method, resolve, generators, never_true):
+                random.append(found)
+                if attribute is not None:
+                    random_attributes.append((found, attribute))
         # The methods it calls where training can reach them (`super().forward(x)` as
         # `super().forward`: its base's).
         for statement in in_training(method.body, never_true):

@@ -12,3 +12,16 @@ STRING_METHODS = frozenset({
 })
 # Container methods that mutate.
 CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "pop", "clear"})
+
+# Python's `random` (3.12 reference, "Functions for integers / sequences / real-valued
+# distributions"): the module-level functions that draw from its global generator, which
+# torch's checkpoint neither saves nor restores; `seed`, `getstate` and `setstate` draw
+# nothing. `random.Random(...)` / `SystemRandom()` make a generator of one's own.
+PYTHON_RANDOM_DRAWS = frozenset(
+    f"random.{name}" for name in (
+        "random", "randint", "randrange", "randbytes", "getrandbits", "choice", "choices", "shuffle", "sample",
+        "uniform", "triangular", "betavariate", "binomialvariate", "expovariate", "gammavariate", "gauss",
+        "lognormvariate", "normalvariate", "vonmisesvariate", "paretovariate", "weibullvariate",
+    )
+)
+PYTHON_RANDOM_GENERATORS = frozenset({"random.Random", "random.SystemRandom"})
