@@ -430,7 +430,8 @@ def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
     """Ruff's semantics. Within a layer the most specific matching prefix decides, and on a
     tie ignore wins. A layer with `select` starts afresh (so `--select CKPT001` on the
     command line re-enables a code the config file ignores); a layer without one edits the
-    result so far. Engine codes (CKPT9xx) come with every `select` unless ignored."""
+    result so far. Engine codes (CKPT9xx) come with every `select` unless ignored; an opt-in
+    code (CKPT100) only with a selector naming more of it than `CKPT`."""
     from ckptlint.registry import ENGINE_CODES, all_codes
 
     enabled: set[str] = set()
@@ -441,8 +442,13 @@ def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
         carried_ignores = ()
         updates: dict[str, bool] = {}
         for code in all_codes():
-            selected = _specificity(code, chosen)
-            if layer.select is not None and code in ENGINE_CODES:
+            engine = ENGINE_CODES.get(code)
+            if engine is not None and engine.opt_in:
+                # Only a selector naming more of it than `CKPT` (not `ALL`) turns it on.
+                selected = _specificity(code, [p for p in chosen if p not in ("ALL", "CKPT")])
+            else:
+                selected = _specificity(code, chosen)
+            if layer.select is not None and engine is not None and not engine.opt_in:
                 selected = max(selected, 0)
             ignored = _specificity(code, ignores)
             if selected > ignored:

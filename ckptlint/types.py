@@ -86,6 +86,8 @@ class FileResult:
     # Why the declared or chosen target versions rule out a finding (one per finding): not
     # shown, not counted, said in the summary.
     hidden: tuple[str, ...] = ()
+    # `--add-noqa`: the lines that got (or had extended) a `# noqa` directive.
+    added_noqa: int = 0
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,10 @@ class RunResult:
     @property
     def fixed_count(self) -> int:
         return sum(len(f.applied_fixes) for f in self.files)
+
+    @property
+    def added_noqa_count(self) -> int:
+        return sum(f.added_noqa for f in self.files)
 
 
 def fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -167,6 +173,9 @@ class PseudoRule:
     doc: str
     fix: Applicability | None = None
     targets: tuple = ()  # of VersionRange, as a rule's
+    # Off unless selected by its code (or a prefix longer than `CKPT`): `ALL`, the default,
+    # leaves it out, as Ruff's nursery rules once were.
+    opt_in: bool = False
 
     def summary(self) -> str:
         return self.doc.split("\n", 1)[0]
