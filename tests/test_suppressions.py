@@ -44,7 +44,7 @@ SUPPRESSIONS_FIXED = IMPORT + (
 
 def test_unused_noqa_is_off_by_default_and_all_does_not_select_it(cli, make_project):
     root = make_project({"m.py": SUPPRESSIONS}, pyproject=PYPROJECT)
-    for args in ([], ["--select", "ALL"], ["--select", "CKPT"]):
+    for args in ([], ["--select", "ALL"], ["--select", "CKPT"], ["--config", "extend-select = ['ALL']"]):
         result = cli(["m.py", "--no-cache", "-q", *args], cwd=root)
         assert result.stdout == f"m.py:5:5: CKPT001 {MSG001}\n", args
         assert result.exit_code == 1
@@ -95,6 +95,15 @@ def test_codes_of_rules_that_did_not_run_are_not_judged(cli, make_project):
     )
 
 
+def test_per_file_ignores_and_a_file_level_noqa_turn_unused_noqa_off(cli, make_project):
+    text = IMPORT + "y = checkpoint(f, x, use_reentrant=False)  # noqa: CKPT001\n"
+    root = make_project({"m.py": text, "n.py": "# ckptlint: noqa: CKPT100\n" + text}, pyproject=PYPROJECT)
+    result = cli([".", "--no-cache", "-q", "--extend-select", "CKPT100", "--per-file-ignores", "n.py:CKPT001"], cwd=root)
+    assert [line.split(" [*]")[0] for line in result.stdout.splitlines()] == ["m.py:2:44: CKPT100"]
+    ignored = cli([".", "--no-cache", "-q", "--extend-select", "CKPT100", "--per-file-ignores", "m.py:CKPT100"], cwd=root)
+    assert (ignored.exit_code, ignored.stdout) == (0, "")
+
+
 def test_unused_noqa_in_a_notebook_cell_is_fixed_in_the_cell(cli, make_project):
     root = make_project(
         {"nb.ipynb": notebook("import torch.utils.checkpoint as cp", "y = cp.checkpoint(f, x, use_reentrant=False)  # noqa: CKPT001")},
@@ -142,6 +151,45 @@ SUPPRESSED = IMPORT + (
     'g = checkpoint(f, """\n'
     '""")\n'
 )
+
+
+def test_add_noqa_writes_a_directive_for_each_finding_and_merges_existing_ones(cli, make_project):
+    root = make_project({"m.py": TO_SUPPRESS}, pyproject=PYPROJECT)
+    result = cli(["m.py", "--no-cache", "--add-noqa"], cwd=root)
+    assert (root / "m.py").read_text() == SUPPRESSED
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "Added 5 noqa directives.",
+        "warning: m.py:8:5: CKPT001 left without a `# noqa` (no comment can end that line, or the file is not Python)",
+    ]
+    after = cli(["m.py", "--no-cache", "-q"], cwd=root)
+    assert [line.split(" ")[0] for line in after.stdout.splitlines()] == ["m.py:8:5:"]
+    again = cli(["m.py", "--no-cache", "--add-noqa"], cwd=root)
+    assert (root / "m.py").read_text() == SUPPRESSED
+    assert again.stderr.splitlines()[0].startswith("warning: m.py:8:5: CKPT001")  # nothing added: no count (Ruff)
+
+
+def test_add_noqa_through_the_cache_and_in_a_notebook(cli, make_project):
+    root = make_project(
+        {"m.py": IMPORT + "a = checkpoint(f, x)\n", "nb.ipynb": notebook("import torch.utils.checkpoint as cp", "y = cp.checkpoint(f, x)")},
+        pyproject=PYPROJECT,
+    )
+    assert cli(["."], cwd=root).exit_code == 1  # the results are cached
+    result = cli([".", "--add-noqa"], cwd=root)
+    assert result.stderr == "Added 2 noqa directives.\n"
+    assert (root / "m.py").read_text() == IMPORT + "a = checkpoint(f, x)  # noqa: CKPT001\n"
+    assert json.loads((root / "nb.ipynb").read_text())["cells"][1]["source"] == ["y = cp.checkpoint(f, x)  # noqa: CKPT001"]
+    assert cli(["."], cwd=root).exit_code == 0
+
+
+def test_add_noqa_refuses_what_it_cannot_combine_with(cli, make_project):
+    root = make_project({"m.py": IMPORT}, pyproject=PYPROJECT)
+    for flag in ("--fix", "--diff", "--watch", "--statistics"):
+        result = cli(["m.py", "--add-noqa", flag], cwd=root)
+        assert (result.exit_code, result.stderr) == (2, f"error: --add-noqa cannot be combined with {flag}\n")
+    stdin = cli(["-", "--add-noqa"], cwd=root, input=IMPORT)
+    assert (stdin.exit_code, stdin.stderr) == (2, "error: --add-noqa edits files: it cannot be used with standard input\n")
 
 
 def test_with_noqa_added_in_isolation():
