@@ -194,12 +194,11 @@ class CheckRun:
             result = _interruptible(check_stdin, self.stdin_data, o.stdin_filename, settings, options)
         else:
             result = _interruptible(check_paths, list(self.paths), settings, options, force_exclude=o.force_exclude)
-        report = self._report(result, settings)
-        if not o.silent:
-            if report and o.output_file is not None:
-                _write_report(o.output_file, report)
-            elif report:
-                click.echo(report, nl=False)
+        report = "" if o.silent else self._report(result, settings)
+        if o.output_file is not None:
+            _write_report(o.output_file, report)  # with --silent empty, as Ruff leaves it
+        elif report:
+            click.echo(report, nl=False)
         self._warn([*settings.notices, *result.notices])
         for message in [*result.errors, *result.file_errors, *result.internal_errors]:
             click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)

@@ -559,35 +559,37 @@ def test_render_applied_fixes():
 from test_cli import MODEL as SMALL_MODEL  # noqa: E402  (two findings, one safe fix, one unsafe)
 
 FULL = """\
-src/model.py:3:9: CKPT001 `checkpoint` without `use_reentrant`: torch falls back to the reentrant implementation and its warning cannot point at this line; pass `use_reentrant=False`
+CKPT001 `checkpoint` without `use_reentrant`: torch falls back to the reentrant implementation and its warning cannot point at this line; pass `use_reentrant=False`
+ --> src/model.py:3:9
   |
 1 | from torch.utils.checkpoint import checkpoint
 2 | def forward(self, h, mask):
 3 |     h = checkpoint(self.layer, h)
-  |         ^^^^^^^^^^^^^^^^^^^^^^^^^ CKPT001
+  |         ^^^^^^^^^^^^^^^^^^^^^^^^^
 4 |     return checkpoint(self.layer, h, attention_mask=mask)
   |
-  = help: Add `use_reentrant=False`
+help: Add `use_reentrant=False`
+  |
+2 | def forward(self, h, mask):
+  -     h = checkpoint(self.layer, h)
+3 +     h = checkpoint(self.layer, h, use_reentrant=False)
+4 |     return checkpoint(self.layer, h, attention_mask=mask)
+  |
+note: This is an unsafe fix and may change runtime behavior
 
-ℹ Unsafe fix
-2 2 | def forward(self, h, mask):
-3   |-    h = checkpoint(self.layer, h)
-  3 |+    h = checkpoint(self.layer, h, use_reentrant=False)
-4 4 |     return checkpoint(self.layer, h, attention_mask=mask)
-
-src/model.py:4:12: CKPT032 [*] keyword argument `attention_mask` passed to a reentrant `checkpoint` (`use_reentrant` omitted, so torch defaults to reentrant): torch raises `ValueError: Unexpected keyword arguments: attention_mask` at runtime; pass `use_reentrant=False`
+CKPT032 [*] keyword argument `attention_mask` passed to a reentrant `checkpoint` (`use_reentrant` omitted, so torch defaults to reentrant): torch raises `ValueError: Unexpected keyword arguments: attention_mask` at runtime; pass `use_reentrant=False`
+ --> src/model.py:4:12
   |
 2 | def forward(self, h, mask):
 3 |     h = checkpoint(self.layer, h)
 4 |     return checkpoint(self.layer, h, attention_mask=mask)
-  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ CKPT032
+  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+help: Set `use_reentrant=False`
   |
-  = help: Set `use_reentrant=False`
-
-ℹ Safe fix
-3 3 |     h = checkpoint(self.layer, h)
-4   |-    return checkpoint(self.layer, h, attention_mask=mask)
-  4 |+    return checkpoint(self.layer, h, attention_mask=mask, use_reentrant=False)
+3 |     h = checkpoint(self.layer, h)
+  -     return checkpoint(self.layer, h, attention_mask=mask)
+4 +     return checkpoint(self.layer, h, attention_mask=mask, use_reentrant=False)
+  |
 
 Found 2 errors.
 [*] 1 fixable with the `--fix` option.
@@ -604,8 +606,9 @@ def test_full_shows_the_source_a_caret_and_the_fix_as_a_diff(cli, small):
     result = run_format(cli, small, "full")
     assert (result.exit_code, result.stdout) == (1, FULL)
     # The rows of what --diff leaves are the fixed text's, shown from it.
-    diff = cli(["--output-format", "full", "--fix", "src"], cwd=small)
-    assert diff.stdout.splitlines()[:5] == [FULL.splitlines()[0], "  |", "1 | from torch.utils.checkpoint import checkpoint", "2 | def forward(self, h, mask):", "3 |     h = checkpoint(self.layer, h)"]
+    fixed = cli(["--output-format", "full", "--fix", "src"], cwd=small)
+    left = "".join(line + "\n" for line in FULL.splitlines()[:17]).replace("attention_mask=mask)", "attention_mask=mask, use_reentrant=False)")
+    assert fixed.stdout == left + "\nFound 2 errors (1 fixed, 1 remaining).\n(1 hidden fix can be enabled with the `--unsafe-fixes` option.)\n"
 
 
 def test_full_from_standard_input_and_in_a_notebook_cell(cli, small):
@@ -615,15 +618,14 @@ def test_full_from_standard_input_and_in_a_notebook_cell(cli, small):
 
     (small / "nb.ipynb").write_text(notebook("import torch", "import torch.utils.checkpoint as cp\ny = cp.checkpoint(f, x)"))
     cell = cli(["nb.ipynb", "--output-format", "full"], cwd=small).stdout.splitlines()
-    assert cell[:6] == [
-        cell[0],
+    assert cell[1:6] == [
+        " --> nb.ipynb:cell 2:2:5",
         "  |",
         "1 | import torch.utils.checkpoint as cp",
         "2 | y = cp.checkpoint(f, x)",
-        "  |     ^^^^^^^^^^^^^^^^^^^ CKPT001",
-        "  |",
+        "  |     ^^^^^^^^^^^^^^^^^^^",
     ]
-    assert cell[0].startswith("nb.ipynb:cell 2:2:5: CKPT001 ")
+    assert cell[6:9] == ["help: Add `use_reentrant=False`", "  |", "1 | import torch.utils.checkpoint as cp"]
 
 
 def test_json_lines_is_the_json_list_one_item_a_line(cli, project):
