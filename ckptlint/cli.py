@@ -194,7 +194,9 @@ class CheckRun:
             result = _interruptible(check_stdin, self.stdin_data, o.stdin_filename, settings, options)
         else:
             result = _interruptible(check_paths, list(self.paths), settings, options, force_exclude=o.force_exclude)
-        report = "" if o.silent else self._report(result, settings)
+        report = self._report(result, settings)  # writes standard input's fixed code itself
+        if o.silent:
+            report = ""
         if o.output_file is not None:
             _write_report(o.output_file, report)  # with --silent empty, as Ruff leaves it
         elif report:

@@ -63,6 +63,11 @@ def test_quiet_prints_findings_only_and_silent_nothing(cli, project):
     assert (clean.exit_code, clean.stdout) == (0, "")
 
 
+def test_silent_still_writes_the_fixed_code_of_standard_input(cli, project):
+    result = cli(["-", "--stdin-filename", "m.py", "--fix", "--silent"], cwd=project, input=MODEL)
+    assert (result.exit_code, result.stdout, result.stderr) == (1, MODEL_SAFE_FIXED, "")
+
+
 def test_silent_still_says_why_it_exits_2(cli, project):
     result = cli(["src", "--silent", "--select", "CKPT999"], cwd=project)
     assert result.exit_code == 2
