@@ -202,13 +202,13 @@ class CheckRun:
         elif report:
             click.echo(report, nl=False)
         self._warn([*settings.notices, *result.notices])
-        for message in [*result.errors, *result.file_errors, *result.internal_errors]:
+        for message in [*result.errors, *result.internal_errors]:
             click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
         return self._exit_code(result)
 
     def _exit_code(self, result) -> int:
         o = self.o
-        if result.errors or result.file_errors or result.internal_errors:
+        if result.errors or result.internal_errors:
             return EXIT_ERROR
         if o.exit_zero or o.add_noqa:  # as Ruff, --add-noqa succeeds once the directives are written
             return EXIT_CLEAN

@@ -195,10 +195,10 @@ def _lint_text(
     return dataclasses.replace(outcome, diagnostics=diagnostics)
 
 
-def reports_unused_noqa(path: Path, settings: Settings) -> bool:
+def reports_unused_noqa(path: Path, settings: Settings, text: str) -> bool:
     """Whether CKPT100 reports the unknown codes of this file's `# noqa` comments (Python
     files and notebooks, where it is selected and not ignored); elsewhere a warning does."""
-    if UNUSED_NOQA.code not in settings.enabled_codes or recipe_kind(path, "") is not None:
+    if UNUSED_NOQA.code not in settings.enabled_codes or recipe_kind(path, text) is not None:
         return False
     return not any(UNUSED_NOQA.code.startswith(p) for p in settings.ignored_codes_for_path(path))
 

@@ -79,7 +79,7 @@ def check_decoded(
     before any fix (what stands when the fixed text cannot be written)."""
     # A mistyped code in a `# noqa` is a warning, never a failed run (Ruff is silent); where
     # CKPT100 is selected it reports the line directives' instead.
-    notices = unknown_noqa_codes(decoded.text, display, in_lines=not reports_unused_noqa(path, settings))
+    notices = unknown_noqa_codes(decoded.text, display, in_lines=not reports_unused_noqa(path, settings, decoded.text))
     if options.add_noqa:
         return _with_noqa_added(decoded, path, display, settings, options, project, notices)
     if not options.computes_fixes:
@@ -434,7 +434,7 @@ class _Pending:
 
 
 def _cacheable(result: FileResult) -> bool:
-    return not result.internal_errors and not result.notices and not result.errors
+    return not result.internal_errors and not result.notices
 
 
 def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:

@@ -78,8 +78,6 @@ class FileResult:
     skipped: bool = False
     # Warnings that do not change the exit code (a file too large to analyse).
     notices: tuple[str, ...] = ()
-    # Mistakes in the file's own ckptlint directives (`# noqa: CKPT999`): exit 2.
-    errors: tuple[str, ...] = ()
     # Other files the result rests on (the configs a launch script names), by absolute
     # path: the content digest read, or None for a path looked for and not found.
     inputs: tuple[tuple[str, str | None], ...] = ()
@@ -106,10 +104,6 @@ class RunResult:
     def hidden(self) -> list[str]:
         """Why the target versions hide a finding, one per finding."""
         return [why for f in self.files for why in f.hidden]
-
-    @property
-    def file_errors(self) -> list[str]:
-        return [e for f in self.files for e in f.errors]
 
     @property
     def internal_errors(self) -> list[str]:

@@ -224,3 +224,15 @@ def test_file_level_noqa_suppresses_the_codes_it_names_in_the_whole_file(cli, ma
     loud = cli([".", "--no-cache"], cwd=root)
     assert loud.stderr.startswith("warning: typo.py:1: `# ckptlint: noqa: CKPT01` names no ckptlint rule; known codes: CKPT001,")
     assert loud.exit_code == 1
+
+
+def test_unknown_codes_where_unused_noqa_does_not_look_are_still_warnings(cli, make_project):
+    """CKPT100 reads Python files and notebooks: a recipe's or launch script's mistyped code
+    (an extension-less script with a shell shebang included) stays a warning."""
+    line = "accelerate launch train.py --gradient_checkpointing  # noqa: CKPT999\n"
+    root = make_project({"launch.sh": line, "run": "#!/bin/bash\n" + line, "m.py": "x = 1  # noqa: CKPT999\n"}, pyproject=PYPROJECT)
+    result = cli(["launch.sh", "run", "m.py", "--no-cache", "--extend-select", "CKPT100"], cwd=root)
+    assert [w.split(" names")[0] for w in result.stderr.splitlines()] == [
+        "warning: launch.sh:1: `# noqa: CKPT999`", "warning: run:2: `# noqa: CKPT999`"
+    ]
+    assert [line.split(" [*]")[0] for line in result.stdout.splitlines()[:1]] == ["m.py:1:8: CKPT100"]
