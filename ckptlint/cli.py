@@ -12,13 +12,11 @@ import difflib
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 
 from ckptlint import __version__
-
-# --output-format -> its module under ckptlint.reporters (imported only when chosen).
-MACHINE_REPORTERS = {"json": "json_format", "sarif": "sarif", "github": "github", "junit": "junit"}
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -54,168 +52,370 @@ def main(ctx: click.Context) -> None:
     ctx.color = _color_from_environment()
 
 
+# --output-format -> its module under ckptlint.reporters (imported only when chosen); `text`
+# (Ruff's `concise`) and `full` print the summary after the findings.
+REPORTERS = {
+    "text": "text", "concise": "text", "full": "full", "json": "json_format", "json-lines": "json_lines",
+    "sarif": "sarif", "github": "github", "gitlab": "gitlab", "rdjson": "rdjson", "junit": "junit",
+}
+TEXT_FORMATS = ("text", "concise", "full")
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured selection).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
-@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition (CKPT100, off by default, reports unused `# noqa`).")
+@click.option("--per-file-ignores", multiple=True, metavar="PATTERN:CODES", help="Codes to ignore in files matching PATTERN, e.g. 'tests/*:CKPT001' (replaces the configured table; comma-separated pairs).")
+@click.option("--extend-per-file-ignores", multiple=True, metavar="PATTERN:CODES", help="Like --per-file-ignores, in addition to the configured table.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
 @click.option("--unsafe-fixes", is_flag=True, help="Include unsafe fixes (with --fix or --diff) and show them as fixable.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if any are pending.")
-@click.option(
-    "--output-format",
-    type=click.Choice(["text", "json", "sarif", "github", "junit"]),
-    default="text",
-    show_default=True,
-)
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to each line with a finding (into its `# noqa` if it has one); report how many.")
+@click.option("-w", "--watch", is_flag=True, help="Lint again whenever a linted file, a directory walked or the configuration changes.")
+@click.option("--output-format", type=click.Choice(list(REPORTERS)), default="text", show_default=True, help="`text` is Ruff's `concise`; `full` adds each finding's source line, a caret and its fix as a diff.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output (without colour).")
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of each finding.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
-@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings.")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing, findings included (errors that exit 2 excepted); the exit code tells.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True, help="Colour the output: auto means on a terminal, unless NO_COLOR is set or FORCE_COLOR forces it.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
-@click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this configuration file.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 when any file was fixed, even if no finding remains.")
+@click.option("--config", "config_options", multiple=True, metavar="FILE | KEY=VALUE", help="A configuration file to use, or a TOML `KEY = VALUE` pair that overrides the configuration, e.g. \"select = ['CKPT0']\" (repeatable; one file at most).")
 @click.option("--target-version", multiple=True, metavar="PKG=VER", help="Target library version, e.g. torch=2.4.")
+@click.option("--exclude", multiple=True, metavar="PATTERNS", help="File patterns to exclude (replaces the configured `exclude`; comma-separated).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="File patterns to exclude in addition (comma-separated).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache directory (default: .ckptlint_cache at the project root; outside any project, where the run starts).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes for large runs (default: the number of cores).")
 @click.option("--stdin-filename", help="The name to report for standard input (path `-`).")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings and where each came from, then exit.")
-def check(
-    paths: tuple[Path, ...],
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    fix: bool,
-    unsafe_fixes: bool,
-    diff: bool,
-    output_format: str,
-    statistics: bool,
-    show_fixes: bool,
-    quiet: bool,
-    exit_zero: bool,
-    config_file: Path | None,
-    target_version: tuple[str, ...],
-    no_cache: bool,
-    cache_dir: Path | None,
-    jobs: int | None,
-    stdin_filename: str | None,
-    force_exclude: bool,
-    show_settings: bool,
-) -> None:
+def check(paths: tuple[Path, ...], **options) -> None:
     """Lint PATHS (default: the current directory; `-` reads standard input)."""
-    from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
-    from ckptlint.limits import AnalysisLimits, LimitError
-    from ckptlint.runner import RunOptions, check_paths, check_stdin
-    from ckptlint.types import DocsUrlError, docs_url_template
+    run = CheckRun(paths, options)
+    if options["watch"]:
+        run.watch()
+    raise CheckFinished(run.once())
 
-    # As in Ruff, `--stdin-filename` without paths reads standard input too.
-    reading_stdin = paths == (Path("-"),) or (not paths and stdin_filename is not None)
-    paths = paths or (Path("."),)
-    if Path("-") in paths and not reading_stdin:
-        _fail("`-` (standard input) cannot be combined with other paths")
-    if stdin_filename is not None and not reading_stdin:
-        _fail("--stdin-filename names standard input: use it with the path `-` (or no path), not with files")
-    if no_cache and cache_dir is not None:
-        _fail("--no-cache and --cache-dir contradict each other: give one of them")
-    _hint_mistyped_commands(paths)
-    start = Path(stdin_filename).parent if reading_stdin and stdin_filename else paths[0]
-    try:
-        # Validated (and upper-cased) before use: `--select ckpt001` means CKPT001.
-        selected, ignored, extended = (
-            validate_codes(_codes(values), option)
-            for option, values in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select))
+
+class CheckRun:
+    """One `check` invocation: its options, checked once; `once` lints, reports and gives
+    the exit code; `watch` lints again on each change."""
+
+    def __init__(self, paths: tuple[Path, ...], options: dict) -> None:
+        self.o = o = SimpleNamespace(**options)
+        # As in Ruff, `--stdin-filename` without paths reads standard input too.
+        self.reading_stdin = paths == (Path("-"),) or (not paths and o.stdin_filename is not None)
+        self.paths = paths or (Path("."),)
+        if Path("-") in self.paths and not self.reading_stdin:
+            _fail("`-` (standard input) cannot be combined with other paths")
+        if o.stdin_filename is not None and not self.reading_stdin:
+            _fail("--stdin-filename names standard input: use it with the path `-` (or no path), not with files")
+        if o.no_cache and o.cache_dir is not None:
+            _fail("--no-cache and --cache-dir contradict each other: give one of them")
+        if o.exit_zero and o.exit_non_zero_on_fix:
+            _fail("--exit-zero and --exit-non-zero-on-fix contradict each other: give one of them")
+        self._refuse_with("--add-noqa", o.add_noqa, fix=o.fix, diff=o.diff, watch=o.watch, statistics=o.statistics)
+        if o.add_noqa and self.reading_stdin:
+            _fail("--add-noqa edits files: it cannot be used with standard input")
+        self._refuse_with("--watch", o.watch, diff=o.diff, statistics=o.statistics, output_file=o.output_file is not None)
+        if o.watch and self.reading_stdin:
+            _fail("--watch lints files: it cannot be used with standard input")
+        ctx = click.get_current_context()
+        if o.color != "auto":
+            ctx.color = o.color == "always"
+        if o.output_file is not None:
+            ctx.color = False  # as Ruff: a report file gets no escape codes
+        _hint_mistyped_commands(self.paths)
+        self.config_file, self.inline_config = _split_config_options(o.config_options)
+        self.start = Path(o.stdin_filename).parent if self.reading_stdin and o.stdin_filename else self.paths[0]
+        self.stdin_data = sys.stdin.buffer.read() if self.reading_stdin else b""
+
+    @staticmethod
+    def _refuse_with(flag: str, given: bool, **others: bool) -> None:
+        for name, other in others.items():
+            if given and other:
+                _fail(f"{flag} cannot be combined with --{name.replace('_', '-')}")
+
+    def settings(self):
+        from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
+        from ckptlint.types import DocsUrlError, docs_url_template
+
+        o = self.o
+        try:
+            # Validated (and upper-cased) before use: `--select ckpt001` means CKPT001.
+            selected, ignored, extended = (
+                validate_codes(_codes(values), option)
+                for option, values in (("--select", o.select), ("--ignore", o.ignore), ("--extend-select", o.extend_select))
+            )
+            settings = resolve_settings(
+                self.start if self.start.exists() else Path("."),
+                Overrides(
+                    config_file=self.config_file,
+                    select=selected or None,
+                    ignore=ignored,
+                    extend_select=extended,
+                    target_versions=o.target_version,
+                    cache_dir=o.cache_dir.resolve() if o.cache_dir else None,
+                    exclude=_codes(o.exclude) or None,
+                    extend_exclude=_codes(o.extend_exclude),
+                    per_file_ignores=_per_file_ignores(o.per_file_ignores, "--per-file-ignores") if o.per_file_ignores else None,
+                    extend_per_file_ignores=_per_file_ignores(o.extend_per_file_ignores, "--extend-per-file-ignores"),
+                    inline=self.inline_config,
+                ),
+            )
+            docs_url_template()  # a bad CKPTLINT_DOCS_URL is refused, not ignored
+        except (ConfigError, DocsUrlError) as error:
+            _fail(str(error))
+        return settings
+
+    def once(self) -> int:
+        """Lint, report, and return the exit code."""
+        from ckptlint.limits import AnalysisLimits, LimitError
+        from ckptlint.runner import RunOptions, check_paths, check_stdin
+
+        o = self.o
+        settings = self.settings()
+        if o.show_settings:
+            click.echo(_describe_settings(settings))
+            self._warn(settings.notices)
+            return EXIT_CLEAN
+        try:
+            limits = AnalysisLimits.from_environment()
+        except LimitError as error:
+            _fail(str(error))
+        options = RunOptions(
+            fix=o.fix, unsafe_fixes=o.unsafe_fixes, diff=o.diff, jobs=o.jobs, use_cache=not o.no_cache, limits=limits,
+            add_noqa=o.add_noqa,
         )
-        settings = resolve_settings(
-            start if start.exists() else Path("."),
-            Overrides(
-                config_file=config_file,
-                select=selected or None,
-                ignore=ignored,
-                extend_select=extended,
-                target_versions=target_version,
-                cache_dir=cache_dir.resolve() if cache_dir else None,
-            ),
-        )
-        docs_url_template()  # a bad CKPTLINT_DOCS_URL is refused, not ignored
-    except (ConfigError, DocsUrlError) as error:
-        _fail(str(error))
+        if self.reading_stdin:
+            result = _interruptible(check_stdin, self.stdin_data, o.stdin_filename, settings, options)
+        else:
+            result = _interruptible(check_paths, list(self.paths), settings, options, force_exclude=o.force_exclude)
+        report = self._report(result, settings)  # writes standard input's fixed code itself
+        if o.silent:
+            report = ""
+        if o.output_file is not None:
+            _write_report(o.output_file, report)  # with --silent empty, as Ruff leaves it
+        elif report:
+            click.echo(report, nl=False)
+        self._warn([*settings.notices, *result.notices])
+        for message in [*result.errors, *result.internal_errors]:
+            click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
+        return self._exit_code(result)
 
-    if show_settings:
-        click.echo(_describe_settings(settings))
-        _warn(settings.notices)
-        sys.exit(EXIT_CLEAN)
+    def _exit_code(self, result) -> int:
+        o = self.o
+        if result.errors or result.internal_errors:
+            return EXIT_ERROR
+        if o.exit_zero or o.add_noqa:  # as Ruff, --add-noqa succeeds once the directives are written
+            return EXIT_CLEAN
+        if o.diff:
+            return EXIT_FINDINGS if result.fixed_count else EXIT_CLEAN
+        if o.exit_non_zero_on_fix and o.fix and result.fixed_count:
+            return EXIT_FINDINGS
+        return EXIT_FINDINGS if result.diagnostics else EXIT_CLEAN
 
-    try:
-        limits = AnalysisLimits.from_environment()
-    except LimitError as error:
-        _fail(str(error))
-    options = RunOptions(
-        fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, jobs=jobs, use_cache=not no_cache, limits=limits
-    )
-    stdin_data = b""
-    if reading_stdin:
-        stdin_data = sys.stdin.buffer.read()
-        result = _interruptible(check_stdin, stdin_data, stdin_filename, settings, options)
-    else:
-        result = _interruptible(check_paths, list(paths), settings, options, force_exclude=force_exclude)
+    def _warn(self, messages) -> None:
+        if not (self.o.quiet or self.o.silent):  # Ruff's -q and -s turn warnings off too
+            _warn(messages)
 
-    diagnostics = result.diagnostics
-    fixed = result.fixed_count
-    stdout_is_code = reading_stdin and fix and not diff
-    out = (lambda text: click.echo(text, nl=False, err=True)) if stdout_is_code else (lambda text: click.echo(text, nl=False))
+    def _report(self, result, settings) -> str:
+        """What goes to standard output (or --output-file): the findings in the chosen
+        format, with the text formats' summary; with --diff, the diff. The fixed code of
+        standard input goes to standard output itself, the summary then to stderr."""
+        from ckptlint.reporters import text
 
-    if diff:
-        for file in result.files:
-            if file.fixed_source is not None and file.source is not None:
-                click.echo(_unified_diff(file.path, file.source, file.fixed_source), nl=False)
-    elif stdout_is_code:
-        # The code goes back byte for byte as it came (encoding, BOM, line endings), and
-        # unchanged when it could not be decoded or fixed: an editor replaces its buffer
-        # with whatever is printed here.
-        sys.stdout.flush()
-        stream = sys.stdout.buffer
-        stream.write(_fixed_stdin(stdin_data, result.files[0].fixed_source))
-        stream.flush()
+        o = self.o
+        diagnostics = result.diagnostics
+        fixed = result.fixed_count
+        stdout_is_code = self.reading_stdin and o.fix and not o.diff
+        if o.add_noqa:
+            added = result.added_noqa_count
+            if added and not (o.quiet or o.silent):  # as Ruff: nothing when nothing was added
+                click.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
+            self._warn(
+                f"{d.path}{f':cell {d.cell}' if d.cell else ''}:{d.location.row}:{d.location.column}: "
+                f"{d.code} left without a `# noqa` (no comment can end that line, or the file is not Python)"
+                for d in diagnostics
+            )
+            return ""
+        parts: list[str] = []
+        if o.diff:
+            for file in result.files:
+                if file.fixed_source is not None and file.source is not None:
+                    parts.append(_unified_diff(file.path, file.source, file.fixed_source))
+        elif stdout_is_code:
+            # The code goes back byte for byte as it came (encoding, BOM, line endings), and
+            # unchanged when it could not be decoded or fixed: an editor replaces its buffer
+            # with whatever is printed here.
+            sys.stdout.flush()
+            stream = sys.stdout.buffer
+            stream.write(_fixed_stdin(self.stdin_data, result.files[0].fixed_source))
+            stream.flush()
+        report = self._findings(result, settings, diagnostics, stdout_is_code)
+        if stdout_is_code:
+            if report and not o.silent:
+                click.echo(report, nl=False, err=True)
+        else:
+            parts.append(report)
+        if o.output_format in TEXT_FORMATS and not (o.quiet or o.silent):
+            extra = []
+            if o.show_fixes:
+                extra.append(text.render_applied_fixes(result.files, diff_mode=o.diff))
+            summary = text.summarize(diagnostics, fixed, unsafe_fixes=o.unsafe_fixes, fix_mode=o.fix and not o.diff, diff_mode=o.diff)
+            if result.hidden:
+                count, because = text.hidden_by_versions(result.hidden)
+                summary = dataclasses.replace(summary, not_shown=count, not_shown_because=because)
+            extra.append(summary.render())
+            if o.diff or stdout_is_code:
+                click.echo("".join(extra), nl=False, err=True)
+            else:
+                parts += extra
+        return "".join(parts)
 
-    from ckptlint.reporters import text
+    def _findings(self, result, settings, diagnostics, stdout_is_code: bool) -> str:
+        from ckptlint.reporters import ReportContext, text
 
-    if diff:
-        pass  # as in Ruff, --diff prints the diff and nothing else on stdout
-    elif statistics:
-        out(text.render_statistics(diagnostics, unsafe_fixes=unsafe_fixes, as_json=output_format == "json"))
-    elif output_format in MACHINE_REPORTERS:
+        o = self.o
+        if o.diff:
+            return ""  # as in Ruff, --diff prints the diff and nothing else on stdout
+        if o.statistics:
+            return text.render_statistics(diagnostics, unsafe_fixes=o.unsafe_fixes, as_json=o.output_format == "json")
+        if o.output_format in ("text", "concise"):
+            return text.render_diagnostics(diagnostics, unsafe_fixes=o.unsafe_fixes)
         import importlib
+
+        from ckptlint.discovery import repository_root
 
         # Findings the target versions hide: in the SARIF log and as a GitHub notice, and
         # on stderr for every machine format (a JSON list has no place for them).
         not_shown = text.not_shown_sentence(*text.hidden_by_versions(result.hidden)) if result.hidden else ""
-        reporter = importlib.import_module(f"ckptlint.reporters.{MACHINE_REPORTERS[output_format]}")
-        out(reporter.render(diagnostics, not_shown=not_shown))
-        if not_shown and not quiet:
+        reporter = importlib.import_module(f"ckptlint.reporters.{REPORTERS[o.output_format]}")
+        context = ReportContext(
+            repository_root=repository_root(Path.cwd(), settings.project_root),
+            source=_SourceReader(result, self.stdin_data if self.reading_stdin else None),
+            unsafe_fixes=o.unsafe_fixes,
+        )
+        rendered = reporter.render(diagnostics, not_shown=not_shown if o.output_format != "full" else "", context=context)
+        if not_shown and o.output_format != "full" and not (o.quiet or o.silent):
             click.echo(click.style("note: ", fg="cyan", bold=True) + not_shown, err=True)
-    else:
-        out(text.render_diagnostics(diagnostics, unsafe_fixes=unsafe_fixes))
+        return rendered
 
-    if output_format == "text" and not quiet:
-        if show_fixes:
-            click.echo(text.render_applied_fixes(result.files, diff_mode=diff), nl=False, err=diff or stdout_is_code)
-        summary = text.summarize(diagnostics, fixed, unsafe_fixes=unsafe_fixes, fix_mode=fix and not diff, diff_mode=diff)
-        if result.hidden:
-            count, because = text.hidden_by_versions(result.hidden)
-            summary = dataclasses.replace(summary, not_shown=count, not_shown_because=because)
-        click.echo(summary.render(), nl=False, err=diff or stdout_is_code)
+    def watch(self) -> None:
+        """Ruff's watch mode: lint, then lint again on each change, until interrupted."""
+        import datetime
 
-    _warn([*settings.notices, *result.notices])
-    for message in [*result.errors, *result.file_errors, *result.internal_errors]:
-        click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
-    # Everything is written: `run` may skip the teardown.
-    if result.errors or result.file_errors or result.internal_errors:
-        raise CheckFinished(EXIT_ERROR)
-    if exit_zero:
-        raise CheckFinished(EXIT_CLEAN)
-    if diff:
-        raise CheckFinished(EXIT_FINDINGS if fixed else EXIT_CLEAN)
-    raise CheckFinished(EXIT_FINDINGS if diagnostics else EXIT_CLEAN)
+        from ckptlint.watch import watch, watched_paths
+
+        def say(message: str) -> None:
+            if not self.o.silent:
+                click.echo(f"[{datetime.datetime.now():%H:%M:%S}] {message}", err=True)
+
+        def lint() -> None:
+            if sys.stdout.isatty():
+                click.clear()
+            try:
+                self.once()
+            except SystemExit as stop:  # a configuration error is said, and watched until fixed
+                if stop.code != EXIT_ERROR:
+                    raise
+            sys.stdout.flush()
+
+        def watched():
+            try:
+                return watched_paths(list(self.paths), self.settings(), force_exclude=self.o.force_exclude)
+            except SystemExit as stop:  # the configuration as it is now is said by the run
+                if stop.code != EXIT_ERROR:
+                    raise
+                return [str(path.resolve()) for path in self.paths]
+
+        say("Starting linter in watch mode...")
+        try:
+            watch(lint, watched, on_change=lambda changed: say("File change detected..."))
+        except KeyboardInterrupt:
+            raise CheckFinished(EXIT_CLEAN) from None
+
+
+class _SourceReader:
+    """The text a diagnostic's rows are in, as reported: standard input's (fixed, if it
+    was), the fixed text of a file fixed in memory (--diff), the file itself, a notebook's
+    cell; read once per file."""
+
+    def __init__(self, result, stdin_data: bytes | None) -> None:
+        self._texts: dict[str, str | None] = {}
+        for file in result.files:
+            text = file.fixed_source if file.fixed_source is not None else file.source
+            if text is not None:
+                self._texts[file.path] = text
+        if stdin_data is not None and result.files and result.files[0].path not in self._texts:
+            from ckptlint.source import UndecodableSource, decode_source
+
+            try:
+                self._texts[result.files[0].path] = decode_source(stdin_data).text
+            except UndecodableSource:
+                self._texts[result.files[0].path] = None
+
+    def __call__(self, diagnostic) -> str | None:
+        path = diagnostic.path
+        if path not in self._texts:
+            from ckptlint.source import UndecodableSource, decode_source, read_source_bytes
+
+            try:
+                self._texts[path] = decode_source(read_source_bytes(path)).text
+            except (OSError, UndecodableSource):
+                self._texts[path] = None
+        text = self._texts[path]
+        if text is None or diagnostic.cell is None:
+            return text
+        from ckptlint.notebooks import NotebookError, read_notebook
+
+        try:
+            return read_notebook(text).cell_sources().get(diagnostic.cell)
+        except NotebookError:
+            return None
+
+
+def _split_config_options(values: tuple[str, ...]) -> tuple[Path | None, tuple[str, ...]]:
+    """`--config` values: a file (at most one), else TOML `KEY = VALUE` pairs (Ruff's rule:
+    an existing file is a file; a value without `=` is a file that must exist)."""
+    files = [Path(v) for v in values if Path(v).is_file() or "=" not in v]
+    if len(files) > 1:
+        _fail(f"--config: give one configuration file at most, got {', '.join(map(str, files))}")
+    return (files[0] if files else None), tuple(v for v in values if not (Path(v).is_file() or "=" not in v))
+
+
+def _per_file_ignores(values: tuple[str, ...], option: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`--per-file-ignores 'tests/*:CKPT001,scripts/*:CKPT020'` (Ruff's PATTERN:CODE pairs; a
+    bare code after a pair adds to that pair's pattern) -> (pattern, codes) by pattern."""
+    from ckptlint.config import ConfigError, validate_codes
+
+    table: dict[str, list[str]] = {}
+    pattern = None
+    for item in _codes(values):
+        if ":" in item:
+            pattern, _, code = item.rpartition(":")
+            pattern = pattern.strip()
+        else:
+            code = item
+        if not pattern:
+            _fail(f"{option}: expected PATTERN:CODES (e.g. 'tests/*:CKPT001'), got {item!r}")
+        try:
+            table.setdefault(pattern, []).extend(validate_codes([code], f"{option} [{pattern}]"))
+        except ConfigError as error:
+            _fail(str(error))
+    return tuple((p, tuple(codes)) for p, codes in sorted(table.items()))
+
+
+def _write_report(path: Path, report: str) -> None:
+    """The report to --output-file (its directory created, as Ruff does), without colour."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(click.unstyle(report), encoding="utf-8")
+    except OSError as error:
+        _fail(f"--output-file: cannot write {path}: {error.strerror or error}")
 
 
 class CheckFinished(SystemExit):

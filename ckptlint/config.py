@@ -150,6 +150,52 @@ class Overrides:
     cache_dir: Path | None = None
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
+    # `--per-file-ignores` replaces the configured table, `--extend-per-file-ignores` adds to it.
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # `--config "select = ['CKPT0']"`: TOML `KEY = VALUE` pairs over the config file's (Ruff's).
+    inline: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _InlineSource:
+    """Where an inline `--config` setting comes from, for messages (`str`) and relative
+    paths (`parent`: the working directory), as a config file's path serves both."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return f"--config {self.text!r}"
+
+    @property
+    def parent(self) -> Path:
+        return Path.cwd()
+
+
+def parse_inline_settings(texts: Sequence[str]) -> _FileSettings:
+    """The settings of `--config "KEY = VALUE"` options, validated as a config file's; a
+    later one wins over an earlier one for the same key."""
+    merged = _FileSettings()
+    for text in texts:
+        try:
+            table = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(
+                f"--config {text!r}: neither a file nor a TOML `KEY = VALUE` pair ({error}); "
+                "e.g. --config \"select = ['CKPT0']\""
+            ) from None
+        merged = _overlaid(merged, parse_config_table(_InlineSource(text), table))  # type: ignore[arg-type]
+    return merged
+
+
+def _overlaid(base: _FileSettings, top: _FileSettings) -> _FileSettings:
+    """`base` with every key `top` sets taken from `top` (rule selection included: inline
+    settings are the layer after the file's)."""
+    changes = {}
+    for key in top.keys:
+        attribute = key.replace("-", "_")
+        changes[attribute] = getattr(top, attribute)
+    return replace(base, **changes, keys=base.keys | top.keys)
 
 
 def find_config_file(start: Path, project_root: Path) -> Path | None:
@@ -403,7 +449,8 @@ def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
     """Ruff's semantics. Within a layer the most specific matching prefix decides, and on a
     tie ignore wins. A layer with `select` starts afresh (so `--select CKPT001` on the
     command line re-enables a code the config file ignores); a layer without one edits the
-    result so far. Engine codes (CKPT9xx) come with every `select` unless ignored."""
+    result so far. Engine codes (CKPT9xx) come with every `select` unless ignored; an opt-in
+    code (CKPT100) only with a selector naming more of it than `CKPT`."""
     enabled: set[str] = set()
     carried_ignores: tuple[str, ...] = ()
     for layer in layers:
@@ -412,8 +459,13 @@ def resolve_selection(layers: Sequence[RuleSelection]) -> frozenset[str]:
         carried_ignores = ()
         updates: dict[str, bool] = {}
         for code in all_codes():
-            selected = _specificity(code, chosen)
-            if layer.select is not None and code in ENGINE_CODES:
+            engine = ENGINE_CODES.get(code)
+            if engine is not None and engine.opt_in:
+                # Only a selector naming more of it than `CKPT` (not `ALL`) turns it on.
+                selected = _specificity(code, [p for p in chosen if p not in ("ALL", "CKPT")])
+            else:
+                selected = _specificity(code, chosen)
+            if layer.select is not None and engine is not None and not engine.opt_in:
                 selected = max(selected, 0)
             ignored = _specificity(code, ignores)
             if selected > ignored:
@@ -442,6 +494,7 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
     file_settings = (
         parse_config_table(config_file, load_config_table(config_file)) if config_file else _FileSettings()
     )
+    inline = parse_inline_settings(overrides.inline)
     origins["config file"] = str(config_file) if config_file else "none found (defaults)"
 
     origins.update(_setting_origins(config_file, file_settings, overrides))
@@ -449,13 +502,24 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         [
             RuleSelection(select=("ALL",)),
             RuleSelection(file_settings.select, file_settings.extend_select, file_settings.ignore),
+            RuleSelection(inline.select, inline.extend_select, inline.ignore),
             RuleSelection(overrides.select, overrides.extend_select, overrides.ignore),
         ]
     )
+    if inline.keys:
+        file_settings = _overlaid(file_settings, inline)
+        if inline.keys & {"select", "ignore", "extend-select"} and overrides.select is None:
+            before, flags, _ = origins["select"].partition(", then command line")
+            origins["select"] = before + ", then command line (--config)" + flags
+        for key in inline.keys - {"select", "ignore", "extend-select"}:
+            shown = "include" if key == "extend-include" else key
+            if shown in origins and origins[shown] != "command line":
+                origins[shown] = "command line (--config)"
 
     explicit: dict[str, TargetVersion] = {}
     for package, version in file_settings.target_versions.items():
-        explicit[package] = TargetVersion(version, VersionSource.CONFIG, str(config_file))
+        where = "--config" if "target-versions" in inline.keys else str(config_file)
+        explicit[package] = TargetVersion(version, VersionSource.CONFIG, where)
     for option in overrides.target_versions:
         package, version = parse_target_version_option(option)
         explicit[package] = TargetVersion(version, VersionSource.CLI, f"--target-version {option}")
@@ -478,7 +542,10 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         else file_settings.exclude if file_settings.exclude is not None
         else DEFAULT_EXCLUDE,
         extend_exclude=file_settings.extend_exclude + overrides.extend_exclude,
-        per_file_ignores=file_settings.per_file_ignores,
+        per_file_ignores=(
+            overrides.per_file_ignores if overrides.per_file_ignores is not None else file_settings.per_file_ignores
+        )
+        + overrides.extend_per_file_ignores,
         target_versions=versions,
         stateful_modules=file_settings.stateful_modules,
         checkpoint_functions=file_settings.checkpoint_functions,

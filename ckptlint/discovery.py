@@ -410,3 +410,14 @@ def _is_link(entry: os.DirEntry) -> bool:
 
 def _reason(error: OSError) -> str:
     return error.strerror or str(error)
+
+
+def repository_root(start: Path, project_root: Path) -> Path:
+    """The root of the git repository holding `start` (the nearest directory with a `.git`
+    entry: a worktree's or submodule's `.git` file counts), else `project_root`: what
+    GitHub annotations and GitLab reports take paths relative to."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return directory
+    return project_root

@@ -27,11 +27,12 @@ from ckptlint.model.index import ProjectIndex
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.parsing import parse_error, parse_module
 from ckptlint.recipes import recipe_kind
+from ckptlint.noqa_fixes import AddedNoqa, unused_noqa, with_noqa_added
 from ckptlint.registry import all_rules
-from ckptlint.rule_codes import ENGINE_CODES, UNREADABLE_FILE, all_codes
+from ckptlint.rule_codes import ENGINE_CODES, UNREADABLE_FILE, UNUSED_NOQA, all_codes
 from ckptlint.rule_manifest import RULE_TRIGGERS
 from ckptlint.source import DecodedSource, LineIndex, UndecodableSource, code_only, decode_source
-from ckptlint.suppression import NOQA, written_codes
+from ckptlint.suppression import NOQA, file_level_noqa, file_level_noqa_rows, written_codes
 from ckptlint.types import AppliedFix, Diagnostic, Location, fixable
 from ckptlint.versions import VersionSource
 
@@ -43,9 +44,11 @@ MAX_FIX_ITERATIONS = 10
 _NOQA_WITH_OUR_CODE = re.compile(r"#\s*noqa:[^\n]*?CKPT", re.IGNORECASE)
 
 
-def unknown_noqa_codes(text: str, display: str) -> tuple[str, ...]:
-    """`# noqa: CKPT999`: a ckptlint code that names no rule (a typo suppresses nothing).
-    Other tools' codes (`E501`) are not ckptlint's to judge."""
+def unknown_noqa_codes(text: str, display: str, *, in_lines: bool = True) -> tuple[str, ...]:
+    """`# noqa: CKPT999` (or `# ckptlint: noqa: CKPT999`): a ckptlint code that names no rule
+    (a typo suppresses nothing), for a warning; with `in_lines` false only the file-level
+    directives (CKPT100 reports the others). Other tools' codes (`E501`) are not ckptlint's
+    to judge."""
     if "noqa" not in text and "NOQA" not in text:
         return ()
     if is_notebook_path(display):  # a notebook's comments are in its cells: `nb.ipynb:cell 3:2`
@@ -56,17 +59,21 @@ def unknown_noqa_codes(text: str, display: str) -> tuple[str, ...]:
     else:
         cells = [(display, text)]
     known = set(all_codes())
+
+    def unknown(code: str) -> bool:
+        return code.upper().startswith("CKPT") and code.upper() not in known
+
     problems = []
     for where, code_text in cells:
-        for row, line in enumerate(LineIndex(code_text).lines(), start=1):
-            if not _NOQA_WITH_OUR_CODE.search(line):
-                continue
-            for match in NOQA.finditer(line):
-                for code in written_codes(match):
-                    if code.upper().startswith("CKPT") and code.upper() not in known:
-                        problems.append(
-                            f"{where}:{row}: `# noqa: {code}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
-                        )
+        found = [(row, f"# ckptlint: noqa: {code}") for row, codes in file_level_noqa_rows(code_text) for code in codes if unknown(code)]
+        if in_lines:
+            for row, line in enumerate(LineIndex(code_text).lines(), start=1):
+                if _NOQA_WITH_OUR_CODE.search(line):
+                    found.extend((row, f"# noqa: {code}") for match in NOQA.finditer(line) for code in written_codes(match) if unknown(code))
+        problems.extend(
+            f"{where}:{row}: `{directive}` names no ckptlint rule; known codes: {', '.join(sorted(known))}"
+            for row, directive in sorted(found)
+        )
     return tuple(problems)
 
 
@@ -163,8 +170,48 @@ def _lint_text(
     project: ProjectIndex | None,
     limits: AnalysisLimits,
 ) -> LintOutcome:
+    """Python text: the rules' findings less those `# noqa` and `# ckptlint: noqa: CODE`
+    suppress, with the unused suppressions (CKPT100) when selected."""
     if SKIP_FILE.search(text):
         return LintOutcome(())
+    in_file = file_level_noqa(text)
+    if in_file is None:
+        return LintOutcome(())
+    report_unused = UNUSED_NOQA.code in settings.enabled_codes and "noqa" in text.lower()
+    used: list[tuple[int, str]] | None = [] if report_unused else None
+    outcome = _lint_python(text, path, settings, display, rules, project, limits, used)
+    diagnostics = outcome.diagnostics
+    if used is not None and outcome.parsed:
+        candidates = selected_rules(settings) if rules is None else rules
+        judged = {rule.code for rule in candidates if rule.applies_to_versions(settings.target_versions)}
+        unused = unused_noqa(text, display, set(used), judged, set(all_codes()), UNUSED_NOQA.url())
+        if unused:
+            diagnostics = tuple(sorted((*diagnostics, *_reportable(unused, path, settings)), key=lambda d: d.sort_key))
+    if in_file:
+        diagnostics = tuple(d for d in diagnostics if d.code not in in_file)
+    if diagnostics is outcome.diagnostics:
+        return outcome
+    return dataclasses.replace(outcome, diagnostics=diagnostics)
+
+
+def reports_unused_noqa(path: Path, settings: Settings, text: str) -> bool:
+    """Whether CKPT100 reports the unknown codes of this file's `# noqa` comments (Python
+    files and notebooks, where it is selected and not ignored); elsewhere a warning does."""
+    if UNUSED_NOQA.code not in settings.enabled_codes or recipe_kind(path, text) is not None:
+        return False
+    return not any(UNUSED_NOQA.code.startswith(p) for p in settings.ignored_codes_for_path(path))
+
+
+def _lint_python(
+    text: str,
+    path: Path,
+    settings: Settings,
+    display: str,
+    rules: Sequence[type[Rule]] | None,
+    project: ProjectIndex | None,
+    limits: AnalysisLimits,
+    suppressed: list[tuple[int, str]] | None = None,
+) -> LintOutcome:
     # A file calling a helper of another module that hands keywords to checkpoint need not
     # name checkpoint: the index says which names to look for.
     forwarding = project is not None and project.mentions_forwarding(text)
@@ -231,7 +278,7 @@ def _lint_text(
 
     errors: list[str] = []
     try:
-        diagnostics = run_rules(parsed, text, path, display, settings, rules, errors, project, relative_path)
+        diagnostics = run_rules(parsed, text, path, display, settings, rules, errors, project, relative_path, suppressed)
         hidden = run_rules(parsed, text, path, display, settings, gated, [], project, relative_path) if gated else []
         if hidden:  # as if they had run with the others: a finding another one implies is not counted
             from ckptlint.traversal import drop_superseded
@@ -285,6 +332,9 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
 
     if SKIP_FILE.search(text):
         return LintOutcome(())
+    in_file = file_level_noqa(text)
+    if in_file is None:
+        return LintOutcome(())
 
     def run():
         return lint_recipe(
@@ -304,7 +354,8 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
         return LintOutcome(_reportable([problem], path, settings), parsed=False)
     except Exception:  # a bug of ours: reported with the file, the run goes on
         return LintOutcome((), (f"{display}: internal error reading the recipe:\n{traceback.format_exc(limit=-4)}",))
-    return LintOutcome(_reportable(linted.diagnostics, path, settings), inputs=linted.inputs)
+    diagnostics = (d for d in linted.diagnostics if d.code not in in_file)
+    return LintOutcome(_reportable(diagnostics, path, settings), inputs=linted.inputs)
 
 
 def analysis_stopped(path: Path, display: str, settings: Settings, reason: str) -> tuple[Diagnostic, ...]:
@@ -499,3 +550,67 @@ def decode_for_lint(data: bytes, display: str) -> tuple[DecodedSource | None, Di
         return decode_source(data), None
     except UndecodableSource as error:
         return None, unreadable(display, str(error))
+
+
+# --- --add-noqa --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoqaOutcome:
+    """`--add-noqa` on one file: the new text (None when unchanged), how many lines got a
+    directive, and the findings left without one (a training recipe, a line inside a
+    multi-line string or ending in a continuation; CKPT9xx)."""
+
+    text: str | None
+    added: int
+    left: tuple[Diagnostic, ...]
+    internal_errors: tuple[str, ...] = ()
+
+
+def add_noqa_text(
+    text: str,
+    path: Path,
+    settings: Settings,
+    *,
+    display_path: str | None = None,
+    project: ProjectIndex | None = None,
+    limits: AnalysisLimits = AnalysisLimits(),
+) -> NoqaOutcome:
+    """Ruff's `--add-noqa`: `# noqa: CODE` on the line of each finding of a Python file or
+    notebook (a notebook's cells edited in their `source`), merged into a directive the line
+    has. Training recipes and launch scripts are left as they are."""
+    display = display_path or str(path)
+    not_suppressible = frozenset(ENGINE_CODES)
+    if is_notebook_path(path):
+        notebook = _read_notebook(text, path, settings, display)
+        if isinstance(notebook, LintOutcome):
+            return NoqaOutcome(None, 0, notebook.diagnostics, notebook.internal_errors)
+        notebook, broken = notebook
+        outcome = on_deep_stack(_lint_text, notebook.python_text, path, settings, display, None, project, limits)
+        added = with_noqa_added(notebook.python_text, outcome.diagnostics, not_suppressible)
+        left = _in_cells(notebook, dataclasses.replace(outcome, diagnostics=_left(outcome, added, not_suppressible)), broken)
+        if not added.added:
+            return NoqaOutcome(None, 0, left.diagnostics, outcome.internal_errors)
+        try:
+            new_text = notebook.with_python_text(added.text)
+        except NotebookError as error:
+            return NoqaOutcome(None, 0, _in_cells(notebook, outcome, broken).diagnostics, (f"{display}: `# noqa` not added: {error}",))
+        return NoqaOutcome(new_text, added.added, left.diagnostics, outcome.internal_errors)
+    outcome = lint_text(text, path, settings, display_path=display, project=project, limits=limits)
+    if recipe_kind(path, text) is not None:
+        return NoqaOutcome(None, 0, outcome.diagnostics, outcome.internal_errors)
+    added = with_noqa_added(text, outcome.diagnostics, not_suppressible)
+    if not added.added:
+        return NoqaOutcome(None, 0, _left(outcome, added, not_suppressible), outcome.internal_errors)
+    try:
+        ast.parse(added.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:  # a bug of ours: never written
+        return NoqaOutcome(None, 0, outcome.diagnostics, (f"{display}: `# noqa` not added: the result would not parse ({error})",))
+    return NoqaOutcome(added.text, added.added, _left(outcome, added, not_suppressible), outcome.internal_errors)
+
+
+def _left(outcome: LintOutcome, added: AddedNoqa, not_suppressible: frozenset[str]) -> tuple[Diagnostic, ...]:
+    rows = set(added.left)
+    return tuple(
+        d for d in outcome.diagnostics if d.code in not_suppressible or (d.noqa_row or d.location.row) in rows
+    )

@@ -1,13 +1,13 @@
 """The codes a run knows without importing the rules (which imports libcst): the rules'
 codes, names, whether they read the project index and their fix safety, from
 `ckptlint/rule_manifest.py` (generated from the rule classes by `python -m ckptlint.docs`),
-and the codes the engine itself reports (CKPT900, CKPT901)."""
+and the codes the engine itself reports (CKPT100, CKPT900, CKPT901)."""
 
 from __future__ import annotations
 
 from ckptlint.registry_types import RuleSummary
 from ckptlint.rule_manifest import RULE_MANIFEST
-from ckptlint.types import PseudoRule
+from ckptlint.types import Applicability, PseudoRule
 
 
 PARSE_ERROR = PseudoRule(
@@ -61,7 +61,48 @@ cannot decode, too.
 """,
 )
 
-ENGINE_CODES = {rule.code: rule for rule in (PARSE_ERROR, UNREADABLE_FILE)}
+UNUSED_NOQA = PseudoRule(
+    code="CKPT100",
+    name="unused-noqa",
+    fix=Applicability.SAFE,
+    opt_in=True,
+    doc="""\
+A `# noqa` directive names a ckptlint code that suppresses nothing on its line.
+
+## What it does
+Reports, in Python files and notebooks, each `# noqa: ...` directive naming a ckptlint code
+(`CKPT...`) that has no finding to suppress on its line: the rule ran on the file and found
+nothing there (unused), the code names no rule (unknown, e.g. a typo: `CKPT0011`), or the
+directive names the code twice (duplicated). Other tools' codes (`E501`, `F401`) and bare
+`# noqa` are theirs to judge, and are left alone. Codes of rules that did not run on the
+file (not selected, or ruled out by its target versions) are not judged either: another
+run may need them. A `# noqa: CKPT100` (or a bare `# noqa`) on the line keeps it quiet.
+
+Off by default, as Ruff's RUF100: `ALL` does not select it. Turn it on with
+`--extend-select CKPT100` or `extend-select = ["CKPT100"]`. Without it, an unknown ckptlint
+code in a `# noqa` is a warning on stderr, and the exit status is left alone.
+
+## Why is this bad?
+A suppression that suppresses nothing hides the next real finding on its line, and a
+mistyped code suppresses nothing while it reads as if it did.
+
+## Example
+```python
+y = checkpoint(block, x, use_reentrant=False)  # noqa: CKPT001, E501
+```
+
+## Use instead
+```python
+y = checkpoint(block, x, use_reentrant=False)  # noqa: E501
+```
+
+## Fix safety
+Safe: the fix removes only the codes reported (the whole comment when nothing is left,
+keeping other comments on the line), and they suppress nothing.
+""",
+)
+
+ENGINE_CODES = {rule.code: rule for rule in (UNUSED_NOQA, PARSE_ERROR, UNREADABLE_FILE)}
 
 
 def all_codes() -> list[str]:

@@ -13,7 +13,17 @@ from pathlib import Path
 from ckptlint.cache import ResultCache, settings_fingerprint, trusted_stat
 from ckptlint.config import Settings
 from ckptlint.discovery import INDEXED_SUFFIXES, RACY_WINDOW_NS, display_path, relative_to_root
-from ckptlint.engine import analysis_stopped, decode_for_lint, fix_text, import_rules, lint_text, unknown_noqa_codes, unreadable
+from ckptlint.engine import (
+    add_noqa_text,
+    analysis_stopped,
+    decode_for_lint,
+    fix_text,
+    import_rules,
+    lint_text,
+    reports_unused_noqa,
+    unknown_noqa_codes,
+    unreadable,
+)
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
@@ -42,6 +52,8 @@ class RunOptions:
     use_cache: bool = True
     limits: AnalysisLimits = AnalysisLimits()
 
+    add_noqa: bool = False  # add `# noqa: CODE` for each finding (and write it)
+
     @property
     def computes_fixes(self) -> bool:
         return self.fix or self.diff
@@ -67,11 +79,15 @@ def check_decoded(
 ) -> tuple[FileResult, FileResult | None]:
     """Lint (and with fixes on, fix in memory) one decoded file. With fixes, also the result
     before any fix (what stands when the fixed text cannot be written)."""
-    errors = unknown_noqa_codes(decoded.text, display)
+    # A mistyped code in a `# noqa` is a warning, never a failed run (Ruff is silent); where
+    # CKPT100 is selected it reports the line directives' instead.
+    notices = unknown_noqa_codes(decoded.text, display, in_lines=not reports_unused_noqa(path, settings, decoded.text))
+    if options.add_noqa:
+        return _with_noqa_added(decoded, path, display, settings, options, project, notices)
     if not options.computes_fixes:
         outcome = lint_text(decoded.text, path, settings, display_path=display, project=project, limits=options.limits)
         result = FileResult(
-            display, outcome.diagnostics, internal_errors=outcome.internal_errors, errors=errors, inputs=outcome.inputs,
+            display, outcome.diagnostics, internal_errors=outcome.internal_errors, notices=notices, inputs=outcome.inputs,
             hidden=outcome.hidden,
         )
         return result, None
@@ -94,15 +110,34 @@ def check_decoded(
             source=decoded.text,
             fixed_source=fixed.text if changed else None,
             internal_errors=fixed.remaining.internal_errors + ((fixed.error,) if fixed.error else ()),
-            errors=errors,
+            notices=notices,
             inputs=fixed.remaining.inputs,
             hidden=fixed.remaining.hidden,
         ),
         FileResult(
-            display, initial.diagnostics, internal_errors=initial.internal_errors, errors=errors, inputs=initial.inputs,
+            display, initial.diagnostics, internal_errors=initial.internal_errors, notices=notices, inputs=initial.inputs,
             hidden=initial.hidden,
         ),
     )
+
+
+def _with_noqa_added(
+    decoded: DecodedSource,
+    path: Path,
+    display: str,
+    settings: Settings,
+    options: RunOptions,
+    project: ProjectIndex | None,
+    notices: tuple[str, ...],
+) -> tuple[FileResult, FileResult | None]:
+    """`--add-noqa` on one file: the result names the findings left without a directive;
+    the second one stands when the new text cannot be written."""
+    outcome = add_noqa_text(decoded.text, path, settings, display_path=display, project=project, limits=options.limits)
+    result = FileResult(
+        display, outcome.left, source=decoded.text, fixed_source=outcome.text, internal_errors=outcome.internal_errors,
+        notices=notices, added_noqa=outcome.added,
+    )
+    return result, dataclasses.replace(result, fixed_source=None, added_noqa=0)
 
 
 def _unreadable_result(path: Path, display: str, problem: Diagnostic, settings: Settings) -> FileResult:
@@ -324,7 +359,9 @@ def check_paths(
             keys[root, is_python] = f"{settings_fingerprint(file_settings)}:{options.limits.fingerprint()}:{context}"
         key = f"{content}:{keys[root, is_python]}"
         cached, cached_hidden = cache.get(absolute, key, trusted_before) or (None, ())
-        if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)):
+        if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)) or (
+            options.add_noqa and cached
+        ):
             if stat is None:
                 try:
                     stat = trusted_stat(os.stat(absolute), trusted_before)
@@ -340,7 +377,8 @@ def check_paths(
     analysed = analyse_in_workers(work, projects.indexes(), options)
     for item, result in zip(pending, analysed):
         results.append(result)
-        if cache is not None and item.key is not None and result.fixed_source is None and _cacheable(result):
+        # `--add-noqa` results hold the findings left without a directive, not the file's.
+        if cache is not None and item.key is not None and result.fixed_source is None and _cacheable(result) and not options.add_noqa:
             cache.put(
                 os.path.abspath(item.path),
                 item.key,
@@ -398,7 +436,7 @@ class _Pending:
 
 
 def _cacheable(result: FileResult) -> bool:
-    return not result.internal_errors and not result.notices and not result.errors
+    return not result.internal_errors and not result.notices
 
 
 def check_stdin(data: bytes, filename: str | None, settings: Settings, options: RunOptions) -> RunResult:

@@ -274,7 +274,11 @@ def run_rules(
     errors: list[str],
     project: ProjectIndex,
     relative_path: str,
+    suppressed: list[tuple[int, str]] | None = None,
 ) -> list[Diagnostic]:
+    """The rules' findings on one parsed file, without those a `# noqa` suppresses; each
+    suppression's (row, code) goes to `suppressed` (the unused-suppression report's input;
+    code `*` for a bare `# noqa`)."""
     module = parsed.module
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = FileContext(
@@ -305,8 +309,11 @@ def run_rules(
     # Precedence first: `# noqa: CKPT032` must not bring back the CKPT001 it superseded.
     diagnostics: list[Diagnostic] = []
     for diagnostic in drop_superseded(reported):
-        suppressed = analyzer.suppressed_codes(context.line_index.line(diagnostic.noqa_row or diagnostic.location.row))
-        if suppressed is None or diagnostic.code in suppressed:
+        row = diagnostic.noqa_row or diagnostic.location.row
+        codes = analyzer.suppressed_codes(context.line_index.line(row))
+        if codes is None or diagnostic.code in codes:
+            if suppressed is not None:
+                suppressed.append((row, "*" if codes is None else diagnostic.code))
             continue
         diagnostics.append(diagnostic)
     return diagnostics

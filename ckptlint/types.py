@@ -78,14 +78,14 @@ class FileResult:
     skipped: bool = False
     # Warnings that do not change the exit code (a file too large to analyse).
     notices: tuple[str, ...] = ()
-    # Mistakes in the file's own ckptlint directives (`# noqa: CKPT999`): exit 2.
-    errors: tuple[str, ...] = ()
     # Other files the result rests on (the configs a launch script names), by absolute
     # path: the content digest read, or None for a path looked for and not found.
     inputs: tuple[tuple[str, str | None], ...] = ()
     # Why the declared or chosen target versions rule out a finding (one per finding): not
     # shown, not counted, said in the summary.
     hidden: tuple[str, ...] = ()
+    # `--add-noqa`: the lines that got (or had extended) a `# noqa` directive.
+    added_noqa: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,6 @@ class RunResult:
         return [why for f in self.files for why in f.hidden]
 
     @property
-    def file_errors(self) -> list[str]:
-        return [e for f in self.files for e in f.errors]
-
-    @property
     def internal_errors(self) -> list[str]:
         return [e for f in self.files for e in f.internal_errors]
 
@@ -120,6 +116,10 @@ class RunResult:
     @property
     def fixed_count(self) -> int:
         return sum(len(f.applied_fixes) for f in self.files)
+
+    @property
+    def added_noqa_count(self) -> int:
+        return sum(f.added_noqa for f in self.files)
 
 
 def fixable(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -167,6 +167,9 @@ class PseudoRule:
     doc: str
     fix: Applicability | None = None
     targets: tuple = ()  # of VersionRange, as a rule's
+    # Off unless selected by its code (or a prefix longer than `CKPT`): `ALL`, the default,
+    # leaves it out, as Ruff's nursery rules once were.
+    opt_in: bool = False
 
     def summary(self) -> str:
         return self.doc.split("\n", 1)[0]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ckptlint import __version__
@@ -92,3 +94,36 @@ def test_a_docs_url_without_the_code_is_refused(cli, make_project, monkeypatch):
         "error: CKPTLINT_DOCS_URL='https://docs.example.test/ckptlint/': give an http(s):// or file:// URL with "
         f"`{{code}}` where the rule code goes, e.g. {REPOSITORY_URL}/blob/main/docs/rules/{{code}}.md\n"
     )
+
+
+CI_DOC = (REPO_ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+
+
+def yaml_blocks(text: str, first_line: str) -> list[dict]:
+    return [yaml.safe_load(block) for block in re.findall(rf"```yaml\n({re.escape(first_line)}.*?)```", text, re.DOTALL)]
+
+
+def test_every_release_the_docs_name_is_this_version():
+    """The pre-commit `rev:`, the Action's `@v`, the wheel's name and the tag of the release
+    steps, in the README and docs/ci.md: all `__version__`, the tag the release procedure makes."""
+    for text in (README, CI_DOC):
+        tags = re.findall(r"(?:rev: |@|ref: |git tag |origin )(v\d+\.\d+\.\d+)", text)
+        assert tags and set(tags) == {f"v{__version__}"}
+    assert f"dist/ckptlint-{__version__}-py3-none-any.whl" in CI_DOC
+
+
+def test_the_pre_commit_snippets_validate(tmp_path):
+    pytest.importorskip("pre_commit")
+    configs = yaml_blocks(CI_DOC, "# .pre-commit-config.yaml")
+    assert [config["repos"][0]["repo"] for config in configs] == [REPOSITORY_URL, "local"]
+    assert configs[0]["repos"] == [precommit_snippet()]  # the README's, repeated
+    for number, config in enumerate(configs):
+        path = tmp_path / f"config{number}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        result = subprocess.run([sys.executable, "-m", "pre_commit", "validate-config", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+    local = configs[1]["repos"][0]["hooks"][0]
+    manifest = {hook["id"]: hook for hook in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert {key: local[key] for key in ("entry", "types_or", "require_serial")} == {
+        key: manifest["ckptlint"][key] for key in ("entry", "types_or", "require_serial")
+    }

@@ -552,3 +552,160 @@ def test_render_applied_fixes():
     )
     assert text.render_applied_fixes(files, diff_mode=True).startswith("Would fix 3 errors:\n")
     assert text.render_applied_fixes([FileResult("c.py")], diff_mode=False) == ""
+
+
+# --- full, json-lines, gitlab, rdjson; paths from a subdirectory --------------------------
+
+from test_cli import MODEL as SMALL_MODEL  # noqa: E402  (two findings, one safe fix, one unsafe)
+
+FULL = """\
+CKPT001 `checkpoint` without `use_reentrant`: torch falls back to the reentrant implementation and its warning cannot point at this line; pass `use_reentrant=False`
+ --> src/model.py:3:9
+  |
+1 | from torch.utils.checkpoint import checkpoint
+2 | def forward(self, h, mask):
+3 |     h = checkpoint(self.layer, h)
+  |         ^^^^^^^^^^^^^^^^^^^^^^^^^
+4 |     return checkpoint(self.layer, h, attention_mask=mask)
+  |
+help: Add `use_reentrant=False`
+  |
+2 | def forward(self, h, mask):
+  -     h = checkpoint(self.layer, h)
+3 +     h = checkpoint(self.layer, h, use_reentrant=False)
+4 |     return checkpoint(self.layer, h, attention_mask=mask)
+  |
+note: This is an unsafe fix and may change runtime behavior
+
+CKPT032 [*] keyword argument `attention_mask` passed to a reentrant `checkpoint` (`use_reentrant` omitted, so torch defaults to reentrant): torch raises `ValueError: Unexpected keyword arguments: attention_mask` at runtime; pass `use_reentrant=False`
+ --> src/model.py:4:12
+  |
+2 | def forward(self, h, mask):
+3 |     h = checkpoint(self.layer, h)
+4 |     return checkpoint(self.layer, h, attention_mask=mask)
+  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+help: Set `use_reentrant=False`
+  |
+3 |     h = checkpoint(self.layer, h)
+  -     return checkpoint(self.layer, h, attention_mask=mask)
+4 +     return checkpoint(self.layer, h, attention_mask=mask, use_reentrant=False)
+  |
+
+Found 2 errors.
+[*] 1 fixable with the `--fix` option.
+(1 hidden fix can be enabled with the `--unsafe-fixes` option.)
+"""
+
+
+@pytest.fixture
+def small(make_project) -> Path:
+    return make_project({"src/model.py": SMALL_MODEL}, pyproject=PYPROJECT)
+
+
+def test_full_shows_the_source_a_caret_and_the_fix_as_a_diff(cli, small):
+    result = run_format(cli, small, "full")
+    assert (result.exit_code, result.stdout) == (1, FULL)
+    # The rows of what --diff leaves are the fixed text's, shown from it.
+    fixed = cli(["--output-format", "full", "--fix", "src"], cwd=small)
+    left = "".join(line + "\n" for line in FULL.splitlines()[:17]).replace("attention_mask=mask)", "attention_mask=mask, use_reentrant=False)")
+    assert fixed.stdout == left + "\nFound 2 errors (1 fixed, 1 remaining).\n(1 hidden fix can be enabled with the `--unsafe-fixes` option.)\n"
+
+
+def test_full_from_standard_input_and_in_a_notebook_cell(cli, small):
+    result = cli(["-", "--stdin-filename", "x.py", "--output-format", "full"], cwd=small, input=SMALL_MODEL)
+    assert result.stdout.replace("x.py", "src/model.py") == FULL
+    from test_notebooks import notebook
+
+    (small / "nb.ipynb").write_text(notebook("import torch", "import torch.utils.checkpoint as cp\ny = cp.checkpoint(f, x)"))
+    cell = cli(["nb.ipynb", "--output-format", "full"], cwd=small).stdout.splitlines()
+    assert cell[1:6] == [
+        " --> nb.ipynb:cell 2:2:5",
+        "  |",
+        "1 | import torch.utils.checkpoint as cp",
+        "2 | y = cp.checkpoint(f, x)",
+        "  |     ^^^^^^^^^^^^^^^^^^^",
+    ]
+    assert cell[6:9] == ["help: Add `use_reentrant=False`", "  |", "1 | import torch.utils.checkpoint as cp"]
+
+
+def test_json_lines_is_the_json_list_one_item_a_line(cli, project):
+    lines = run_format(cli, project, "json-lines").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == json.loads(run_format(cli, project, "json").stdout)
+    assert all(": " not in line.split('"message"')[0] for line in lines)  # compact, as Ruff's
+
+
+def _repository(make_project) -> Path:
+    root = make_project({"src/model.py": SMALL_MODEL}, pyproject=PYPROJECT)
+    (root / ".git").mkdir()
+    return root
+
+
+def test_gitlab_code_quality(cli, make_project, monkeypatch):
+    root = _repository(make_project)
+    monkeypatch.delenv("CI_PROJECT_DIR", raising=False)
+    result = cli(["--output-format", "gitlab", "."], cwd=root / "src")  # a job in a subdirectory
+    issues = json.loads(result.stdout)
+    assert [
+        (i["check_name"], i["severity"], i["location"], i["description"].split(":")[0]) for i in issues
+    ] == [
+        ("CKPT001", "major", {"path": "src/model.py", "lines": {"begin": 3, "end": 3}}, "CKPT001"),
+        ("CKPT032", "major", {"path": "src/model.py", "lines": {"begin": 4, "end": 4}}, "CKPT032"),
+    ]
+    assert issues[0]["description"] == "CKPT001: " + MSG001
+    fingerprints = [i["fingerprint"] for i in issues]
+    assert len(set(fingerprints)) == 2 and all(re.fullmatch(r"[0-9a-f]{32}", f) for f in fingerprints)
+    # A line added above moves the findings, not their fingerprints.
+    (root / "src/model.py").write_text("# header\n" + SMALL_MODEL)
+    moved = json.loads(cli(["--output-format", "gitlab", "."], cwd=root / "src").stdout)
+    assert [i["fingerprint"] for i in moved] == fingerprints
+    assert [i["location"]["lines"]["begin"] for i in moved] == [4, 5]
+    monkeypatch.setenv("CI_PROJECT_DIR", str(root / "src"))
+    assert json.loads(cli(["--output-format", "gitlab", "."], cwd=root / "src").stdout)[0]["location"]["path"] == "model.py"
+
+
+MSG001 = (
+    "`checkpoint` without `use_reentrant`: torch falls back to the reentrant implementation "
+    "and its warning cannot point at this line; pass `use_reentrant=False`"
+)
+
+
+def test_github_annotations_are_relative_to_the_repository_root(cli, make_project):
+    root = _repository(make_project)
+    from_subdirectory = cli(["--output-format", "github", "model.py"], cwd=root / "src")
+    assert from_subdirectory.stdout.splitlines()[0].startswith(
+        "::error title=ckptlint (CKPT001),file=src/model.py,line=3,col=9,endLine=3,endColumn=34::CKPT001 "
+    )
+    # Without git, the project root.
+    (root / ".git").rmdir()
+    (root / "src" / "pyproject.toml").write_text(PYPROJECT)
+    nested = cli(["--output-format", "github", "model.py"], cwd=root / "src")
+    assert "file=model.py," in nested.stdout.splitlines()[0]
+
+
+def test_rdjson(cli, project):
+    result = json.loads(run_format(cli, project, "rdjson").stdout)
+    assert result["source"] == {"name": "ckptlint", "url": "https://github.com/ckptlint/ckptlint"}
+    assert result["severity"] == "ERROR"
+    rows = [
+        (d["code"]["value"], d["location"]["range"]["start"]["line"], d["location"]["range"]["start"]["column"])
+        for d in result["diagnostics"]
+    ]
+    # Row 11: `note = "héllo ✓"; h = ck(...)`: character column 31 is UTF-8 byte column 34.
+    assert rows == [("CKPT900", 1, 7), ("CKPT001", 6, 8), ("CKPT001", 11, 34), ("CKPT032", 12, 13), ("CKPT001", 13, 13), ("CKPT001", 17, 13)]
+    first = result["diagnostics"][1]
+    assert first["location"]["path"] == str((project / "src/model.py").resolve())
+    assert first["code"]["url"] == URL.format("CKPT001")
+    assert first["suggestions"] == [
+        {"range": {"start": {"line": 6, "column": 84}, "end": {"line": 6, "column": 84}}, "text": ", use_reentrant=False"}
+    ]
+    assert "suggestions" not in result["diagnostics"][0]
+
+
+def test_every_format_is_listed_in_the_readme_and_help(cli, small):
+    from ckptlint.reporters import FORMATS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    help_text = cli(["check", "--help"], cwd=small).stdout
+    for name in FORMATS:
+        assert f"--output-format {name}" in readme or name in ("text", "concise"), name
+        assert name in help_text, name

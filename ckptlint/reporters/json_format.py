@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Sequence
 
+from ckptlint.reporters import ReportContext
 from ckptlint.types import Diagnostic, Location
 
 
@@ -46,6 +47,6 @@ def diagnostic_to_json(diagnostic: Diagnostic) -> dict:
     }
 
 
-def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "") -> str:
+def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: ReportContext = ReportContext()) -> str:
     """Ruff's list of diagnostics; it has no place for `not_shown` (the CLI says it on stderr)."""
     return json.dumps([diagnostic_to_json(d) for d in diagnostics], indent=2, ensure_ascii=False) + "\n"

@@ -6,10 +6,11 @@ import itertools
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from ckptlint.reporters import ReportContext
 from ckptlint.types import Diagnostic
 
 
-def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "") -> str:
+def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: ReportContext = ReportContext()) -> str:
     """JUnit's schema has no run-level note for `not_shown` (the CLI says it on stderr)."""
     root = ET.Element("testsuites", name="ckptlint", tests=str(max(len(diagnostics), 1)), failures=str(len(diagnostics)), errors="0")
     if not diagnostics:

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from ckptlint import __version__
 from ckptlint.registry import all_rules
+from ckptlint.reporters import ReportContext
 from ckptlint.rule_codes import ENGINE_CODES
 from ckptlint.types import REPOSITORY_URL, Diagnostic, Edit
 
@@ -59,7 +60,7 @@ def _replacement(edit: Edit) -> dict:
     }
 
 
-def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "") -> str:
+def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: ReportContext = ReportContext()) -> str:
     """The log of one run; `not_shown` (findings the target versions hide) is a note among
     the run's tool execution notifications."""
     rules = _rule_descriptors()

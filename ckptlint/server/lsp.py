@@ -29,7 +29,7 @@ from pygls.uris import to_fs_path
 from ckptlint import __version__
 from ckptlint.config import ConfigError, Overrides
 from ckptlint.limits import AnalysisLimits, LimitError
-from ckptlint.rule_codes import ENGINE_CODES
+from ckptlint.rule_codes import PARSE_ERROR, UNREADABLE_FILE, UNUSED_NOQA
 from ckptlint.server.actions import comment_style, finding_actions, fix_all_action, has_safe_fix, wanted
 from ckptlint.server.edits import DocumentPositions
 from ckptlint.server.options import overrides_from_options
@@ -231,7 +231,11 @@ def lsp_diagnostic(diagnostic: Diagnostic, positions: DocumentPositions) -> type
     return types.Diagnostic(
         range=_lsp_range(*_span(diagnostic, positions)),
         # A file ckptlint cannot read or parse is an error; a finding, a warning.
-        severity=types.DiagnosticSeverity.Error if diagnostic.code in ENGINE_CODES else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error
+        if diagnostic.code in (PARSE_ERROR.code, UNREADABLE_FILE.code)
+        else types.DiagnosticSeverity.Warning,
+        # An unused `# noqa` is shown faded, as editors show unused code.
+        tags=[types.DiagnosticTag.Unnecessary] if diagnostic.code == UNUSED_NOQA.code else None,
         code=diagnostic.code,
         code_description=types.CodeDescription(href=diagnostic.url) if diagnostic.url else None,
         source="ckptlint",
