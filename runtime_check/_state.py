@@ -18,27 +18,35 @@ from typing import Any, Iterator
 import torch
 
 MODULE_INTERNALS = frozenset(vars(torch.nn.Module())) | {"_compiled_call_impl"}
-# What torch.compile's wrappers keep about themselves (`OptimizedModule._opt_mod_attributes`,
-# torch._functorch's `_DYNAMO_WRAPPER_ATTRS`): the wrapper's own id, its dynamo context, the
-# original forward. Never the model's state, and never equal between two runs of a script.
-_COMPILE_WRAPPER_ATTRIBUTES = frozenset(
-    {"_orig_mod", "dynamo_ctx", "get_compiler_config", "aot_compile", "_is_torch_compile", "_isolate_recompiles_id", "_super_module_initialized"}
-)
+def _compile_wrapper_attributes() -> frozenset[str]:
+    """What torch.compile's wrappers keep about themselves, as torch lists it
+    (`OptimizedModule._opt_mod_attributes`, torch._functorch's `_DYNAMO_WRAPPER_ATTRS`): the
+    wrapper's own id, its dynamo context, the original forward. Read only when dynamo is
+    loaded: before that no module is compiled."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    wrapper = getattr(getattr(eval_frame, "OptimizedModule", None), "_opt_mod_attributes", ())
+    functorch = getattr(sys.modules.get("torch._functorch.apis"), "_DYNAMO_WRAPPER_ATTRS", ())
+    return frozenset(wrapper) | frozenset(functorch)
 
 
-def is_run_identity(module: Any, attribute: str, value: Any) -> bool:
-    """An attribute that identifies this run's objects rather than holding state: dynamo's
-    wrapper attributes, and an int that is the module's own `id()`."""
-    if attribute in MODULE_INTERNALS or attribute in _COMPILE_WRAPPER_ATTRIBUTES or attribute.startswith("_torchdynamo"):
+def is_run_identity(module: Any, attribute: str, value: Any, wrapper_attributes: frozenset[str] | None = None) -> bool:
+    """An attribute that identifies this run's objects rather than holding state: torch's
+    own internals, dynamo's wrapper attributes (never equal between two runs of a script),
+    and an int that is the module's own `id()`."""
+    if wrapper_attributes is None:
+        wrapper_attributes = _compile_wrapper_attributes()
+    if attribute in MODULE_INTERNALS or attribute.startswith("_torchdynamo") or attribute in wrapper_attributes:
         return True
     return type(value) is int and value == id(module)
 
 
 def state_attributes(module: torch.nn.Module) -> Iterator[tuple[str, Any]]:
     """A module's plain Python attributes that are its state (what a forward may change)."""
+    wrapper_attributes = _compile_wrapper_attributes()
     for attribute, value in vars(module).items():
-        if not is_run_identity(module, attribute, value):
+        if not is_run_identity(module, attribute, value, wrapper_attributes):
             yield attribute, value
+
 
 _SCALARS = (bool, int, float, complex, str, bytes)
 _CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
