@@ -18,7 +18,7 @@ from ckptlint import __version__
 from ckptlint.config import Settings
 from ckptlint.discovery import stat_key
 from ckptlint.source import content_digest, read_source_bytes
-from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
+from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, Severity, rule_docs_url
 from ckptlint.writer import interrupts_deferred
 
 # The project index keeps each file's facts in a file of its own under `facts-<project key>/`.
@@ -225,6 +225,8 @@ def _diagnostic_from_json(item: dict) -> Diagnostic:
         noqa_row=item.get("noqa_row"),
         url=item.get("url"),
         cell=_cell(item.get("cell")),
+        # An entry written before findings had severities has none: linted again.
+        severity=Severity(item["severity"]),
     )
 
 

@@ -70,7 +70,7 @@ class CheckRun:
 
     def settings(self):
         from ckptlint.config import ConfigError, Overrides, resolve_settings, validate_codes
-        from ckptlint.types import DocsUrlError, docs_url_template
+        from ckptlint.types import DocsUrlError, Severity, docs_url_template
 
         o = self.o
         try:
@@ -93,6 +93,7 @@ class CheckRun:
                     per_file_ignores=_per_file_ignores(o.per_file_ignores, "--per-file-ignores") if o.per_file_ignores else None,
                     extend_per_file_ignores=_per_file_ignores(o.extend_per_file_ignores, "--extend-per-file-ignores"),
                     inline=self.inline_config,
+                    fail_on=Severity(o.fail_on) if o.fail_on else None,
                 ),
             )
             docs_url_template()  # a bad CKPTLINT_DOCS_URL is refused, not ignored
@@ -123,6 +124,7 @@ class CheckRun:
             result = _interruptible(check_stdin, self.stdin_data, o.stdin_filename, settings, options)
         else:
             result = _interruptible(check_paths, list(self.paths), settings, options, force_exclude=o.force_exclude)
+        result = _with_configured_severities(result, settings)
         report = self._report(result, settings)  # writes standard input's fixed code itself
         if o.silent:
             report = ""
@@ -133,9 +135,9 @@ class CheckRun:
         self.warn([*settings.notices, *result.notices])
         for message in [*result.errors, *result.internal_errors]:
             click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
-        return self._exit_code(result)
+        return self._exit_code(result, settings)
 
-    def _exit_code(self, result) -> int:
+    def _exit_code(self, result, settings) -> int:
         o = self.o
         if result.errors or result.internal_errors:
             return EXIT_ERROR
@@ -145,7 +147,8 @@ class CheckRun:
             return EXIT_FINDINGS if result.fixed_count else EXIT_CLEAN
         if o.exit_non_zero_on_fix and o.fix and result.fixed_count:
             return EXIT_FINDINGS
-        return EXIT_FINDINGS if result.diagnostics else EXIT_CLEAN
+        failing = settings.fail_on.rank
+        return EXIT_FINDINGS if any(d.severity.rank >= failing for d in result.diagnostics) else EXIT_CLEAN
 
     def warn(self, messages) -> None:
         if not (self.o.quiet or self.o.silent):  # Ruff's -q and -s turn warnings off too
@@ -307,6 +310,14 @@ class _SourceReader:
             return None
 
 
+def _with_configured_severities(result, settings):
+    """`result` with the configuration's `severity` table applied to its findings."""
+    if not settings.severities:
+        return result
+    files = tuple(dataclasses.replace(f, diagnostics=tuple(settings.with_severities(f.diagnostics))) for f in result.files)
+    return dataclasses.replace(result, files=files)
+
+
 def _split_config_options(values: tuple[str, ...]) -> tuple[Path | None, tuple[str, ...]]:
     """`--config` values: a file (at most one), else TOML `KEY = VALUE` pairs (Ruff's rule:
     an existing file is a file; a value without `=` is a file that must exist)."""
@@ -419,6 +430,8 @@ def _describe_settings(settings) -> str:
         ("fsdp", settings.fsdp, "fsdp"),
         ("respect-gitignore", "true" if settings.respect_gitignore else "false", "respect-gitignore"),
         ("cache dir", str(settings.cache_dir), "cache-dir"),
+        ("severity", "; ".join(f"{c}: {s.value}" for c, s in settings.severities) or "(the rules' own)", "severity"),
+        ("fail-on", settings.fail_on.value, "fail-on"),
     ]
     lines = [
         f"project root:      {settings.origins.get('project root', settings.project_root)}",

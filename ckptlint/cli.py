@@ -64,6 +64,7 @@ def main(ctx: click.Context) -> None:
 @click.option("-s", "--silent", is_flag=True, help="Print nothing, findings included (errors that exit 2 excepted); the exit code tells.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True, help="Colour the output: auto means on a terminal, unless NO_COLOR is set or FORCE_COLOR forces it.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="The least severity that makes the run exit 1 (default: `fail-on` in the configuration, else info: every finding).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 when any file was fixed, even if no finding remains.")
 @click.option("--config", "config_options", multiple=True, metavar="FILE | KEY=VALUE", help="A configuration file to use, or a TOML `KEY = VALUE` pair that overrides the configuration, e.g. \"select = ['CKPT0']\" (repeatable; one file at most).")
 @click.option("--target-version", multiple=True, metavar="PKG=VER", help="Target library version, e.g. torch=2.4.")

@@ -18,6 +18,7 @@ from typing import Any
 from ckptlint.declarations import DeclaredDependencies, read_declarations
 from ckptlint.project_root import ROOT_MARKERS, find_project_root, is_project_root
 from ckptlint.rule_codes import ENGINE_CODES, all_codes
+from ckptlint.types import Diagnostic, Severity
 from ckptlint.versions import (
     TRACKED_PACKAGES,
     TargetVersion,
@@ -76,6 +77,27 @@ class Settings:
     # Warnings about the project's own files that leave the run intact (a setup.py that
     # does not parse, declarations of one package that admit no common version).
     notices: tuple[str, ...] = ()
+    # `severity = {CKPT001 = "error"}`: codes or prefixes with the severity their findings
+    # are reported with (the most specific prefix wins), over the rules' own.
+    severities: tuple[tuple[str, Severity], ...] = ()
+    # `fail-on`: the least severity that makes a run exit 1 (info: every finding does).
+    fail_on: Severity = Severity.INFO
+
+    def severity_of(self, diagnostic: Diagnostic) -> Severity:
+        """The severity `diagnostic` is reported with: the configured one for its code, else
+        its own."""
+        best, chosen = -1, diagnostic.severity
+        for prefix, severity in self.severities:
+            specificity = _specificity(diagnostic.code, (prefix,))
+            if specificity > best:
+                best, chosen = specificity, severity
+        return chosen
+
+    def with_severities(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+        """`diagnostics` with the configured severities (`severity_of`)."""
+        if not self.severities:
+            return list(diagnostics)
+        return [replace(d, severity=self.severity_of(d)) for d in diagnostics]
 
     @property
     def cache_directory(self) -> Path:
@@ -155,6 +177,7 @@ class Overrides:
     extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # `--config "select = ['CKPT0']"`: TOML `KEY = VALUE` pairs over the config file's (Ruff's).
     inline: tuple[str, ...] = ()
+    fail_on: Severity | None = None  # `--fail-on`
 
 
 @dataclass(frozen=True)
@@ -304,7 +327,7 @@ def validate_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
 _KEYS = (
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
     "target-versions", "stateful-modules", "checkpoint-functions", "fsdp", "cache-dir",
-    "respect-gitignore", "include", "extend-include",
+    "respect-gitignore", "include", "extend-include", "severity", "fail-on",
 )
 
 
@@ -324,6 +347,8 @@ class _FileSettings:
     respect_gitignore: bool = True
     include: tuple[str, ...] | None = None
     extend_include: tuple[str, ...] = ()
+    severity: tuple[tuple[str, Severity], ...] = ()
+    fail_on: Severity = Severity.INFO
     keys: frozenset[str] = frozenset()  # the keys the file sets, normalized (`extend-select`)
 
 
@@ -369,12 +394,35 @@ def parse_config_table(path: Path, table: Mapping[str, Any]) -> _FileSettings:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where} must be a path string, got {value!r}")
             settings.cache_dir = (path.parent / os.path.expanduser(value)).resolve()
+        elif normalized == "severity":
+            settings.severity = _parse_severities(path, key, value)
+        elif normalized == "fail-on":
+            settings.fail_on = parse_severity(value, where)
         elif normalized == "respect-gitignore":
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} must be true or false, got {value!r}")
             settings.respect_gitignore = value
     settings.keys = frozenset(str(key).replace("_", "-") for key in table)
     return settings
+
+
+def parse_severity(value: Any, where: str) -> Severity:
+    try:
+        return Severity(str(value).lower()) if isinstance(value, str) else Severity(value)
+    except ValueError:
+        raise ConfigError(
+            f"{where} must be one of {', '.join(s.value for s in Severity)}, got {value!r}"
+        ) from None
+
+
+def _parse_severities(path: Path, key: str, value: Any) -> tuple[tuple[str, Severity], ...]:
+    where = f"{path}: `{key}`"
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where} must be a table of rule code or prefix -> severity, e.g. {{CKPT001 = "error"}}')
+    return tuple(
+        (validate_codes([code], f"{where} [{code}]")[0], parse_severity(level, f"{where} [{code}]"))
+        for code, level in sorted(value.items())
+    )
 
 
 def _parse_target_versions(path: Path, key: str, value: Any) -> dict[str, Version]:
@@ -556,6 +604,8 @@ def resolve_settings(start: Path, overrides: Overrides = Overrides()) -> Setting
         + file_settings.extend_include,
         origins=origins,
         notices=_declaration_notices(project_root, declared, frozenset(explicit)),
+        severities=file_settings.severity,
+        fail_on=overrides.fail_on or file_settings.fail_on,
     )
 
 
@@ -595,6 +645,8 @@ def _setting_origins(config_file: Path | None, file_settings: _FileSettings, ove
         "fsdp": origin(["fsdp"]),
         "respect-gitignore": origin(["respect-gitignore"]),
         "cache-dir": "command line" if overrides.cache_dir is not None else origin(["cache-dir"]),
+        "severity": origin(["severity"]),
+        "fail-on": origin(["fail-on"], overrides.fail_on is not None),
     }
 
 

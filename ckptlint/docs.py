@@ -20,11 +20,11 @@ TABLE_END = "<!-- rule-table:end -->"
 
 
 def rule_table() -> str:
-    rows = ["| code | name | what it finds | fix |", "|---|---|---|---|"]
+    rows = ["| code | name | what it finds | severity | fix |", "|---|---|---|---|---|"]
     for rule in [*all_rules(), *ENGINE_CODES.values()]:
         fix = rule.fix.value if rule.fix else "—"
         rows.append(
-            f"| [{rule.code}](docs/rules/{rule.code}.md) | `{rule.name}` | {rule.summary().replace('|', chr(92) + '|')} | {fix} |"
+            f"| [{rule.code}](docs/rules/{rule.code}.md) | `{rule.name}` | {rule.summary().replace('|', chr(92) + '|')} | {rule.severity.value} | {fix} |"
         )
     return "\n".join(rows)
 

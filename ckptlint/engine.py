@@ -435,6 +435,7 @@ def unreadable(display: str, reason: str) -> Diagnostic:
         location=Location(1, 1),
         end_location=Location(1, 1),
         url=UNREADABLE_FILE.url(),
+        severity=UNREADABLE_FILE.severity,
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ckptlint.source import LineIndex
 from ckptlint.suppression import NoqaDirective, WrittenCode, noqa_directives, rows_that_take_a_comment
-from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location
+from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 UNUSED_NOQA_CODE = "CKPT100"
 # Codes ckptlint judges in a directive; other tools' (`E501`, `F401`) are theirs to judge.
@@ -81,6 +81,7 @@ def unused_noqa(
                 ),
                 noqa_row=directive.row,
                 url=url,
+                severity=Severity.INFO,  # rule_codes.UNUSED_NOQA's
             )
         )
     return found

@@ -117,4 +117,5 @@ def parse_error(display: str, row: int, column: int, message: str, *, kind: str 
         location=Location(max(row, 1), max(column, 1)),
         end_location=Location(max(row, 1), max(column, 1)),
         url=PARSE_ERROR.url(),
+        severity=PARSE_ERROR.severity,
     )

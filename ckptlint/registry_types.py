@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckptlint.types import Applicability, rule_docs_url
+from ckptlint.types import Applicability, Severity, rule_docs_url
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class RuleSummary:
     name: str
     uses_project: bool  # reads the project index
     fix: Applicability | None
+    severity: Severity
 
     def url(self) -> str:
         return rule_docs_url(self.code)

@@ -24,7 +24,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
 from ckptlint.rule_cases import cases_section
 from ckptlint.source import LineIndex
-from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, rule_docs_url
+from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, Severity, rule_docs_url
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 if TYPE_CHECKING:
@@ -217,6 +217,10 @@ class Rule:
     name: ClassVar[str]
     message: ClassVar[str]
     fix: ClassVar[Applicability | None] = None
+    # What goes wrong when a finding is left alone (DESIGN.md, "Severity"); every rule
+    # declares its own (the registry refuses a rule without one). `report(severity=...)`
+    # chooses another for one finding.
+    severity: ClassVar[Severity]
     # The hazard exists only where the targeted versions fall in every range.
     targets: ClassVar[tuple[VersionRange, ...]] = ()
     # Byte strings one of which a file must contain for the rule to find anything in it,
@@ -324,6 +328,7 @@ class Rule:
         *,
         replacements: Sequence[Replacement] = (),
         fix_message: str | None = None,
+        severity: Severity | None = None,
     ) -> None:
         position = self.context.position(node)
         start = Location(position.start.line, position.start.column + 1)
@@ -349,6 +354,7 @@ class Rule:
                 fix=fix,
                 noqa_row=start.row,
                 url=self.url(),
+                severity=severity or self.severity,
             )
         )
 
@@ -380,6 +386,7 @@ class Rule:
             lines.append("Fix: none.")
         else:
             lines.append(f"Fix: available ({cls.fix.value}).")
+        lines.append(f"Severity: {cls.severity.value}.")
         if cls.targets:
             lines.append("Applies to: " + ", ".join(str(r) for r in cls.targets) + ".")
         lines.append("")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ckptlint.registry_types import RuleSummary
 from ckptlint.rule_manifest import RULE_MANIFEST
-from ckptlint.types import Applicability, PseudoRule
+from ckptlint.types import Applicability, PseudoRule, Severity
 
 
 PARSE_ERROR = PseudoRule(
@@ -65,6 +65,8 @@ UNUSED_NOQA = PseudoRule(
     code="CKPT100",
     name="unused-noqa",
     fix=Applicability.SAFE,
+    # Hygiene: a stale comment changes nothing by itself.
+    severity=Severity.INFO,
     opt_in=True,
     doc="""\
 A `# noqa` directive names a ckptlint code that suppresses nothing on its line.

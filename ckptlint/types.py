@@ -14,6 +14,24 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+class Severity(str, enum.Enum):
+    """What goes wrong when a finding is left alone (DESIGN.md, "Severity"): the step crashes
+    or the gradients are wrong (error), memory, speed or an implicit default (warning),
+    advice that changes nothing by itself (info)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is graver: `--fail-on warning` fails on ranks >= WARNING's."""
+        return _SEVERITY_RANKS[self]
+
+
+_SEVERITY_RANKS = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
 @dataclass(frozen=True, order=True)
 class Location:
     """A position in a file: 1-based row, 1-based column counted in characters."""
@@ -50,6 +68,9 @@ class Diagnostic:
     url: str | None = None
     # In a notebook: the 1-based cell (counting every cell) that rows and columns are in.
     cell: int | None = None
+    # The rule's own, or the one a finding chose (CKPT002 by FSDP version), before the
+    # configuration's `severity` table (applied when results are reported).
+    severity: Severity = Severity.ERROR
 
     @property
     def sort_key(self) -> tuple:
@@ -166,6 +187,7 @@ class PseudoRule:
     name: str
     doc: str
     fix: Applicability | None = None
+    severity: Severity = Severity.ERROR
     targets: tuple = ()  # of VersionRange, as a rule's
     # Off unless selected by its code (or a prefix longer than `CKPT`): `ALL`, the default,
     # leaves it out, as Ruff's nursery rules once were.
@@ -178,5 +200,6 @@ class PseudoRule:
         return rule_docs_url(self.code)
 
     def documentation(self) -> str:
-        return f"# {self.name} ({self.code})\n\n{self.doc.strip()}\n"
+        first, _, rest = self.doc.strip().partition("\n")
+        return f"# {self.name} ({self.code})\n\n{first}\n\nSeverity: {self.severity.value}.\n{rest}\n"
 

@@ -54,7 +54,7 @@ def test_the_script_annotates_findings_relative_to_the_repository_and_fails_the_
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0] == (
-        "::error title=ckptlint (CKPT001),file=ml/model.py,line=2,col=5,endLine=2,endColumn=25::CKPT001 `checkpoint` "
+        "::warning title=ckptlint (CKPT001),file=ml/model.py,line=2,col=5,endLine=2,endColumn=25::CKPT001 `checkpoint` "
         "without `use_reentrant`: torch falls back to the reentrant implementation and its warning cannot point at "
         "this line; pass `use_reentrant=False`"
     )

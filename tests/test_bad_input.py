@@ -199,7 +199,7 @@ def test_text_output_for_a_syntax_error(cli, make_project):
     result = cli(["--no-cache", "."], cwd=root)
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        "broken.py:2:1: CKPT900 SyntaxError: Missing parentheses in call to 'print'. Did you mean print(...)?",
+        "broken.py:2:1: CKPT900 error: SyntaxError: Missing parentheses in call to 'print'. Did you mean print(...)?",
         "Found 1 error.",
     ]
 

@@ -33,7 +33,7 @@ def test_outside_any_project_the_cache_is_where_the_run_started(cli, tmp_path):
     stored = [
         path
         for file in (scratch / ".ckptlint_cache").glob("*/*.json")
-        if not file.name.startswith(("index-", "facts-"))
+        if not file.name.startswith(("index-", "facts-", "walk-"))
         for path in json.loads(file.read_text())["files"]
     ]
     assert sorted(Path(p).relative_to(scratch).as_posix() for p in set(stored)) == ["a/x.py", "b/deep/y.py", "c/z.ipynb"]

@@ -53,8 +53,8 @@ MSG032 = (
     "omitted, so torch defaults to reentrant): torch raises `ValueError: Unexpected keyword "
     "arguments: attention_mask` at runtime; pass `use_reentrant=False`"
 )
-LINE3 = f"src/model.py:3:9: CKPT001 {MSG001}"
-LINE4 = f"src/model.py:4:12: CKPT032 [*] {MSG032}"
+LINE3 = f"src/model.py:3:9: CKPT001 warning: {MSG001}"
+LINE4 = f"src/model.py:4:12: CKPT032 [*] error: {MSG032}"
 SUMMARY = [
     "Found 2 errors.",
     "[*] 1 fixable with the `--fix` option.",
@@ -395,7 +395,7 @@ def test_unsafe_fixes_without_fix_marks_them_fixable(cli, project):
     result = cli(["--unsafe-fixes", "src"], cwd=project)
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        f"src/model.py:3:9: CKPT001 [*] {MSG001}",
+        f"src/model.py:3:9: CKPT001 [*] warning: {MSG001}",
         LINE4,
         "Found 2 errors.",
         "[*] 2 fixable with the `--fix` option.",
@@ -415,7 +415,7 @@ def test_fix_counts_are_true_across_files(cli, make_project):
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
         LINE3,
-        f"src/other.py:4:5: CKPT001 {MSG001}",
+        f"src/other.py:4:5: CKPT001 warning: {MSG001}",
         "Fixed 3 errors:",
         "- src/model.py:",
         "    1 × CKPT032 (kwargs-to-reentrant-checkpoint)",
@@ -625,8 +625,8 @@ def test_stdin_with_stdin_filename(cli, project):
     result = cli(["-", "--stdin-filename", "foo.py"], cwd=project, input=MODEL)
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        f"foo.py:3:9: CKPT001 {MSG001}",
-        f"foo.py:4:12: CKPT032 [*] {MSG032}",
+        f"foo.py:3:9: CKPT001 warning: {MSG001}",
+        f"foo.py:4:12: CKPT032 [*] error: {MSG032}",
         *SUMMARY,
     ]
     assert not (project / "foo.py").exists()
@@ -647,8 +647,8 @@ def test_stdin_as_a_real_process(project):
     proc = run_subprocess(["-", "--stdin-filename", "pkg/foo.py"], cwd=project, input=MODEL.encode())
     assert proc.returncode == 1
     assert proc.stdout.decode().splitlines()[:2] == [
-        f"pkg/foo.py:3:9: CKPT001 {MSG001}",
-        f"pkg/foo.py:4:12: CKPT032 [*] {MSG032}",
+        f"pkg/foo.py:3:9: CKPT001 warning: {MSG001}",
+        f"pkg/foo.py:4:12: CKPT032 [*] error: {MSG032}",
     ]
 
 
@@ -657,7 +657,7 @@ def test_stdin_fix_prints_the_fixed_code(cli, project):
     assert result.exit_code == 1
     assert result.stdout == MODEL_SAFE_FIXED
     assert result.stderr.splitlines() == [
-        f"foo.py:3:9: CKPT001 {MSG001}",
+        f"foo.py:3:9: CKPT001 warning: {MSG001}",
         "Found 2 errors (1 fixed, 1 remaining).",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
@@ -735,12 +735,13 @@ def test_rule_page(cli, tmp_path, key):
     result = cli(["rule", key], cwd=tmp_path)
     assert result.exit_code == 0
     assert result.stdout == rule_by_code("CKPT001").documentation()
-    assert result.stdout.splitlines()[:6] == [
+    assert result.stdout.splitlines()[:7] == [
         "# checkpoint-implicit-reentrant (CKPT001)",
         "",
         "`checkpoint` or `checkpoint_sequential` called without `use_reentrant`.",
         "",
         "Fix: available (unsafe).",
+        "Severity: warning.",
         "Applies to: torch>=1.11.",
     ]
     for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
@@ -839,7 +840,7 @@ def test_show_settings_for_a_file_path(cli, project):
 def test_target_version_before_the_flag_existed_silences_ckpt001_and_drops_the_fix(cli, project):
     old = cli(["--target-version", "torch=1.10", "-q", "src"], cwd=project)
     assert old.exit_code == 1
-    assert old.stdout.startswith("src/model.py:4:12: CKPT032 keyword argument `attention_mask` passed to `checkpoint`: the targeted torch (< 1.11)")
+    assert old.stdout.startswith("src/model.py:4:12: CKPT032 error: keyword argument `attention_mask` passed to `checkpoint`: the targeted torch (< 1.11)")
     assert "[*]" not in old.stdout and "CKPT001" not in old.stdout
     new = cli(["--target-version", "torch=1.11", "-q", "src"], cwd=project)
     assert (new.exit_code, new.stdout) == (1, f"{LINE3}\n{LINE4}\n")
@@ -901,7 +902,7 @@ def test_colour_only_on_a_terminal(project):
     assert piped.returncode == 1
     assert ANSI.encode() not in piped.stdout + piped.stderr
     terminal = _run_on_a_terminal(["src"], project, _plain_env())
-    assert b"\x1b[31m\x1b[1mCKPT001\x1b[0m" in terminal
+    assert b"\x1b[33m\x1b[1mCKPT001\x1b[0m" in terminal
     assert b"[*] " in terminal
 
 
@@ -912,7 +913,7 @@ def test_no_color_and_force_color(project):
         [sys.executable, "-m", "ckptlint", "src"], cwd=project, capture_output=True,
         env={**_plain_env(), "FORCE_COLOR": "1"}, timeout=120,
     )
-    assert b"\x1b[31m\x1b[1mCKPT001\x1b[0m" in forced.stdout
+    assert b"\x1b[33m\x1b[1mCKPT001\x1b[0m" in forced.stdout
 
 
 def test_errors_are_not_coloured_when_piped(project):
@@ -939,7 +940,7 @@ def test_warm_cache_gives_the_same_output(cli, project):
     assert [d["fix"] is not None for d in json.loads(warm.stdout)] == [True, True]
     # Other settings, other results: the cache is keyed on them.
     narrow = cli(["-q", "--select", "CKPT00", "src"], cwd=project)
-    assert narrow.stdout.splitlines() == [LINE3, f"src/model.py:4:12: CKPT001 {MSG001}"]
+    assert narrow.stdout.splitlines() == [LINE3, f"src/model.py:4:12: CKPT001 warning: {MSG001}"]
 
 
 def test_no_cache_and_cache_dir(cli, project):

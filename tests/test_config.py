@@ -455,7 +455,7 @@ def test_tool_ckptlint_that_is_not_a_table(cli, make_project):
     assert config_error(cli(["."], cwd=root)) == (
         f"{(root / 'pyproject.toml').resolve()}: [tool.ckptlint] must be a table of settings "
         "(keys: select, ignore, extend-select, exclude, extend-exclude, per-file-ignores, target-versions, "
-        "stateful-modules, checkpoint-functions, fsdp, cache-dir, respect-gitignore, include, extend-include)"
+        "stateful-modules, checkpoint-functions, fsdp, cache-dir, respect-gitignore, include, extend-include, severity, fail-on)"
     )
 
 
@@ -616,7 +616,7 @@ def test_corrupt_cache_file_is_ignored(cli, make_project, lint_calls, garbage):
     expected = json_run(cli, root, "--no-cache", ".").stdout
     json_run(cli, root, ".")
     [cache_file] = [
-        p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith(("index-", "facts-"))
+        p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith(("index-", "facts-", "walk-"))
     ]
     cache_file.write_bytes(garbage)
     lint_calls.clear()
@@ -694,7 +694,7 @@ def test_corrupt_cache_entries_are_linted_again(cli, make_project, lint_calls):
     expected = json_run(cli, root, "--no-cache", ".").stdout
     json_run(cli, root, ".")
     [cache_file] = [
-        p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith(("index-", "facts-"))
+        p for p in (root / ".ckptlint_cache").glob("*/*.json") if not p.name.startswith(("index-", "facts-", "walk-"))
     ]
     data = json.loads(cache_file.read_text())
     entries = data["files"]
@@ -836,6 +836,10 @@ def test_show_settings_shows_every_setting_with_its_origin(cli, make_project, mo
         "respect-gitignore: true",
         "  from:            default",
         f"cache dir:         {root.resolve() / '.ckptlint_cache'}",
+        "  from:            default",
+        "severity:          (the rules' own)",
+        "  from:            default",
+        "fail-on:           info",
         "  from:            default",
         "target versions:",
         "  torch          2.1 (declared dependency: pyproject.toml: torch>=2.1)",

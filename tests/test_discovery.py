@@ -418,7 +418,7 @@ def test_paths_with_spaces_and_non_ascii_names(cli, make_project):
     assert linted(cli, root, ".") == sorted(names)
     assert linted(cli, root, "my models/rés net.py", "日本語") == ["my models/rés net.py", "日本語/モデル.py"]
     text = cli(["--no-cache", "my models"], cwd=root)
-    assert text.stdout.startswith("my models/rés net.py:2:5: CKPT001 ")
+    assert text.stdout.startswith("my models/rés net.py:2:5: CKPT001 warning: ")
 
 
 def test_nonexistent_path_is_ckpt901_and_the_run_goes_on(cli, make_project):
@@ -433,7 +433,7 @@ def test_nonexistent_path_is_ckpt901_and_the_run_goes_on(cli, make_project):
     assert messages(cli, root, "nope.py")["nope.py"] == "cannot read file: No such file or directory"
     # Only a missing path: still a finding (exit 1), not a crash or a usage error.
     text = cli(["--no-cache", "nope.py"], cwd=root)
-    assert (text.exit_code, text.stdout.splitlines()[0]) == (1, "nope.py:1:1: CKPT901 cannot read file: No such file or directory")
+    assert (text.exit_code, text.stdout.splitlines()[0]) == (1, "nope.py:1:1: CKPT901 error: cannot read file: No such file or directory")
 
 
 def test_a_very_deep_directory_tree(cli, make_project, monkeypatch):

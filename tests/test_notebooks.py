@@ -57,7 +57,7 @@ def test_json_names_the_cell_and_the_row_inside_it(cli, fixture_copy):
 
 def test_text_output_names_the_cell(cli, fixture_copy):
     result = cli(["finetune.ipynb", "--no-cache", *TORCH], cwd=fixture_copy)
-    assert result.stdout.splitlines()[0] == f"finetune.ipynb:cell 3:5:9: CKPT001 {MSG001}"
+    assert result.stdout.splitlines()[0] == f"finetune.ipynb:cell 3:5:9: CKPT001 warning: {MSG001}"
 
 
 def test_unsafe_fix_edits_only_that_cells_source(cli, fixture_copy):
@@ -105,16 +105,16 @@ def test_sarif_and_github_name_the_cell(cli, fixture_copy):
     assert result["properties"] == {"cell": 3}
     github = cli(["finetune.ipynb", "--output-format", "github", "--no-cache", *TORCH], cwd=fixture_copy)
     assert github.stdout == (
-        f"::error title=ckptlint (CKPT001) in cell 3,file=finetune.ipynb::cell 3, line 5, column 9: CKPT001 {MSG001}\n"
+        f"::warning title=ckptlint (CKPT001) in cell 3,file=finetune.ipynb::cell 3, line 5, column 9: CKPT001 {MSG001}\n"
     )
 
 
 def test_junit_and_standard_input(cli, fixture_copy):
     junit = cli(["finetune.ipynb", "--output-format", "junit", "--no-cache", *TORCH], cwd=fixture_copy)
-    assert f"<failure message=\"CKPT001 {MSG001}\">cell 3, line 5, col 9, CKPT001 {MSG001}</failure>" in junit.stdout
+    assert f"<failure message=\"CKPT001 {MSG001}\" type=\"warning\">cell 3, line 5, col 9, CKPT001 {MSG001}</failure>" in junit.stdout
     data = FIXTURE.read_bytes()
     piped = cli(["-", "--stdin-filename", "finetune.ipynb", *TORCH], cwd=fixture_copy, input=data)
-    assert piped.stdout.splitlines()[0] == f"finetune.ipynb:cell 3:5:9: CKPT001 {MSG001}"
+    assert piped.stdout.splitlines()[0] == f"finetune.ipynb:cell 3:5:9: CKPT001 warning: {MSG001}"
     fixed = cli(["-", "--stdin-filename", "finetune.ipynb", "--fix", "--unsafe-fixes", *TORCH], cwd=fixture_copy, input=data)
     assert fixed.stdout_bytes == data.replace(CALL.encode(), FIXED_CALL.encode())
 

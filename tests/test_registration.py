@@ -71,7 +71,7 @@ def test_a_new_rule_folder_is_registered_by_the_docs_command(tmp_path):
 
     generated = _run(root, "-m", "ckptlint.docs", str(root))
     assert generated.returncode == 0, generated.stderr
-    assert 'RuleSummary("CKPT099", "my-new-rule", True, Applicability.UNSAFE)' in (
+    assert 'RuleSummary("CKPT099", "my-new-rule", True, Applicability.UNSAFE, Severity.WARNING)' in (
         root / "ckptlint" / "rule_manifest.py"
     ).read_text(encoding="utf-8")
     assert (root / "docs" / "rules" / "CKPT099.md").is_file()

@@ -12,9 +12,9 @@ import click
 import pytest
 
 from ckptlint import __version__
-from ckptlint.rule_codes import all_codes
+from ckptlint.rule_codes import all_codes, rule_summary
 from ckptlint.reporters import github, json_format, junit, sarif, text
-from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Fix, Location
+from ckptlint.types import AppliedFix, Applicability, Diagnostic, Edit, FileResult, Fix, Location, Severity
 
 PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['torch>=2.1']\n"
 
@@ -75,7 +75,7 @@ def test_json_schema(cli, project):
     assert isinstance(items, list)
     for item in items:
         assert list(item) == [
-            "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell"
+            "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell", "severity"
         ]
         assert set(item["location"]) == set(item["end_location"]) == {"row", "column"}
         assert all(type(v) is int and v >= 1 for v in (*item["location"].values(), *item["end_location"].values()))
@@ -305,7 +305,7 @@ def test_sarif_is_valid_and_complete(cli, project):
             )
         )
         assert driver["rules"][result_["ruleIndex"]]["id"] == result_["ruleId"]
-        assert result_["level"] == "error"
+        assert result_["level"] == {"CKPT001": "warning"}.get(result_["ruleId"], "error")
     assert rows == EXPECTED
     uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]]
     assert uris == ["src/a_broken.py"] + ["src/model.py"] * 5
@@ -394,18 +394,19 @@ def test_github_annotations(cli, project):
         "::CKPT900 SyntaxError: invalid syntax"
     )
     assert lines[4] == (
-        "::error title=ckptlint (CKPT001),file=src/model.py,line=13,col=13,endLine=16,endColumn=10"
+        "::warning title=ckptlint (CKPT001),file=src/model.py,line=13,col=13,endLine=16,endColumn=10"
         "::CKPT001 `checkpoint` without `use_reentrant`: torch falls back to the reentrant "
         "implementation and its warning cannot point at this line; pass `use_reentrant=False`"
     )
     pattern = re.compile(
-        r"::error title=ckptlint \((?P<code>CKPT\d{3})\),file=src/(a_broken|model)\.py,line=(?P<line>\d+),"
+        r"::(?P<command>error|warning) title=ckptlint \((?P<code>CKPT\d{3})\),file=src/(a_broken|model)\.py,line=(?P<line>\d+),"
         r"col=(?P<col>\d+),endLine=(?P<end_line>\d+),endColumn=(?P<end_col>\d+)::(?P=code) .+"
     )
     parsed = []
     for line in lines:
         match = pattern.fullmatch(line)
         assert match, line
+        assert match["command"] == ("warning" if match["code"] == "CKPT001" else "error")
         parsed.append((match["code"], int(match["line"]), int(match["col"]), int(match["end_line"]), int(match["end_col"])))
     assert parsed == [row[:5] for row in EXPECTED]
 
@@ -480,7 +481,8 @@ def test_junit_escapes_markup():
 
 def _diagnostic(code: str, applicability: Applicability | None, row: int = 1, path: str = "m.py") -> Diagnostic:
     fix = None if applicability is None else Fix(applicability, "f", (Edit(Location(row, 1), Location(row, 1), "x"),))
-    return Diagnostic(code, "msg", path, Location(row, 1), Location(row, 2), fix=fix)
+    severity = rule_summary(code).severity if rule_summary(code) else Severity.ERROR
+    return Diagnostic(code, "msg", path, Location(row, 1), Location(row, 2), fix=fix, severity=severity)
 
 
 SAFE, UNSAFE, NONE = (_diagnostic("CKPT032", Applicability.SAFE), _diagnostic("CKPT001", Applicability.UNSAFE),
@@ -514,8 +516,8 @@ def test_summary(diagnostics, fixed, flags, expected):
 def test_render_diagnostics_marks_fixable_ones():
     # Styled here; click.echo strips the styles when the output is not a terminal.
     rendered = click.unstyle(text.render_diagnostics([UNSAFE, SAFE, NONE], unsafe_fixes=False))
-    assert rendered == "m.py:1:1: CKPT001 msg\nm.py:1:1: CKPT032 [*] msg\nm.py:1:1: CKPT900 msg\n"
-    assert click.unstyle(text.render_diagnostics([UNSAFE], unsafe_fixes=True)) == "m.py:1:1: CKPT001 [*] msg\n"
+    assert rendered == "m.py:1:1: CKPT001 warning: msg\nm.py:1:1: CKPT032 [*] error: msg\nm.py:1:1: CKPT900 error: msg\n"
+    assert click.unstyle(text.render_diagnostics([UNSAFE], unsafe_fixes=True)) == "m.py:1:1: CKPT001 [*] warning: msg\n"
 
 
 def test_render_statistics():
@@ -559,7 +561,7 @@ def test_render_applied_fixes():
 from test_cli import MODEL as SMALL_MODEL  # noqa: E402  (two findings, one safe fix, one unsafe)
 
 FULL = """\
-CKPT001 `checkpoint` without `use_reentrant`: torch falls back to the reentrant implementation and its warning cannot point at this line; pass `use_reentrant=False`
+CKPT001 warning: `checkpoint` without `use_reentrant`: torch falls back to the reentrant implementation and its warning cannot point at this line; pass `use_reentrant=False`
  --> src/model.py:3:9
   |
 1 | from torch.utils.checkpoint import checkpoint
@@ -577,7 +579,7 @@ help: Add `use_reentrant=False`
   |
 note: This is an unsafe fix and may change runtime behavior
 
-CKPT032 [*] keyword argument `attention_mask` passed to a reentrant `checkpoint` (`use_reentrant` omitted, so torch defaults to reentrant): torch raises `ValueError: Unexpected keyword arguments: attention_mask` at runtime; pass `use_reentrant=False`
+CKPT032 [*] error: keyword argument `attention_mask` passed to a reentrant `checkpoint` (`use_reentrant` omitted, so torch defaults to reentrant): torch raises `ValueError: Unexpected keyword arguments: attention_mask` at runtime; pass `use_reentrant=False`
  --> src/model.py:4:12
   |
 2 | def forward(self, h, mask):
@@ -648,7 +650,7 @@ def test_gitlab_code_quality(cli, make_project, monkeypatch):
     assert [
         (i["check_name"], i["severity"], i["location"], i["description"].split(":")[0]) for i in issues
     ] == [
-        ("CKPT001", "major", {"path": "src/model.py", "lines": {"begin": 3, "end": 3}}, "CKPT001"),
+        ("CKPT001", "minor", {"path": "src/model.py", "lines": {"begin": 3, "end": 3}}, "CKPT001"),
         ("CKPT032", "major", {"path": "src/model.py", "lines": {"begin": 4, "end": 4}}, "CKPT032"),
     ]
     assert issues[0]["description"] == "CKPT001: " + MSG001
@@ -673,7 +675,7 @@ def test_github_annotations_are_relative_to_the_repository_root(cli, make_projec
     root = _repository(make_project)
     from_subdirectory = cli(["--output-format", "github", "model.py"], cwd=root / "src")
     assert from_subdirectory.stdout.splitlines()[0].startswith(
-        "::error title=ckptlint (CKPT001),file=src/model.py,line=3,col=9,endLine=3,endColumn=34::CKPT001 "
+        "::warning title=ckptlint (CKPT001),file=src/model.py,line=3,col=9,endLine=3,endColumn=34::CKPT001 "
     )
     # Without git, the project root.
     (root / ".git").rmdir()

@@ -46,7 +46,7 @@ def test_unused_noqa_is_off_by_default_and_all_does_not_select_it(cli, make_proj
     root = make_project({"m.py": SUPPRESSIONS}, pyproject=PYPROJECT)
     for args in ([], ["--select", "ALL"], ["--select", "CKPT"], ["--config", "extend-select = ['ALL']"]):
         result = cli(["m.py", "--no-cache", "-q", *args], cwd=root)
-        assert result.stdout == f"m.py:5:5: CKPT001 {MSG001}\n", args
+        assert result.stdout == f"m.py:5:5: CKPT001 warning: {MSG001}\n", args
         assert result.exit_code == 1
 
 
@@ -54,13 +54,13 @@ def test_unused_noqa_reports_unused_unknown_and_duplicated_ckptlint_codes(cli, m
     root = make_project({"m.py": SUPPRESSIONS}, pyproject=PYPROJECT)
     result = cli(["m.py", "--no-cache", "--extend-select", "CKPT100"], cwd=root)
     assert result.stdout.splitlines() == [
-        "m.py:3:44: CKPT100 [*] unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
-        "m.py:4:44: CKPT100 [*] unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
-        f"m.py:5:5: CKPT001 {MSG001}",
-        "m.py:5:23: CKPT100 [*] unused `noqa` directive (unknown: `CKPT0011`): it suppresses no finding on this line; remove it",
-        "m.py:6:44: CKPT100 [*] unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
-        "m.py:7:44: CKPT100 [*] unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
-        "m.py:10:23: CKPT100 [*] unused `noqa` directive (duplicated: `CKPT001`): it suppresses no finding on this line; remove it",
+        "m.py:3:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
+        "m.py:4:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
+        f"m.py:5:5: CKPT001 warning: {MSG001}",
+        "m.py:5:23: CKPT100 [*] info: unused `noqa` directive (unknown: `CKPT0011`): it suppresses no finding on this line; remove it",
+        "m.py:6:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
+        "m.py:7:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
+        "m.py:10:23: CKPT100 [*] info: unused `noqa` directive (duplicated: `CKPT001`): it suppresses no finding on this line; remove it",
         "Found 7 errors.",
         "[*] 6 fixable with the `--fix` option.",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
@@ -91,7 +91,7 @@ def test_codes_of_rules_that_did_not_run_are_not_judged(cli, make_project):
     root = make_project({"m.py": text}, pyproject=PYPROJECT)
     result = cli(["m.py", "--no-cache", "-q", "--select", "CKPT001,CKPT100"], cwd=root)
     assert result.stdout == (
-        "m.py:2:44: CKPT100 [*] unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it\n"
+        "m.py:2:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it\n"
     )
 
 

@@ -27,7 +27,7 @@ from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
 from ckptlint.recipes.setups import Flavor, setup_of
 from ckptlint.source import LineIndex, UndecodableSource, content_digest, decode_source, read_source_bytes
 from ckptlint.suppression import suppresses
-from ckptlint.types import Diagnostic, Edit, Fix, Location
+from ckptlint.types import Diagnostic, Edit, Fix, Location, Severity
 from ckptlint.versions import TargetVersions
 
 _ACCELERATE_ENVIRONMENT = {
@@ -301,6 +301,7 @@ def _diagnostics(
             Diagnostic(
                 finding.code, finding.message, display, span.start, span.end, fix, span.start.row,
                 rule.url() if rule is not None else None,
+                severity=rule.severity if rule is not None else Severity.ERROR,
             )
         )
     return tuple(sorted(diagnostics, key=lambda d: d.sort_key))

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 import click
 
 from ckptlint.reporters import ReportContext
+from ckptlint.reporters.text import headline
 from ckptlint.source import LineIndex
-from ckptlint.types import Applicability, Diagnostic, Edit, fixable
+from ckptlint.types import Applicability, Diagnostic, Edit
 
 CONTEXT_LINES = 2  # shown above and below the reported line, as Ruff shows them
 TAB = "    "
@@ -24,10 +25,9 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
     """One block per finding, a blank line after each; `not_shown` is the summary's."""
     blocks = []
     for d in diagnostics:
-        marker = click.style("[*] ", fg="cyan") if fixable(d, context.unsafe_fixes) else ""
         where = d.path if d.cell is None else f"{d.path}:cell {d.cell}"
         lines = [
-            f"{click.style(d.code, fg='red', bold=True)} {marker}{d.message}",
+            headline(d, unsafe_fixes=context.unsafe_fixes),
             f" {_gutter('-->')} {where}:{d.location.row}:{d.location.column}",
         ]
         source = context.source(d)

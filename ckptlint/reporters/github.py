@@ -1,4 +1,4 @@
-"""GitHub Actions workflow commands: one `::error` annotation per diagnostic, its `file`
+"""GitHub Actions workflow commands: one `::error`, `::warning` or `::notice` annotation per diagnostic (by its severity), its `file`
 relative to the repository's root (GitHub places annotations by that path, whatever
 directory the job ran ckptlint from)."""
 
@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ckptlint.reporters import ReportContext, repository_path
-from ckptlint.types import Diagnostic
+from ckptlint.types import Diagnostic, Severity
+
+# The annotation each severity is written as.
+COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def _escape_data(text: str) -> str:
@@ -31,7 +34,7 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
             properties = ",".join(
                 [f"title={_escape_property(f'ckptlint ({d.code}) in cell {d.cell}')}", f"file={_escape_property(path)}"]
             )
-            lines.append(f"::error {properties}::{_escape_data(f'{where}: {d.code} {d.message}')}")
+            lines.append(f"::{COMMANDS[d.severity]} {properties}::{_escape_data(f'{where}: {d.code} {d.message}')}")
             continue
         properties = ",".join(
             [
@@ -43,7 +46,7 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
                 f"endColumn={d.end_location.column}",
             ]
         )
-        lines.append(f"::error {properties}::{_escape_data(f'{d.code} {d.message}')}")
+        lines.append(f"::{COMMANDS[d.severity]} {properties}::{_escape_data(f'{d.code} {d.message}')}")
     if not_shown:
         lines.append(f"::notice title={_escape_property('ckptlint')}::{_escape_data(not_shown)}")
     return "".join(line + "\n" for line in lines)

@@ -11,10 +11,11 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ckptlint.reporters import ReportContext, repository_path
-from ckptlint.types import Diagnostic
+from ckptlint.types import Diagnostic, Severity
 
-# Every finding is reported as an error (ckptlint has no severities yet): GitLab's "major".
-SEVERITY = "major"
+# GitLab's levels are info, minor, major, critical and blocker: an error is "major" (as Ruff
+# reports every finding), a cost or an implicit default "minor".
+SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
 
 
 def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: ReportContext = ReportContext()) -> str:
@@ -38,7 +39,7 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
                 "check_name": d.code,
                 "description": description,
                 "fingerprint": fingerprint,
-                "severity": SEVERITY,
+                "severity": SEVERITIES[d.severity],
                 "location": {"path": path, "lines": {"begin": begin, "end": end}},
             }
         )

@@ -44,6 +44,8 @@ def diagnostic_to_json(diagnostic: Diagnostic) -> dict:
         "noqa_row": diagnostic.noqa_row,
         # Ruff's key: in a notebook the 1-based cell (over all cells) the rows are in.
         "cell": diagnostic.cell,
+        # ckptlint's own (Ruff has none): "error", "warning" or "info".
+        "severity": diagnostic.severity.value,
     }
 
 

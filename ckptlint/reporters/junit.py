@@ -30,7 +30,7 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
                 file=path,
                 line=str(d.location.row),
             )
-            failure = ET.SubElement(case, "failure", message=f"{d.code} {d.message}")
+            failure = ET.SubElement(case, "failure", message=f"{d.code} {d.message}", type=d.severity.value)
             cell = f"cell {d.cell}, " if d.cell is not None else ""  # a notebook's rows are its cell's
             failure.text = f"{cell}line {d.location.row}, col {d.location.column}, {d.code} {d.message}"
     ET.indent(root)

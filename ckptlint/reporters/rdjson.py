@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from ckptlint.reporters import ReportContext
 from ckptlint.reporters.json_format import absolute_filename
 from ckptlint.source import LineIndex
-from ckptlint.types import REPOSITORY_URL, Diagnostic, Location
+from ckptlint.types import REPOSITORY_URL, Diagnostic, Location, Severity
 
-# Every finding is reported as an error (ckptlint has no severities yet).
+# rdjson's levels; the result's own `severity` is the default for diagnostics without one
+# (every ckptlint diagnostic has one).
+SEVERITIES = {Severity.ERROR: "ERROR", Severity.WARNING: "WARNING", Severity.INFO: "INFO"}
 SEVERITY = "ERROR"
 
 
@@ -42,7 +44,7 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
                 item["suggestions"] = [
                     {"range": _range(e.location, e.end_location, lines), "text": e.content} for e in d.fix.edits
                 ]
-        item["severity"] = SEVERITY
+        item["severity"] = SEVERITIES[d.severity]
         item["code"] = {"value": d.code, "url": d.url} if d.url else {"value": d.code}
         items.append(item)
     result = {

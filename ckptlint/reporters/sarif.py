@@ -12,7 +12,7 @@ from ckptlint import __version__
 from ckptlint.registry import all_rules
 from ckptlint.reporters import ReportContext
 from ckptlint.rule_codes import ENGINE_CODES
-from ckptlint.types import REPOSITORY_URL, Diagnostic, Edit
+from ckptlint.types import REPOSITORY_URL, Diagnostic, Edit, Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = REPOSITORY_URL
@@ -25,6 +25,10 @@ def _uri(path: str) -> str:
         return quote(relative.as_posix())
     except ValueError:
         return absolute.as_uri()
+
+
+# SARIF 2.1.0 §3.27.10: `note` is the level for advice.
+SARIF_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
 def _region(start, end) -> dict:
@@ -43,7 +47,7 @@ def _rule_descriptors() -> list[dict]:
                 "fullDescription": {"text": rule.summary()},
                 "helpUri": rule.url(),
                 "help": {"text": documentation, "markdown": documentation},
-                "defaultConfiguration": {"level": "error"},
+                "defaultConfiguration": {"level": SARIF_LEVELS[rule.severity]},
                 "properties": {
                     "fix": rule.fix.value if rule.fix else "none",
                     "targets": [str(t) for t in rule.targets],
@@ -70,7 +74,7 @@ def render(diagnostics: Sequence[Diagnostic], *, not_shown: str = "", context: R
         result = {
             "ruleId": d.code,
             "ruleIndex": index.get(d.code, -1),
-            "level": "error",
+            "level": SARIF_LEVELS[d.severity],
             "message": {"text": d.message},
             "locations": [
                 {

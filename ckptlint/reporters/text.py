@@ -10,18 +10,25 @@ from dataclasses import dataclass
 import click
 
 from ckptlint.rule_codes import rule_name
-from ckptlint.types import Applicability, Diagnostic, FileResult, fixable
+from ckptlint.types import Applicability, Diagnostic, FileResult, Severity, fixable
+
+
+_SEVERITY_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+
+
+def headline(d: Diagnostic, *, unsafe_fixes: bool) -> str:
+    """`CKPT001 [*] warning: message`: the code in its severity's colour, the fixable mark,
+    the severity, the message."""
+    colour = _SEVERITY_COLOURS[d.severity]
+    marker = click.style("[*] ", fg="cyan") if fixable(d, unsafe_fixes) else ""
+    return f"{click.style(d.code, fg=colour, bold=True)} {marker}{click.style(d.severity.value + ':', fg=colour)} {d.message}"
 
 
 def render_diagnostics(diagnostics: Sequence[Diagnostic], *, unsafe_fixes: bool) -> str:
     lines = []
     for d in diagnostics:
-        marker = click.style("[*] ", fg="cyan") if fixable(d, unsafe_fixes) else ""
         where = d.path if d.cell is None else f"{d.path}:cell {d.cell}"
-        lines.append(
-            f"{click.style(where, bold=True)}:{d.location.row}:{d.location.column}: "
-            f"{click.style(d.code, fg='red', bold=True)} {marker}{d.message}"
-        )
+        lines.append(f"{click.style(where, bold=True)}:{d.location.row}:{d.location.column}: {headline(d, unsafe_fixes=unsafe_fixes)}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -29,13 +29,13 @@ from pygls.uris import to_fs_path
 from ckptlint import __version__
 from ckptlint.config import ConfigError, Overrides
 from ckptlint.limits import AnalysisLimits, LimitError
-from ckptlint.rule_codes import PARSE_ERROR, UNREADABLE_FILE, UNUSED_NOQA
+from ckptlint.rule_codes import UNUSED_NOQA
 from ckptlint.server.actions import comment_style, finding_actions, fix_all_action, has_safe_fix, wanted
 from ckptlint.server.edits import DocumentPositions
 from ckptlint.server.options import overrides_from_options
 from ckptlint.server.projects import BufferLint, EditorProjects
 from ckptlint.server.types import FIX_ALL, QUICK_FIX, EditorAction, EditorPosition, PositionEncoding, TextChange
-from ckptlint.types import Diagnostic
+from ckptlint.types import Diagnostic, Severity
 
 # How long a change waits for the next keystroke before the buffer is linted.
 DEBOUNCE_SECONDS = 0.3
@@ -227,13 +227,17 @@ def _lsp_range(start: EditorPosition, end: EditorPosition) -> types.Range:
     return types.Range(start=_lsp_position(start), end=_lsp_position(end))
 
 
+_LSP_SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+
+
 def lsp_diagnostic(diagnostic: Diagnostic, positions: DocumentPositions) -> types.Diagnostic:
     return types.Diagnostic(
         range=_lsp_range(*_span(diagnostic, positions)),
-        # A file ckptlint cannot read or parse is an error; a finding, a warning.
-        severity=types.DiagnosticSeverity.Error
-        if diagnostic.code in (PARSE_ERROR.code, UNREADABLE_FILE.code)
-        else types.DiagnosticSeverity.Warning,
+        severity=_LSP_SEVERITIES[diagnostic.severity],
         # An unused `# noqa` is shown faded, as editors show unused code.
         tags=[types.DiagnosticTag.Unnecessary] if diagnostic.code == UNUSED_NOQA.code else None,
         code=diagnostic.code,

@@ -88,7 +88,8 @@ class EditorProjects:
         outcome = lint_text(
             text, path, settings, display_path=display, project=self.index_for(settings), limits=self.limits
         )
-        return BufferLint(text, outcome.diagnostics, (*unknown_noqa_codes(text, display), *outcome.internal_errors))
+        diagnostics = tuple(settings.with_severities(outcome.diagnostics))
+        return BufferLint(text, diagnostics, (*unknown_noqa_codes(text, display), *outcome.internal_errors))
 
     def fix_all(self, text: str, path: Path) -> str:
         """The buffer's text with every safe fix applied (to a fixed point)."""

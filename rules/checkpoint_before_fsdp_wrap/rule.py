@@ -11,7 +11,7 @@ from ckptlint.analysis.fsdp import WrapStep, call_at, wrap_steps
 from ckptlint.model.file_facts.facts import EventKind, Impl
 from ckptlint.model.index import ProjectIndex
 from ckptlint.rule import Replacement, Rule
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies, VersionRange
 
 from .construction_wrappers import ConstructionWrap, wrapped_at_construction
@@ -96,6 +96,7 @@ class CheckpointBeforeFsdpWrap(Rule):
     """
 
     code = "CKPT003"
+    severity = Severity.ERROR
     name = "checkpoint-before-fsdp-wrap"
     message = "activation checkpointing applied before the FSDP1 auto-wrap"
     fix = Applicability.UNSAFE

@@ -9,7 +9,7 @@ from ckptlint.model.file_facts.facts import ForwardingKind
 from ckptlint.model.syntax.names import module_name
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Replacement, Rule
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 
@@ -100,6 +100,7 @@ class CheckpointImplicitReentrant(Rule):
     """
 
     code = "CKPT001"
+    severity = Severity.WARNING
     name = "checkpoint-implicit-reentrant"
     message = (
         "`{api}` without `use_reentrant`: torch falls back to the reentrant implementation "

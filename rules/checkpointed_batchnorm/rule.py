@@ -6,6 +6,7 @@ from ckptlint.analysis.region_paths import region_running_stats, shown
 from ckptlint.analysis.regions import RegionRule, mentions_checkpointing
 from ckptlint.model.library.timm import TIMM_CREATE_MODEL, timm_checkpointed_batchnorm
 from ckptlint.model.form.values import Constant, Instance, ordering_key
+from ckptlint.types import Severity
 
 
 class CheckpointedBatchnorm(RegionRule):
@@ -148,6 +149,7 @@ class CheckpointedBatchnorm(RegionRule):
     """
 
     code = "CKPT010"
+    severity = Severity.ERROR
     name = "checkpointed-batchnorm"
     message = "a checkpointed region holds BatchNorm"
 

@@ -4,6 +4,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.region_paths import region_mutations, shown
 from ckptlint.analysis.regions import RegionRule
+from ckptlint.types import Severity
 
 
 class CheckpointedStatefulForward(RegionRule):
@@ -91,6 +92,7 @@ class CheckpointedStatefulForward(RegionRule):
     """
 
     code = "CKPT011"
+    severity = Severity.ERROR
     name = "checkpointed-stateful-forward"
     message = "a checkpointed region mutates state that outlives the call"
 

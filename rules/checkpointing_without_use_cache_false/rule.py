@@ -5,7 +5,7 @@ from ckptlint.analysis.script_models import dotted_name, insert_line, is_simple_
 from ckptlint.lazy_libcst import cst
 from ckptlint.model.evaluation.fates import Site
 from ckptlint.rule import Rule
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.versions import VersionRange
 
 
@@ -144,6 +144,7 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     """
 
     code = "CKPT020"
+    severity = Severity.WARNING
     name = "checkpointing-without-use-cache-false"
     message = (
         "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "

@@ -16,6 +16,7 @@ from ckptlint.model.syntax.names import module_name
 from ckptlint.model.form.values import Constant, FunctionRef, Instance, arguments_of, truthiness
 from ckptlint.model.library.torch import NESTING_SUPPORTED
 from ckptlint.versions import Applies
+from ckptlint.types import Severity
 
 from .accelerate_plugin import plugin_checkpointed
 from .flag_guards import conjuncts, guard_off, reads_flag
@@ -144,6 +145,7 @@ class DoubleCheckpointing(RegionRule):
     """
 
     code = "CKPT005"
+    severity = Severity.WARNING
     name = "double-checkpointing"
     message = "the same layers are checkpointed twice"
     triggers = (b"gradient_checkpointing_enable", b"checkpoint_wrapper", b"apply_activation_checkpointing", b"checkpoint")

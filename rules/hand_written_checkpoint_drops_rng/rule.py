@@ -4,6 +4,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.rule import Rule
+from ckptlint.types import Severity
 
 from .checkpoint_functions import hand_written_checkpoint
 
@@ -95,6 +96,7 @@ class HandWrittenCheckpointDropsRng(Rule):
     """
 
     code = "CKPT034"
+    severity = Severity.ERROR
     name = "hand-written-checkpoint-drops-rng"
     message = "a hand-written checkpoint Function re-runs its function without restoring the RNG state"
     triggers = (b"enable_grad", b"set_grad_enabled")

@@ -11,7 +11,7 @@ from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import remove_keyword, set_keyword
 from ckptlint.model.form.values import Constant, Sequence
 from ckptlint.rule import Replacement
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
 from ckptlint.model.library.torch import Reentrancy
 
@@ -95,6 +95,7 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     """
 
     code = "CKPT004"
+    severity = Severity.WARNING
     name = "hf-checkpointing-with-fsdp-full-shard"
     message = (
         "`{callee}(gradient_checkpointing=True, fsdp={fsdp})`: with sharded parameters transformers' gradient "

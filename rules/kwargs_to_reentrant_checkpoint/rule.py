@@ -7,7 +7,7 @@ from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.rule import Replacement
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies
 
 from .arguments import dropped_arguments, misplaced_input, rejected_keywords, too_many_inputs
@@ -186,6 +186,7 @@ class KwargsToReentrantCheckpoint(ForwardingHelperCalls, SiteScopes):
     """
 
     code = "CKPT032"
+    severity = Severity.ERROR
     name = "kwargs-to-reentrant-checkpoint"
     message = (
         "{what} passed to a reentrant `checkpoint` ({reentrancy}): torch raises "

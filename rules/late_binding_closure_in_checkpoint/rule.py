@@ -12,7 +12,7 @@ from ckptlint.analysis.regions import CheckpointingGate, is_backward_call, menti
 from ckptlint.model.library.transformers import HF_CHECKPOINTING_ATTRIBUTE
 from ckptlint.model.syntax.names import module_name
 from ckptlint.rule import Replacement, Rule
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 
 # A lambda handed to Hugging Face's checkpoint: the one call of it a file must hold for the
 # rule to read it without torch's checkpoint named.
@@ -89,6 +89,7 @@ class LateBindingClosureInCheckpoint(CheckpointingGate, Rule):
     """
 
     code = "CKPT030"
+    severity = Severity.ERROR
     name = "late-binding-closure-in-checkpoint"
     message = "late-binding closure given to checkpoint"
     fix = Applicability.SAFE

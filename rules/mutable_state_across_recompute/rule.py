@@ -12,6 +12,7 @@ from ckptlint.analysis.regions import is_backward_call
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.model.recompute_reads import RecomputeReads, recompute_reads
 from ckptlint.model.form.values import Instance, Mapping, Sequence
+from ckptlint.types import Severity
 
 from .changes import Mutation, apart, attribute_changes, container_names, mode_switch, mutations_in, walk_statements
 from .region_names import names_read, own_names, self_reads
@@ -96,6 +97,7 @@ class MutableStateAcrossRecompute(SiteScopes):
     """
 
     code = "CKPT031"
+    severity = Severity.ERROR
     name = "mutable-state-across-recompute"
     message = "a value the checkpointed region reads is changed after the checkpoint call"
     triggers = (*SITE_TRIGGERS, *(word.encode() for word in TRAINING_WORDS))

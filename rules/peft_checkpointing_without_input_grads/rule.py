@@ -11,7 +11,7 @@ from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.model.library.transformers import HfCheckpointingKwargs, KwargsShape
 from ckptlint.model.evaluation.fates import Site
 from ckptlint.rule import Rule
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies
 
 from .exposures import Exposure, exposures, has_adapters, reported_node, unfrozen_layers
@@ -190,6 +190,7 @@ class PeftCheckpointingWithoutInputGrads(Rule):
     """
 
     code = "CKPT021"
+    severity = Severity.ERROR
     name = "peft-checkpointing-without-input-grads"
     message = (
         "{what} {when}: {reentrant}, and nothing makes the checkpointed layers' inputs require grad{why_5}, so "

@@ -21,7 +21,7 @@ from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.file_facts.facts import Impl
 from ckptlint.rule import Replacement
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies
 
 from .fsdp_branches import FsdpBranches
@@ -190,6 +190,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     """
 
     code = "CKPT002"
+    severity = Severity.ERROR
     name = "reentrant-checkpoint-under-fsdp"
     message = "reentrant checkpointing in a project that uses FSDP"
     fix = Applicability.UNSAFE

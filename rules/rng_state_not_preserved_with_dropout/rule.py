@@ -17,7 +17,7 @@ from ckptlint.model.library.peft import GET_PEFT_MODEL
 from ckptlint.model.library.transformers import transformers_random_checkpoint, transformers_random_layer
 from ckptlint.model.form.values import Constant
 from ckptlint.rule import Replacement
-from ckptlint.types import Applicability
+from ckptlint.types import Applicability, Severity
 
 
 class RngStateNotPreservedWithDropout(RegionRule):
@@ -119,6 +119,7 @@ class RngStateNotPreservedWithDropout(RegionRule):
     """
 
     code = "CKPT033"
+    severity = Severity.ERROR
     name = "rng-state-not-preserved-with-dropout"
     message = "`preserve_rng_state=False` with randomness in the region"
     fix = Applicability.SAFE

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from ckptlint.analysis.region_paths import region_unrestored_randomness, shown
 from ckptlint.analysis.regions import RegionRule
+from ckptlint.types import Severity
 
 
 class UnrestoredRngInCheckpoint(RegionRule):
@@ -106,6 +107,7 @@ class UnrestoredRngInCheckpoint(RegionRule):
     """
 
     code = "CKPT036"
+    severity = Severity.ERROR
     name = "unrestored-rng-in-checkpoint"
     message = "a checkpointed region draws random numbers torch does not replay"
 
