@@ -7,7 +7,7 @@ from ckptlint.analysis.reentrant_sites import reentrant_run
 from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.evaluation.returned_containers import ContainerReturn, returned_containers
-from ckptlint.model.form.values import Constant, Instance, FunctionRef
+from ckptlint.model.form.values import FunctionRef, Instance
 from ckptlint.model.library.transformers import RETURN_DICT
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
@@ -39,7 +39,9 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
     Not reported: indexing inside the region (`lambda p: tower(p).last_hidden_state`,
     `tower(p)[0]`, `.to_tuple()`), `return_dict=False` at the call inside the region (or in
     the wrapper that calls the model, or in `from_pretrained`), tuples and plain tensors,
-    the non-reentrant implementation (`use_reentrant=False`, `checkpoint_wrapper`'s default,
+    an encoder that is a transformers model on one branch of the constructor and a
+    torchvision or timm model (a tensor) on another (every module the name may hold must
+    return a container), the non-reentrant implementation (`use_reentrant=False`, `checkpoint_wrapper`'s default,
     transformers >= 5's gradient checkpointing), a project function called `checkpoint`,
     anything the model cannot resolve. A namedtuple is not reported: the reentrant
     implementation hands it back as a plain tuple, whose tensors do get gradients, and
@@ -159,7 +161,10 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
         runs = [v for v in denotation.runs(self.not_ruled_out(site.node, function, values)) if isinstance(v, (Instance, FunctionRef))]
         found: list[ContainerReturn] = []
         for value in runs:
-            found.extend(returned_containers(denotation, value, return_dict))
+            containers = returned_containers(denotation, value, return_dict)
+            if not containers:
+                return []  # one of what the name may denote returns a tensor or tuple, or is not known
+            found.extend(containers)
         return found
 
 
