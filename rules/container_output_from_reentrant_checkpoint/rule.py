@@ -110,7 +110,10 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
     the container loses the gradients whatever the inputs. torch
     `utils/checkpoint.py`, `CheckpointFunction.forward`: `with torch.no_grad(): outputs =
     run_function(*args)`, `return outputs`; pytorch/pytorch#124725, where a maintainer
-    calls it "expected behavior due to limitation of use_reentrant=True".
+    calls it "expected behavior due to limitation of use_reentrant=True" and quotes the
+    docs: "The reentrant version does not consider tensors in nested structures (e.g.,
+    custom objects, lists, dicts, etc) as participating in autograd". A list is not
+    reported: the project model does not tell a returned list from a tuple.
     """
 
     code = "CKPT035"
