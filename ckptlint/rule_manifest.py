@@ -19,6 +19,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT032", "kwargs-to-reentrant-checkpoint", True, Applicability.SAFE, Severity.ERROR),
     RuleSummary("CKPT033", "rng-state-not-preserved-with-dropout", True, Applicability.SAFE, Severity.ERROR),
     RuleSummary("CKPT034", "hand-written-checkpoint-drops-rng", False, None, Severity.ERROR),
+    RuleSummary("CKPT035", "container-output-from-reentrant-checkpoint", True, Applicability.SAFE, Severity.ERROR),
     RuleSummary("CKPT036", "unrestored-rng-in-checkpoint", True, None, Severity.ERROR),
 )
 

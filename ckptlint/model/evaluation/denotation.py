@@ -117,6 +117,14 @@ class Denotation(
         except OutOfBudget:
             return False
 
+    def may_hold(self, conditions: tuple, frame: Frame) -> bool:
+        """Whether no guarding `if` test is known to have the other truth in `frame`."""
+        self._budget = QUERY_BUDGET
+        try:
+            return self._may_hold(conditions, frame)
+        except OutOfBudget:
+            return True
+
     def passed_at_call(self, function: str, parameter: str, caller: str, line: int) -> tuple[frozenset, bool]:
         """What the call of project function `function` on `line` of `caller` (looked at on
         its own) passes for `parameter`, and whether it passes it; when it does not (or the

@@ -11,6 +11,7 @@ from ckptlint.model.library.combined import is_container_class
 from ckptlint.model.library.python import ORDERED_DICTS
 from ckptlint.model.library.openmmlab import conv_module_config_keys, is_mmcv
 from ckptlint.model.library.timm import is_norm_act_factory
+from ckptlint.model.library.transformers import is_model_loader
 from ckptlint.model.form.summary import Expr, FunctionSummary
 from ckptlint.model.form.values import (
     NOTHING,
@@ -80,6 +81,10 @@ class CallSemantics:
         if isinstance(callee, ClassRef):
             return {self._construct(callee, positional, named, opaque)}
         if isinstance(callee, FunctionRef):
+            if is_model_loader(callee.name):
+                # `CLIPVisionModel.from_pretrained(name, return_dict=False)`: a model of that
+                # class, with the constant arguments it was loaded with
+                return {self._construct(ClassRef(callee.name.rpartition(".")[0]), positional, named, opaque)}
             library = is_mmcv(callee.name, "build_norm_layer") or is_norm_act_factory(callee.name)
             summary = self.summary(callee.name) if not library else None
             if summary is not None:  # (a copy of mmcv or timm in the project's tree is mmcv, timm: library facts)

@@ -17,6 +17,7 @@ from ckptlint.model.library import open_clip
 from ckptlint.model.library.combined import BATCHNORM_FREEZING_CONVERTERS
 from ckptlint.model.library.python import STRING_METHODS
 from ckptlint.model.library.torch import CHILDREN_METHODS, MODULE_METHODS_RETURNING_SELF
+from ckptlint.model.library.transformers import MODEL_LOADERS, is_transformers_model
 from ckptlint.model.syntax.names import is_test_path
 from ckptlint.model.file_facts.norm_freezing import UNKNOWN_FLAG
 from ckptlint.model.library.torchvision import torchvision_model
@@ -505,6 +506,10 @@ class ModuleSemantics:
                 summary = self._method(receiver.name, method)
                 if summary is not None:  # a classmethod / staticmethod factory
                     found |= self._returns(summary, FunctionRef(summary.name), positional, named, opaque)
+            elif isinstance(receiver, ClassRef) and method in MODEL_LOADERS and is_transformers_model(receiver.name):
+                # `CLIPVisionModel.from_pretrained(name, return_dict=False)`: a model of that
+                # class, with the constant arguments it was loaded with
+                found.add(self._construct(receiver, positional, named, opaque))
         return found
 
 

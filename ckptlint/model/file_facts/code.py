@@ -18,6 +18,7 @@ from ckptlint.model.file_facts.ast_expressions import condition, expression, pat
 from ckptlint.model.file_facts.dict_stores import dict_stores, keyed_value
 from ckptlint.model.library.combined import INTERPRETED_FUNCTIONS, LIBRARY_PREFIXES
 from ckptlint.model.library.torch import REGISTERING_METHODS
+from ckptlint.model.library.transformers import is_model_loader
 from ckptlint.model.form.summary import (
     ADD,
     ADD_ELEMENTS,
@@ -233,6 +234,7 @@ class _Summarizer:
             and name.startswith(LIBRARY_PREFIXES)
             and not name.rsplit(".", 1)[-1][:1].isupper()
             and name not in INTERPRETED_FUNCTIONS
+            and not is_model_loader(name)
         )
 
     def _calls_project_code(self, call: ast.Call) -> bool:

@@ -357,6 +357,7 @@ class _Extractor(WrapperFacts):
                         node, self.lines, self.resolve, self._checked, self._module_functions, self.module_assigned,
                     ), configures,
                     batchnorm_frozen_under(node, self.resolve),
+                    any(self.resolve(d.func if isinstance(d, ast.Call) else d) == "dataclasses.dataclass" for d in node.decorator_list),
                 ))
                 if any(_is_module_class(base) for base in bases):
                     self.module_classes.add(qualified)

@@ -175,6 +175,9 @@ class ClassFacts:
     # Its `train()` puts every BatchNorm below it in eval mode under these `self` flags
     # (`("norm_eval",)`; `()`: always); None: it does not (`ckptlint.model.file_facts.norm_freezing`).
     batchnorm_frozen_under: tuple[str, ...] | None = None
+    # Decorated `@dataclass` (`dataclasses.dataclass`, also called with options): what a
+    # `forward` returning an instance of it returns is no tensor or tuple (CKPT035).
+    dataclass: bool = False
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ class FileFacts:
                    [[c.line, c.reentrant, list(c.flags), c.returned, c.callable, list(c.reads)] for c in m.checkpoints],
                    [list(pair) for pair in m.random_attributes]]
                   for m in c.methods], c.configures_checkpointing,
-                 list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None]
+                 list(c.batchnorm_frozen_under) if c.batchnorm_frozen_under is not None else None, c.dataclass]
                 for c in self.classes
             ],
             "functions": [
@@ -347,8 +350,9 @@ class FileFacts:
                     ),
                     configures,
                     tuple(frozen) if frozen is not None else None,
+                    is_dataclass,
                 )
-                for name, line, bases, methods, configures, frozen in data["classes"]
+                for name, line, bases, methods, configures, frozen, is_dataclass in data["classes"]
             ),
             functions=tuple(
                 FunctionFacts(name, tuple(parameters), tuple(_event_from_json(e) for e in events))

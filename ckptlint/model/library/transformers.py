@@ -53,6 +53,48 @@ def is_model_class_name(name: str) -> bool:
     return bool(MODEL_CLASS_NAME.match(short)) and not NOT_MODEL_NAME.search(short) and not short.startswith(("TF", "Flax"))
 
 
+# What a model's `forward` returns. transformers `utils/generic.py` (5.17; 4.x the same):
+# `class ModelOutput(OrderedDict)`, and every output class (`modeling_outputs.py`, each
+# model's `modeling_*.py`) is a `@dataclass` subclass of it; diffusers' `BaseOutput`
+# (`utils/outputs.py`) is an `OrderedDict` subclass too. A model returns one unless
+# `return_dict` is False: 5.17's `can_return_tuple` takes the call's `return_dict`, else
+# `self.config.return_dict` (default True, `configuration_utils.py`), then `.to_tuple()`;
+# 4.x's forwards `return_dict if return_dict is not None else self.config.use_return_dict`.
+MODEL_OUTPUT_BASES = frozenset(
+    {
+        "transformers.ModelOutput", "transformers.utils.ModelOutput", "transformers.utils.generic.ModelOutput",
+        "transformers.file_utils.ModelOutput", "transformers.modeling_outputs.ModelOutput",
+        "diffusers.utils.BaseOutput", "diffusers.utils.outputs.BaseOutput",
+    }
+)
+# The keyword (call or config) that makes a model return a tuple instead.
+RETURN_DICT = "return_dict"
+# The class methods that build a model of the class they are called on
+# (`CLIPVisionModel.from_pretrained(name)`, `AutoModel.from_config(config)`).
+MODEL_LOADERS = frozenset({"from_pretrained", "from_config", "_from_config"})
+
+
+def is_model_output_class(name: str) -> bool:
+    """A transformers output class by its absolute name (`transformers.modeling_outputs.
+    BaseModelOutputWithPooling`, `transformers.models.clip.modeling_clip.CLIPOutput`)."""
+    if name in MODEL_OUTPUT_BASES or name.startswith("transformers.modeling_outputs."):
+        return True
+    short = name.rsplit(".", 1)[-1]
+    return name.startswith("transformers.") and short.endswith("Output") and short[:1].isupper()
+
+
+def is_model_loader(name: str) -> bool:
+    """`transformers.CLIPVisionModel.from_pretrained`: it returns a model, not a tensor."""
+    owner, _, method = name.rpartition(".")
+    return method in MODEL_LOADERS and is_transformers_model(owner)
+
+
+def is_transformers_model(name: str) -> bool:
+    """A model class transformers defines (`transformers.CLIPVisionModel`,
+    `transformers.AutoModel`), whose `forward` returns a `ModelOutput` by default."""
+    return name.startswith("transformers.") and is_model_class_name(name)
+
+
 # The parts of a model that are its input embeddings (`model.embed_tokens`, GPT-2's `wte`,
 # T5's `shared`, `get_input_embeddings()`): input grads are enabled through them.
 EMBEDDING_PARTS = re.compile(r"embed|^wte$|^shared$|^get_input_embeddings$", re.IGNORECASE)
