@@ -10,6 +10,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT003", "checkpoint-before-fsdp-wrap", True, Applicability.UNSAFE),
     RuleSummary("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True, Applicability.UNSAFE),
     RuleSummary("CKPT005", "double-checkpointing", True, None),
+    RuleSummary("CKPT006", "reentrant-checkpoint-with-ddp-unused-parameters", True, Applicability.UNSAFE),
     RuleSummary("CKPT010", "checkpointed-batchnorm", True, None),
     RuleSummary("CKPT011", "checkpointed-stateful-forward", True, None),
     RuleSummary("CKPT020", "checkpointing-without-use-cache-false", True, Applicability.SAFE),
@@ -33,6 +34,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "checkpoint",
     "checkpoint_wrapper",
     "ckpt",
+    "deepspeed",
     "enable_grad",
     "from torch import utils",
     "fsdp",
@@ -47,4 +49,5 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "torch.utils import",
     "training_step",
     "utils.checkpoint",
+    "with_cp",
 )

@@ -1,0 +1,55 @@
+"""The project index's questions about DDP with unused-parameter detection (CKPT006): where
+the project sets `find_unused_parameters=True` (torch's `DistributedDataParallel`, Lightning's
+DDP strategy, accelerate's `DistributedDataParallelKwargs`, `TrainingArguments`), and which of
+those can apply to a file, with the reach FSDP uses have (`ckptlint.model.project.scripts`:
+an entry script's use reaches what it imports, not the other entry scripts; a test file sees
+only its own). A mixin of `ckptlint.model.index.ProjectIndex`, beside `FsdpQueries` (which
+provides `_script_reach`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from ckptlint.model.file_facts.facts import DdpUse
+from ckptlint.model.syntax.names import is_test_path
+
+DDP_KIND = "ddp"
+
+
+class DdpQueries:
+    @cached_property
+    def ddp_uses(self) -> tuple[DdpUse, ...]:
+        uses = [use for _, facts in self._files_of_kind(DDP_KIND) for use in facts.ddp]
+        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    def ddp_uses_reaching(self, relative_path: str) -> tuple[DdpUse, ...]:
+        """The DDP uses with `find_unused_parameters=True` that can apply to the code of one file."""
+        if is_test_path(relative_path):
+            return tuple(use for use in self.ddp_uses if use.path == relative_path)
+        return tuple(
+            use for use in self.ddp_uses
+            if not is_test_path(use.path) and relative_path in self._ddp_reach(use.path, use.line)
+        )
+
+    def _ddp_reach(self, path: str, line: int) -> frozenset[str]:
+        """The files a use at `path:line` can apply to: those FSDP's reach allows that are also
+        the use's own program, `path` and what it imports (through any number of imports), or
+        the program of a file importing `path` (a `wrap_ddp(model)` helper: the scripts calling
+        it, and what they import). Narrower than FSDP's: a DDP setting of one script says
+        nothing of a model no import brings to it."""
+        cached = self._ddp_reach_cache.get((path, line))
+        if cached is None:
+            reach = self._script_reach
+            allowed = reach.reached_by(path, line)
+            programs = [reach.reached_from_entry(path)] + [
+                reach.reached_from_entry(other) for other in sorted(self.files)
+                if other != path and path in reach.imported_files(other)
+            ]
+            cached = self._ddp_reach_cache[(path, line)] = frozenset(
+                f for f in self.files if f in allowed and any(f in program for program in programs)
+            )
+        return cached
+
+    @cached_property
+    def _ddp_reach_cache(self) -> dict:
+        return {}  # (path, line) -> the files a DDP use reaches
