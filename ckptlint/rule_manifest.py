@@ -48,6 +48,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "set_grad_enabled",
     "torch.utils import",
     "training_step",
+    "use_checkpoint",
     "utils.checkpoint",
     "with_cp",
 )

@@ -22,7 +22,7 @@ from ckptlint.rule import Replacement
 from ckptlint.types import Applicability
 from ckptlint.versions import Applies
 
-from .openmmlab_config import FIND_UNUSED, WITH_CP, find_unused_setting, is_config, with_cp_arguments
+from .openmmlab_config import CHECKPOINT_FLAGS, FIND_UNUSED, checkpointing_arguments, find_unused_setting, is_config, runs_reentrant
 
 CRASH = (
     "the first backward raises `RuntimeError: Expected to mark a variable ready only once` (DDP marks the "
@@ -42,12 +42,13 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     - the DDP settings: `DistributedDataParallel(model, find_unused_parameters=True)`,
       Lightning's `DDPStrategy(find_unused_parameters=True)` or `Trainer(strategy=
       "ddp_find_unused_parameters_true")` (and the `ddp_spawn` / `ddp_fork` / `ddp_notebook`
-      spellings), accelerate's `DistributedDataParallelKwargs(find_unused_parameters=True)`,
+      spellings, also as a branch of `... if gpus > 1 else "auto"`), accelerate's `DistributedDataParallelKwargs(find_unused_parameters=True)`,
       `TrainingArguments(ddp_find_unused_parameters=True)` (not with `deepspeed=` or `fsdp=`,
       where the Trainer builds no torch DDP); none of them with `static_graph=True` (nor
       `ddp_static_graph=True`, nor a `_set_static_graph()` call in the file). A setting
-      counts where it reaches, as the FSDP uses of CKPT002 do: an entry script's for what it
-      imports, not for the project's other entry scripts, a test's for itself; and a
+      counts for its own program: the file holding it and what it imports (through any
+      number of imports), or, in a helper module (`wrap_ddp(model)`), the programs of the
+      files importing it; never another project folder's, a test's only for itself; and a
       `DistributedDataParallel(model, ...)` whose `model` the project model knows counts only
       for checkpoints in the classes that model is or holds (a GAN's discriminator or an EMA
       teacher wrapped with `find_unused_parameters=True` says nothing of the checkpointed
@@ -62,7 +63,11 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
       handed to a project trainer that configures checkpointing: CKPT002's reading).
     - an OpenMMLab config that sets `find_unused_parameters = True` (or
       `model_wrapper_cfg=dict(type="MMDistributedDataParallel", find_unused_parameters=True)`)
-      and checkpoints its backbone with `with_cp=True`: reported at `with_cp=True`.
+      and checkpoints its backbone with `with_cp=True` (OpenMMLab's blocks run
+      `cp.checkpoint(_inner_forward, x)`, reentrant) or `use_checkpoint=True` (Swin / BEiT /
+      FocalNet-style backbones), reported at the flag: where the dict's `type` names a class of
+      the project, only when every checkpoint call its module makes behind `if self.<flag>:` is
+      reentrant; `use_checkpoint` only through such project code.
 
     The finding names the DDP setting's place (and the module it wraps, when known).
 
@@ -141,13 +146,15 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     name = "reentrant-checkpoint-with-ddp-unused-parameters"
     message = "reentrant checkpointing under DDP with find_unused_parameters=True"
     fix = Applicability.UNSAFE
-    triggers = (*SITE_TRIGGERS, b"gradient_checkpointing_enable", b"gradient_checkpointing=", b"with_cp", b"deepspeed")
+    triggers = (*SITE_TRIGGERS, b"gradient_checkpointing_enable", b"gradient_checkpointing=", b"with_cp", b"use_checkpoint", b"deepspeed")
     supersedes = ("CKPT001",)
     uses_project = True
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        return bool(project.ddp_uses_reaching(relative_path)) or (FIND_UNUSED in text and WITH_CP in text)
+        return bool(project.ddp_uses_reaching(relative_path)) or (
+            FIND_UNUSED in text and any(flag in text for flag in CHECKPOINT_FLAGS)
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -199,7 +206,7 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
                     )
             elif keyword_value(call, TRAINER_DDP_FIND_UNUSED) is not None and is_training_arguments(self.context, call):
                 self._check_training_arguments(call)
-        if FIND_UNUSED in self.context.text and WITH_CP in self.context.text and is_config(self.context.module):
+        if FIND_UNUSED in self.context.text and is_config(self.context.module):
             self._check_config()
 
     def _check_gc_enable(self, call: cst.Call) -> None:
@@ -260,10 +267,13 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
         if setting is None:
             return
         line = self.context.position(setting).start.line
-        for arg in with_cp_arguments(self._calls):
+        for arg, backbone in checkpointing_arguments(self._calls):
+            flag = arg.keyword.value
+            if not runs_reentrant(self.context.project, flag, backbone):
+                continue
             self.report(
                 arg,
-                f"`with_cp=True` checkpoints the backbone with torch's reentrant default in an OpenMMLab config that "
+                f"`{flag}=True` checkpoints the backbone reentrantly in an OpenMMLab config that "
                 f"sets `find_unused_parameters = True` (line {line}): {CRASH}; set `find_unused_parameters = False` "
                 "if every parameter is used, or make the backbone's checkpoint non-reentrant",
             )

@@ -473,8 +473,11 @@ class _Extractor(WrapperFacts):
                 self.ddp.append(DdpUse(kind, self.path, line, static, how=f"`{callee.rsplit('.', 1)[-1]}(find_unused_parameters=True)`"))
         elif callee in LIGHTNING_ENTRY_POINTS:
             strategy = keyword_argument(call, "strategy")
-            if isinstance(strategy, ast.Constant) and isinstance(strategy.value, str) and strategy.value.endswith(LIGHTNING_FIND_UNUSED_SUFFIX):
-                self.ddp.append(DdpUse(DdpKind.LIGHTNING, self.path, line, how=f'`strategy="{strategy.value}"`'))
+            # `"ddp_find_unused_parameters_true" if num_gpus > 1 else "auto"`: the multi-process runs.
+            for value in (strategy.body, strategy.orelse) if isinstance(strategy, ast.IfExp) else (strategy,):
+                if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.endswith(LIGHTNING_FIND_UNUSED_SUFFIX):
+                    self.ddp.append(DdpUse(DdpKind.LIGHTNING, self.path, line, how=f'`strategy="{value.value}"`'))
+                    break
         elif callee in TRAINING_ARGUMENTS_CLASSES:
             deepspeed = keyword_argument(call, "deepspeed")
             inert = (deepspeed is not None and not is_none(deepspeed)) or turns_fsdp_on(call)

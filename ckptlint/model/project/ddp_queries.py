@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from ckptlint.model.file_facts.facts import DdpUse
+from ckptlint.model.project.project_facts import RECOMPUTE_KIND, REGISTRY_KIND
 from ckptlint.model.syntax.names import is_test_path
 
 DDP_KIND = "ddp"
@@ -49,6 +50,27 @@ class DdpQueries:
                 f for f in self.files if f in allowed and any(f in program for program in programs)
             )
         return cached
+
+    def checkpoints_behind_flag(self, flag: str, module: str | None = None) -> tuple[tuple[str, bool | None], ...]:
+        """(class, reentrant) for each checkpoint call in a project class's method that runs only
+        with `self.<flag>` on (`if self.use_checkpoint: x = checkpoint.checkpoint(blk, x)`): what
+        an OpenMMLab config's `use_checkpoint=True` / `with_cp=True` turns on; only the classes
+        of `module` when given."""
+        return tuple(
+            (c.name, call.reentrant)
+            for _, facts in self._files_of_kind(RECOMPUTE_KIND) if module is None or facts.module == module
+            for c in facts.classes for method in c.methods for call in method.checkpoints if flag in call.flags
+        )
+
+    def modules_defining_class(self, short_name: str) -> frozenset[str]:
+        """The project modules that define a class of this name (a config's `type="FocalNet"`)."""
+        return frozenset(
+            facts.module for _, facts in self._files_of_kind(REGISTRY_KIND)
+            for c in facts.classes if c.name.rpartition(".")[2] == short_name
+        ) or frozenset(
+            self.files[path].module for name in self._by_short_name.get(short_name, ())
+            if name in self.classes and (path := self.path_of(name)) is not None
+        )
 
     @cached_property
     def _ddp_reach_cache(self) -> dict:

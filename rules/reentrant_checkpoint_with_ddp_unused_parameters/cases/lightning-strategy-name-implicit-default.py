@@ -26,5 +26,6 @@ class Backbone(L.LightningModule):
 
 
 if __name__ == "__main__":
-    trainer = L.Trainer(accelerator="gpu", devices=4, strategy="ddp_find_unused_parameters_true")
+    devices = torch.cuda.device_count()
+    trainer = L.Trainer(devices=devices, strategy="ddp_find_unused_parameters_true" if devices > 1 else "auto")
     trainer.fit(Backbone())
