@@ -14,6 +14,7 @@ from ckptlint.analysis.trainers import (
 )
 from ckptlint.analysis.transforms import set_keyword
 from ckptlint.model.library.deepspeed import DEEPSPEED_CHECKPOINTING_HELPERS
+from ckptlint.model.library.peft import GET_PEFT_MODEL
 from ckptlint.model.library.transformers import (
     GC_KWARGS, TRAINER_DDP_FIND_UNUSED, TRAINER_DDP_STATIC_GRAPH, HfCheckpointingKwargs, KwargsShape,
 )
@@ -29,6 +30,8 @@ CRASH = (
     "region's parameters unused after the forward, and the reentrant recomputation fires their hooks again)"
 )
 # DeepSpeed's reentrant `checkpoint` (an `autograd.Function`); its `non_reentrant_checkpoint` is not.
+# What makes a `PeftModel` (`class PeftModel(PushToHubMixin, torch.nn.Module)`, peft 0.13 `peft_model.py`).
+PEFT_MODEL_BUILDERS = GET_PEFT_MODEL | {"peft.PeftModel.from_pretrained", "peft.peft_model.PeftModel.from_pretrained"}
 _DEEPSPEED_REENTRANT = frozenset(name for name in DEEPSPEED_CHECKPOINTING_HELPERS if name.endswith(".checkpoint"))
 
 
@@ -60,7 +63,14 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
       `{"use_reentrant": True}`, a dict without the key), and
       `TrainingArguments(gradient_checkpointing=True, ddp_find_unused_parameters=True, ...)`
       whose kwargs do (not where TRL's config or trainer sets `use_reentrant=False` itself, nor
-      handed to a project trainer that configures checkpointing: CKPT002's reading).
+      handed to a project trainer that configures checkpointing: CKPT002's reading); also
+      with `ddp_find_unused_parameters` left unset when the arguments go to a
+      `Trainer(model=model, ...)` whose `model` the file last bound from peft's
+      `get_peft_model(...)` / `PeftModel.from_pretrained(...)` and a launch script of the
+      project runs the file on several processes (`torchrun --nproc_per_node 8 train.py`,
+      `accelerate launch --multi_gpu` or `--num_processes` above 1, without `--deepspeed` /
+      `--fsdp`): the Trainer's default is `find_unused_parameters=True` for any model that is
+      not a `PreTrainedModel`, a `PeftModel` included.
     - an OpenMMLab config that sets `find_unused_parameters = True` (or
       `model_wrapper_cfg=dict(type="MMDistributedDataParallel", find_unused_parameters=True)`)
       and checkpoints its backbone with `with_cp=True` (OpenMMLab's blocks run
@@ -152,18 +162,20 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
-        return bool(project.ddp_uses_reaching(relative_path)) or (
-            FIND_UNUSED in text and any(flag in text for flag in CHECKPOINT_FLAGS)
+        return (
+            bool(project.ddp_uses_reaching(relative_path))
+            or (FIND_UNUSED in text and any(flag in text for flag in CHECKPOINT_FLAGS))
+            or ("Trainer" in text and project.parallel_launch_of(relative_path) is not None)
         )
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._training_arguments: dict[cst.Call, cst.Name | None] = {}
+        self._bound_calls: dict[cst.Call, cst.Name | None] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
         if isinstance(node.value, cst.Call) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self._training_arguments[node.value] = node.targets[0].target
+            self._bound_calls[node.value] = node.targets[0].target
 
     # --- torch checkpoint sites ---------------------------------------------------------
 
@@ -204,8 +216,8 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
                         f"detection ({reach.describe()}): {CRASH}; use `deepspeed.checkpointing.non_reentrant_checkpoint` "
                         "or torch's `checkpoint(..., use_reentrant=False)`",
                     )
-            elif keyword_value(call, TRAINER_DDP_FIND_UNUSED) is not None and is_training_arguments(self.context, call):
-                self._check_training_arguments(call)
+            elif keyword_value(call, "gradient_checkpointing") is not None and is_training_arguments(self.context, call):
+                self._check_bound_calls(call)
         if FIND_UNUSED in self.context.text and is_config(self.context.module):
             self._check_config()
 
@@ -231,18 +243,25 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
             fix_message='Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`',
         )
 
-    def _check_training_arguments(self, call: cst.Call) -> None:
+    def _check_bound_calls(self, call: cst.Call) -> None:
         """`TrainingArguments(gradient_checkpointing=True, ddp_find_unused_parameters=True)`
         whose kwargs run reentrant: the Trainer hands both to its own DDP."""
         flag = keyword_value(call, TRAINER_DDP_FIND_UNUSED)
         enabled = keyword_value(call, "gradient_checkpointing")
-        if not (_is_true(flag) and _is_true(enabled)) or _is_true(keyword_value(call, TRAINER_DDP_STATIC_GRAPH)):
+        if not _is_true(enabled) or _is_true(keyword_value(call, TRAINER_DDP_STATIC_GRAPH)):
+            return
+        if flag is None:
+            # The Trainer's default: True for a model that is not a `PreTrainedModel`.
+            default = self._trainer_default(call)
+            if default is None:
+                return
+        elif not _is_true(flag):
             return
         deepspeed = keyword_value(call, "deepspeed")
         fsdp = keyword_value(call, "fsdp")
         if (deepspeed is not None and not _is_none(deepspeed)) or (fsdp is not None and not _is_off(fsdp)):
             return  # no torch DDP then
-        trainers = trainers_given(self.context, self._calls, self._training_arguments.get(call))
+        trainers = trainers_given(self.context, self._calls, self._bound_calls.get(call))
         if handed_to_configuring_trainer(self.context, trainers):
             return
         kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
@@ -251,16 +270,61 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
         reentrancy, applies = kwargs.reentrancy(self.context.versions)
         if not reentrancy.is_reentrant or applies is not Applies.YES:
             return
-        position = self.context.position(flag).start.line
+        if flag is not None:
+            setting = f"`ddp_find_unused_parameters=True` (line {self.context.position(flag).start.line})"
+        else:
+            setting = default
         new_call = with_non_reentrant_kwargs(call)
         self.report(
             call,
             f"`{callee_name(call)}(gradient_checkpointing=True)` runs reentrant ({_why(kwargs)}) with "
-            f"`ddp_find_unused_parameters=True` (line {position}): {CRASH}; pass "
+            f"{setting}: {CRASH}; pass "
             '`gradient_checkpointing_kwargs={"use_reentrant": False}`',
             replacements=[Replacement(call, new_call)] if new_call is not None else [],
             fix_message='Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`',
         )
+
+    def _trainer_default(self, arguments: cst.Call) -> str | None:
+        """`ddp_find_unused_parameters` left unset where the Trainer sets it True: the arguments
+        go to a `Trainer(model=...)` whose model the file binds from peft's `get_peft_model` /
+        `PeftModel.from_pretrained` (a `PeftModel`, not a `PreTrainedModel`), and a launch
+        script of the project runs this file on several processes; described for a message."""
+        if any(arg.star for arg in arguments.args):
+            return None
+        launch = self.context.project.parallel_launch_of(self.context.relative_path)
+        name = self._bound_calls.get(arguments)
+        if launch is None:
+            return None
+        for trainer in self._calls:
+            if not callee_name(trainer).endswith("Trainer"):
+                continue
+            # `Trainer(model=model, args=args)` or `args=TrainingArguments(...)` written inline.
+            if not any(
+                arg.value is arguments or (name is not None and isinstance(arg.value, cst.Name) and arg.value.value == name.value)
+                for arg in trainer.args
+            ):
+                continue
+            model = keyword_value(trainer, "model")
+            if model is None and trainer.args and trainer.args[0].keyword is None:
+                model = trainer.args[0].value
+            if isinstance(model, cst.Name) and self._bound_to_peft_model(model.value, trainer):
+                return (
+                    f"`ddp_find_unused_parameters` unset, which the Trainer makes `find_unused_parameters=True` for "
+                    f"the `PeftModel` `{model.value}` (not a `PreTrainedModel`), launched on several processes at {launch}"
+                )
+        return None
+
+    def _bound_to_peft_model(self, name: str, before: cst.Call) -> bool:
+        """Whether the last `name = <call>` of the file before `before` wraps a model with peft."""
+        line = self.context.position(before).start.line
+        bindings = sorted(
+            (self.context.position(call).start.line, call) for call, target in self._bound_calls.items()
+            if target.value == name and self.context.position(call).start.line < line
+        )
+        if not bindings:
+            return False
+        names = absolute_names(self.context, bindings[-1][1].func)
+        return bool(names) and names <= PEFT_MODEL_BUILDERS
 
     def _check_config(self) -> None:
         setting = find_unused_setting(self.context.module, self._calls)

@@ -293,6 +293,10 @@ class FileFacts:
     accelerate_fsdp: int = 0
     # DDP set up with `find_unused_parameters=True` (`DdpUse`).
     ddp: tuple[DdpUse, ...] = ()
+    # A launch script's commands that start a Python script on several processes without
+    # DeepSpeed or FSDP (`torchrun --nproc_per_node 8 train.py`, `accelerate launch --multi_gpu`):
+    # (the script as written, the line) (`ckptlint.model.file_facts.launch_scripts`).
+    parallel_launches: tuple[tuple[str, int], ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.file_facts.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -356,6 +360,7 @@ class FileFacts:
             "forwarding": [[f.name, f.kind.value, f.line, list(f.accepted), f.checkpoint_line, f.via] for f in self.forwarding],
             "launches": [[l.entry, l.module, l.config, l.line, l.fsdp_version] for l in self.launches],
             "accelerate_fsdp": self.accelerate_fsdp,
+            "parallel_launches": [list(launch) for launch in self.parallel_launches],
             "ddp": [[u.kind.value, u.path, u.line, u.static_graph, u.function, u.target, u.how, u.built] for u in self.ddp],
             "summaries": self.summaries_json,
         }
@@ -401,6 +406,7 @@ class FileFacts:
             launches=tuple(AccelerateLaunch(*launch) for launch in data.get("launches", ())),
             accelerate_fsdp=data.get("accelerate_fsdp", 0),
             ddp=tuple(DdpUse(DdpKind(kind), *rest) for kind, *rest in data.get("ddp", ())),
+            parallel_launches=tuple((entry, line) for entry, line in data.get("parallel_launches", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

@@ -61,6 +61,7 @@ def exported_digest(facts: FileFacts) -> str:
         facts.launches,
         facts.accelerate_fsdp,
         facts.ddp,
+        facts.parallel_launches,
         tuple(_observable_summary(s, observable) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()

@@ -51,6 +51,17 @@ class DdpQueries:
             )
         return cached
 
+    def parallel_launch_of(self, relative_path: str) -> str | None:
+        """Where a launch script of the project runs this file on several processes
+        (`scripts/train.sh:3`), for a message; None when none does."""
+        from ckptlint.model.project.fsdp_queries import LAUNCH_KIND
+
+        for script, facts in self._files_of_kind(LAUNCH_KIND):
+            for entry, line in facts.parallel_launches:
+                if self._launched_file(script, entry) == relative_path:
+                    return f"{script}:{line}"
+        return None
+
     def checkpoints_behind_flag(self, flag: str, module: str | None = None) -> tuple[tuple[str, bool | None], ...]:
         """(class, reentrant) for each checkpoint call in a project class's method that runs only
         with `self.<flag>` on (`if self.use_checkpoint: x = checkpoint.checkpoint(blk, x)`): what
