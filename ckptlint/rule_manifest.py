@@ -10,6 +10,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT003", "checkpoint-before-fsdp-wrap", True, Applicability.UNSAFE, Severity.ERROR),
     RuleSummary("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True, Applicability.UNSAFE, Severity.WARNING),
     RuleSummary("CKPT005", "double-checkpointing", True, None, Severity.WARNING),
+    RuleSummary("CKPT006", "reentrant-checkpoint-with-ddp-unused-parameters", True, Applicability.UNSAFE, Severity.ERROR),
     RuleSummary("CKPT010", "checkpointed-batchnorm", True, None, Severity.ERROR),
     RuleSummary("CKPT011", "checkpointed-stateful-forward", True, None, Severity.ERROR),
     RuleSummary("CKPT020", "checkpointing-without-use-cache-false", True, Applicability.SAFE, Severity.WARNING),
@@ -34,6 +35,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "checkpoint",
     "checkpoint_wrapper",
     "ckpt",
+    "deepspeed",
     "enable_grad",
     "from torch import utils",
     "fsdp",
@@ -47,5 +49,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "set_grad_enabled",
     "torch.utils import",
     "training_step",
+    "use_checkpoint",
     "utils.checkpoint",
+    "with_cp",
 )

@@ -115,14 +115,14 @@ def fsdp_misses_class(context: FileContext, owner: str | None) -> bool:
         if not wrapped:
             return False
         if any(
-            _holds(context.project, model, owner, set()) or _related(context.project, model, owner)
+            _holds(context.project, model, owner, set()) or shares_project_class(context.project, model, owner)
             for _, models in wrapped for model in models
         ):
             return False
     return True
 
 
-def _related(project: ProjectIndex, model, owner: str) -> bool:
+def shares_project_class(project: ProjectIndex, model, owner: str) -> bool:
     """Whether the wrapped model's class and `owner` share a class of the project (one
     subclasses the other, or both a common base): a table or a config default may pick the
     wrapped class where a run picks the other (`ARCHS[cfg.arch](...)`)."""
@@ -147,13 +147,13 @@ def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, froz
             owner_class, _, _ = function.name.rpartition(".")
             self_instance = denotation.instance(owner_class) if project.class_named(owner_class) else None
             frame = replace(denotation.frame_of(function.name, facts.module, self_instance), before=event.line + 1)
-            models = frozenset(v for v in denotation.evaluate(_dotted_expression(event.target), frame) if isinstance(v, Instance))
+            models = frozenset(v for v in denotation.evaluate(dotted_expression(event.target), frame) if isinstance(v, Instance))
             if models:
                 found.append((event.target, models))
     return found
 
 
-def _dotted_expression(dotted: str) -> tuple:
+def dotted_expression(dotted: str) -> tuple:
     """`self.model` in the summary form of expressions (`ckptlint.model.form.summary`)."""
     first, *rest = dotted.split(".")
     expr: tuple = ("name", first)

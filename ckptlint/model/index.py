@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ckptlint.model.project.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
 from ckptlint.model.file_facts.facts import EventKind, FileFacts, ForwardingKind, Impl, ParameterEffect, text_digest
 from ckptlint.model.project.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
+from ckptlint.model.project.ddp_queries import DDP_KIND, DdpQueries
 from ckptlint.model.project.fsdp_queries import FSDP_KIND, LAUNCH_KIND, FsdpQueries
 from ckptlint.model.library.torch import (
     CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER, TORCH_CHECKPOINT_FUNCTIONS,
@@ -68,13 +69,15 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(DECORATED_KIND)
     if any(e.kind is EventKind.HF_GC for f in facts.functions for e in f.events):
         kinds.append(HF_CHECKPOINTING_KIND)
-    if facts.launches:
+    if facts.launches or facts.parallel_launches:
         kinds.append(LAUNCH_KIND)
+    if facts.ddp:
+        kinds.append(DDP_KIND)
     return kinds
 
 
 @dataclass
-class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries):
+class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, DdpQueries):
     def parameter_effects(
         self, name: str, parameter: str | int, site: tuple[str, int] | None = None, _seen: frozenset[str] = frozenset()
     ) -> list[ParameterEffect]:

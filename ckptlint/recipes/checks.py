@@ -15,6 +15,11 @@ from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
 from ckptlint.recipes.setups import Flavor, TrainingSetup
 from ckptlint.versions import Applies, TargetVersions
 
+# CKPT006's evidence (torch 2.13, gloo, 2 processes; transformers 5.17's Trainer alike).
+DDP_UNUSED_CRASH = (
+    "the first backward raises `RuntimeError: Expected to mark a variable ready only once` (DDP marks the "
+    "checkpointed layers' parameters unused after the forward, and the reentrant recomputation fires their hooks again)"
+)
 FSDP_REDUNDANT_ALL_GATHER = (
     "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
     "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"
@@ -52,12 +57,14 @@ def check_setup(
     """The finding for a setup, reported in the file `here` (settings of other files are
     named with their path)."""
     checkpointing, fsdp = setup.checkpointing, setup.fsdp
-    if checkpointing is None or fsdp is None:
+    if checkpointing is None:
         return None
     if checkpointing.setting is not None:
         gc = _said(checkpointing.setting, here)
     else:
         gc = f"on by default in {checkpointing.flavor.value}"
+    if fsdp is None:
+        return _ddp_unused_finding(setup, gc, enabled, here)
     fsdp_said = f"{fsdp.sharding.value}{' (FSDP2)' if fsdp.version == 2 else ''} ({_said(fsdp.setting, here)})"
     turn_off = (
         "`disable_gradient_checkpointing: true`"
@@ -123,6 +130,32 @@ def check_setup(
         involved,
         fix_message="Make gradient checkpointing non-reentrant",
     )
+    return _with_non_reentrant_fix(finding, checkpointing)
+
+
+def _ddp_unused_finding(setup: TrainingSetup, gc: str, enabled: frozenset[str], here: str) -> RecipeFinding | None:
+    """CKPT006: reentrant Hugging Face checkpointing with `ddp_find_unused_parameters: true`
+    (the first backward raises under torch DDP). Only where the version makes it reentrant."""
+    checkpointing, unused = setup.checkpointing, setup.ddp_find_unused
+    if (
+        checkpointing is None or unused is None or "CKPT006" not in enabled
+        or not checkpointing.reentrancy.is_reentrant or checkpointing.version_dependent is not Applies.YES
+    ):
+        return None
+    anchor = checkpointing.setting or checkpointing.kwargs or unused
+    involved = tuple(s for s in (anchor, checkpointing.kwargs, unused) if s)
+    finding = RecipeFinding(
+        "CKPT006",
+        f"Hugging Face gradient checkpointing runs reentrant ({gc}; {checkpointing.why}) with "
+        f"DDP's unused-parameter detection ({_said(unused, here)}): {DDP_UNUSED_CRASH}; set "
+        + ("`use_reentrant_gc: false`" if checkpointing.flavor is Flavor.LLAMA_FACTORY else "`use_reentrant: false`"),
+        involved,
+        fix_message="Make gradient checkpointing non-reentrant",
+    )
+    return _with_non_reentrant_fix(finding, checkpointing)
+
+
+def _with_non_reentrant_fix(finding: RecipeFinding, checkpointing) -> RecipeFinding:
     flag = checkpointing.flag
     if flag is not None and flag.plain_scalar and checkpointing.reentrancy is Reentrancy.EXPLICIT_TRUE:
         return replace(finding, replace_value=(flag, "false"))

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ckptlint.discovery import display_path
@@ -255,6 +255,8 @@ def _check_launch(
     setup = setup_of(
         arguments, launch_config, versions, flavor=flavor, reentrant_field=reentrant_field, command=command
     )
+    if launch.launcher == "deepspeed" or (launch.launcher == "accelerate" and launch.launcher_option("use_deepspeed")):
+        setup = replace(setup, ddp_find_unused=None)  # DeepSpeed's engine, not torch DDP
     finding = check_setup(setup, versions, enabled, script)
     if finding is None:
         return

@@ -78,6 +78,9 @@ class Checkpointing:
 class TrainingSetup:
     checkpointing: Checkpointing | None
     fsdp: Fsdp | None
+    # `ddp_find_unused_parameters: true` where the Trainer builds torch DDP (no DeepSpeed, no
+    # `ddp_static_graph: true`; FSDP is `fsdp`'s): CKPT006.
+    ddp_find_unused: Setting | None = None
 
 
 def flavor_of(arguments: Settings, hint: Flavor | None = None) -> Flavor:
@@ -249,4 +252,23 @@ def setup_of(
     ):
         # LLaMA-Factory turns `use_reentrant_gc` off itself under FSDP2.
         checkpointing = dataclasses.replace(checkpointing, reentrancy=Reentrancy.EXPLICIT_FALSE)
-    return TrainingSetup(checkpointing, fsdp)
+    return TrainingSetup(checkpointing, fsdp, _ddp_find_unused(arguments, launch_config))
+
+
+def _ddp_find_unused(arguments: Settings, launch_config: Settings) -> Setting | None:
+    """`ddp_find_unused_parameters: true` (`TrainingArguments`' field, handed to torch's DDP as
+    `find_unused_parameters`), unless DeepSpeed runs instead (`deepspeed:` set, an accelerate
+    config's `distributed_type: DEEPSPEED`) or `ddp_static_graph: true` makes it harmless."""
+    setting = arguments.get(("ddp_find_unused_parameters",))
+    if setting is None or hf_bool(setting.value) is not True:
+        return None
+    deepspeed = arguments.get(("deepspeed",))
+    if deepspeed is not None and deepspeed.value not in (None, "", False) and hf_bool(deepspeed.value) is not False:
+        return None
+    distributed = launch_config.get(("distributed_type",))
+    if distributed is not None and str(distributed.value).upper() == "DEEPSPEED":
+        return None
+    static = arguments.get(("ddp_static_graph",))
+    if static is not None and hf_bool(static.value) is True:
+        return None
+    return setting

@@ -29,7 +29,7 @@ from .hf_steps import kbit_preparations, kept_for_inference
 from .messages import WHY, hf_message
 from .syntax_gate import PREPARE_FOR_KBIT_WORD, collected
 from .test_reach import ReachInTestFiles
-from .trainers import callee_name, handed_to_configuring_trainer, is_training_arguments, trainers_given, trl_defaults_non_reentrant
+from ckptlint.analysis.trainers import callee_name, handed_to_configuring_trainer, is_training_arguments, trainers_given, trl_defaults_non_reentrant
 
 class ReentrantCheckpointUnderFsdp(SiteScopes):
     """Reentrant activation checkpointing in a project that shards its model with torch FSDP.

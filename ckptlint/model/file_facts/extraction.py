@@ -39,6 +39,8 @@ from ckptlint.model.file_facts.facts import (
     Event,
     EventKind,
     FileFacts,
+    DdpKind,
+    DdpUse,
     FsdpKind,
     FsdpUse,
     FunctionFacts,
@@ -46,13 +48,17 @@ from ckptlint.model.file_facts.facts import (
     OptionDefault,
     WrappedClass,
 )
-from ckptlint.model.library.accelerate import ACCELERATE_FSDP_PLUGIN
+from ckptlint.model.library.accelerate import ACCELERATE_DDP_KWARGS, ACCELERATE_FSDP_PLUGIN
 from ckptlint.model.library.combined import (
     LIBRARY_CHECKPOINTING_HELPERS, LIBRARY_PREFIXES, SAME_MODEL_FUNCTIONS, SAME_MODEL_METHODS, TRAINING_ARGUMENTS_CLASSES,
 )
-from ckptlint.model.library.lightning import LIGHTNING_ENTRY_POINTS, LIGHTNING_FSDP_STRATEGY, LIGHTNING_PACKAGES
+from ckptlint.model.library.lightning import (
+    LIGHTNING_DDP_STRATEGY, LIGHTNING_ENTRY_POINTS, LIGHTNING_FIND_UNUSED_SUFFIX, LIGHTNING_FSDP_STRATEGY, LIGHTNING_PACKAGES,
+)
+from ckptlint.model.library.transformers import TRAINER_DDP_FIND_UNUSED, TRAINER_DDP_STATIC_GRAPH
 from ckptlint.model.library.torch import (
-    APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, FSDP1, FSDP2, TORCH_CHECKPOINT_FUNCTIONS,
+    APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, COMPOSABLE_CHECKPOINT, DDP, DDP_FIND_UNUSED, DDP_SET_STATIC_GRAPH,
+    DDP_STATIC_GRAPH, FSDP1, FSDP2, TORCH_CHECKPOINT_FUNCTIONS,
 )
 from ckptlint.model.syntax.names import absolute_import, canonical_name, module_name
 from ckptlint.model.file_facts.registries import registrars, registrations
@@ -67,6 +73,7 @@ from ckptlint.model.file_facts.registries import registrars, registrations
 INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
     "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant", "REENTRANT",
+    "find_unused",
 )
 # A module in the middle of a model's way (`setup()` returning `load_model()`'s model) or a
 # registry (`register_backbone`) names only these: read when it is small or has no torch of
@@ -135,6 +142,9 @@ class _Extractor(WrapperFacts):
         self.functions: list[FunctionFacts] = []
         self.wrapped: list[WrappedClass] = []
         self.fsdp_argument_calls: list[tuple[str, int]] = []
+        self.ddp: list[DdpUse] = []
+        # `ddp_model._set_static_graph()` anywhere in the file: its DDP wraps are static.
+        self._static_graph_called = f"{DDP_SET_STATIC_GRAPH}(" in text
         # Predicates (`def is_block(m): return isinstance(m, Block)`) and assigned lambdas,
         # by name, for `check_fn=`.
         self.predicates: dict[str, ast.AST] = {}
@@ -224,6 +234,7 @@ class _Extractor(WrapperFacts):
             functions=tuple(self.functions),
             wrapped_classes=tuple(self.wrapped),
             fsdp_argument_calls=tuple(self.fsdp_argument_calls),
+            ddp=tuple(self.ddp),
             names=tuple(sorted(names.items())),
             star_imports=tuple(self.star_imports),
             options=tuple(self.options),
@@ -443,6 +454,47 @@ class _Extractor(WrapperFacts):
             return dotted(first)
         return None
 
+    def _ddp_use(self, call: ast.Call, callee: str, first: ast.AST | None, scope: str) -> None:
+        """DDP set up with `find_unused_parameters=True` (`library.torch.DDP`'s evidence): torch's
+        wrapper, Lightning's strategy (as an object or a registered name), accelerate's DDP
+        kwargs handler, the Trainer's arguments (not under DeepSpeed or FSDP, where it builds no DDP)."""
+        line = call.lineno
+        if callee in DDP:
+            if _is_true(keyword_argument(call, DDP_FIND_UNUSED)):
+                function = f"{scope}.{MODULE_LEVEL}" if scope == self.module else scope
+                static = _is_true(keyword_argument(call, DDP_STATIC_GRAPH)) or self._static_graph_called
+                target = (dotted(first) or "") if first is not None else ""
+                built = self._built_class(first, scope) if first is not None and not target else ""
+                self.ddp.append(DdpUse(DdpKind.TORCH, self.path, line, static, function, target,
+                                       "`DistributedDataParallel(..., find_unused_parameters=True)`", built))
+        elif callee in LIGHTNING_DDP_STRATEGY or callee in ACCELERATE_DDP_KWARGS:
+            if _is_true(keyword_argument(call, DDP_FIND_UNUSED)):
+                kind = DdpKind.LIGHTNING if callee in LIGHTNING_DDP_STRATEGY else DdpKind.ACCELERATE
+                static = _is_true(keyword_argument(call, DDP_STATIC_GRAPH))
+                self.ddp.append(DdpUse(kind, self.path, line, static, how=f"`{callee.rsplit('.', 1)[-1]}(find_unused_parameters=True)`"))
+        elif callee in LIGHTNING_ENTRY_POINTS:
+            strategy = keyword_argument(call, "strategy")
+            # `"ddp_find_unused_parameters_true" if num_gpus > 1 else "auto"`: the multi-process runs.
+            for value in (strategy.body, strategy.orelse) if isinstance(strategy, ast.IfExp) else (strategy,):
+                if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.endswith(LIGHTNING_FIND_UNUSED_SUFFIX):
+                    self.ddp.append(DdpUse(DdpKind.LIGHTNING, self.path, line, how=f'`strategy="{value.value}"`'))
+                    break
+        elif callee in TRAINING_ARGUMENTS_CLASSES:
+            deepspeed = keyword_argument(call, "deepspeed")
+            inert = (deepspeed is not None and not is_none(deepspeed)) or turns_fsdp_on(call)
+            if _is_true(keyword_argument(call, TRAINER_DDP_FIND_UNUSED)) and not inert:
+                static = _is_true(keyword_argument(call, TRAINER_DDP_STATIC_GRAPH))
+                self.ddp.append(DdpUse(DdpKind.HF_TRAINER, self.path, line, static, how="`ddp_find_unused_parameters=True`"))
+
+    def _built_class(self, value: ast.AST, scope: str) -> str:
+        """The project class constructed in `Net(...)`, `Net(...).to(rank)`, `Net(...).cuda()`."""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SAME_MODEL_METHODS:
+            value = value.func.value
+        if not isinstance(value, ast.Call):
+            return ""
+        cls = self.resolve(value.func, None)
+        return cls if cls is not None and not cls.startswith(LIBRARY_PREFIXES) else ""
+
     def _call(
         self, call: ast.Call, events: list[Event], loop_sources: Mapping[str, str], enclosing_class: str | None, scope: str
     ) -> None:
@@ -533,6 +585,8 @@ class _Extractor(WrapperFacts):
             if target is not None:
                 events.append(Event(EventKind.HF_GC, target, line, column, api="gradient_checkpointing_enable",
                                     source=DEFAULT_KWARGS if default_checkpointing_kwargs(call) else ""))
+        if callee in _DDP_CALLEES and call.keywords:
+            self._ddp_use(call, callee, first, scope)
         if turns_fsdp_on(call):
             if callee is not None:
                 if callee in TRAINING_ARGUMENTS_CLASSES:
@@ -558,6 +612,14 @@ class _Extractor(WrapperFacts):
                 if target is not None:
                     events.append(Event(EventKind.CALL, target, line, column, callee=callee, parameter=keyword.arg,
                                         arguments=call_arguments(call, self._unchanged_parameters[-1])))
+
+
+# The calls that may set up DDP with `find_unused_parameters=True` (`_Extractor._ddp_use`).
+_DDP_CALLEES = DDP | LIGHTNING_DDP_STRATEGY | ACCELERATE_DDP_KWARGS | LIGHTNING_ENTRY_POINTS | TRAINING_ARGUMENTS_CLASSES
+
+
+def _is_true(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
 
 
 def _is_module_class(base: str) -> bool:

@@ -83,6 +83,34 @@ class FsdpUse:
     config: str = ""
 
 
+class DdpKind(str, enum.Enum):
+    """Where a model gets torch DDP with unused-parameter detection (`find_unused_parameters=True`)."""
+
+    TORCH = "DistributedDataParallel(find_unused_parameters=True)"
+    LIGHTNING = "Lightning DDP with find_unused_parameters"
+    ACCELERATE = "DistributedDataParallelKwargs(find_unused_parameters=True)"
+    HF_TRAINER = "TrainingArguments(ddp_find_unused_parameters=True)"
+
+
+@dataclass(frozen=True)
+class DdpUse:
+    """DDP with `find_unused_parameters=True` (CKPT006), as written."""
+
+    kind: DdpKind
+    path: str  # relative to the project root
+    line: int
+    # `static_graph=True` (or `_set_static_graph()` in the same file): reentrant checkpointing works.
+    static_graph: bool = False
+    # TORCH: the function holding the call (absolute; `pkg.mod.<module>` at top level) and
+    # the name of the module it wraps ("" when not a plain name).
+    function: str = ""
+    target: str = ""
+    # How the setting is written, for a message (`strategy="ddp_find_unused_parameters_true"`).
+    how: str = ""
+    # TORCH: the class of the module built in the call (`DDP(Net().to(rank), ...)`), absolute.
+    built: str = ""
+
+
 @dataclass(frozen=True)
 class Event:
     """One thing a function does to an object it names (`target`, a dotted name such as
@@ -266,6 +294,12 @@ class FileFacts:
     # (`distributed_type: FSDP`: 1 or 2; 0 for any other file).
     launches: tuple[AccelerateLaunch, ...] = ()
     accelerate_fsdp: int = 0
+    # DDP set up with `find_unused_parameters=True` (`DdpUse`).
+    ddp: tuple[DdpUse, ...] = ()
+    # A launch script's commands that start a Python script on several processes without
+    # DeepSpeed or FSDP (`torchrun --nproc_per_node 8 train.py`, `accelerate launch --multi_gpu`):
+    # (the script as written, the line) (`ckptlint.model.file_facts.launch_scripts`).
+    parallel_launches: tuple[tuple[str, int], ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.file_facts.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -329,6 +363,8 @@ class FileFacts:
             "forwarding": [[f.name, f.kind.value, f.line, list(f.accepted), f.checkpoint_line, f.via] for f in self.forwarding],
             "launches": [[l.entry, l.module, l.config, l.line, l.fsdp_version] for l in self.launches],
             "accelerate_fsdp": self.accelerate_fsdp,
+            "parallel_launches": [list(launch) for launch in self.parallel_launches],
+            "ddp": [[u.kind.value, u.path, u.line, u.static_graph, u.function, u.target, u.how, u.built] for u in self.ddp],
             "summaries": self.summaries_json,
         }
 
@@ -373,6 +409,8 @@ class FileFacts:
             ),
             launches=tuple(AccelerateLaunch(*launch) for launch in data.get("launches", ())),
             accelerate_fsdp=data.get("accelerate_fsdp", 0),
+            ddp=tuple(DdpUse(DdpKind(kind), *rest) for kind, *rest in data.get("ddp", ())),
+            parallel_launches=tuple((entry, line) for entry, line in data.get("parallel_launches", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

@@ -34,9 +34,46 @@ _DOUBLE_QUOTE_ESCAPE = re.compile(r'\\([$`"\\])')
 def launch_script_facts(text: str, module: str) -> FileFacts:
     """The `accelerate launch` commands of a shell script that run a Python entry point,
     those of the scripts it runs as `bash -c "..."` (a SLURM job's `srun ... bash -c`) too."""
-    if "accelerate" not in text:
+    if "accelerate" not in text and "torch" not in text:
         return FileFacts(module)
-    return FileFacts(module, launches=tuple(_launches(text, 0, depth=0)))
+    launches = tuple(_launches(text, 0, depth=0)) if "accelerate" in text else ()
+    return FileFacts(module, launches=launches, parallel_launches=tuple(_parallel_launches(text)))
+
+
+def _parallel_launches(text: str) -> Iterator[tuple[str, int]]:
+    """`torchrun` / `python -m torch.distributed.{run,launch}` with `--nproc_per_node` above 1
+    (a literal: a variable's value is not known), `accelerate launch
+    --multi_gpu` or `--num_processes` above 1, running a script without `--deepspeed` or
+    `--fsdp` among its options (CKPT006: the Trainer's DDP on several processes)."""
+    from ckptlint.model.syntax.launch_commands import read_launch
+    from ckptlint.model.syntax.shell_scripts import parse_script
+
+    for command in parse_script(text):
+        launch = read_launch(command)
+        if launch is None or launch.entry is None or not launch.entry.value or launch.entry_is_module:
+            continue
+        if any(option.name in ("deepspeed", "fsdp") for option in launch.options):
+            continue
+        if launch.launcher == "torchrun":
+            several = _above_one(launch.launcher_option("nproc_per_node"))
+        elif launch.launcher == "accelerate":
+            several = launch.launcher_option("multi_gpu") is not None or _above_one(launch.launcher_option("num_processes"))
+            several = several and launch.launcher_option("use_deepspeed", "use_fsdp") is None
+        else:
+            several = False
+        if several:
+            yield launch.entry.value, command.line
+
+
+def _above_one(option) -> bool:
+    if option is None or option.value is None:
+        return False
+    value = option.value.value if option.value is not option.flag else (
+        option.value.value.split("=", 1)[1] if option.value.value is not None and "=" in option.value.value else None
+    )
+    if value is None:
+        return False  # `--nproc_per_node $GPUS`: not known
+    return (value.isdigit() and int(value) > 1) or value in ("gpu", "auto")
 
 
 def _launches(text: str, row_offset: int, *, depth: int) -> Iterator[AccelerateLaunch]:

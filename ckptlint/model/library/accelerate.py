@@ -10,3 +10,13 @@ ACCELERATE_FSDP_PLUGIN = frozenset(
         "accelerate.utils.dataclasses.FullyShardedDataParallelPlugin",
     }
 )
+# `Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])`:
+# `prepare` wraps the model in torch's DDP with these keyword arguments, `static_graph`
+# included (accelerate 1.15 `utils/dataclasses.py`, `accelerator.py` `prepare_model`).
+ACCELERATE_DDP_KWARGS = frozenset(
+    {
+        "accelerate.DistributedDataParallelKwargs",
+        "accelerate.utils.DistributedDataParallelKwargs",
+        "accelerate.utils.dataclasses.DistributedDataParallelKwargs",
+    }
+)

@@ -23,3 +23,15 @@ LIGHTNING_ENTRY_POINTS = frozenset(
     {"lightning.Trainer", "lightning.Fabric", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
      "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
 )
+# Lightning's DDP strategies: `DDPStrategy(find_unused_parameters=True, static_graph=...)`
+# hands its keyword arguments to torch's `DistributedDataParallel` (lightning 2.x
+# `pytorch/strategies/ddp.py`, `_ddp_kwargs`); pytorch_lightning 1.x spelled it
+# `plugins=DDPPlugin(find_unused_parameters=True)`. The registered strategy names ending in
+# `_find_unused_parameters_true` pass `find_unused_parameters=True` (lightning 2.x
+# `DDPStrategy.register_strategies`: `ddp`, `ddp_spawn`, `ddp_fork`, `ddp_notebook`). (Before
+# lightning 2.0 plain `"ddp"` defaulted to True as well; not counted: the version decides.)
+LIGHTNING_DDP_STRATEGY = frozenset(
+    {f"{package}.strategies{sub}.DDPStrategy" for package in LIGHTNING_PACKAGES for sub in ("", ".ddp")}
+    | {"pytorch_lightning.plugins.DDPPlugin", "pytorch_lightning.plugins.training_type.DDPPlugin"}
+)
+LIGHTNING_FIND_UNUSED_SUFFIX = "_find_unused_parameters_true"

@@ -68,6 +68,30 @@ class CheckpointingHelper:
     leaves_out: tuple[str, int] | None = None
 
 
+# --- DDP -----------------------------------------------------------------------------------
+
+# `DistributedDataParallel(module, find_unused_parameters=True)` marks, after each forward,
+# the parameters the autograd graph from the outputs does not reach as ready; a reentrant
+# checkpoint runs its region under `no_grad`, so its parameters are among them, and its
+# recomputation in backward fires their hooks again. Measured on torch 2.13 (CPU, gloo, 2
+# processes; CKPT006's Evidence): the first backward raises `RuntimeError: Expected to mark a
+# variable ready only once. ... Parameter at index 3 with name b.bias has been marked as
+# ready twice`; the non-reentrant implementation runs; `static_graph=True` (also with
+# `find_unused_parameters=True`) runs; a module checkpointed twice in one forward raises the
+# same error without `find_unused_parameters` too, unless `static_graph=True`.
+DDP = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.nn.DistributedDataParallel",
+    }
+)
+DDP_FIND_UNUSED = "find_unused_parameters"
+DDP_STATIC_GRAPH = "static_graph"
+# `ddp_model._set_static_graph()`: what `static_graph=True` does, called on the wrapped model
+# (torch 2.13 `distributed.py`; the error's own advice).
+DDP_SET_STATIC_GRAPH = "_set_static_graph"
+
 # --- FSDP ----------------------------------------------------------------------------------
 
 FSDP1 = frozenset(

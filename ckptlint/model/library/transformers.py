@@ -421,3 +421,14 @@ class HfCheckpointingKwargs:
         if self.shape is KwargsShape.DEFAULT:
             return not transformers_5
         return None
+
+# --- the Trainer under DDP ---------------------------------------------------------------
+
+# `TrainingArguments(ddp_find_unused_parameters=...)` is what the Trainer hands torch's DDP as
+# `find_unused_parameters`; left `None`, it is `not model.is_gradient_checkpointing` for a
+# `PreTrainedModel` and True for any other model, a `PeftModel` included (transformers 5.17
+# `trainer.py` `_build_accelerator_args`, which also says `or args.gradient_checkpointing`;
+# 4.46.3 `trainer.py` `_wrap_model`, line 2003). `ddp_static_graph=True` passes
+# `static_graph=True` (5.17). Under DeepSpeed or FSDP the Trainer builds no torch DDP.
+TRAINER_DDP_FIND_UNUSED = "ddp_find_unused_parameters"
+TRAINER_DDP_STATIC_GRAPH = "ddp_static_graph"

@@ -1,0 +1,88 @@
+"""The project index's questions about DDP with unused-parameter detection (CKPT006): where
+the project sets `find_unused_parameters=True` (torch's `DistributedDataParallel`, Lightning's
+DDP strategy, accelerate's `DistributedDataParallelKwargs`, `TrainingArguments`), and which of
+those can apply to a file, with the reach FSDP uses have (`ckptlint.model.project.scripts`:
+an entry script's use reaches what it imports, not the other entry scripts; a test file sees
+only its own). A mixin of `ckptlint.model.index.ProjectIndex`, beside `FsdpQueries` (which
+provides `_script_reach`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from ckptlint.model.file_facts.facts import DdpUse
+from ckptlint.model.project.project_facts import RECOMPUTE_KIND, REGISTRY_KIND
+from ckptlint.model.syntax.names import is_test_path
+
+DDP_KIND = "ddp"
+
+
+class DdpQueries:
+    @cached_property
+    def ddp_uses(self) -> tuple[DdpUse, ...]:
+        uses = [use for _, facts in self._files_of_kind(DDP_KIND) for use in facts.ddp]
+        return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
+
+    def ddp_uses_reaching(self, relative_path: str) -> tuple[DdpUse, ...]:
+        """The DDP uses with `find_unused_parameters=True` that can apply to the code of one file."""
+        if is_test_path(relative_path):
+            return tuple(use for use in self.ddp_uses if use.path == relative_path)
+        return tuple(
+            use for use in self.ddp_uses
+            if not is_test_path(use.path) and relative_path in self._ddp_reach(use.path, use.line)
+        )
+
+    def _ddp_reach(self, path: str, line: int) -> frozenset[str]:
+        """The files a use at `path:line` can apply to: those FSDP's reach allows that are also
+        the use's own program, `path` and what it imports (through any number of imports), or
+        the program of a file importing `path` (a `wrap_ddp(model)` helper: the scripts calling
+        it, and what they import). Narrower than FSDP's: a DDP setting of one script says
+        nothing of a model no import brings to it."""
+        cached = self._ddp_reach_cache.get((path, line))
+        if cached is None:
+            reach = self._script_reach
+            allowed = reach.reached_by(path, line)
+            programs = [reach.reached_from_entry(path)] + [
+                reach.reached_from_entry(other) for other in sorted(self.files)
+                if other != path and path in reach.imported_files(other)
+            ]
+            cached = self._ddp_reach_cache[(path, line)] = frozenset(
+                f for f in self.files if f in allowed and any(f in program for program in programs)
+            )
+        return cached
+
+    def parallel_launch_of(self, relative_path: str) -> str | None:
+        """Where a launch script of the project runs this file on several processes
+        (`scripts/train.sh:3`), for a message; None when none does."""
+        from ckptlint.model.project.fsdp_queries import LAUNCH_KIND
+
+        for script, facts in self._files_of_kind(LAUNCH_KIND):
+            for entry, line in facts.parallel_launches:
+                if self._launched_file(script, entry) == relative_path:
+                    return f"{script}:{line}"
+        return None
+
+    def checkpoints_behind_flag(self, flag: str, module: str | None = None) -> tuple[tuple[str, bool | None], ...]:
+        """(class, reentrant) for each checkpoint call in a project class's method that runs only
+        with `self.<flag>` on (`if self.use_checkpoint: x = checkpoint.checkpoint(blk, x)`): what
+        an OpenMMLab config's `use_checkpoint=True` / `with_cp=True` turns on; only the classes
+        of `module` when given."""
+        return tuple(
+            (c.name, call.reentrant)
+            for _, facts in self._files_of_kind(RECOMPUTE_KIND) if module is None or facts.module == module
+            for c in facts.classes for method in c.methods for call in method.checkpoints if flag in call.flags
+        )
+
+    def modules_defining_class(self, short_name: str) -> frozenset[str]:
+        """The project modules that define a class of this name (a config's `type="FocalNet"`)."""
+        return frozenset(
+            facts.module for _, facts in self._files_of_kind(REGISTRY_KIND)
+            for c in facts.classes if c.name.rpartition(".")[2] == short_name
+        ) or frozenset(
+            self.files[path].module for name in self._by_short_name.get(short_name, ())
+            if name in self.classes and (path := self.path_of(name)) is not None
+        )
+
+    @cached_property
+    def _ddp_reach_cache(self) -> dict:
+        return {}  # (path, line) -> the files a DDP use reaches
