@@ -263,6 +263,10 @@ class FileFacts:
     # (`distributed_type: FSDP`: 1 or 2; 0 for any other file).
     launches: tuple[AccelerateLaunch, ...] = ()
     accelerate_fsdp: int = 0
+    # What makes a DeepSpeed config's `activation_checkpointing` section live here
+    # (`ckptlint.model.file_facts.deepspeed_wiring`): DeepSpeed checkpointing names the file
+    # refers to, configuring packages it imports.
+    deepspeed_wiring: tuple[str, ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.file_facts.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -326,6 +330,7 @@ class FileFacts:
             "forwarding": [[f.name, f.kind.value, f.line, list(f.accepted), f.checkpoint_line, f.via] for f in self.forwarding],
             "launches": [[l.entry, l.module, l.config, l.line, l.fsdp_version] for l in self.launches],
             "accelerate_fsdp": self.accelerate_fsdp,
+            "deepspeed_wiring": list(self.deepspeed_wiring),
             "summaries": self.summaries_json,
         }
 
@@ -369,6 +374,7 @@ class FileFacts:
             ),
             launches=tuple(AccelerateLaunch(*launch) for launch in data.get("launches", ())),
             accelerate_fsdp=data.get("accelerate_fsdp", 0),
+            deepspeed_wiring=tuple(data.get("deepspeed_wiring", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 

@@ -60,6 +60,7 @@ def exported_digest(facts: FileFacts) -> str:
         tuple(replace(f, line=0, checkpoint_line=0) for f in facts.forwarding),
         facts.launches,
         facts.accelerate_fsdp,
+        facts.deepspeed_wiring,
         tuple(_observable_summary(s, observable) for s in facts.summaries),
     )
     return hashlib.blake2b(repr(exported).encode(), digest_size=12).hexdigest()
