@@ -32,9 +32,13 @@ class DeepspeedActivationCheckpointingConfigUnused(Rule):
 
     Not reported: a project that calls `configure` or checkpoints through DeepSpeed's
     checkpoint anywhere (Megatron-DeepSpeed, gpt-neox, DeepSpeed's own pipeline models);
-    one that imports Lightning where DeepSpeed is named (its `DeepSpeedStrategy` calls
-    `configure` with the section after `deepspeed.initialize`) or a `megatron` package it
-    does not hold (Megatron-DeepSpeed's, which configures it); a section whose settings are
+    one that imports Lightning in a file that uses DeepSpeed (`DeepSpeedStrategy`, a
+    `"deepspeed_stage_2"` strategy, `import deepspeed`: the strategy calls `configure` with
+    the section after `deepspeed.initialize`), or a `megatron` package it does not hold in
+    such a file (Megatron-DeepSpeed's, which configures it; NVIDIA's Megatron imported where
+    DeepSpeed is not used, as LLaMA-Factory's Megatron bridge does, counts for nothing); a
+    config built by assignments (`config["activation_checkpointing"] = {...}`), which is not
+    followed; a section whose settings are
     all DeepSpeed's defaults (false, `number_checkpoints: null`: it asks for nothing, so
     nothing is lost); an `activation_checkpointing` key outside a DeepSpeed config (FSDP's
     `fsdp_config: {activation_checkpointing: true}`); a project with no Python code that

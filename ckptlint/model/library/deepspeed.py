@@ -63,7 +63,8 @@ DEEPSPEED_CHECKPOINTING_WIRING = frozenset({
 } | {"deepspeed.pipe.PipelineModule", "deepspeed.runtime.pipe.PipelineModule", "deepspeed.runtime.pipe.module.PipelineModule"})
 # Packages whose DeepSpeed integration calls `configure` itself: Lightning's DeepSpeedStrategy
 # (pytorch_lightning, lightning, lightning_fabric), and Megatron-DeepSpeed's `megatron`
-# (its `initialize.py` configures DeepSpeed's checkpointing when `--deepspeed-activation-checkpointing`).
+# (its `initialize.py` configures DeepSpeed's checkpointing when `--deepspeed-activation-checkpointing`),
+# each counted where the importing file uses DeepSpeed (NVIDIA's `megatron` has no DeepSpeed).
 CONFIGURING_PACKAGES = ("pytorch_lightning", "lightning", "lightning_fabric", "megatron")
 # Packages that hand a DeepSpeed config to `deepspeed.initialize` and never call `configure`
 # (transformers' Trainer and `HfDeepSpeedConfig`, accelerate's `DeepSpeedPlugin`, TRL's
@@ -75,14 +76,12 @@ def requested_activation_checkpointing(section: dict[str, object], unknown: obje
     """The settings of an `activation_checkpointing` section that ask for something other
     than DeepSpeed's default (a value `unknown`, not a literal, counts as asking), in
     DeepSpeed's order."""
-    asked = []
-    for name, default in ACTIVATION_CHECKPOINTING_DEFAULTS.items():
-        if name not in section:
-            continue
-        value = section[name]
-        if value is unknown or (value is not None if default is None else bool(value)):
-            asked.append(name)
-    return tuple(asked)
+    # Every default is false, and `number_checkpoints` counts only when true too (a `false`
+    # or 0 there sizes no buffer): a false value asks for nothing.
+    return tuple(
+        name for name in ACTIVATION_CHECKPOINTING_DEFAULTS
+        if name in section and (section[name] is unknown or bool(section[name]))
+    )
 
 
 def is_deepspeed_config(keys: dict[str, object], is_mapping) -> bool:
