@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping
 from ckptlint.model.library.deepspeed import CONFIGURING_PACKAGES, DEEPSPEED_CHECKPOINTING_WIRING
 from ckptlint.model.syntax.ast_walk import walk
 
+# The attribute a reference to one of DeepSpeed's names ends with (`deepspeed.checkpointing.configure`).
+_LAST_NAMES = frozenset(name.rpartition(".")[2] for name in DEEPSPEED_CHECKPOINTING_WIRING)
+
 
 def deepspeed_wiring(
     tree: ast.Module, text: str, imports: Mapping[str, str], resolve: Callable[[ast.AST], str | None]
@@ -26,21 +29,23 @@ def deepspeed_wiring(
     as LLaMA-Factory's Megatron bridge imports it) has no DeepSpeed at all."""
     if "deepspeed" not in text and "DeepSpeed" not in text:  # a cheap test before the walk
         return ()
-    found: set[str] = set()
-    uses_deepspeed = any(
-        absolute.partition(".")[0] == "deepspeed" or "DeepSpeed" in absolute.rpartition(".")[2]
-        for absolute in imports.values()
-    )
+    imported = set(imports.values())
+    from_deepspeed = any(absolute.partition(".")[0] == "deepspeed" for absolute in imported)
+    packages = {absolute.partition(".")[0] for absolute in imported} & set(CONFIGURING_PACKAGES)
+    if not from_deepspeed and not packages:
+        return ()  # DeepSpeed's names are reached through an import of it
+    found: set[str] = set(DEEPSPEED_CHECKPOINTING_WIRING & imported)
+    uses_deepspeed = from_deepspeed or any("DeepSpeed" in absolute.rpartition(".")[2] for absolute in imported)
     for node in walk(tree):
         kind = type(node)
-        if kind is ast.Attribute or kind is ast.Name:
-            name = resolve(node)
-            if name in DEEPSPEED_CHECKPOINTING_WIRING:
-                found.add(name)
-        elif kind is ast.Constant and isinstance(node.value, str) and node.value.startswith("deepspeed"):
-            uses_deepspeed = True  # `Trainer(strategy="deepspeed_stage_2")`
+        if kind is ast.Attribute:
+            if from_deepspeed and node.attr in _LAST_NAMES:
+                name = resolve(node)
+                if name in DEEPSPEED_CHECKPOINTING_WIRING:
+                    found.add(name)
+        elif kind is ast.Constant and packages and not uses_deepspeed:
+            if isinstance(node.value, str) and node.value.startswith("deepspeed"):
+                uses_deepspeed = True  # `Trainer(strategy="deepspeed_stage_2")`
     if uses_deepspeed:
-        found.update(
-            package for absolute in imports.values() if (package := absolute.partition(".")[0]) in CONFIGURING_PACKAGES
-        )
+        found.update(packages)
     return tuple(sorted(found))

@@ -60,7 +60,9 @@ DEEPSPEED_CHECKPOINTING_WIRING = frozenset({
     f"{module}.{function}"
     for module in ("deepspeed.checkpointing", "deepspeed.runtime.activation_checkpointing.checkpointing")
     for function in ("configure", "checkpoint", "non_reentrant_checkpoint")
-} | {"deepspeed.pipe.PipelineModule", "deepspeed.runtime.pipe.PipelineModule", "deepspeed.runtime.pipe.module.PipelineModule"})
+} | {
+    f"deepspeed.{module}.PipelineModule" for module in ("pipe", "runtime.pipe", "runtime.pipe.module")
+})
 # Packages whose DeepSpeed integration calls `configure` itself: Lightning's DeepSpeedStrategy
 # (pytorch_lightning, lightning, lightning_fabric), and Megatron-DeepSpeed's `megatron`
 # (its `initialize.py` configures DeepSpeed's checkpointing when `--deepspeed-activation-checkpointing`),
