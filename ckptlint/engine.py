@@ -129,7 +129,7 @@ def lint_text(
         return _in_cells(notebook, outcome, broken)
     kind = recipe_kind(path, text)
     if kind is not None:
-        return _lint_recipe(text, path, settings, display, kind)
+        return _lint_recipe(text, path, settings, display, kind, project)
     return on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits)
 
 
@@ -325,7 +325,9 @@ def _ruled_out_by_choice(rule: type[Rule], versions) -> bool:
     )
 
 
-def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: str) -> LintOutcome:
+def _lint_recipe(
+    text: str, path: Path, settings: Settings, display: str, kind: str, project: ProjectIndex | None = None
+) -> LintOutcome:
     """A training recipe (YAML / JSON) or launch script: see `ckptlint.recipes`."""
     from ckptlint.model.syntax.recipe_documents import RecipeSyntaxError
     from ckptlint.recipes.lint import lint_recipe
@@ -345,6 +347,7 @@ def _lint_recipe(text: str, path: Path, settings: Settings, display: str, kind: 
             settings.target_versions,
             settings.enabled_codes,
             project_root=settings.project_root,
+            project=project,
         )
 
     try:

@@ -354,8 +354,9 @@ def check_paths(
             continue
         if (root, is_python) not in keys:
             # A Python result depends on what the index knows; a launch script's on the
-            # directory its relative paths are looked up from.
-            context = index.fingerprint if is_python else os.getcwd()
+            # directory its relative paths are looked up from, a recipe's on the index too
+            # (CKPT008: whether the project's code applies a DeepSpeed config's section).
+            context = index.fingerprint if is_python else f"{os.getcwd()}:{index.fingerprint}"
             keys[root, is_python] = f"{settings_fingerprint(file_settings)}:{options.limits.fingerprint()}:{context}"
         key = f"{content}:{keys[root, is_python]}"
         cached, cached_hidden = cache.get(absolute, key, trusted_before) or (None, ())

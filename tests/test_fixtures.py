@@ -32,8 +32,9 @@ from ckptlint.rule_codes import all_codes
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
-# Training recipes and launch scripts: markers are `# expect:` comments too (JSON has no
-# comments, so JSON fixtures hold no findings of their own).
+# Training recipes and launch scripts: markers are `# expect:` comments too. JSON has no
+# comments: a JSON fixture's findings are listed beside it, in `NAME.json.expect` (one
+# `ROW CODE[,CODE]` per line; `#` starts a comment).
 RECIPE_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".yaml", ".yml", ".json", ".sh"))
 # Notebooks: markers are `# expect:` comments in code cells, on the reported row of the cell;
 # a finding's file is `path:cell N` (N counts every cell, markdown too).
@@ -79,6 +80,13 @@ def expected_findings(path: Path) -> set[tuple[str, int, str]]:
             source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
             for row, line in enumerate(source.splitlines(), start=1):
                 found.update((f"{relative(path)}:cell {number}", row, code) for code in marked_codes(line))
+        return found
+    if path.suffix == ".json":
+        listed = path.with_name(path.name + ".expect")
+        lines = listed.read_text(encoding="utf-8").splitlines() if listed.is_file() else []
+        for line in lines:
+            row, _, codes = line.partition("#")[0].strip().partition(" ")
+            found.update((relative(path), int(row), code.strip()) for code in codes.split(",") if row)
         return found
     if path.suffix != ".py":
         for row, line in enumerate(text.splitlines(), start=1):

@@ -15,11 +15,11 @@ from ckptlint.indexing import build_index
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 # Answered from the files that hold such facts only (`ProjectIndex.files_with`).
 QUERIES = ("fsdp_uses", "wrapped_classes", "checkpoint_wrappers", "forwarding", "forwarding_words", "checkpoint_aliases",
-           "hf_checkpointing_calls")
+           "hf_checkpointing_calls", "deepspeed_checkpointing_wiring", "hands_on_deepspeed_configs")
 
 
 PROJECTS = (".", "fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4", "projects/reexported_checkpoint",
-            "projects/hydra_reentrancy")
+            "projects/hydra_reentrancy", "deepspeed_sft", "megatron_ds")
 
 
 @pytest.mark.parametrize("project", PROJECTS)
@@ -49,7 +49,7 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         seen.update(build_index(root, settings).files_with)
     assert seen == {
         "wraps", "fsdp", "checkpointing", "options", "forwarding", "checkpoint_imports", "reexports", "recomputes",
-        "hf_checkpointing",
+        "hf_checkpointing", "deepspeed_wiring", "deepspeed_consumers",
     }
 
 

@@ -553,3 +553,39 @@ def test_helm_and_jinja_templates_are_not_yaml_yet(tmp_path):
     template = "gradient_checkpointing: {{ .Values.gc }}\nfsdp: {% if shard %}full_shard{% endif %}\n"
     outcome, *_ = lint(tmp_path, "templates/train.yaml", template)
     assert found(outcome) == []
+
+
+def test_deepspeed_section_follows_what_the_project_code_does(tmp_path, monkeypatch):
+    """CKPT008 in a JSON / YAML file asks the project's Python code; a cached result of the
+    config is not reused once the code starts configuring DeepSpeed's checkpointing."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (tmp_path / "ds_config.json").write_text(
+        '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "zero_optimization": {"stage": 3},\n'
+        '  "activation_checkpointing": {"partition_activations": true}\n}\n'
+    )
+    # Not DeepSpeed configs: an FSDP `fsdp_config` file, an `activation_checkpointing` mapping
+    # beside no DeepSpeed key.
+    (tmp_path / "fsdp.json").write_text('{"fsdp_config": {"activation_checkpointing": true}, "fsdp": "full_shard"}\n')
+    (tmp_path / "other.yaml").write_text("activation_checkpointing:\n  cpu_checkpointing: true\nlr: 0.1\n")
+    # An accelerate config holding a whole DeepSpeed config under `deepspeed_config:`.
+    (tmp_path / "accelerate.yaml").write_text(
+        "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_optimization:\n    stage: 3\n"
+        "  activation_checkpointing:\n    cpu_checkpointing: true\n"
+    )
+    monkeypatch.chdir(tmp_path)
+
+    def reported():
+        result = CliRunner().invoke(main, ["check", ".", "--select", "CKPT008", "--output-format", "json"])
+        items = json.loads(result.stdout)
+        return sorted((Path(i["filename"]).name, i["location"]["row"], i["location"]["column"]) for i in items)
+
+    assert reported() == []  # no Python code hands the configs on: who reads them is unknown
+    (tmp_path / "train.py").write_text(
+        'from transformers import TrainingArguments\nTrainingArguments("o", deepspeed="ds_config.json")\n'
+    )
+    assert reported() == [("accelerate.yaml", 5, 3), ("ds_config.json", 4, 3)]
+    assert reported() == [("accelerate.yaml", 5, 3), ("ds_config.json", 4, 3)]  # from the cache
+    (tmp_path / "wiring.py").write_text(
+        'import deepspeed\n\ndef setup():\n    deepspeed.checkpointing.configure(None, deepspeed_config="ds_config.json")\n'
+    )
+    assert reported() == []

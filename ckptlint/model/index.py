@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 
 from ckptlint.model.project.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
 from ckptlint.model.file_facts.facts import EventKind, FileFacts, ForwardingKind, Impl, ParameterEffect, text_digest
+from ckptlint.model.project.deepspeed_queries import (
+    DEEPSPEED_CONSUMER_KIND, DEEPSPEED_WIRING_KIND, DeepSpeedQueries, hands_on_deepspeed_configs,
+)
 from ckptlint.model.project.forwarding_queries import DECORATED_KIND, FORWARDING_KIND, ForwardingQueries
 from ckptlint.model.project.ddp_queries import DDP_KIND, DdpQueries
 from ckptlint.model.project.fsdp_queries import FSDP_KIND, LAUNCH_KIND, FsdpQueries
@@ -73,11 +76,15 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(LAUNCH_KIND)
     if facts.ddp:
         kinds.append(DDP_KIND)
+    if facts.deepspeed_wiring:
+        kinds.append(DEEPSPEED_WIRING_KIND)
+    if hands_on_deepspeed_configs(facts):
+        kinds.append(DEEPSPEED_CONSUMER_KIND)
     return kinds
 
 
 @dataclass
-class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, DdpQueries):
+class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, DdpQueries, DeepSpeedQueries):
     def parameter_effects(
         self, name: str, parameter: str | int, site: tuple[str, int] | None = None, _seen: frozenset[str] = frozenset()
     ) -> list[ParameterEffect]:

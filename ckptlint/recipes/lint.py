@@ -15,20 +15,26 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ckptlint.discovery import display_path
+from ckptlint.model.library.deepspeed import ACTIVATION_CHECKPOINTING_SECTION
 from ckptlint.model.library.fsdp_settings import is_accelerate_config
 from ckptlint.model.syntax.launch_commands import Launch, Option, hf_bool, option_value, read_launch
 from ckptlint.model.syntax.recipe_documents import Recipe, RecipeSyntaxError, Setting, Span, parse_recipe
 from ckptlint.model.syntax.shell_scripts import Word, parse_script
 from ckptlint.recipes import MAX_RECIPE_BYTES, may_hold_findings
 from ckptlint.recipes.checks import RecipeFinding, check_setup
+from ckptlint.recipes.deepspeed_configs import unused_sections
 from ckptlint.recipes.entry_points import EntryPoint, read_entry_point
 from ckptlint.recipes.setups import Flavor, setup_of
 from ckptlint.source import LineIndex, UndecodableSource, content_digest, decode_source, read_source_bytes
 from ckptlint.suppression import suppresses
 from ckptlint.types import Diagnostic, Edit, Fix, Location, Severity
 from ckptlint.versions import TargetVersions
+
+if TYPE_CHECKING:
+    from ckptlint.model.index import ProjectIndex
 
 _ACCELERATE_ENVIRONMENT = {
     "ACCELERATE_USE_FSDP": ("distributed_type",),
@@ -58,9 +64,11 @@ def lint_recipe(
     enabled: frozenset[str],
     *,
     project_root: Path,
+    project: ProjectIndex | None = None,
 ) -> RecipeLint:
     """The findings of a recipe or launch script; raises `RecipeSyntaxError` for invalid
-    YAML / JSON (the engine reports it as CKPT900)."""
+    YAML / JSON (the engine reports it as CKPT900). `project` answers what the project's
+    Python code does (CKPT008: whether it applies DeepSpeed's checkpointing settings)."""
     if not may_hold_findings(text, shell=kind == "shell"):
         return RecipeLint(())
     if kind == "shell":
@@ -80,10 +88,17 @@ def lint_recipe(
     if kind == "yaml" and _TEMPLATE.search(text):
         return RecipeLint(())  # a Helm / Jinja template: YAML only once rendered
     findings = []
+    # Asked of the project only for a document that holds a section.
+    deepspeed_unused = (
+        "CKPT008" in enabled and project is not None and ACTIVATION_CHECKPOINTING_SECTION in text
+        and project.deepspeed_section_unused
+    )
     for document in parse_recipe(text, display, is_json=kind == "json"):
         finding = check_setup(setup_of(document.settings, {}, versions), versions, enabled, display)
         if finding is not None:
             findings.append((finding, finding.settings[0].key_span))
+        if deepspeed_unused:
+            findings.extend((unused, unused.settings[0].key_span) for unused in unused_sections(document.settings))
     return RecipeLint(_diagnostics(text, display, findings, fixes=True, is_json=kind == "json"))
 
 

@@ -22,6 +22,7 @@ from ckptlint.model.syntax.call_syntax import (
     keyword_argument, listed_strings, turns_fsdp_on,
 )
 from ckptlint.model.file_facts.code import summarize
+from ckptlint.model.file_facts.deepspeed_wiring import deepspeed_wiring
 from ckptlint.model.file_facts.forwarding import forwarding_facts
 from ckptlint.model.file_facts.hf_events import (
     HF_WORDS, HfEvents, UnchangedParameters, call_arguments, chosen_callables, kept_parameters, parameter_guards,
@@ -74,6 +75,7 @@ INDEX_TRIGGERS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "checkpoint", "ckpt", "train", "TrainingArguments",
     "Config", "Module", "Norm", "Dropout", "Sequential", "backward", "from_pretrained", "reentrant", "REENTRANT",
     "find_unused",
+    "deepspeed",
 )
 # A module in the middle of a model's way (`setup()` returning `load_model()`'s model) or a
 # registry (`register_backbone`) names only these: read when it is small or has no torch of
@@ -127,6 +129,7 @@ def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> F
 class _Extractor(WrapperFacts):
     def __init__(self, module: str, relative_path: str, text: str = "") -> None:
         self.lines = text.splitlines()
+        self.text = text
         # Only such files can hold a random call (`method_behaviour.random_call`).
         self._may_draw = any(word in text for word in _RANDOM_WORDS)
         # A converter puts `Frozen...Norm` copies in place while walking `children()`.
@@ -241,6 +244,7 @@ class _Extractor(WrapperFacts):
             registrars=tuple(registrars(tree, self.resolve, self.module)) if "[" in self.text_for_registries else (),
             registrations=tuple(self.registrations),
             forwarding=forwarding_facts(tree, self.module, self.resolve) if self.may_forward else (),
+            deepspeed_wiring=deepspeed_wiring(tree, self.text, self.imports, self.resolve),
         )
 
     def _summaries(self, tree: ast.Module) -> list[FunctionSummary]:

@@ -300,6 +300,10 @@ class FileFacts:
     # DeepSpeed or FSDP (`torchrun --nproc_per_node 8 train.py`, `accelerate launch --multi_gpu`):
     # (the script as written, the line) (`ckptlint.model.file_facts.launch_scripts`).
     parallel_launches: tuple[tuple[str, int], ...] = ()
+    # What makes a DeepSpeed config's `activation_checkpointing` section live here
+    # (`ckptlint.model.file_facts.deepspeed_wiring`): DeepSpeed checkpointing names the file
+    # refers to, configuring packages it imports.
+    deepspeed_wiring: tuple[str, ...] = ()
     # What each function binds, builds and returns (`ckptlint.model.file_facts.code`), as JSON: decoded
     # (`summaries`) only for the files the model evaluates, not for every file loaded.
     summaries_json: str = "[]"
@@ -365,6 +369,7 @@ class FileFacts:
             "accelerate_fsdp": self.accelerate_fsdp,
             "parallel_launches": [list(launch) for launch in self.parallel_launches],
             "ddp": [[u.kind.value, u.path, u.line, u.static_graph, u.function, u.target, u.how, u.built] for u in self.ddp],
+            "deepspeed_wiring": list(self.deepspeed_wiring),
             "summaries": self.summaries_json,
         }
 
@@ -411,6 +416,7 @@ class FileFacts:
             accelerate_fsdp=data.get("accelerate_fsdp", 0),
             ddp=tuple(DdpUse(DdpKind(kind), *rest) for kind, *rest in data.get("ddp", ())),
             parallel_launches=tuple((entry, line) for entry, line in data.get("parallel_launches", ())),
+            deepspeed_wiring=tuple(data.get("deepspeed_wiring", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )
 
