@@ -10,6 +10,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT003", "checkpoint-before-fsdp-wrap", True, Applicability.UNSAFE),
     RuleSummary("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True, Applicability.UNSAFE),
     RuleSummary("CKPT005", "double-checkpointing", True, None),
+    RuleSummary("CKPT007", "reentrant-checkpoint-inputs-without-grad", True, Applicability.SAFE),
     RuleSummary("CKPT010", "checkpointed-batchnorm", True, None),
     RuleSummary("CKPT011", "checkpointed-stateful-forward", True, None),
     RuleSummary("CKPT020", "checkpointing-without-use-cache-false", True, Applicability.SAFE),
