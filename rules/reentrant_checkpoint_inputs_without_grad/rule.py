@@ -38,7 +38,10 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
       `checkpoint_sequential(self.features, 3, images)` whose first segment holds the stem).
       Outermost means that the project builds the class only outside classes (a script, a
       `main()`, a builder function called there), never holds it as a value and never
-      derives from it; a block that a parent module builds gets activations;
+      derives from it; a block that a parent module builds gets activations, and so does
+      a model the project calls on another model's output (`denoiser(context)` with
+      `context = text_encoder(ids)[0]`, in the function that builds it or one it is
+      handed to);
     - the output of an embedding the class freezes itself (`self.embed.requires_grad_(False)`,
       `p.requires_grad = False` over `self.embed.parameters()`, `weight.requires_grad =
       False`, `nn.Embedding.from_pretrained(w)`, which freezes by default), or of another
@@ -57,7 +60,9 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
     `checkpoint_wrapper`'s default); a region with no trainable parameter (frozen by its
     class, or a function of tensors alone); a block whose `forward` a parent module calls;
     a project function named `checkpoint`; Hugging Face gradient checkpointing on a frozen
-    or PEFT model (CKPT021's); freezing done from outside the class (a training script).
+    or PEFT model (CKPT021's); freezing done from outside the class (a training script, a
+    `lock()` method called there) or by a subclass of another file; an input handed on to a
+    helper method first (`self._checkpointed_forward(x)`), which is not followed.
 
     ## Why is this bad?
     The reentrant implementation is an `autograd.Function` whose forward runs the region
