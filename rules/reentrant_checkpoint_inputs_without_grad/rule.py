@@ -35,7 +35,9 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
     a parameterised module its class does not freeze:
     - the model's raw input: a parameter of the `forward` of the outermost model, passed
       straight in (`checkpoint(self.stem_and_block, pixel_values)`,
-      `checkpoint_sequential(self.features, 3, images)` whose first segment holds the stem).
+      `checkpoint_sequential(self.features, 3, images)` whose first segment holds the stem),
+      also through a method of the model that only `forward` calls, with that input
+      (`x = self._checkpointed_forward(x)`).
       Outermost means that the project builds the class only outside classes (a script, a
       `main()`, a builder function called there), never holds it as a value and never
       derives from it; a block that a parent module builds gets activations, and so does
@@ -61,8 +63,7 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
     class, or a function of tensors alone); a block whose `forward` a parent module calls;
     a project function named `checkpoint`; Hugging Face gradient checkpointing on a frozen
     or PEFT model (CKPT021's); freezing done from outside the class (a training script, a
-    `lock()` method called there) or by a subclass of another file; an input handed on to a
-    helper method first (`self._checkpointed_forward(x)`), which is not followed.
+    `lock()` method called there) or by a subclass of another file.
 
     ## Why is this bad?
     The reentrant implementation is an `autograd.Function` whose forward runs the region
@@ -301,17 +302,41 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
 
     def _model_input(self, name: str, function: cst.FunctionDef, classdef: cst.ClassDef | None) -> str | None:
         """`name` is a parameter of `function`: the model's raw input when `function` is the
-        `forward` of the outermost model."""
-        if classdef is None or function.name.value != "forward" or function not in classdef.body.body:
+        `forward` of the outermost model, or a method of it that only `forward` calls, each
+        time with such an input (`def forward(self, x): return self._checkpointed_forward(x)`)."""
+        if classdef is None or function not in classdef.body.body:
             return None
+        parameters = function.params.params
+        if not parameters or name == parameters[0].name.value or any(p.name.value == name for p in function.params.kwonly_params):
+            return None
+        if function.name.value != "forward":
+            return self._handed_by_forward(name, function, classdef)
         owner = f"{self._module}.{classdef.name.value}"
         if owner not in self._outermost:
             self._outermost[owner] = outermost_model(self.context.project, owner)
         built = self._outermost[owner]
-        parameters = function.params.params
-        if built is None or not parameters or name == parameters[0].name.value:
+        if built is None:
             return None
         return f"`{name}`, the input of `{classdef.name.value}.forward`, the outermost model (built at {built})"
+
+    def _handed_by_forward(self, name: str, method: cst.FunctionDef, classdef: cst.ClassDef) -> str | None:
+        """Why every call of `self.<method>(...)` in the class passes, for `name`, what does
+        not require grad; None unless all of them are in `forward` and do."""
+        position = [p.name.value for p in method.params.params].index(name) - 1
+        calls = [
+            call for call, (owner, _) in self._enclosing.items()
+            if owner is classdef and isinstance(call.func, cst.Attribute) and call.func.attr.value == method.name.value
+            and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"
+        ]
+        reasons = []
+        for call in calls:
+            caller = self._enclosing[call][1]
+            if caller is None or caller.name.value != "forward" or caller not in classdef.body.body:
+                return None
+            if any(arg.star or arg.keyword is not None for arg in call.args[: position + 1]) or len(call.args) <= position:
+                return None
+            reasons.append(self._origins_in(caller, classdef).of(call.args[position].value, call))
+        return reasons[0] if reasons and all(reasons) else None
 
 
 def _constant(expr: cst.BaseExpression) -> bool:
