@@ -11,6 +11,7 @@ RULE_MANIFEST: tuple[RuleSummary, ...] = (
     RuleSummary("CKPT004", "hf-checkpointing-with-fsdp-full-shard", True, Applicability.UNSAFE, Severity.WARNING),
     RuleSummary("CKPT005", "double-checkpointing", True, None, Severity.WARNING),
     RuleSummary("CKPT006", "reentrant-checkpoint-with-ddp-unused-parameters", True, Applicability.UNSAFE, Severity.ERROR),
+    RuleSummary("CKPT007", "reentrant-checkpoint-inputs-without-grad", True, Applicability.SAFE, Severity.ERROR),
     RuleSummary("CKPT008", "deepspeed-activation-checkpointing-config-unused", True, None, Severity.WARNING),
     RuleSummary("CKPT010", "checkpointed-batchnorm", True, None, Severity.ERROR),
     RuleSummary("CKPT011", "checkpointed-stateful-forward", True, None, Severity.ERROR),

@@ -813,7 +813,7 @@ def test_show_settings_shows_every_setting_with_its_origin(cli, make_project, mo
     config = root.resolve() / "pyproject.toml"
     result = cli(["--show-settings", "--ignore", "CKPT032", "--target-version", "peft=0.13", "."], cwd=root)
     assert result.exit_code == 0 and result.stderr == ""
-    codes = "CKPT001, CKPT002, CKPT003, CKPT004, CKPT005, CKPT006, CKPT008, CKPT010, CKPT011, CKPT020, CKPT021, CKPT030, CKPT031, CKPT034, CKPT035, CKPT036, CKPT900, CKPT901"
+    codes = "CKPT001, CKPT002, CKPT003, CKPT004, CKPT005, CKPT006, CKPT007, CKPT008, CKPT010, CKPT011, CKPT020, CKPT021, CKPT030, CKPT031, CKPT034, CKPT035, CKPT036, CKPT900, CKPT901"
     assert result.stdout.splitlines() == [
         f"project root:      {root.resolve()} (holds pyproject.toml)",
         f"config file:       {config}",

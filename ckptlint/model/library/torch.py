@@ -144,6 +144,30 @@ IDEMPOTENT_CONVERSIONS = frozenset(
 # Measured on torch 2.13: `to`, `float` and `contiguous` return the tensor itself when nothing
 # changes.
 
+# Modules that hold parameters as built by default (torch 2.13 `torch/nn/modules/`): what makes
+# a checkpointed region trainable (CKPT007). Last names of classes under `torch.nn`.
+PARAMETERISED_MODULES = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding", "EmbeddingBag", "LayerNorm",
+    "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "PReLU",
+    "MultiheadAttention", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+})
+# An embedding's output requires grad exactly when its weight does: its input is indices,
+# which never require grad (torch 2.13: float indices raise).
+EMBEDDING_MODULES = frozenset({"torch.nn.Embedding", "torch.nn.EmbeddingBag"})
+# `nn.Embedding.from_pretrained(embeddings, freeze=True, ...)`: frozen unless `freeze=False`
+# (torch 2.13 `nn/modules/sparse.py`: `embedding.weight.requires_grad = not freeze`).
+EMBEDDING_FROM_PRETRAINED = frozenset({f"{name}.from_pretrained" for name in EMBEDDING_MODULES})
+# Contexts under which nothing computed requires grad (torch 2.13 `torch/autograd/grad_mode.py`).
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad"})
+# Tensor methods whose result requires grad exactly when the tensor does (their other
+# arguments are shapes, dtypes, devices, indices).
+GRAD_PRESERVING_METHODS = frozenset({
+    "to", "float", "half", "bfloat16", "double", "cuda", "cpu", "type", "contiguous", "view", "reshape", "flatten",
+    "permute", "transpose", "unsqueeze", "squeeze", "expand", "repeat", "clone", "long", "int", "unflatten",
+})
+
 # Containers whose members run in order (`nn.Sequential`) or are iterated by their owner.
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
