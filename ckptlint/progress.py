@@ -71,13 +71,15 @@ class ProgressLine:
         if done < counts[1] or total != counts[2]:  # a new pool of this stage: the last one's files are finished
             counts[0] += counts[1]
         counts[1], counts[2] = done, total
-        self.tick()
+        self.tick(finished=done == total)
 
-    def tick(self) -> None:
+    def tick(self, *, finished: bool = False) -> None:
+        """Redraw, at most every `_REDRAW_SECONDS` (and when a pool has finished: its
+        last count stays on the line while the next stage starts)."""
         now = self.clock()
         if now - self.started < self.delay:
             return
-        if self.last_drawn is not None and now - self.last_drawn < _REDRAW_SECONDS:
+        if self.last_drawn is not None and now - self.last_drawn < _REDRAW_SECONDS and not finished:
             return
         self.last_drawn = now
         self._write(_ERASE + self.render(now))

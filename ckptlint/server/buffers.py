@@ -72,7 +72,8 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Task:
-    """One analysis of a buffer's text: `lint`, or `fix` (every safe fix, to a fixed point)."""
+    """One analysis of a buffer's text: `lint`, `fix` (every safe fix, to a fixed point) or
+    `facts` (what the index would hold for it: asked after its findings are published)."""
 
     kind: str
     text: str
@@ -97,9 +98,10 @@ def _analyse(task: Task) -> Any:
             task.text, task.path, settings, unsafe=False, display_path=task.display, project=project, limits=limits
         )
         return fixed.text
+    if task.kind == "facts":
+        return buffer_facts(task.text, task.path, settings) if project is not None else None
     outcome = lint_text(task.text, task.path, settings, display_path=task.display, project=project, limits=limits)
-    lint = BufferLint(task.text, outcome.diagnostics, (*unknown_noqa_codes(task.text, task.display), *outcome.internal_errors))
-    return lint, (buffer_facts(task.text, task.path, settings) if project is not None else None)
+    return BufferLint(task.text, outcome.diagnostics, (*unknown_noqa_codes(task.text, task.display), *outcome.internal_errors))
 
 
 def buffer_facts(text: str, path: Path, settings: Settings) -> BufferFacts | None:

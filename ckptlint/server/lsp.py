@@ -112,6 +112,7 @@ class CkptlintServer(LanguageServer):
         self.workers: dict[str, BufferWorker] = {}  # buffer key -> its worker
         self.scheduled: dict[str, asyncio.Task] = {}
         self.linted: dict[str, tuple[int | None, BufferLint]] = {}  # buffer key -> (version, lint)
+        self.facts_sent: dict[str, tuple[str, ...]] = {}  # buffer key -> the text whose facts the index has
         self.logged_problems: dict[str, tuple[str, ...]] = {}
         self.shown_errors: set[str] = set()
         self.pending_changes: set[Path] = set()
@@ -203,7 +204,6 @@ class CkptlintServer(LanguageServer):
         known = self.linted.get(key)
         if known is not None and known[0] == buffer.version and known[1].text == buffer.text:
             return buffer, known[1]
-        facts = None
         try:
             linted = await self.in_indexer(self.projects.too_large, buffer.text, buffer.path)
             if linted is None:
@@ -213,7 +213,7 @@ class CkptlintServer(LanguageServer):
                 elif outcome is None:
                     return None  # closed meanwhile
                 else:
-                    linted, facts = outcome
+                    linted = outcome
         except ConfigError as error:
             self.show_error_once(str(error))
             linted = BufferLint(buffer.text)
@@ -225,9 +225,20 @@ class CkptlintServer(LanguageServer):
             self.logged_problems[key] = linted.problems
             for problem in linted.problems:
                 self.log(problem, types.MessageType.Warning)
-        if facts is not None and await self.in_indexer(self.projects.buffer_facts, buffer.path, facts):
-            self.lint_others(key, buffer.path)
         return buffer, linted
+
+    async def update_facts(self, buffer: OpenBuffer) -> None:
+        """After its findings are out: the buffer's facts, laid over its project's index;
+        the project's other open buffers linted again when other files can observe the
+        change. Extracted in the buffer's worker (a hostile text stops at a limit there)."""
+        _, _, facts = await self.in_worker(buffer, "facts")
+        if isinstance(facts, TaskFailure) or facts is None:
+            return
+        current = self.buffer(buffer.key)
+        if current is None or current.text != buffer.text:
+            return  # a newer text will say
+        if await self.in_indexer(self.projects.buffer_facts, buffer.path, facts):
+            self.lint_others(buffer.key, buffer.path)
 
     def lint_others(self, key: str, path: Path) -> None:
         """What other files can observe of this buffer changed: lint its project's other
@@ -255,6 +266,9 @@ class CkptlintServer(LanguageServer):
             result = await self.lint(key)
             if result is not None:
                 self.publish(*result)
+                if result[1].text not in self.facts_sent.get(key, ()):
+                    self.facts_sent[key] = (result[1].text,)
+                    await self.update_facts(result[0])
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -285,6 +299,7 @@ class CkptlintServer(LanguageServer):
             worker.cancel()
             asyncio.get_running_loop().run_in_executor(self.waiters, worker.close)
         self.linted.pop(key, None)
+        self.facts_sent.pop(key, None)
         self.logged_problems.pop(key, None)
         for uri in [cell.uri for cell in cells] if cells else [key]:
             self._publish(uri, None, [])

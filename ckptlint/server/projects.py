@@ -103,7 +103,7 @@ class EditorProjects:
         """The findings in a buffer's text, analysed in this process (without the limits the
         server's workers enforce): as `ckptlint` would report them for the file at `path`
         holding that text."""
-        return self.too_large(text, path) or self._here("lint", text, path)[0]
+        return self.too_large(text, path) or self._here("lint", text, path)
 
     def fix_all(self, text: str, path: Path) -> str:
         """The buffer's text with every safe fix applied (to a fixed point), in this process."""
