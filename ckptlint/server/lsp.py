@@ -238,13 +238,13 @@ class CkptlintServer(LanguageServer):
         if current is None or current.text != buffer.text:
             return  # a newer text will say
         if await self.in_indexer(self.projects.buffer_facts, buffer.path, facts):
-            self.lint_others(buffer.key, buffer.path)
+            self.lint_others(buffer.key, buffer.path, await self.in_indexer(self.projects.root_of, buffer.path))
 
-    def lint_others(self, key: str, path: Path) -> None:
+    def lint_others(self, key: str, path: Path, root: Path | None) -> None:
         """What other files can observe of this buffer changed: lint its project's other
         open buffers again."""
         for other, buffer in self.open_buffers().items():
-            if other != key and buffer.path != path:
+            if other != key and buffer.path != path and root is not None and root in buffer.path.parents:
                 self.linted.pop(other, None)
                 self.schedule(other)
 
@@ -305,7 +305,7 @@ class CkptlintServer(LanguageServer):
             self._publish(uri, None, [])
         path = self.path_of(key)
         if await self.in_indexer(self.projects.buffer_closed, path):
-            self.lint_others(key, path)
+            self.lint_others(key, path, await self.in_indexer(self.projects.root_of, path))
 
     async def files_changed(self, paths: list[Path]) -> None:
         """Refresh what depends on files changed on disk; lint the open buffers again whose

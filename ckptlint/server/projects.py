@@ -120,7 +120,7 @@ class EditorProjects:
         """Lay a buffer's facts over its project's index. True when other files can observe
         the change (its exported digest differs from what the index had for it): the
         project's other open buffers are then linted again."""
-        root = self._root_of(path)
+        root = self.root_of(path)
         if root is None or root not in self._indexes or self._indexes[root][1] is None:
             return False
         overlays = self._overlays.setdefault(root, {})
@@ -134,7 +134,7 @@ class EditorProjects:
     def buffer_closed(self, path: Path) -> bool:
         """The buffer's unsaved facts leave the index: what is on disk counts again. True
         when that changes what other files observe."""
-        root = self._root_of(path)
+        root = self.root_of(path)
         if root is None or root not in self._overlays:
             return False
         relative = relative_to_root(path, root)
@@ -204,10 +204,10 @@ class EditorProjects:
         return tuple(
             path
             for path in open_paths
-            if path not in changed and any(self._root_of(path) == root for root in stale_roots)
+            if path not in changed and any(self.root_of(path) == root for root in stale_roots)
         )
 
-    def _root_of(self, path: Path) -> Path | None:
+    def root_of(self, path: Path) -> Path | None:
         try:
             return self.settings_for(path).project_root
         except ConfigError:
