@@ -144,6 +144,7 @@ class BufferWorker:
         self._pool: WorkerPool | None = None
         self._snapshot: Snapshot | None = None
         self._closed = False
+        self._running: str | None = None  # the kind of the task in progress
         self.forks = 0  # how many worker processes this buffer has had (for the tests)
 
     def run(self, snapshot: Snapshot, task: Task) -> Any:
@@ -160,19 +161,25 @@ class BufferWorker:
                 )
                 self._snapshot = snapshot
                 self.forks += 1
-            [outcome] = self._pool.map([task])
+            self._running = task.kind
+            try:
+                [outcome] = self._pool.map([task])
+            finally:
+                self._running = None
             return outcome
 
-    def cancel(self) -> None:
-        """Stop the task in progress (its result is not wanted any more)."""
+    def cancel(self, *, facts_too: bool = False) -> None:
+        """Stop the lint in progress (its result is not wanted any more). An extraction of
+        facts is let finish unless `facts_too`: it is short, and the worker it would kill
+        holds what its lints loaded."""
         pool = self._pool
-        if pool is not None:
+        if pool is not None and (facts_too or self._running != "facts"):
             pool.stop_busy()
 
     def close(self) -> None:
         """Stop the worker: the buffer is closed, its memory comes back."""
         self._closed = True
-        self.cancel()
+        self.cancel(facts_too=True)
         with self._lock:
             if self._pool is not None:
                 self._pool.close()

@@ -296,7 +296,7 @@ class CkptlintServer(LanguageServer):
             task.cancel()
         worker = self.workers.pop(key, None)
         if worker is not None:
-            worker.cancel()
+            worker.cancel(facts_too=True)
             asyncio.get_running_loop().run_in_executor(self.waiters, worker.close)
         self.linted.pop(key, None)
         self.facts_sent.pop(key, None)
