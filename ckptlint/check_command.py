@@ -6,6 +6,7 @@ commands; only these two modules touch the terminal.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import sys
@@ -123,7 +124,8 @@ class CheckRun:
         if self.reading_stdin:
             result = _interruptible(check_stdin, self.stdin_data, o.stdin_filename, settings, options)
         else:
-            result = _interruptible(check_paths, list(self.paths), settings, options, force_exclude=o.force_exclude)
+            with self._progress():
+                result = _interruptible(check_paths, list(self.paths), settings, options, force_exclude=o.force_exclude)
         result = _with_configured_severities(result, settings)
         report = self._report(result, settings)  # writes standard input's fixed code itself
         if o.silent:
@@ -136,6 +138,17 @@ class CheckRun:
         for message in [*result.errors, *result.internal_errors]:
             click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
         return self._exit_code(result, settings)
+
+    def _progress(self):
+        """The progress line on a terminal's standard error (`ckptlint.progress`); none with
+        -q / -s, or when a machine format goes to standard output."""
+        from ckptlint.progress import ProgressLine
+
+        o = self.o
+        machine_output = o.output_format not in TEXT_FORMATS and o.output_file is None
+        if not ProgressLine.wanted(quiet=o.quiet or o.silent, machine_output_on_stdout=machine_output):
+            return contextlib.nullcontext()
+        return ProgressLine(sys.stderr, delay=ProgressLine.delay_from_environment())
 
     def _exit_code(self, result, settings) -> int:
         o = self.o

@@ -44,6 +44,10 @@ _HEADER = struct.Struct("<Q")
 # A worker's young-generation collection threshold (objects allocated and not yet freed).
 _YOUNG_OBJECTS = 100_000
 
+# Told of each pool's progress, when set (`ckptlint.progress`): `task_listener(function,
+# done, total)` after each finished task and at each wait, in the thread that runs `map`.
+task_listener: Callable[[Callable[[Any], Any], int, int], None] | None = None
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -197,6 +201,8 @@ class WorkerPool:
             timeout = min(worker.started + self.limits.seconds for worker in busy.values()) - now
             if self.limits.memory_bytes is not None:
                 timeout = min(timeout, _MEMORY_POLL_SECONDS)
+            if task_listener is not None:
+                task_listener(self.function, len(items) - len(queue) - len(busy), len(items))
             readable, _, _ = select.select(list(busy), [], [], max(0.0, timeout))
             for fd in readable:
                 worker = busy.pop(fd)
@@ -221,7 +227,19 @@ class WorkerPool:
                     continue
                 del busy[fd]
                 self._discard(worker)
+        if task_listener is not None and items:
+            task_listener(self.function, len(items), len(items))
         return results
+
+    def stop_busy(self) -> None:
+        """Kill the workers holding a task now (from another thread: a task whose result
+        nobody wants any more). `map` reports their tasks as crashed and goes on."""
+        for worker in list(self._live):
+            if worker.index is not None:
+                try:
+                    os.kill(worker.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def _run_here(self, item: Any) -> Any:
         try:

@@ -113,13 +113,15 @@ class LspClient:
 
     # --- the session -------------------------------------------------------------------
 
-    def initialize(self, root: Path, options: Any = None, encodings: tuple[str, ...] = ("utf-16",)) -> dict:
+    def initialize(
+        self, root: Path, options: Any = None, encodings: tuple[str, ...] = ("utf-16",), capabilities: dict | None = None
+    ) -> dict:
         response = self.request(
             "initialize",
             {
                 "processId": os.getpid(),
                 "rootUri": root.as_uri(),
-                "capabilities": {"general": {"positionEncodings": list(encodings)}},
+                "capabilities": {"general": {"positionEncodings": list(encodings)}, **(capabilities or {})},
                 "initializationOptions": options,
             },
         )
@@ -133,6 +135,40 @@ class LspClient:
 
     def change(self, uri: str, text: str, version: int) -> None:
         self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
+
+    def close_document(self, uri: str) -> None:
+        self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+    def open_notebook(self, path: Path, cells: list[tuple[str, str]], version: int = 1) -> list[str]:
+        """Open a notebook of `cells` ((kind "code" or "markdown", text) pairs) through
+        notebook synchronisation; the cells' URIs."""
+        uri = path.as_uri()
+        uris = [f"vscode-notebook-cell:{path}#cell{number}" for number in range(len(cells))]
+        self.notify(
+            "notebookDocument/didOpen",
+            {
+                "notebookDocument": {
+                    "uri": uri, "notebookType": "jupyter-notebook", "version": version,
+                    "cells": [{"kind": 2 if kind == "code" else 1, "document": cell} for (kind, _), cell in zip(cells, uris)],
+                },
+                "cellTextDocuments": [
+                    {"uri": cell, "languageId": "python" if kind == "code" else "markdown", "version": 1, "text": text}
+                    for (kind, text), cell in zip(cells, uris)
+                ],
+            },
+        )
+        return uris
+
+    def change_cell(self, notebook: Path, version: int, cell_uri: str, text: str, cell_version: int) -> None:
+        self.notify(
+            "notebookDocument/didChange",
+            {
+                "notebookDocument": {"uri": notebook.as_uri(), "version": version},
+                "change": {"cells": {"textContent": [
+                    {"document": {"uri": cell_uri, "version": cell_version}, "changes": [{"text": text}]}
+                ]}},
+            },
+        )
 
     def code_actions(self, uri: str, start: dict, end: dict, diagnostics: list[dict], only: list[str] | None = None) -> dict:
         context: dict[str, Any] = {"diagnostics": diagnostics}
