@@ -540,6 +540,21 @@ def test_non_reentrant_checkpointing_adds_no_all_gather_under_fsdp1(tmp_path):
         assert found(outcome) == expected, (kwargs, versions)
 
 
+def test_layer_units_of_an_accelerate_config_on_transformers_4_52_and_later(tmp_path):
+    # An accelerate FSDP1 config wrapping each decoder layer: the layers checkpoint inside their
+    # units from 4.52 (nothing measured); without a policy (accelerate's NO_WRAP) one unit holds
+    # them all, and backward crashes.
+    config = "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: SHARD_GRAD_OP\n{policy}"
+    script = "accelerate launch --config_file ac.yaml train.py --gradient_checkpointing True\n"
+    for policy, versions, expected in [
+        ("  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n", {"transformers": "4.55.0", "torch": "2.13"}, []),
+        ("", {"transformers": "4.55.0", "torch": "2.13"}, ["CKPT002"]),
+        ("  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n", TF4, ["CKPT002"]),
+    ]:
+        outcome, *_ = lint(tmp_path, "run.sh", script, versions, **{"ac.yaml": config.format(policy=policy), "train.py": "import transformers\n"})
+        assert [d.code for d in outcome.diagnostics] == expected, (policy, versions)
+
+
 def test_axolotl_activation_offloading_and_the_nested_fsdp_version(tmp_path):
     # axolotl's trainer builder turns Hugging Face checkpointing off for every offloading mode
     # but `hidden_states` (a full fine-tune is then wrapped non-reentrant by

@@ -123,11 +123,12 @@ def check_setup(
         return None
     why = FSDP_REDUNDANT_ALL_GATHER
     if outside_unit is Applies.NO:
-        # A unit per decoder layer, each checkpointing inside its own: nothing measured. A
+        # A unit per decoder layer, each checkpointing inside its own: nothing measured. An
+        # accelerate config says so with `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`; a
         # Trainer's `fsdp` auto-wraps the layers when it says `auto_wrap`, and on transformers
         # 5 always (`auto_wrap_policy` defaults to TRANSFORMER_BASED_WRAP, training_args.py 5.17).
         trainer_fsdp = fsdp.setting is not None and fsdp.setting.dotted == "fsdp"
-        if _auto_wraps(fsdp.setting) or (trainer_fsdp and versions.applies((REENTRANT_DEFAULT_VERSIONS,)) is Applies.NO):
+        if _auto_wraps(fsdp.setting) or fsdp.layer_units or (trainer_fsdp and versions.applies((REENTRANT_DEFAULT_VERSIONS,)) is Applies.NO):
             return None
         why = FSDP_REGIONS_IN_ONE_UNIT
     note = (

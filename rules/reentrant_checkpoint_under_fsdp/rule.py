@@ -149,7 +149,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
       2`), and the message says only that. `TrainingArguments(fsdp="... auto_wrap")` there (on
       5.x any `fsdp`: its default policy is `TRANSFORMER_BASED_WRAP`, and its default
       `fsdp_version` 2, `training_args.py` 5.17) is not reported, nor a recipe's `fsdp:
-      full_shard auto_wrap`.
+      full_shard auto_wrap` or an accelerate config's `fsdp_auto_wrap_policy:
+      TRANSFORMER_BASED_WRAP` (accelerate's own default is `NO_WRAP`: one unit, reported).
 
     ## Example
     ```python
