@@ -526,8 +526,8 @@ def test_the_default_of_a_reentrancy_flag_read_from_the_environment(source, expe
 
 FIXTURE_TWO_WRAPS = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "fsdp_two_wraps"
 WHY_AND_FIX = (
-    "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, several "
-    "reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory; pass `use_reentrant=False`"
+    "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, and several "
+    "reentrant regions in one FSDP1 unit crash backward; pass `use_reentrant=False`"
 )
 
 

@@ -159,7 +159,9 @@ def test_trainer_recipe_full_shard_is_ckpt004(tmp_path):
         ("gradient_checkpointing: true\nfsdp: shard_grad_op\n", TF4, [(1, 1, "CKPT002")]),
         ("gradient_checkpointing: true\nfsdp: shard_grad_op\n", TF5, []),
         # A kwargs mapping without the key runs torch's reentrant default in any version.
-        ("gradient_checkpointing: true\ngradient_checkpointing_kwargs: {preserve_rng_state: false}\nfsdp: shard_grad_op\n", TF5, [(1, 1, "CKPT002")]),
+        ("gradient_checkpointing: true\ngradient_checkpointing_kwargs: {preserve_rng_state: false}\nfsdp: shard_grad_op\n", TF4, [(1, 1, "CKPT002")]),
+        # transformers 5: the Trainer's `fsdp` wraps each layer, checkpointed inside its unit.
+        ("gradient_checkpointing: true\ngradient_checkpointing_kwargs: {preserve_rng_state: false}\nfsdp: shard_grad_op\n", TF5, []),
         # Trainer-only keys: the Trainer pops them and passes None.
         ("gradient_checkpointing: true\ngradient_checkpointing_kwargs: {offload: true}\nfsdp: shard_grad_op\n", TF5, []),
         ("gradient_checkpointing: false\nfsdp: full_shard\n", TF4, []),
@@ -253,7 +255,8 @@ def test_entry_point_field_default_decides(tmp_path):
         ("False", " --use_reentrant=true", ["CKPT002"]),
     ]:
         outcome, *_ = lint(
-            tmp_path, "run.sh", script.format(extra=extra), TF5, **{"train.py": entry.format(default=default)}
+            # transformers 4.46: on 5.x the Trainer's `fsdp` wraps each layer, checkpointed inside it.
+            tmp_path, "run.sh", script.format(extra=extra), TF4, **{"train.py": entry.format(default=default)}
         )
         assert [d.code for d in outcome.diagnostics] == expected, (default, extra)
 
@@ -373,15 +376,18 @@ def test_trainer_fsdp_config_overrides_the_accelerate_plugin(tmp_path):
 
 def test_axolotl_defaults_to_reentrant_kwargs(tmp_path):
     recipe = "base_model: m\ndatasets: []\ngradient_checkpointing: {value}\nfsdp: [shard_grad_op, auto_wrap]\n{extra}"
-    for value, extra, expected in [
-        ("true", "", [(3, 1, "CKPT002")]),  # whatever transformers' default
-        ("offload", "", [(3, 1, "CKPT002")]),
-        ("true", "gradient_checkpointing_kwargs: {use_reentrant: false}\n", []),
-        ("true", "rl: dpo\n", []),  # the kwargs stay None: transformers 5's default
-        ("false", "", []),
+    # On transformers 4.46: before 4.52 the layer is recomputed outside its FSDP1 unit.
+    for value, extra, versions, expected in [
+        ("true", "", TF4, [(3, 1, "CKPT002")]),  # whatever transformers' default
+        ("offload", "", TF4, [(3, 1, "CKPT002")]),
+        ("true", "gradient_checkpointing_kwargs: {use_reentrant: false}\n", TF4, []),
+        ("true", "rl: dpo\n", TF5, []),  # the kwargs stay None: transformers 5's default
+        ("false", "", TF4, []),
+        # transformers 5: each layer its own unit, checkpointed inside it: nothing measured.
+        ("true", "", TF5, []),
     ]:
-        outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(value=value, extra=extra), TF5)
-        assert found(outcome) == expected, (value, extra)
+        outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(value=value, extra=extra), versions)
+        assert found(outcome) == expected, (value, extra, versions)
 
 
 def test_include_must_be_a_list_of_patterns(tmp_path, monkeypatch):
@@ -488,7 +494,8 @@ def test_trl_turns_checkpointing_on_by_default(tmp_path, trl, transformers, expe
 )
 def test_trl_commands_default_to_non_reentrant_from_0_27(tmp_path, trl, kwargs, expected):
     """`trl dpo --config r.yaml` with `gradient_checkpointing: true` written, under an
-    accelerate FSDP2 config: reentrant only where TRL leaves transformers' default."""
+    accelerate FSDP1 `SHARD_GRAD_OP` config: reentrant only where TRL leaves transformers'
+    default (under FSDP2 nothing is reported: no harm measured there)."""
     outcome, *_ = lint(
         tmp_path,
         "run.sh",
@@ -496,7 +503,7 @@ def test_trl_commands_default_to_non_reentrant_from_0_27(tmp_path, trl, kwargs, 
         {"trl": trl, "transformers": "4.46.3", "torch": "2.13"},
         **{
             "r.yaml": "model_name_or_path: m\ngradient_checkpointing: true\n" + kwargs,
-            "ac.yaml": "distributed_type: FSDP\nfsdp_config: {fsdp_version: 2}\n",
+            "ac.yaml": "distributed_type: FSDP\nfsdp_config: {fsdp_version: 1, fsdp_sharding_strategy: SHARD_GRAD_OP}\n",
         },
     )
     assert found(outcome) == expected
@@ -508,8 +515,8 @@ def test_axolotl_fsdp2_config_without_the_fsdp_list(tmp_path):
         "fsdp_config:\n  reshard_after_forward: {reshard}\n  activation_checkpointing: {ac}\n"
     )
     for reshard, ac, expected in [
-        ("true", "false", [(3, 1, "CKPT002")]),  # FSDP2: no redundant all-gather, but reentrant
-        ("false", "false", [(3, 1, "CKPT002")]),  # axolotl's reentrant default under FSDP2
+        ("true", "false", []),  # FSDP2: reentrant measured harmless (CKPT002's Evidence)
+        ("false", "false", []),  # axolotl's reentrant default under FSDP2: likewise
         ("true", "true", [(3, 1, "CKPT005")]),
     ]:
         outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(reshard=reshard, ac=ac), TF5)
@@ -521,12 +528,31 @@ def test_non_reentrant_checkpointing_adds_no_all_gather_under_fsdp1(tmp_path):
     recipe = "gradient_checkpointing: true\nfsdp: full_shard auto_wrap\n{kwargs}"
     for kwargs, versions, expected in [
         ("", TF4, [(1, 1, "CKPT004")]),
-        ("gradient_checkpointing_kwargs: {use_reentrant: true}\n", TF5, [(1, 1, "CKPT004")]),
+        # transformers >= 4.52 checkpoints each layer inside its unit: neither CKPT004 nor,
+        # with `auto_wrap` (a unit per layer), CKPT002.
+        ("gradient_checkpointing_kwargs: {use_reentrant: true}\n", TF5, []),
+        ("gradient_checkpointing_kwargs: {use_reentrant: true}\n", {"transformers": "4.51.3", "torch": "2.13"}, [(1, 1, "CKPT004")]),
+        ("", {"transformers": "4.53.0", "torch": "2.13"}, []),
         ("gradient_checkpointing_kwargs: {use_reentrant: false}\n", TF4, []),
         ("", TF5, []),
     ]:
         outcome, *_ = lint(tmp_path, "sft.yaml", recipe.format(kwargs=kwargs), versions)
         assert found(outcome) == expected, (kwargs, versions)
+
+
+def test_layer_units_of_an_accelerate_config_on_transformers_4_52_and_later(tmp_path):
+    # An accelerate FSDP1 config wrapping each decoder layer: the layers checkpoint inside their
+    # units from 4.52 (nothing measured); without a policy (accelerate's NO_WRAP) one unit holds
+    # them all, and backward crashes.
+    config = "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: SHARD_GRAD_OP\n{policy}"
+    script = "accelerate launch --config_file ac.yaml train.py --gradient_checkpointing True\n"
+    for policy, versions, expected in [
+        ("  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n", {"transformers": "4.55.0", "torch": "2.13"}, []),
+        ("", {"transformers": "4.55.0", "torch": "2.13"}, ["CKPT002"]),
+        ("  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n", TF4, ["CKPT002"]),
+    ]:
+        outcome, *_ = lint(tmp_path, "run.sh", script, versions, **{"ac.yaml": config.format(policy=policy), "train.py": "import transformers\n"})
+        assert [d.code for d in outcome.diagnostics] == expected, (policy, versions)
 
 
 def test_axolotl_activation_offloading_and_the_nested_fsdp_version(tmp_path):
@@ -540,10 +566,11 @@ def test_axolotl_activation_offloading_and_the_nested_fsdp_version(tmp_path):
         ("activation_offloading: legacy\n", top, []),
         ("activation_offloading: disk\n", nested, []),
         ("activation_offloading: ${OFFLOAD}\n", top, []),  # not known here: nothing said
-        ("activation_offloading: hidden_states\n", top, [(3, 1, "CKPT002")]),
-        ("activation_offloading: false\n", top, [(3, 1, "CKPT002")]),
-        ("", nested, [(3, 1, "CKPT002")]),
-        ("", "fsdp_config: {version: 2}\n", [(3, 1, "CKPT002")]),
+        # Checkpointing stays on, reentrant, but under FSDP2: no harm measured (CKPT002's Evidence).
+        ("activation_offloading: hidden_states\n", top, []),
+        ("activation_offloading: false\n", top, []),
+        ("", nested, []),
+        ("", "fsdp_config: {version: 2}\n", []),
     ]:
         outcome, *_ = lint(tmp_path, "ax.yml", recipe.format(offloading=offloading, fsdp=fsdp), TF5)
         assert found(outcome) == expected, (offloading, fsdp)

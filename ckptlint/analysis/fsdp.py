@@ -67,6 +67,15 @@ def project_fsdp(context: FileContext) -> str | None:
     return describe_use((own or near or list(uses))[0])
 
 
+def fsdp2_only(context: FileContext) -> bool:
+    """Whether every FSDP use that reaches the file is FSDP2 (`fully_shard`, or an
+    `accelerate launch` whose config says `fsdp_version: 2`); False under `fsdp = "yes"`."""
+    if context.settings.fsdp != "auto":
+        return False
+    uses = context.project.fsdp_uses_reaching(context.relative_path)
+    return bool(uses) and all(use.is_fsdp2 for use in uses)
+
+
 def describe_use(use: FsdpUse) -> str:
     if use.kind is FsdpKind.ACCELERATE_LAUNCH:
         how = f"--config_file {use.config}" if use.config else "--use_fsdp"
@@ -120,6 +129,26 @@ def fsdp_misses_class(context: FileContext, owner: str | None) -> bool:
         ):
             return False
     return True
+
+
+def fsdp2_holds_class(context: FileContext, owner: str | None) -> bool:
+    """Whether only FSDP2 reaches the model holding class `owner`: some `fully_shard` use
+    that reaches the file wraps a model holding it (or of a related class), every use
+    whose model is not known is FSDP2 too, and no FSDP1 use's model holds it. The FSDP1
+    wraps of other models the project shards (another script's) do not reach it."""
+    if owner is None or context.settings.fsdp != "auto":
+        return False
+    holding = False
+    for use in context.project.fsdp_uses_reaching(context.relative_path):
+        wrapped = _wrapped_models(context.project, use)
+        holds = not wrapped or any(
+            _holds(context.project, model, owner, set()) or shares_project_class(context.project, model, owner)
+            for _, models in wrapped for model in models
+        )
+        if holds and not use.is_fsdp2:
+            return False
+        holding = holding or (holds and bool(wrapped))
+    return holding
 
 
 def shares_project_class(project: ProjectIndex, model, owner: str) -> bool:

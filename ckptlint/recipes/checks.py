@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ckptlint.model.syntax.recipe_documents import Setting
 from ckptlint.model.library.torch import NESTING_SUPPORTED, Reentrancy
-from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.library.transformers import GC_OUTSIDE_FSDP_UNIT_VERSIONS, REENTRANT_DEFAULT_VERSIONS
 from ckptlint.recipes.setups import Flavor, TrainingSetup
 from ckptlint.versions import Applies, TargetVersions
 
@@ -20,9 +20,17 @@ DDP_UNUSED_CRASH = (
     "the first backward raises `RuntimeError: Expected to mark a variable ready only once` (DDP marks the "
     "checkpointed layers' parameters unused after the forward, and the reentrant recomputation fires their hooks again)"
 )
+
+# What reentrant checkpointing costs under FSDP1, measured on torch 2.13 (CPU, gloo, 2 ranks);
+# FSDP2 showed neither (CKPT002's Evidence), so an FSDP2 recipe is not reported.
 FSDP_REDUNDANT_ALL_GATHER = (
     "under FSDP1 the recomputation all-gathers every unit it covers a second time in backward, "
-    "several reentrant regions in one FSDP unit crash backward, and FSDP2 leaks memory"
+    "and several reentrant regions in one FSDP1 unit crash backward"
+)
+# transformers >= 4.52 checkpoints each decoder layer inside its own unit (GC_OUTSIDE_FSDP_UNIT_VERSIONS).
+FSDP_REGIONS_IN_ONE_UNIT = (
+    "under FSDP1 several reentrant regions in one unit crash backward (a unit holding more than one "
+    "checkpointed layer, as a wrap without an auto-wrap policy makes)"
 )
 
 
@@ -99,23 +107,38 @@ def check_setup(
     # A non-reentrant recomputation runs inside the unit's backward, after FSDP1's pre-backward
     # all-gather: no all-gather is added (EVIDENCE Q5; `ckptlint verify` on torch 2.13, 2 ranks:
     # 4 backward all-gathers with and without a non-reentrant checkpoint around each unit).
+    # From transformers 4.52 the decoder layer checkpoints inside its own FSDP unit
+    # (`GradientCheckpointingLayer`): no all-gather is added (`GC_OUTSIDE_FSDP_UNIT_VERSIONS`).
+    outside_unit = versions.applies((GC_OUTSIDE_FSDP_UNIT_VERSIONS,))
     if (
         fsdp.sharding.reshards_parameters
         and fsdp.version == 1
         and fsdp.activation_checkpointing is None
         and checkpointing.reentrancy is not Reentrancy.EXPLICIT_FALSE
+        and outside_unit is not Applies.NO
         and "CKPT004" in enabled
     ):
+        unknown = f" (affects {GC_OUTSIDE_FSDP_UNIT_VERSIONS}; target version unknown)" if outside_unit is Applies.UNKNOWN else ""
         return RecipeFinding(
             "CKPT004",
-            f"Hugging Face gradient checkpointing ({gc}) with FSDP {fsdp_said}: every layer's parameters are "
-            f"all-gathered again to recompute it in backward; set {turn_off} and use FSDP's activation "
-            "checkpointing (`fsdp_config: {activation_checkpointing: true}`, or accelerate's "
-            "`fsdp_activation_checkpointing: true`)",
+            f"Hugging Face gradient checkpointing ({gc}) with FSDP {fsdp_said}: before transformers 4.52 it "
+            f"recomputes each layer outside its FSDP unit, all-gathering its parameters again in backward; set "
+            f"{turn_off} and use FSDP's activation checkpointing (`fsdp_config: {{activation_checkpointing: true}}`, "
+            "or accelerate's `fsdp_activation_checkpointing: true`)" + unknown,
             involved,
         )
-    if not reentrant or "CKPT002" not in enabled or fsdp.activation_checkpointing is not None:
+    if not reentrant or "CKPT002" not in enabled or fsdp.activation_checkpointing is not None or fsdp.version == 2:
         return None
+    why = FSDP_REDUNDANT_ALL_GATHER
+    if outside_unit is Applies.NO:
+        # A unit per decoder layer, each checkpointing inside its own: nothing measured. An
+        # accelerate config says so with `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`; a
+        # Trainer's `fsdp` auto-wraps the layers when it says `auto_wrap`, and on transformers
+        # 5 always (`auto_wrap_policy` defaults to TRANSFORMER_BASED_WRAP, training_args.py 5.17).
+        trainer_fsdp = fsdp.setting is not None and fsdp.setting.dotted == "fsdp"
+        if _auto_wraps(fsdp.setting) or fsdp.layer_units or (trainer_fsdp and versions.applies((REENTRANT_DEFAULT_VERSIONS,)) is Applies.NO):
+            return None
+        why = FSDP_REGIONS_IN_ONE_UNIT
     note = (
         f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)"
         if checkpointing.version_dependent is Applies.UNKNOWN
@@ -124,7 +147,7 @@ def check_setup(
     finding = RecipeFinding(
         "CKPT002",
         f"Hugging Face gradient checkpointing runs reentrant ({gc}; {checkpointing.why}) under FSDP "
-        f"{fsdp_said}: {FSDP_REDUNDANT_ALL_GATHER}; set "
+        f"{fsdp_said}: {why}; set "
         + ("`use_reentrant_gc: false`" if checkpointing.flavor is Flavor.LLAMA_FACTORY else "`use_reentrant: false`")
         + note,
         involved,
@@ -163,3 +186,12 @@ def _with_non_reentrant_fix(finding: RecipeFinding, checkpointing) -> RecipeFind
     if checkpointing.kwargs is None and checkpointing.fix_line and setting is not None and setting.plain_scalar:
         return replace(finding, insert_after=(setting, checkpointing.fix_line))
     return finding
+
+
+def _auto_wraps(setting: Setting | None) -> bool:
+    """A Trainer recipe's `fsdp: full_shard auto_wrap` (or a list naming `auto_wrap`)."""
+    if setting is None:
+        return False
+    value = setting.value
+    words = value if isinstance(value, list) else str(value).split()
+    return any(str(word).lower() == "auto_wrap" for word in words)

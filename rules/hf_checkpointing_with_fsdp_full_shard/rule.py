@@ -12,7 +12,7 @@ from ckptlint.analysis.transforms import remove_keyword, set_keyword
 from ckptlint.model.form.values import Constant, Sequence
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability, Severity
-from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs
+from ckptlint.model.library.transformers import GC_KWARGS, GC_OUTSIDE_FSDP_UNIT_VERSIONS, HfCheckpointingKwargs
 from ckptlint.model.library.torch import Reentrancy
 
 SHARDING_OPTIONS = frozenset({"full_shard", "hybrid_shard", "hybrid_shard_zero2"})
@@ -34,14 +34,21 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     or held by a constant the project model evaluates (`FSDP_MODE = "full_shard auto_wrap"`,
     in the module or imported from another; every value it may have must shard).
 
+    Only where the targeted transformers is older than 4.52 (declared, configured or
+    installed); on a transformers that is not known, reported with the versions it holds for
+    named in the message, as every version-keyed rule is (DESIGN, "Target versions"). From
+    4.52 the decoder layer checkpoints inside its own FSDP unit and nothing is added: CKPT002
+    then decides, which is quiet for a `fsdp` that auto-wraps each layer (see Evidence).
+
     Not when the checkpointing is known to run non-reentrant (`gradient_checkpointing_kwargs=
     {"use_reentrant": False}`, or no kwargs on transformers >= 5.0, whose default it is): that
     recomputation runs inside each unit's backward, after FSDP's own all-gather, and adds none.
 
     ## Why is this bad?
-    With parameters sharded, transformers' own gradient checkpointing (reentrant) recomputes
-    each layer outside FSDP's knowledge of the recomputation: every layer's parameters are
-    all-gathered once more in backward. `fsdp_config={"activation_checkpointing": True}` makes
+    With parameters sharded, transformers' own gradient checkpointing (reentrant) before 4.52
+    checkpoints the FSDP unit's own `__call__` (`self._gradient_checkpointing_func(
+    decoder_layer.__call__, ...)` in the model's forward): the recomputation runs the unit's
+    forward again, and every layer's parameters are all-gathered once more in backward. `fsdp_config={"activation_checkpointing": True}` makes
     accelerate apply torch's checkpoint wrapper inside the FSDP units instead.
 
     ## Example
@@ -78,9 +85,27 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     `accelerate launch --config_file fsdp.yaml train.py --gradient_checkpointing True`,
     reported at the flag. FSDP1 only there: a recipe's FSDP2 (`fsdp_version: 2`) unshards in
     its pre-backward hook and skips the unshard of a recomputed forward, so CKPT002 decides
-    (reentrant checkpointing under FSDP2). No fix there.
+    (quiet under FSDP2, where no harm is measured). No fix there.
 
     ## Evidence
+    Measured on torch 2.13 (CPU, gloo, 2 ranks, FSDP1 `FULL_SHARD`, `use_orig_params=True`,
+    `ModuleWrapPolicy({<decoder layer>})` as accelerate's `TRANSFORMER_BASED_WRAP` makes, a
+    4-layer Llama / GPT-2 with `gradient_checkpointing_enable(gradient_checkpointing_kwargs=
+    {"use_reentrant": True})`, all-gathers counted by patching `dist.all_gather_into_tensor`
+    and `_all_gather_base`), backward all-gathers with reentrant / non-reentrant kwargs:
+    transformers 4.51.3 Llama 8 / 4, GPT-2 8; 4.52.4 Llama 4 / 4, GPT-2 8; 4.53.0 GPT-2 4;
+    5.17 Llama 4 / 4, GPT-2 4; gradients identical to the non-reentrant run in each. The
+    release that changed it: 4.52.0 adds `modeling_layers.py` (`class
+    GradientCheckpointingLayer(nn.Module)`, whose `__call__` runs
+    `self._gradient_checkpointing_func(partial(super().__call__, **kwargs), *args)` inside the
+    wrapped layer) and makes 29 model families' decoder layers subclass it (Llama, Mistral,
+    Qwen2, Qwen3, Gemma, Phi-3, Cohere, Granite, OLMo, Starcoder2, ...); 4.51.3 has no such
+    file and `LlamaModel.forward` calls `self._gradient_checkpointing_func(
+    decoder_layer.__call__, ...)`. 4.53.0 converts all but glm4v, mllama, zamba, zamba2
+    (models still calling `_gradient_checkpointing_func` themselves: 195 files on 4.52.0, 4
+    on 4.53.0, none on 5.17). 4.52.x with a model not converted (GPT-2, Mixtral, Gemma 2/3,
+    Falcon, BLOOM, T5) is a known gap: the rule does not know the model `TrainingArguments`
+    trains, and reporting 4.52 would be false for the Llama-family recipes most common there.
     transformers 5.17 `training_args.py` logs, when `fsdp` is set with
     `gradient_checkpointing`: "When using FSDP, prefer `activation_checkpointing` in
     `fsdp_config` over `gradient_checkpointing`; the latter introduces a redundant AllGather
@@ -89,7 +114,8 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     (CPU, gloo, 2 ranks) is 8 all-gathers in backward instead of 4; with `use_reentrant=False`
     it stays 4 (EVIDENCE Q5; `ckptlint verify` of
     `fixtures/verify_distributed/fsdp1_checkpoint_call_around_units.py` and of the same case
-    non-reentrant, measured again for transformers' warning, which is unconditional). Setting both raises in
+    non-reentrant, measured again for transformers' warning, which is unconditional in 5.17 though its
+    all-gather is gone since 4.52). Setting both raises in
     the Trainer (`trainer.py`): "The activation_checkpointing in FSDP config and the
     gradient_checkpointing in training arg can't be set to True simultaneously".
     """
@@ -99,10 +125,11 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
     name = "hf-checkpointing-with-fsdp-full-shard"
     message = (
         "`{callee}(gradient_checkpointing=True, fsdp={fsdp})`: with sharded parameters transformers' gradient "
-        "checkpointing all-gathers every layer again in backward; use "
-        '`fsdp_config={{"activation_checkpointing": True}}` instead'
+        "checkpointing before 4.52 recomputes each layer outside its FSDP unit and all-gathers it again in "
+        'backward; use `fsdp_config={{"activation_checkpointing": True}}` instead'
     )
     fix = Applicability.UNSAFE
+    targets = (GC_OUTSIDE_FSDP_UNIT_VERSIONS,)
     triggers = (b"gradient_checkpointing",)
     requires = (b"fsdp",)
     supersedes = ("CKPT002",)
@@ -134,7 +161,7 @@ class HfCheckpointingWithFsdpFullShard(SiteScopes):
                 continue
             self.report(
                 call,
-                self.message.format(callee=_callee(call), fsdp=cst.Module([]).code_for_node(fsdp)),
+                self.message.format(callee=_callee(call), fsdp=cst.Module([]).code_for_node(fsdp)) + self.version_note(),
                 replacements=_fix(call),
                 fix_message='Move checkpointing to `fsdp_config={"activation_checkpointing": True}`',
             )

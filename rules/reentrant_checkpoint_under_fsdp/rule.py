@@ -5,6 +5,8 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, may_hold_sites
 from ckptlint.analysis.fsdp import (
     checkpoint_wrapper_impl,
+    fsdp2_holds_class,
+    fsdp2_only,
     fsdp_misses_class,
     fsdp_reaching_class,
     is_checkpoint_wrapper,
@@ -15,7 +17,7 @@ from ckptlint.analysis.fsdp import (
 from ckptlint.analysis.hf_fixes import non_reentrant, with_non_reentrant_kwargs
 from ckptlint.model.library.transformers import GC_KWARGS, HfCheckpointingKwargs, KwargsShape
 from ckptlint.analysis.huggingface import gc_enable_kwargs, is_gc_enable_call, keyword_value
-from ckptlint.model.library.transformers import REENTRANT_DEFAULT_VERSIONS
+from ckptlint.model.library.transformers import GC_OUTSIDE_FSDP_UNIT_VERSIONS, REENTRANT_DEFAULT_VERSIONS
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.transforms import set_keyword
@@ -121,9 +123,34 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     all-gathers in backward instead of 4 (every unit is unsharded again for the
     recomputation; transformers warns about this "redundant AllGather"); with several
     reentrant regions inside one FSDP1 unit, backward crashes (`RuntimeError: Expected
-    weight to be of same shape as normalized_shape, but got weight of shape [0]`). With
-    FSDP2, reentrant checkpointing leaks memory (pytorch/pytorch#169349). The non-reentrant
-    implementation has none of these problems in any layout measured.
+    weight to be of same shape as normalized_shape, but got weight of shape [0]`). The
+    non-reentrant implementation has none of these problems in any layout measured.
+
+    Per FSDP version, as measured on torch 2.13 and worded in the message:
+
+    - FSDP1: both harms above; the message names them.
+    - FSDP2 (`fully_shard`, an accelerate launch with `fsdp_version: 2`, a recipe's FSDP2):
+      no harm measured, so nothing is reported where only FSDP2 reaches the code, or where the
+      only wraps known to hold the checkpointed class are `fully_shard` ones (and no use whose
+      model is not known is FSDP1). With a reentrant `checkpoint` around each `fully_shard`-ed
+      block, 4 backward all-gathers as non-reentrant; four reentrant regions in one FSDP2 unit
+      run (0 backward all-gathers, as non-reentrant); a tiny Llama with reentrant HF
+      checkpointing gives the same gradients as non-reentrant (per-layer units and one unit);
+      the live tensors after each of 8 steps stay constant (no growth). The leak of
+      pytorch/pytorch#169349 is one open report on torch 2.9 CUDA, not reproduced on CPU;
+      CKPT001 still reports torch's implicit reentrant default there, and CKPT007 a region
+      whose inputs need no grad. ckptlint has no per-finding severity yet, so "not an error"
+      is "not reported".
+    - Hugging Face gradient checkpointing on transformers >= 4.52: each decoder layer
+      checkpoints inside its own FSDP unit (`GradientCheckpointingLayer`, see CKPT004), so a
+      unit per layer adds no all-gather (4 against 4); a unit holding several layers (a wrap
+      without an auto-wrap policy) still crashes backward (4.53.0 and 5.17: `RuntimeError: The
+      size of tensor a (0) must match the size of tensor b (32) at non-singleton dimension
+      2`), and the message says only that. `TrainingArguments(fsdp="... auto_wrap")` there (on
+      5.x any `fsdp`: its default policy is `TRANSFORMER_BASED_WRAP`, and its default
+      `fsdp_version` 2, `training_args.py` 5.17) is not reported, nor a recipe's `fsdp:
+      full_shard auto_wrap` or an accelerate config's `fsdp_auto_wrap_policy:
+      TRANSFORMER_BASED_WRAP` (accelerate's own default is `NO_WRAP`: one unit, reported).
 
     ## Example
     ```python
@@ -220,7 +247,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.fsdp = project_fsdp(context)
+        # Only FSDP2 reaches the file: reentrant checkpointing measured harmless there.
+        self.fsdp = None if fsdp2_only(context) else project_fsdp(context)
         self._fsdp_branches = FsdpBranches(context)
         self._wrapping_calls: list[cst.Call] = []
         self._assignments: list[cst.Assign] = []
@@ -260,8 +288,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             return  # a function of tensors alone: no FSDP unit or parameter in its recomputation
         if self._fsdp_branches.never_with(site.node):
             return
-        if fsdp_misses_class(self.context, self._owner(self._call_scopes.get(site.node, ()))):
+        owner = self._owner(self._call_scopes.get(site.node, ()))
+        if fsdp_misses_class(self.context, owner):
             return  # every FSDP wrap of the project wraps models that do not hold this class
+        if fsdp2_holds_class(self.context, owner):
+            return  # only FSDP2 shards the model holding it: no harm measured there
         if reports_explicit_reentrant(site):
             how, call = "`use_reentrant=True`", site.keywords["use_reentrant"].call
         elif reports_implicit_reentrant(site, self.context.sites, self.context):
@@ -310,6 +341,8 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
                 enabled = keyword_value(call, "gradient_checkpointing")
                 if not (isinstance(enabled, cst.Name) and enabled.value == "True"):
                     continue
+                if self._units_per_layer(call):
+                    continue
                 trainers = trainers_given(self.context, self._calls, self._bound_calls.get(call))
                 if not handed_to_configuring_trainer(self.context, trainers):
                     kwargs = HfCheckpointingKwargs.of(keyword_value(call, GC_KWARGS), trainer_path=True)
@@ -327,10 +360,25 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             new_value = non_reentrant(assignment.value)
             self.report(
                 assignment,
-                hf_message("`gradient_checkpointing_kwargs`", kwargs, self.fsdp),
+                hf_message("`gradient_checkpointing_kwargs`", kwargs, self.fsdp, self.context.versions),
                 replacements=[Replacement(assignment.value, new_value)] if new_value is not None else [],
                 fix_message='Set `"use_reentrant": False`',
             )
+
+    def _units_per_layer(self, call: cst.Call) -> bool:
+        """`TrainingArguments(fsdp=...)` that wraps each decoder layer in its own FSDP unit
+        (`"auto_wrap"` in the option; on transformers >= 5.0 any `fsdp`, whose default policy is
+        `TRANSFORMER_BASED_WRAP`, `training_args.py`), on a transformers that checkpoints inside
+        the layer (>= 4.52): one reentrant region per unit, which adds nothing measured."""
+        versions = self.context.versions
+        if versions.applies((GC_OUTSIDE_FSDP_UNIT_VERSIONS,)) is not Applies.NO:
+            return False
+        fsdp = keyword_value(call, "fsdp")
+        if fsdp is None:
+            return False
+        if versions.applies((REENTRANT_DEFAULT_VERSIONS,)) is Applies.NO:
+            return True
+        return _names_auto_wrap(fsdp)
 
     def _check_hf(
         self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False, fixable: bool = True
@@ -342,7 +390,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional) if fixable else None
         self.report(
             call,
-            hf_message(what, kwargs, self.fsdp) + note,
+            hf_message(what, kwargs, self.fsdp, self.context.versions) + note,
             replacements=[Replacement(call, new_call)] if new_call is not None else [],
             fix_message='Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`',
         )
@@ -383,3 +431,15 @@ def _custom_checkpoint_fn(call: cst.Call) -> bool:
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         given = positional[2].value if len(positional) > 2 else None
     return given is not None and not (isinstance(given, cst.Name) and given.value == "None")
+
+
+def _names_auto_wrap(value: cst.BaseExpression) -> bool:
+    """An `fsdp=` value naming `auto_wrap` (`"full_shard auto_wrap"`, `["full_shard", "auto_wrap"]`,
+    `FSDPOption.AUTO_WRAP` among them)."""
+    if isinstance(value, cst.SimpleString):
+        return "auto_wrap" in value.evaluated_value.lower().split()
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return any(_names_auto_wrap(element.value) for element in value.elements)
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "AUTO_WRAP"
+    return False

@@ -81,6 +81,13 @@ class FsdpUse:
     # accelerate config file that turns FSDP on ("" for the launcher's own `--use_fsdp`).
     launched: str = ""
     config: str = ""
+    # ACCELERATE_LAUNCH: the FSDP version its config or options ask for (1 or 2).
+    version: int = 0
+
+    @property
+    def is_fsdp2(self) -> bool:
+        """`fully_shard`, or a launch whose accelerate config says `fsdp_version: 2`."""
+        return self.kind is FsdpKind.FSDP2 or (self.kind is FsdpKind.ACCELERATE_LAUNCH and self.version == 2)
 
 
 class DdpKind(str, enum.Enum):

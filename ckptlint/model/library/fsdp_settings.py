@@ -45,6 +45,8 @@ class Fsdp:
     sharding: Sharding
     version: int  # 1 or 2
     activation_checkpointing: Setting | None  # FSDP's own activation checkpointing, when on
+    # An accelerate config's `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`: a unit per layer.
+    layer_units: bool = False
 
 
 def is_accelerate_config(settings: Settings) -> bool:
@@ -117,4 +119,6 @@ def accelerate_fsdp(config: Settings) -> Fsdp | None:
             flag = hf_bool(value)
             sharding = Sharding.UNKNOWN if flag is None else Sharding.FULL if flag else Sharding.GRAD_OP
     checkpointing = enabled_setting(fsdp_key(config, prefix, "activation_checkpointing"))
-    return Fsdp(setting, sharding, version, checkpointing)
+    policy = fsdp_key(config, prefix, "auto_wrap_policy")
+    layer_units = policy is not None and str(policy.value).upper() == "TRANSFORMER_BASED_WRAP"
+    return Fsdp(setting, sharding, version, checkpointing, layer_units)

@@ -33,6 +33,16 @@ TRANSFORMERS_TRAINING_ARGUMENTS = frozenset(
 # transformers before 5.0 turns `gradient_checkpointing_enable()` without kwargs into
 # `{"use_reentrant": True}`; 5.0 into `{"use_reentrant": False}` (EVIDENCE Q4).
 REENTRANT_DEFAULT_VERSIONS = VersionRange.of("transformers", max="5.0")
+# Where transformers' gradient checkpointing runs outside the decoder layer's FSDP unit. Up to
+# 4.51 the model's forward checkpoints `decoder_layer.__call__`, the FSDP wrapper's: a reentrant
+# recomputation runs the unit's forward again and all-gathers it a second time in backward
+# (measured, torch 2.13 CPU gloo 2 ranks, FSDP1 full_shard, a unit per decoder layer: 8
+# backward all-gathers against 4 for Llama and GPT-2 on 4.51.3). 4.52 adds
+# `modeling_layers.GradientCheckpointingLayer`, whose `__call__` checkpoints inside the wrapped
+# layer, after FSDP's unshard: 4 against 4 for Llama on 4.52.4 (same gradients as
+# non-reentrant). 4.52 converts 29 model families (Llama, Mistral, Qwen2/3, Gemma, Phi-3, ...;
+# GPT-2 measured 8 there still), 4.53.0 all but 4 (glm4v, mllama, zamba, zamba2), 5.x all.
+GC_OUTSIDE_FSDP_UNIT_VERSIONS = VersionRange.of("transformers", max="4.52")
 TRANSFORMERS_TRAINERS = frozenset(
     {
         "transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",

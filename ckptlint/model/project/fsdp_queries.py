@@ -42,7 +42,7 @@ class FsdpQueries:
                 version = launch.fsdp_version or (self.files[config].accelerate_fsdp if config is not None else 0)
                 entry = self.path_of(f"{launch.entry}.x") if launch.module else self._launched_file(script, launch.entry)
                 if version and entry is not None and not entry.endswith(CONFIGURATION_SUFFIXES):
-                    uses.append(FsdpUse(FsdpKind.ACCELERATE_LAUNCH, script, launch.line, entry, config or ""))
+                    uses.append(FsdpUse(FsdpKind.ACCELERATE_LAUNCH, script, launch.line, entry, config or "", version))
         return uses
 
     def _launched_file(self, script: str, written: str) -> str | None:

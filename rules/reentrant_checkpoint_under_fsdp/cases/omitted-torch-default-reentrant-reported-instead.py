@@ -2,7 +2,7 @@
 # ckptlint-case: column=5
 
 import torch
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
 y = torch.utils.checkpoint.checkpoint(block, x)  # expect: CKPT002
-fully_shard(model)
+model = FSDP(model)

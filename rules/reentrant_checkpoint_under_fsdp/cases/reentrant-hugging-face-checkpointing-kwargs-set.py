@@ -1,6 +1,6 @@
-# Reentrant Hugging Face checkpointing kwargs set on training arguments under FSDP2.
+# Reentrant Hugging Face checkpointing kwargs set on training arguments under FSDP1.
 
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-fully_shard(model)
+model = FSDP(model)
 training_args.gradient_checkpointing_kwargs = {"use_reentrant": True}  # expect: CKPT002

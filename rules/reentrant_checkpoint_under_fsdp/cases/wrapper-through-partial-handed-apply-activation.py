@@ -6,8 +6,8 @@ from functools import partial
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper,
 )
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
 wrapper = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.REENTRANT)  # expect: CKPT002
 apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper)
-fully_shard(model)
+model = FSDP(model)
