@@ -225,7 +225,12 @@ def _install_indexes(indexes: dict[Path, ProjectIndex]) -> None:
 
 def _check_one(args: tuple[Path, Settings, RunOptions, Path]) -> tuple[FileResult, FixedFile | None]:
     path, settings, options, root = args
-    return check_file(path, settings, options, _WORKER_INDEXES.get(root))
+    index = _WORKER_INDEXES.get(root)
+    if index is None or index.read_log is None:
+        return check_file(path, settings, options, index)
+    index.begin_reads()
+    result, fixed = check_file(path, settings, options, index)
+    return dataclasses.replace(result, reads=index.end_reads()), fixed
 
 
 def analyse_in_workers(
@@ -352,13 +357,17 @@ def check_paths(
         except OSError:
             pending.append(_Pending(Path(text_path), file_settings, root))  # check_file reports it
             continue
+        revision = index.revision if is_python else None
         if (root, is_python) not in keys:
-            # A Python result depends on what the index knows; a launch script's on the
+            # A Python result depends on what its analysis read of the index (checked
+            # against `revision`), or else on all the index knows; a launch script's on the
             # directory its relative paths are looked up from.
-            context = index.fingerprint if is_python else os.getcwd()
+            context = ("reads" if revision is not None else index.fingerprint) if is_python else os.getcwd()
             keys[root, is_python] = f"{settings_fingerprint(file_settings)}:{options.limits.fingerprint()}:{context}"
         key = f"{content}:{keys[root, is_python]}"
-        cached, cached_hidden = cache.get(absolute, key, trusted_before) or (None, ())
+        cached, cached_hidden = cache.get(
+            absolute, key, trusted_before, None if revision is None else revision.unchanged_since
+        ) or (None, ())
         if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)) or (
             options.add_noqa and cached
         ):
@@ -388,6 +397,7 @@ def check_paths(
                 inputs=result.inputs,
                 trusted_before=trusted_before,
                 hidden=result.hidden,
+                reads=_stamped_reads(result, item, projects),
             )
     warnings = [warning] if cache is not None and (warning := cache.save()) else []
     warnings.extend(error for index in projects.indexes().values() for error in index.extraction_errors)
@@ -433,6 +443,14 @@ class _Pending:
     key: str | None = None
     content: str | None = None
     stat: list[int] | None = None
+
+
+def _stamped_reads(result: FileResult, item: _Pending, projects: Projects) -> tuple[str, tuple[str, ...]] | None:
+    """The revision of the index a Python result was computed at and the keys it read."""
+    revision = projects.index_for(item.root).revision
+    if revision is None or result.reads is None:
+        return None
+    return revision.stamp, result.reads
 
 
 def _cacheable(result: FileResult) -> bool:
