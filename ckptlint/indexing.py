@@ -39,7 +39,7 @@ from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_of
 from ckptlint.model.index import ProjectIndex, cross_file_kinds
 from ckptlint.model.project.project_facts import LazyFacts
-from ckptlint.model.project.reads import ReadLog, ReadRevision, changed_keys, contributions
+from ckptlint.model.project.reads import ReadLog, ReadRevision, changed_keys, contributions, cutoff_changes
 from ckptlint.model.syntax.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
@@ -350,10 +350,6 @@ def build_index(
         for kind in file_kinds:
             files_with.setdefault(kind, set()).add(relative)
     facts = LazyFacts(sorted(digests), built, load)
-    revision = None
-    if cache is not None:
-        changed = _changed_keys(previous, digests, exported, kinds, facts, cache)
-        revision = cache.advance(changed)
     index = ProjectIndex(
         root,
         facts,
@@ -364,9 +360,10 @@ def build_index(
         exported=exported,
         table_store=cache.tables() if cache is not None else None,
         read_log=ReadLog() if cache is not None else None,
-        revision=revision,
     )
     if cache is not None:
+        changed = _changed_keys(previous, digests, exported, kinds, facts, cache)
+        index.revision = cache.advance(changed, index)
         cache.retain(digests)
         cache.save()
     return index
@@ -402,6 +399,15 @@ def _changed_keys(
         if relative in digests:
             new = contributions(relative, facts[relative], exported[relative], kinds[relative])
         changed |= changed_keys(old, new)
+    # Whether some module has a component is all a `p:` key answers: only a component that
+    # appears or disappears changes it.
+    components = [key for key in changed if key.startswith("p:")]
+    if components:
+        def parts(paths) -> set[str]:
+            return {part for path in paths if not path.endswith(CONFIGURATION_SUFFIXES) for part in module_name(path).split(".")}
+
+        before, after = parts(previous), parts(digests)
+        changed.difference_update(key for key in components if (key[2:] in before) == (key[2:] in after))
     return changed
 
 
@@ -467,21 +473,30 @@ class _IndexCache:
         """Every file's entry as the last run left it."""
         return {relative: entry for relative in self._index.keys() if (entry := self.entry(relative)) is not None}
 
-    def advance(self, changed: set[str] | None) -> ReadRevision:
+    def advance(self, changed: set[str] | None, index: ProjectIndex) -> ReadRevision:
         """The revision after this run's changes (`changed`: the keys whose answer changed,
-        None for every key), recorded for the next run."""
+        None for every key; with the `q:` keys of the index's cut-off tables whose answer
+        changed), recorded for the next run."""
         state = self._revisions.entry("state") or {}
         epoch, number, floor, keys = state.get("epoch"), state.get("revision"), state.get("floor"), state.get("changed")
         if not (isinstance(epoch, str) and type(number) is int and type(floor) is int and isinstance(keys, dict)):
             epoch, number, floor, keys = os.urandom(8).hex(), 0, 0, {}
             changed = None
+        previous_tables = state.get("tables") if isinstance(state.get("tables"), dict) else {}
+        answers, tables = cutoff_changes(index, changed, previous_tables)
+        if changed is not None:
+            changed |= answers
+        if tables != previous_tables:
+            self._revisions.set_entry("state", {**state, "tables": tables})
         if changed is None or changed:
             number += 1
             if changed is None or len(keys) + len(changed) > _MAX_CHANGED_KEYS:
                 floor, keys = number, {}
             else:
                 keys = {**keys, **dict.fromkeys(changed, number)}
-            self._revisions.set_entry("state", {"epoch": epoch, "revision": number, "floor": floor, "changed": keys})
+            self._revisions.set_entry(
+                "state", {"epoch": epoch, "revision": number, "floor": floor, "changed": keys, "tables": tables}
+            )
         return ReadRevision(epoch, number, floor, keys)
 
     def entry(self, relative: str) -> dict | None:

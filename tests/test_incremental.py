@@ -257,3 +257,88 @@ def test_incremental_runs_report_what_cold_runs_do(tmp_path, project, seed):
         cold = findings(root, settings, use_cache=False)
         warm = findings(root, settings, use_cache=True)
         assert warm == cold, "after: " + "; ".join(history)
+
+
+PYPROJECT = "[project]\nname = 'demo'\ndependencies = ['torch>=2.4']\n"
+MODEL = '''
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block() for _ in range(4))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x)
+        return x
+'''
+TRAIN_FSDP = '''
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+from pkg.model import Block, Model
+
+
+def main():
+    return FSDP(Model(), auto_wrap_policy=ModuleWrapPolicy({Block}))
+'''
+TRAIN_PLAIN = '''
+from pkg.model import Model
+
+
+def main():
+    return Model()
+'''
+
+
+def test_an_edit_re_lints_exactly_the_files_whose_reads_it_changes(cli, make_project, record_calls):
+    """The edited file is linted again; another file only when what its analysis read of
+    the index answers differently: FSDP appearing in `train.py` re-lints the model it reaches
+    (CKPT001 becomes CKPT002), a function nobody calls, a new module nobody imports or a
+    statement in a `forward` re-lint nothing else. (An edit of the file holding the FSDP
+    use re-lints the files it reaches: the reach reads that file's facts whole.)"""
+    import ckptlint.runner
+
+    root = make_project(
+        {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/layers.py": "def helper(x):\n    return x\n",
+         "train.py": TRAIN_PLAIN},
+        pyproject=PYPROJECT,
+    )
+    linted = record_calls(ckptlint.runner, "check_file", lambda path, *rest: Path(path).as_posix())
+
+    def lint() -> list[tuple]:
+        from tests.conftest import json_findings
+
+        linted.clear()
+        return json_findings(cli(["--output-format", "json", "."], root), root)
+
+    def edit(relative: str, text: str) -> None:
+        (root / relative).write_text(text)
+
+    assert [f[3] for f in lint()] == ["CKPT001"]
+    assert lint() and sorted(linted) == []  # warm: nothing linted
+    edit("pkg/layers.py", "def helper(x):\n    return x\n\n\ndef unused(x):\n    return x + 1\n")
+    lint()
+    assert sorted(linted) == ["pkg/layers.py"]
+    edit("pkg/new_module.py", "def added(x):\n    y = x * 2\n    return y\n")
+    lint()
+    assert sorted(linted) == ["pkg/new_module.py"]
+    edit("pkg/model.py", MODEL.replace("        return x\n", "        x = x + 0\n        return x\n", 1))
+    assert [f[3] for f in lint()] == ["CKPT001"]
+    assert sorted(linted) == ["pkg/model.py"]
+    edit("train.py", TRAIN_FSDP)
+    assert [f[3] for f in lint()] == ["CKPT002"]
+    # (`main` now wraps a model in FSDP1: every file naming `main(` may call it, so every
+    # file that asked for those names is linted again.)
+    assert {"pkg/model.py", "train.py"} <= set(linted)
+    edit("train.py", TRAIN_PLAIN)
+    assert [f[3] for f in lint()] == ["CKPT001"]
+    assert {"pkg/model.py", "train.py"} <= set(linted)

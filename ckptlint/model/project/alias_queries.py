@@ -39,7 +39,7 @@ def _tables_from_json(value) -> AliasTables:
 
 
 class AliasQueries:
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def _checkpoint_alias_tables(self) -> AliasTables:
         from ckptlint.model.project.stored_tables import TableCodec, stored_table
 

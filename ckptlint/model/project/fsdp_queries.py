@@ -22,7 +22,7 @@ LAUNCH_KIND = "launches"  # launch scripts running `accelerate launch` (`ckptlin
 
 
 class FsdpQueries:
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def fsdp_uses(self) -> tuple[FsdpUse, ...]:
         using = list(self._files_of_kind(FSDP_KIND))
         uses = [use for _, facts in using for use in facts.fsdp]
@@ -58,7 +58,7 @@ class FsdpQueries:
                 return candidate
         return None
 
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def fsdp_wrapper_words(self) -> frozenset[str]:
         """The simple names of the project functions that wrap a model in FSDP1 with an
         auto-wrap policy."""

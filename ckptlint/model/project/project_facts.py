@@ -169,7 +169,7 @@ class ProjectFacts(NormFreezingQueries):
             if option.name == name
         )
 
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def registries(self) -> dict[str, dict[str, tuple[str, ...]]]:
         """registry (absolute name of the dict or registry object) -> key -> the classes the
         project registers under it (`ckptlint.model.file_facts.registries`)."""
@@ -392,7 +392,7 @@ class ProjectFacts(NormFreezingQueries):
     def _training_arguments_answers(self) -> dict[str, bool]:
         return {}  # the interpreter asks for every call it meets
 
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
         """(relative path, entry) for every class wrapped for activation checkpointing."""
         return tuple(
@@ -437,7 +437,7 @@ class ProjectFacts(NormFreezingQueries):
                     return facts.name, candidate
         return None
 
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def checkpoint_wrappers(self) -> tuple[str, ...]:
         """The project's functions that run one of their parameters under torch's checkpoint."""
         return tuple(
@@ -456,7 +456,7 @@ class ProjectFacts(NormFreezingQueries):
                 return facts.parameters.index(event.target)
         return None
 
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def hf_checkpointing_calls(self) -> tuple[tuple[str, int, bool], ...]:
         """Every `gradient_checkpointing_enable(...)` call of the project: (path, line, whether
         it leaves the kwargs to transformers' default)."""

@@ -58,9 +58,9 @@ class ReadLog:
     def push(self) -> None:
         self._frames.append(set())
 
-    def pop(self) -> frozenset[str]:
+    def pop(self, *, merge: bool = True) -> frozenset[str]:
         keys = self._frames.pop()
-        if self._frames:
+        if self._frames and merge:
             self._frames[-1].update(keys)
         return frozenset(keys)
 
@@ -78,15 +78,33 @@ class ReadLog:
 class tracked_cached_property:
     """`functools.cached_property` for a table derived from the index: computed once per
     index in a frame of the index's `read_log`, the keys it read kept with the value and
-    recorded again on every access."""
+    recorded again on every access.
 
-    def __init__(self, function) -> None:
+    With `cutoff`, a reader records the table's own key `q:<name>` instead: the index
+    compares the table's answer with the last run's whenever one of the keys it was
+    computed from changed (`cutoff_changes`), and `q:<name>` changes only when the answer
+    does (Salsa's early cutoff). For the tables every linted file asks for (the names of
+    the project's forwarding and FSDP-wrapping helpers): an edit of a file holding FSDP
+    code that leaves them as they were re-lints nothing else."""
+
+    def __init__(self, function=None, *, cutoff: bool = False) -> None:
+        self.function = function
+        self.cutoff = cutoff
+        self.__doc__ = getattr(function, "__doc__", None)
+
+    def __call__(self, function):  # `@tracked_cached_property(cutoff=True)`
         self.function = function
         self.__doc__ = function.__doc__
+        return self
 
     def __set_name__(self, owner, name: str) -> None:
         self.name = name
         self.slot = f"_tracked_{name}"
+
+    def computed(self, instance) -> tuple[object, frozenset[str]]:
+        """The value and the keys it was computed from (computing it if need be)."""
+        self.__get__(instance)
+        return instance.__dict__[self.slot]
 
     def __get__(self, instance, owner=None):
         if instance is None:
@@ -101,10 +119,15 @@ class tracked_cached_property:
                 try:
                     value = self.function(instance)
                 finally:
-                    keys = log.pop()
+                    keys = log.pop(merge=not self.cutoff)
             found = instance.__dict__[self.slot] = (value, keys)
+            if self.cutoff and log is not None:
+                log.record(f"q:{self.name}")
         elif log is not None:
-            log.record_all(found[1])
+            if self.cutoff:
+                log.record(f"q:{self.name}")
+            else:
+                log.record_all(found[1])
         return found[0]
 
 
@@ -145,10 +168,21 @@ class RecordingMapping(Mapping):
 
 class RecordingFacts(RecordingMapping):
     """A project's facts by path: one file's facts read is `f:<path>`; whether a file is
-    there, `h:<path>`; every file's (iterating them), `A`."""
+    there, `h:<path>`; which files there are (iterating the paths), `P`; every file's
+    facts (`values()`, `items()`), `A`."""
 
     def __init__(self, files: Mapping, log: ReadLog | None) -> None:
-        super().__init__(files, log, "f:", ALL_FACTS)
+        super().__init__(files, log, "f:", ALL_PATHS)
+
+    def values(self):
+        if self._log is not None:
+            self._log.record(ALL_FACTS)
+        return self._items.values()
+
+    def items(self):
+        if self._log is not None:
+            self._log.record(ALL_FACTS)
+        return self._items.items()
 
     def __contains__(self, key: object) -> bool:
         if self._log is not None:
@@ -162,6 +196,55 @@ class RecordingFacts(RecordingMapping):
 
 def _digest(value: Any) -> str:
     return hashlib.blake2b(repr(value).encode(), digest_size=10).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """A value with its sets and mappings in a fixed order (a set's order changes with the
+    process's string hashing)."""
+    if isinstance(value, (set, frozenset)):
+        return ("set", sorted((_canonical(v) for v in value), key=repr))
+    if isinstance(value, Mapping):
+        return ("map", sorted(((_canonical(k), _canonical(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(v) for v in value)
+    return value
+
+
+def cutoff_changes(index, changed: set[str] | None, previous: Mapping[str, Any]) -> tuple[set[str], dict[str, Any]]:
+    """The `q:<table>` keys whose answer changed (`tracked_cached_property(cutoff=True)`),
+    and what to remember of each table for the next run. `previous`: the last run's
+    (table -> {"digest", "inputs"}); a table is computed again only where it was never
+    computed or one of its inputs changed (`changed`, None for every key, or the `q:` key
+    of another such table it reads)."""
+    tables = {
+        name: value for klass in reversed(type(index).__mro__) for name, value in vars(klass).items()
+        if isinstance(value, tracked_cached_property) and value.cutoff
+    }
+    found: set[str] = set()
+    remembered: dict[str, Any] = {}
+    pending = dict(tables)
+    while pending:
+        progressed = False
+        for name, table in list(pending.items()):
+            before = previous.get(name)
+            valid = (
+                isinstance(before, dict) and isinstance(before.get("digest"), str) and isinstance(before.get("inputs"), list)
+            )
+            if valid and changed is not None and not (changed | found).intersection(before["inputs"]):
+                if any(f"q:{other}" in before["inputs"] for other in pending if other != name):
+                    continue  # decided once the tables it reads are
+                remembered[name] = before
+            else:
+                value, inputs = table.computed(index)
+                digest = _digest(_canonical(value))
+                remembered[name] = {"digest": digest, "inputs": sorted(inputs)}
+                if not valid or before["digest"] != digest:
+                    found.add(f"q:{name}")
+            del pending[name]
+            progressed = True
+        if not progressed:  # tables reading each other: computed
+            changed = None
+    return found, remembered
 
 
 def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict[str, str]:
