@@ -193,6 +193,12 @@ class RecordingFacts(RecordingMapping):
     def raw(self) -> Mapping:
         return self._items
 
+    def __getattr__(self, name: str):
+        """What else the mapping it wraps offers (`LazyFacts`' `_built`, for the tests)."""
+        if name.startswith("__") or name == "_items":
+            raise AttributeError(name)
+        return getattr(self._items, name)
+
 
 def _digest(value: Any) -> str:
     return hashlib.blake2b(repr(value).encode(), digest_size=10).hexdigest()
