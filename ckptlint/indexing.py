@@ -467,7 +467,7 @@ class _IndexCache:
         self._facts_directory = self._index.path.parent / f"{FACTS_PREFIX}{key}"
         self._stored_facts = False
         # The index's revision and when each key last changed (`ReadRevision`).
-        self._revisions = CacheFile(self.directory, f"revisions-{key}.json")
+        self._revisions = CacheFile(self.directory, f"index-{key}.revisions.json")
 
     def entries(self) -> dict[str, dict]:
         """Every file's entry as the last run left it."""
