@@ -27,6 +27,7 @@ from ckptlint.engine import (
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
+from ckptlint.model.project.reads import ALL_FACTS, ALL_PATHS
 from ckptlint.notebooks import Notebook, NotebookError, places_in_cells, read_notebook
 from ckptlint.rule_codes import project_rule_codes
 from ckptlint.rule_manifest import RULE_TRIGGERS
@@ -448,9 +449,11 @@ class _Pending:
 def _stamped_reads(result: FileResult, item: _Pending, projects: Projects) -> tuple[str, tuple[str, ...]] | None:
     """The revision of the index a Python result was computed at and the keys it read."""
     revision = projects.index_for(item.root).revision
-    if revision is None or result.reads is None:
+    if revision is None:
         return None
-    return revision.stamp, result.reads
+    # A worker stopped at a limit recorded nothing: its result rests on every file's
+    # exported facts, as every result did with the whole-project fingerprint.
+    return revision.stamp, result.reads if result.reads is not None else (ALL_FACTS, ALL_PATHS)
 
 
 def _cacheable(result: FileResult) -> bool:
