@@ -45,6 +45,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -164,6 +165,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (it takes minutes per 1,000 files)")
     parser.add_argument("--subset-only", action="store_true", help="only the checkpoint-heavy subset (cold, TorchFix)")
+    parser.add_argument("--check-cold", action="store_true", help="after the edits, compare the findings with a "
+                        "cold run's (--no-cache)")
     parser.add_argument("--torchfix-python", help="the Python of a virtual environment where TorchFix is installed "
                         "(default: this one); keeps TorchFix's libcst < 1.6 out of ckptlint's environment")
     args = parser.parse_args()
@@ -189,10 +192,10 @@ def main() -> int:
         # the same timestamp tick would go unseen): a tree just copied is re-read until then.
         time.sleep(2.1)
         cache = scratch / "cache"
-        ckptlint = [sys.executable, "-m", "ckptlint", "check", "--exit-zero", "--output-format", "json",
-                    "--cache-dir", str(cache)]
+        uncached = [sys.executable, "-m", "ckptlint", "check", "--exit-zero", "--output-format", "json"]
         if args.jobs:
-            ckptlint += ["--jobs", str(args.jobs)]
+            uncached += ["--jobs", str(args.jobs)]
+        ckptlint = [*uncached, "--cache-dir", str(cache)]
         targets = list(args.packages)
         results: list[Timing] = []
 
@@ -208,6 +211,19 @@ def main() -> int:
         touched.write_text(touched.read_text(encoding="utf-8", errors="replace") + "\n# touched by the benchmark\n")
         results.append(timed("ckptlint warm, 1 file touched", ckptlint + targets, tree, 1))
         print(f"touched: {touched.relative_to(tree)}", file=sys.stderr)
+        for name, edit in structural_edits(tree, touched):
+            edit()
+            before = result_stamps(cache)
+            results.append(timed(name, ckptlint + targets, tree, 1))
+            relinted = sum(1 for path, stamp in result_stamps(cache).items() if before.get(path) != stamp)
+            print(f"{name}: {relinted} files linted again", file=sys.stderr)
+        if args.check_cold:
+            incremental = results[-1].stdout
+            cold = run("ckptlint cold, after the edits", [*uncached, "--no-cache", *targets], tree)
+            same = cold.stdout == incremental
+            print(f"findings after the edits {'equal' if same else 'DIFFER FROM'} a cold run's", file=sys.stderr)
+            if not same:
+                return 1
         touched.write_text(touched.read_text(encoding="utf-8") + "# and again\n")
         single = [*ckptlint, str(touched.relative_to(tree))]
         results.append(timed("ckptlint, that one file (edited)", single, tree, 1))
@@ -306,6 +322,59 @@ def report_subset(subset: SubsetResults) -> None:
         print(f"{t.name:38} {t.seconds:8.2f} {subset.files / t.seconds:9.0f} {t.peak_rss_mb:8.0f}")
     if len(subset.timings) == 2:
         print(f"TorchFix / ckptlint cold, subset:   {subset.timings[1].seconds / subset.timings[0].seconds:6.1f}x")
+
+
+def structural_edits(tree: Path, touched: Path) -> list[tuple[str, object]]:
+    """Edits that change what the index knows of a file (its exported facts), each applied
+    before the run that measures it: a new module-level function in the touched model, a
+    new statement in a `forward` of it, a new module, and a changed base class in a module
+    every model shares (when transformers is benchmarked), whose dependents are linted
+    again."""
+
+    def append_function() -> None:
+        touched.write_text(touched.read_text(encoding="utf-8") + "\n\ndef bench_helper(x):\n    return x + 1\n")
+
+    def statement_in_forward() -> None:
+        text = touched.read_text(encoding="utf-8")
+        match = re.search(r"\n( +)def forward\(self[^\n]*\n(?:\1 [^\n]*\n)*?(\1 +)(?=\S)", text)
+        if match is None:
+            raise SystemExit(f"no forward in {touched}")
+        at = match.end()
+        touched.write_text(text[:at] + "bench_counter = 1\n" + match.group(2) + text[at:])
+
+    def new_module() -> None:
+        (touched.parent / "bench_new_module.py").write_text("def bench_new(x):\n    y = x * 2\n    return y\n")
+
+    edits = [
+        ("ckptlint warm, a new function", append_function),
+        ("ckptlint warm, a statement in a forward", statement_in_forward),
+        ("ckptlint warm, a new module", new_module),
+    ]
+    shared = tree / "transformers" / "modeling_layers.py"
+    if shared.is_file() and "class GradientCheckpointingLayer(nn.Module):" in shared.read_text(encoding="utf-8"):
+        def change_base() -> None:
+            text = shared.read_text(encoding="utf-8")
+            shared.write_text(text.replace(
+                "class GradientCheckpointingLayer(nn.Module):", "class GradientCheckpointingLayer(nn.Module, object):"
+            ))
+
+        edits.append(("ckptlint warm, a base class changed in a shared module", change_base))
+    return edits
+
+
+def result_stamps(cache: Path) -> dict[str, object]:
+    """Each cached result's revision stamp (`ckptlint.cache.ResultCache`): a file whose
+    stamp a run changed was linted again in it."""
+    stamps: dict[str, object] = {}
+    for path in cache.glob("*/*.json"):
+        try:
+            entries = json.loads(path.read_text()).get("files", {})
+        except (OSError, ValueError):
+            continue
+        for name, entry in entries.items():
+            if isinstance(entry, dict) and "diagnostics" in entry:
+                stamps[f"{path.name}:{name}"] = (entry.get("revision"), entry.get("key"))
+    return stamps
 
 
 def one_file_to_touch(tree: Path, targets: list[str]) -> Path:

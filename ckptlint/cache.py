@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from stat import S_ISREG
@@ -61,6 +62,9 @@ class CacheFile:
     def mark_dirty(self) -> None:
         self._dirty = True
 
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
     def entry(self, key: str) -> dict | None:
         found = self._entries.get(key)
         return found if isinstance(found, dict) else None
@@ -101,10 +105,16 @@ class ResultCache(CacheFile):
         content = entry.get("content")
         return content if isinstance(content, str) else None
 
-    def get(self, path: str, key: str, trusted_before: int) -> tuple[tuple[Diagnostic, ...], tuple[str, ...]] | None:
-        """The cached findings of a file, and why its versions hide others (`FileResult.hidden`)."""
+    def get(
+        self, path: str, key: str, trusted_before: int, reads_unchanged: Callable[[object, object], bool] | None = None
+    ) -> tuple[tuple[Diagnostic, ...], tuple[str, ...]] | None:
+        """The cached findings of a file, and why its versions hide others (`FileResult.hidden`).
+        With `reads_unchanged` (`ReadRevision.unchanged_since`), only while the keys of the
+        project index its analysis read answer as they did (`put`'s `reads`)."""
         entry = self._entries.get(path)
         if not isinstance(entry, dict) or entry.get("key") != key:
+            return None
+        if reads_unchanged is not None and not reads_unchanged(entry.get("revision"), entry.get("reads")):
             return None
         try:
             if not all(_input_unchanged(item, trusted_before) for item in entry.get("inputs", ())):
@@ -127,7 +137,9 @@ class ResultCache(CacheFile):
         inputs: tuple[tuple[str, str | None], ...],
         trusted_before: int,
         hidden: tuple[str, ...] = (),
+        reads: tuple[str, tuple[str, ...]] | None = None,
     ) -> None:
+        """`reads`: the index revision the result was computed at and the keys it read."""
         self._entries[path] = {
             "key": key,
             "content": content,
@@ -136,6 +148,8 @@ class ResultCache(CacheFile):
             "diagnostics": [asdict(d) for d in diagnostics],
             "hidden": list(hidden),
         }
+        if reads is not None:
+            self._entries[path]["revision"], self._entries[path]["reads"] = reads[0], list(reads[1])
         self._dirty = True
 
 

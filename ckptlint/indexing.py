@@ -39,6 +39,7 @@ from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_of
 from ckptlint.model.index import ProjectIndex, cross_file_kinds
 from ckptlint.model.project.project_facts import LazyFacts
+from ckptlint.model.project.reads import ReadLog, ReadRevision, changed_keys, contributions, cutoff_changes
 from ckptlint.model.syntax.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
@@ -46,6 +47,8 @@ from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 # than it saves.
 PARALLEL_EXTRACTION_THRESHOLD = 256
 PARALLEL_EXTRACTION_BYTES = 256 << 10
+# Past this many keys remembered as changed, the next change starts a new floor instead.
+_MAX_CHANGED_KEYS = 200_000
 
 
 def _has_marker(directory: str | Path, listings: Mapping[str, frozenset[str]] | None = None) -> bool:
@@ -255,6 +258,7 @@ def build_index(
     paths: dict[str, str] = {}
     if files is None:
         files = project_files(root, settings, cache.directory if cache is not None else None)
+    previous = cache.entries() if cache is not None else {}  # what the last run indexed
 
     def take_cached(relative: str, entry: dict) -> None:
         digests[relative], exported[relative], kinds[relative] = entry["digest"], entry["exported"], entry["kinds"]
@@ -345,20 +349,73 @@ def build_index(
     for relative, file_kinds in kinds.items():
         for kind in file_kinds:
             files_with.setdefault(kind, set()).add(relative)
+    facts = LazyFacts(sorted(digests), built, load)
     index = ProjectIndex(
         root,
-        LazyFacts(sorted(digests), built, load),
+        facts,
         digests,
         fingerprint_of(exported.items()),
         {kind: frozenset(holders) for kind, holders in files_with.items()},
         tuple(errors),
         exported=exported,
         table_store=cache.tables() if cache is not None else None,
+        read_log=ReadLog() if cache is not None else None,
     )
     if cache is not None:
+        changed = _changed_keys(previous, digests, exported, kinds, facts, cache)
+        index.revision = cache.advance(changed, index)
         cache.retain(digests)
         cache.save()
     return index
+
+
+def _changed_keys(
+    previous: Mapping[str, dict],
+    digests: Mapping[str, str],
+    exported: Mapping[str, str],
+    kinds: Mapping[str, list[str]],
+    facts: Mapping[str, FileFacts],
+    cache: _IndexCache,
+) -> set[str] | None:
+    """The keys (`ckptlint.model.project.reads`) whose answer changed since the last run
+    indexed the project: those the files added, removed or edited since contribute
+    differently to. None when that cannot be told (the old facts of an edited file are
+    gone): nothing read before can be trusted."""
+    changed: set[str] = set()
+    for relative in sorted(previous.keys() | digests.keys()):
+        entry = previous.get(relative)
+        old_digest = entry.get("digest") if isinstance(entry, dict) else None
+        if old_digest == digests.get(relative) and old_digest is not None:
+            continue
+        old = new = None
+        if isinstance(entry, dict):
+            old_facts = _cached_facts(relative, entry, cache)
+            if old_facts is None:
+                return None
+            if relative in digests and old_facts == facts[relative]:
+                if entry.get("exported") == exported[relative] and entry.get("kinds") == kinds[relative]:
+                    continue  # an edit that changed no fact (a comment, a line's spacing)
+            old = contributions(relative, old_facts, entry.get("exported"), entry.get("kinds") or ())
+        if relative in digests:
+            new = contributions(relative, facts[relative], exported[relative], kinds[relative])
+        changed |= changed_keys(old, new)
+    # Whether some module has a component is all a `p:` key answers: only a component that
+    # appears or disappears changes it.
+    components = [key for key in changed if key.startswith("p:")]
+    if components:
+        def parts(paths) -> set[str]:
+            return {part for path in paths if not path.endswith(CONFIGURATION_SUFFIXES) for part in module_name(path).split(".")}
+
+        before, after = parts(previous), parts(digests)
+        changed.difference_update(key for key in components if (key[2:] in before) == (key[2:] in after))
+    return changed
+
+
+def _cached_facts(relative: str, entry: dict, cache: _IndexCache) -> FileFacts | None:
+    if entry.get("empty") is True:
+        return FileFacts(module_name(relative))
+    digest = entry.get("digest")
+    return cache.facts(relative, digest) if isinstance(digest, str) else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -409,6 +466,38 @@ class _IndexCache:
         self._index = CacheFile(self.directory, f"index-{key}.json")
         self._facts_directory = self._index.path.parent / f"{FACTS_PREFIX}{key}"
         self._stored_facts = False
+        # The index's revision and when each key last changed (`ReadRevision`).
+        self._revisions = CacheFile(self.directory, f"index-{key}.revisions.json")
+
+    def entries(self) -> dict[str, dict]:
+        """Every file's entry as the last run left it."""
+        return {relative: entry for relative in self._index.keys() if (entry := self.entry(relative)) is not None}
+
+    def advance(self, changed: set[str] | None, index: ProjectIndex) -> ReadRevision:
+        """The revision after this run's changes (`changed`: the keys whose answer changed,
+        None for every key; with the `q:` keys of the index's cut-off tables whose answer
+        changed), recorded for the next run."""
+        state = self._revisions.entry("state") or {}
+        epoch, number, floor, keys = state.get("epoch"), state.get("revision"), state.get("floor"), state.get("changed")
+        if not (isinstance(epoch, str) and type(number) is int and type(floor) is int and isinstance(keys, dict)):
+            epoch, number, floor, keys = os.urandom(8).hex(), 0, 0, {}
+            changed = None
+        previous_tables = state.get("tables") if isinstance(state.get("tables"), dict) else {}
+        answers, tables = cutoff_changes(index, changed, previous_tables)
+        if changed is not None:
+            changed |= answers
+        if tables != previous_tables:
+            self._revisions.set_entry("state", {**state, "tables": tables})
+        if changed is None or changed:
+            number += 1
+            if changed is None or len(keys) + len(changed) > _MAX_CHANGED_KEYS:
+                floor, keys = number, {}
+            else:
+                keys = {**keys, **dict.fromkeys(changed, number)}
+            self._revisions.set_entry(
+                "state", {"epoch": epoch, "revision": number, "floor": floor, "changed": keys, "tables": tables}
+            )
+        return ReadRevision(epoch, number, floor, keys)
 
     def entry(self, relative: str) -> dict | None:
         """The cached digest, exported digest and stat of a file, when well-formed."""
@@ -483,4 +572,5 @@ class _IndexCache:
                     os.unlink(self._facts_directory / name)
 
     def save(self) -> str | None:
-        return self._index.save()
+        warnings = [self._index.save(), self._revisions.save()]
+        return next((warning for warning in warnings if warning), None)

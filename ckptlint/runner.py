@@ -27,6 +27,7 @@ from ckptlint.engine import (
 from ckptlint.indexing import Projects
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.index import ProjectIndex
+from ckptlint.model.project.reads import ALL_FACTS, ALL_PATHS
 from ckptlint.notebooks import Notebook, NotebookError, places_in_cells, read_notebook
 from ckptlint.rule_codes import project_rule_codes
 from ckptlint.rule_manifest import RULE_TRIGGERS
@@ -225,7 +226,12 @@ def _install_indexes(indexes: dict[Path, ProjectIndex]) -> None:
 
 def _check_one(args: tuple[Path, Settings, RunOptions, Path]) -> tuple[FileResult, FixedFile | None]:
     path, settings, options, root = args
-    return check_file(path, settings, options, _WORKER_INDEXES.get(root))
+    index = _WORKER_INDEXES.get(root)
+    if index is None or index.read_log is None:
+        return check_file(path, settings, options, index)
+    index.begin_reads()
+    result, fixed = check_file(path, settings, options, index)
+    return dataclasses.replace(result, reads=index.end_reads()), fixed
 
 
 def analyse_in_workers(
@@ -352,14 +358,18 @@ def check_paths(
         except OSError:
             pending.append(_Pending(Path(text_path), file_settings, root))  # check_file reports it
             continue
+        revision = index.revision if is_python else None
         if (root, is_python) not in keys:
-            # A Python result depends on what the index knows; a launch script's on the
-            # directory its relative paths are looked up from, a recipe's on the index too
-            # (CKPT008: whether the project's code applies a DeepSpeed config's section).
-            context = index.fingerprint if is_python else f"{os.getcwd()}:{index.fingerprint}"
+            # A Python result depends on what its analysis read of the index (checked
+            # against `revision`), or else on all the index knows; a launch script's on the
+            # directory its relative paths are looked up from, a recipe's on the whole index
+            # too (CKPT008: whether the project's code applies a DeepSpeed config's section).
+            context = ("reads" if revision is not None else index.fingerprint) if is_python else f"{os.getcwd()}:{index.fingerprint}"
             keys[root, is_python] = f"{settings_fingerprint(file_settings)}:{options.limits.fingerprint()}:{context}"
         key = f"{content}:{keys[root, is_python]}"
-        cached, cached_hidden = cache.get(absolute, key, trusted_before) or (None, ())
+        cached, cached_hidden = cache.get(
+            absolute, key, trusted_before, None if revision is None else revision.unchanged_since
+        ) or (None, ())
         if cached is None or (options.computes_fixes and any(fixable(d, options.unsafe_fixes) for d in cached)) or (
             options.add_noqa and cached
         ):
@@ -389,6 +399,7 @@ def check_paths(
                 inputs=result.inputs,
                 trusted_before=trusted_before,
                 hidden=result.hidden,
+                reads=_stamped_reads(result, item, projects),
             )
     warnings = [warning] if cache is not None and (warning := cache.save()) else []
     warnings.extend(error for index in projects.indexes().values() for error in index.extraction_errors)
@@ -434,6 +445,16 @@ class _Pending:
     key: str | None = None
     content: str | None = None
     stat: list[int] | None = None
+
+
+def _stamped_reads(result: FileResult, item: _Pending, projects: Projects) -> tuple[str, tuple[str, ...]] | None:
+    """The revision of the index a Python result was computed at and the keys it read."""
+    revision = projects.index_for(item.root).revision
+    if revision is None:
+        return None
+    # A worker stopped at a limit recorded nothing: its result rests on every file's
+    # exported facts, as every result did with the whole-project fingerprint.
+    return revision.stamp, result.reads if result.reads is not None else (ALL_FACTS, ALL_PATHS)
 
 
 def _cacheable(result: FileResult) -> bool:

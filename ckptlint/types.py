@@ -107,6 +107,9 @@ class FileResult:
     hidden: tuple[str, ...] = ()
     # `--add-noqa`: the lines that got (or had extended) a `# noqa` directive.
     added_noqa: int = 0
+    # The keys of the project index the analysis read (`ckptlint.model.project.reads`), when
+    # they were recorded: the result stays valid while none of them changes.
+    reads: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

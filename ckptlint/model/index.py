@@ -234,7 +234,10 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, D
             files_with = dict(self.files_with)
             for kind in cross_file_kinds(facts, relative_path):
                 files_with[kind] = files_with.get(kind, frozenset()) | {relative_path}
-        return ProjectIndex(self.root, OverlaidFacts(self.files, relative_path, facts), self.digests, files_with=files_with)
+        return ProjectIndex(
+            self.root, OverlaidFacts(self._raw_files, relative_path, facts), self.digests, files_with=files_with,
+            read_log=self.read_log,
+        )
 
 
 def _wrapper_impl(values: Iterable) -> Impl:

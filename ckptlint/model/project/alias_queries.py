@@ -5,7 +5,7 @@ which provides `files`, `_files_of_kind`, `_paths_of_kind` and `path_of`."""
 
 from __future__ import annotations
 
-from functools import cached_property
+from ckptlint.model.project.reads import tracked_cached_property
 
 from ckptlint.model.file_facts.facts import FileFacts
 
@@ -39,7 +39,7 @@ def _tables_from_json(value) -> AliasTables:
 
 
 class AliasQueries:
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def _checkpoint_alias_tables(self) -> AliasTables:
         from ckptlint.model.project.stored_tables import TableCodec, stored_table
 
@@ -50,7 +50,10 @@ class AliasQueries:
                 list(self._files_of_kind(CHECKPOINT_IMPORT_KIND)), lambda: self._files_of_kind(REEXPORT_KIND)
             )
 
-        # Every file linted asks (`imports_checkpoint_alias`): kept between runs.
+        # Every file linted asks (`imports_checkpoint_alias`): kept between runs. Read
+        # from the store, it reads what computing it would (the facts of those files).
+        self._record(f"kf:{CHECKPOINT_IMPORT_KIND}")
+        self._record(f"kf:{REEXPORT_KIND}")
         if self.files_with is None:
             return compute()  # (the kinds of facts each file holds are not recorded)
         paths = self._paths_of_kind(CHECKPOINT_IMPORT_KIND) | self._paths_of_kind(REEXPORT_KIND)

@@ -12,7 +12,7 @@ the summaries of files that cannot call it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 class CallSites:
     def __init__(self, index: ProjectFacts) -> None:
         self.index = index
-        self._namers: dict[str, list[str]] | None = None
-        self._aliases: dict[str, list[str]] | None = None
         self._value_names_by_path: dict[str, frozenset[str]] = {}
 
     def of(self, function: str, module: str) -> Iterator[tuple[str, FunctionSummary, Expr, int]]:
@@ -198,39 +196,15 @@ class CallSites:
         """`function` and the names packages re-export it (or its class) under:
         `backbone.layers.make_layer` for `backbone.layers.blocks.make_layer`."""
         spellings = [function]
-        aliases = self._aliases_table()
         parts = function.split(".")
         for end in range(len(module.split(".")) + 1, len(parts) + 1):
             head, rest = ".".join(parts[:end]), parts[end:]
-            spellings.extend(".".join([alias, *rest]) for alias in aliases.get(head, ()))
+            spellings.extend(".".join([alias, *rest]) for alias in self.index.reexported_as(head))
         return spellings
 
-    def _aliases_table(self) -> dict[str, list[str]]:
-        """An absolute name -> the names package `__init__` files re-export it under (two
-        levels of re-export followed)."""
-        if self._aliases is None:
-            table: dict[str, list[str]] = {}
-            for path, facts in self.index.files.items():
-                if path.endswith("__init__.py"):
-                    for local, absolute in facts.names:
-                        alias = f"{facts.module}.{local}"
-                        if absolute != alias:
-                            table.setdefault(absolute, []).append(alias)
-            for absolute, aliases in list(table.items()):
-                for alias in list(aliases):
-                    aliases.extend(a for a in table.get(alias, ()) if a not in aliases)
-            self._aliases = table
-        return self._aliases
-
-    def _names_table(self) -> dict[str, list[str]]:
+    def _names_table(self) -> Mapping[str, list[str]]:
         """Every absolute name some file's imports or definitions refer to -> those files."""
-        if self._namers is None:
-            table: dict[str, list[str]] = {}
-            for path, facts in self.index.files.items():
-                for _, absolute in facts.names:
-                    table.setdefault(absolute, []).append(path)
-            self._namers = table
-        return self._namers
+        return self.index.names_table
 
 
 def _collect_value_names(expr: Expr, found: set[str]) -> None:

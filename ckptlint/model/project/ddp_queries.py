@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from ckptlint.model.project.reads import tracked_cached_property
+
 from ckptlint.model.file_facts.facts import DdpUse
 from ckptlint.model.project.project_facts import RECOMPUTE_KIND, REGISTRY_KIND
 from ckptlint.model.syntax.names import is_test_path
@@ -18,7 +20,7 @@ DDP_KIND = "ddp"
 
 
 class DdpQueries:
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def ddp_uses(self) -> tuple[DdpUse, ...]:
         uses = [use for _, facts in self._files_of_kind(DDP_KIND) for use in facts.ddp]
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))

@@ -6,7 +6,7 @@ its code hands DeepSpeed configs to a library that never does. A mixin of
 
 from __future__ import annotations
 
-from functools import cached_property
+from ckptlint.model.project.reads import tracked_cached_property
 
 from ckptlint.model.file_facts.facts import FileFacts
 from ckptlint.model.library.deepspeed import NON_CONFIGURING_PACKAGES
@@ -22,7 +22,7 @@ def hands_on_deepspeed_configs(facts: FileFacts) -> bool:
 
 
 class DeepSpeedQueries:
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def deepspeed_checkpointing_wiring(self) -> tuple[tuple[str, str], ...]:
         """(path, name) of what makes a DeepSpeed `activation_checkpointing` section live:
         `deepspeed.checkpointing.configure`, DeepSpeed's checkpoint functions or
@@ -36,7 +36,7 @@ class DeepSpeedQueries:
             if not (name == "megatron" and own_megatron)
         )
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def hands_on_deepspeed_configs(self) -> bool:
         """Whether some Python file of the project uses a library that hands DeepSpeed
         configs on without configuring DeepSpeed's checkpointing (who reads a config file

@@ -4,7 +4,7 @@ which provides `files`, `_files_of_kind`, `_definition` and `ancestors`."""
 
 from __future__ import annotations
 
-from functools import cached_property
+from ckptlint.model.project.reads import tracked_cached_property
 
 from ckptlint.model.file_facts.facts import ForwardingFact, ForwardingKind
 
@@ -12,7 +12,7 @@ FORWARDING_KIND, DECORATED_KIND = "forwarding", "decorated"
 
 
 class ForwardingQueries:
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def forwarding(self) -> dict[str, ForwardingFact]:
         """Helpers and decorators by name, and the functions decorated by a project decorator
         when one of the decorators is such (timm's thousand `@register_model` functions are
@@ -49,7 +49,7 @@ class ForwardingQueries:
                 return decorator, fact
         return None
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def forwarding_words(self) -> frozenset[str]:
         """The names (last component) under which the project's code calls a function whose
         keywords reach torch's checkpoint: a file naming none of them calls none."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import posixpath
 from functools import cached_property
 
+from ckptlint.model.project.reads import tracked_cached_property
+
 from ckptlint.model.file_facts.facts import EventKind, FsdpKind, FsdpUse
 from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.syntax.names import is_test_path
@@ -20,7 +22,7 @@ LAUNCH_KIND = "launches"  # launch scripts running `accelerate launch` (`ckptlin
 
 
 class FsdpQueries:
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def fsdp_uses(self) -> tuple[FsdpUse, ...]:
         using = list(self._files_of_kind(FSDP_KIND))
         uses = [use for _, facts in using for use in facts.fsdp]
@@ -56,7 +58,7 @@ class FsdpQueries:
                 return candidate
         return None
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def fsdp_wrapper_words(self) -> frozenset[str]:
         """The simple names of the project functions that wrap a model in FSDP1 with an
         auto-wrap policy."""

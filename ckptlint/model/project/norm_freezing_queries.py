@@ -6,7 +6,7 @@ mixin of `ckptlint.model.project.project_facts.ProjectFacts`, which provides `_f
 
 from __future__ import annotations
 
-from functools import cached_property
+from ckptlint.model.project.reads import tracked_cached_property
 
 from ckptlint.model.file_facts.facts import ClassFacts, EventKind, FileFacts
 
@@ -22,7 +22,7 @@ def freezes_batchnorm(facts: FileFacts) -> bool:
 
 
 class NormFreezingQueries:
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def batchnorm_freezers(self) -> tuple[ClassFacts, ...]:
         """The classes whose `train()` puts every BatchNorm below them in eval mode
         (`ckptlint.model.file_facts.norm_freezing`)."""
@@ -31,7 +31,7 @@ class NormFreezingQueries:
             if c.batchnorm_frozen_under is not None
         )
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def batchnorm_freezing_functions(self) -> tuple[tuple[str, str], ...]:
         """(function, parameter): functions that put every BatchNorm below their parameter in
         eval mode (`freeze_bn(model)`; `ckptlint.model.file_facts.norm_freezing.frozen_parameter`) or
@@ -41,7 +41,7 @@ class NormFreezingQueries:
             for e in f.events if e.kind is EventKind.FREEZES_BATCHNORM
         )
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def batchnorm_freezers_applied(self) -> tuple[str, ...]:
         """Functions that put the module they are given in eval mode when it is a BatchNorm,
         for `Module.apply` (`set_bn_eval`; `ckptlint.model.file_facts.norm_freezing.frozen_when_applied`)."""

@@ -31,6 +31,9 @@ from ckptlint.model.syntax.names import module_name
 from ckptlint.model.project.norm_freezing_queries import NormFreezingQueries
 from ckptlint.model.file_facts.registries import registered_classes
 from ckptlint.model.form.summary import FunctionSummary
+from ckptlint.model.project.reads import (
+    ALL_BASES, ALL_FACTS, ALL_NAMES, ALL_PATHS, ReadLog, ReadRevision, RecordingFacts, RecordingMapping, tracked_cached_property,
+)
 
 if TYPE_CHECKING:
     from ckptlint.model.project.stored_tables import TableStore
@@ -99,10 +102,50 @@ class ProjectFacts(NormFreezingQueries):
     # of some kinds are kept between runs (`ckptlint.model.project.stored_tables`), when cached.
     exported: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
     table_store: TableStore | None = field(default=None, repr=False, compare=False)
+    # Where the keys a file's analysis reads are recorded (`ckptlint.model.project.reads`);
+    # None: nothing is recorded (and `files` is the mapping given).
+    read_log: ReadLog | None = field(default=None, repr=False, compare=False)
+    # When each key last changed (the index cache's), to tell whether a cached result's
+    # reads still answer the same.
+    revision: ReadRevision | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.files, RecordingFacts):
+            self.files = self.files.raw
+        self._raw_files = self.files
+        if self.read_log is not None:
+            self.files = RecordingFacts(self.files, self.read_log)
+
+    # The caches that memoise as they go (an entry computed for one file would be found by
+    # the next without its reads): made afresh for each file whose reads are recorded.
+    PER_FILE_CACHES = (
+        "call_sites", "denotation", "_training_arguments_answers", "_reach_cache", "_script_reach", "_ddp_reach_cache",
+    )
+
+    def begin_reads(self) -> None:
+        """Start recording the reads of one file's analysis (`end_reads` hands them back)."""
+        for name in self.PER_FILE_CACHES:
+            self.__dict__.pop(name, None)
+        if self.read_log is not None:
+            self.read_log.start()
+
+    def end_reads(self) -> tuple[str, ...] | None:
+        return self.read_log.stop() if self.read_log is not None else None
+
+    def _record(self, key: str) -> None:
+        if self.read_log is not None:
+            self.read_log.record(key)
+
+    def _recording(self, table: Mapping, prefix: str, whole: str) -> Mapping:
+        return table if self.read_log is None else RecordingMapping(table, self.read_log, prefix, whole)
 
     def _paths_of_kind(self, kind: str) -> frozenset[str]:
         """The files holding facts of a kind (every file when the kinds are not recorded)."""
-        return frozenset(self.files) if self.files_with is None else self.files_with.get(kind, frozenset())
+        if self.files_with is None:
+            self._record(ALL_PATHS)
+            return frozenset(self._raw_files)
+        self._record(f"k:{kind}")
+        return self.files_with.get(kind, frozenset())
 
     @property
     def recomputing_paths(self) -> frozenset[str]:
@@ -111,8 +154,11 @@ class ProjectFacts(NormFreezingQueries):
 
     def _files_of_kind(self, kind: str) -> Iterable[tuple[str, FileFacts]]:
         if self.files_with is None:
-            return self.files.items()
-        return ((path, self.files[path]) for path in sorted(self.files_with.get(kind, ())) if path in self.files)
+            self._record(ALL_FACTS)
+            return self._raw_files.items()
+        self._record(f"kf:{kind}")
+        files = self._raw_files
+        return ((path, files[path]) for path in sorted(self.files_with.get(kind, ())) if path in files)
 
     # queries -----------------------------------------------------------------------------
 
@@ -125,7 +171,7 @@ class ProjectFacts(NormFreezingQueries):
             if option.name == name
         )
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def registries(self) -> dict[str, dict[str, tuple[str, ...]]]:
         """registry (absolute name of the dict or registry object) -> key -> the classes the
         project registers under it (`ckptlint.model.file_facts.registries`)."""
@@ -136,12 +182,22 @@ class ProjectFacts(NormFreezingQueries):
         )
 
     @cached_property
-    def classes(self) -> dict[str, ClassFacts]:
-        return {c.name: c for facts in self.files.values() for c in facts.classes}
+    def _class_table(self) -> dict[str, ClassFacts]:
+        return {c.name: c for facts in self._raw_files.values() for c in facts.classes}
 
     @cached_property
-    def functions(self) -> dict[str, FunctionFacts]:
-        return {f.name: f for facts in self.files.values() for f in facts.functions}
+    def _function_table(self) -> dict[str, FunctionFacts]:
+        return {f.name: f for facts in self._raw_files.values() for f in facts.functions}
+
+    @cached_property
+    def classes(self) -> Mapping[str, ClassFacts]:
+        """Every class by name: a lookup reads `c:<name>`, a walk over them `C`."""
+        return self._recording(self._class_table, "c:", "C")
+
+    @cached_property
+    def functions(self) -> Mapping[str, FunctionFacts]:
+        """Every function by name: a lookup reads `fn:<name>`, a walk over them `F`."""
+        return self._recording(self._function_table, "fn:", "F")
 
     def path_of(self, name: str) -> str | None:
         """The relative path of the file an absolute name is defined in."""
@@ -163,9 +219,9 @@ class ProjectFacts(NormFreezingQueries):
         suffix of (a script's `from helpers import f` names `scripts.helpers.f` as
         `helpers.f`, and a src-layout package is imported without its `src.`)."""
         table: dict[str, list[str]] = {}
-        for name in (*self.functions, *self.classes):
+        for name in (*self._function_table, *self._class_table):
             table.setdefault(name.rpartition(".")[2], []).append(name)
-        return table
+        return self._recording(table, "s:", ALL_NAMES)
 
     def _resolve_name(self, name: str, names: Container[str]) -> str | None:
         if name in names:
@@ -195,14 +251,18 @@ class ProjectFacts(NormFreezingQueries):
         return None
 
     def _summary_named(self, name: str, _hops: int = 0) -> FunctionSummary | None:
-        facts = self.facts_of(name)
+        path = self.path_of(name)
+        facts = self._raw_files.get(path) if path is not None else None
         if facts is None:
             return None
+        self._record(f"u:{name}")
         found = next((summary for summary in facts.summaries if summary.name == name), None)
         if found is not None:
             return found
         rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
         head = rest.split(".", 1)[0]
+        if head:
+            self._record(f"i:{path}:{head}")
         imported = dict(facts.names).get(head) if head else None
         if imported is None or imported == f"{facts.module}.{head}" or _hops >= 4:
             return None
@@ -212,11 +272,16 @@ class ProjectFacts(NormFreezingQueries):
         """The function or class (`kind`) a name refers to: found in its module's file, or
         where that module imports it from (a package's `__init__` re-exporting it), else, for
         a name that may be the project's written differently, among every file's."""
-        facts = self.facts_of(name)
+        path = self.path_of(name)
+        facts = self._raw_files.get(path) if path is not None else None
+        if facts is not None:
+            self._record(f"{_DEFINITION_KEYS[kind]}{name}")
         found = facts.named(kind, name) if facts is not None else None
         if found is None and facts is not None and _hops < 4:
             rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
             head = rest.split(".", 1)[0]
+            if head:
+                self._record(f"i:{path}:{head}")
             imported = dict(facts.names).get(head) if head else None
             if imported is not None and imported != f"{facts.module}.{head}":
                 found = self._definition(imported + rest[len(head):], kind, _hops + 1)
@@ -234,8 +299,9 @@ class ProjectFacts(NormFreezingQueries):
         return name.split(".", 1)[0] in self._module_components
 
     @cached_property
-    def _module_components(self) -> frozenset[str]:
-        return frozenset(part for module in self.module_paths for part in module.split("."))
+    def _module_components(self) -> Mapping[str, bool]:
+        table = dict.fromkeys(part for module in self._module_table for part in module.split("."))
+        return self._recording(table, "p:", ALL_PATHS)
 
     def facts_of(self, name: str) -> FileFacts | None:
         """The facts of the file an absolute name is defined in (`pkg.mod.Class.method` ->
@@ -244,9 +310,47 @@ class ProjectFacts(NormFreezingQueries):
         return self.files.get(path) if path is not None else None
 
     @cached_property
-    def module_paths(self) -> dict[str, str]:
-        """Module name -> relative path, for every Python file of the project."""
-        return {module_name(path): path for path in self.files if not path.endswith(CONFIGURATION_SUFFIXES)}
+    def _module_table(self) -> dict[str, str]:
+        return {module_name(path): path for path in self._raw_files if not path.endswith(CONFIGURATION_SUFFIXES)}
+
+    @cached_property
+    def module_paths(self) -> Mapping[str, str]:
+        """Module name -> relative path, for every Python file of the project (a lookup
+        reads `m:<module>`)."""
+        return self._recording(self._module_table, "m:", ALL_PATHS)
+
+    @cached_property
+    def names_table(self) -> Mapping[str, list[str]]:
+        """Every absolute name some file's imports or definitions refer to -> those files
+        (`ckptlint.model.project.call_sites`; a lookup reads `n:<name>`)."""
+        table: dict[str, list[str]] = {}
+        for path, facts in self._raw_files.items():
+            for _, absolute in facts.names:
+                table.setdefault(absolute, []).append(path)
+        return self._recording(table, "n:", ALL_NAMES)
+
+    @cached_property
+    def _aliases_table(self) -> dict[str, list[str]]:
+        table: dict[str, list[str]] = {}
+        for path, facts in self._raw_files.items():
+            if path.endswith("__init__.py"):
+                for local, absolute in facts.names:
+                    alias = f"{facts.module}.{local}"
+                    if absolute != alias:
+                        table.setdefault(absolute, []).append(alias)
+        for absolute, aliases in list(table.items()):
+            for alias in list(aliases):
+                aliases.extend(a for a in table.get(alias, ()) if a not in aliases)
+        return table
+
+    def reexported_as(self, absolute: str) -> list[str]:
+        """The names package `__init__` files re-export an absolute name under (two levels
+        of re-export followed); reads `a:` of the name and of each of those names."""
+        found = self._aliases_table.get(absolute, [])
+        if self.read_log is not None:
+            self.read_log.record(f"a:{absolute}")
+            self.read_log.record_all(f"a:{alias}" for alias in found)
+        return found
 
     def ancestors(self, name: str) -> list[str]:
         """The class and its bases defined in the project (and external bases by name)."""
@@ -263,14 +367,15 @@ class ProjectFacts(NormFreezingQueries):
                 pending.extend(facts.bases)
         return found
 
-    @cached_property
+    @tracked_cached_property
     def training_arguments_classes(self) -> frozenset[str]:
         """transformers' and TRL's argument classes, and the project's subclasses of them."""
         known = set(TRAINING_ARGUMENTS_CLASSES)
         changed = True
+        self._record(ALL_BASES)  # what it reads of every class
         while changed:
             changed = False
-            for cls in self.classes.values():
+            for cls in self._class_table.values():
                 if cls.name not in known and any(b in known or self._resolve_name(b, known) for b in cls.bases):
                     known.add(cls.name)
                     changed = True
@@ -289,7 +394,7 @@ class ProjectFacts(NormFreezingQueries):
     def _training_arguments_answers(self) -> dict[str, bool]:
         return {}  # the interpreter asks for every call it meets
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def wrapped_classes(self) -> tuple[tuple[str, WrappedClass], ...]:
         """(relative path, entry) for every class wrapped for activation checkpointing."""
         return tuple(
@@ -334,7 +439,7 @@ class ProjectFacts(NormFreezingQueries):
                     return facts.name, candidate
         return None
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def checkpoint_wrappers(self) -> tuple[str, ...]:
         """The project's functions that run one of their parameters under torch's checkpoint."""
         return tuple(
@@ -353,7 +458,7 @@ class ProjectFacts(NormFreezingQueries):
                 return facts.parameters.index(event.target)
         return None
 
-    @cached_property
+    @tracked_cached_property(cutoff=True)
     def hf_checkpointing_calls(self) -> tuple[tuple[str, int, bool], ...]:
         """Every `gradient_checkpointing_enable(...)` call of the project: (path, line, whether
         it leaves the kwargs to transformers' default)."""
@@ -364,6 +469,9 @@ class ProjectFacts(NormFreezingQueries):
             for event in function.events
             if event.kind is EventKind.HF_GC
         ))
+
+
+_DEFINITION_KEYS = {"classes": "c:", "functions": "fn:", "forwarding": "fw:"}
 
 
 class OverlaidFacts(Mapping):
