@@ -139,26 +139,26 @@ def _flag(args, default: bool) -> bool | None:
     return None
 
 
-def _requires_grad_call(call: cst.Call, wanted: bool) -> str | None:
-    """`self.A.requires_grad_(wanted)`: A (or `ALL`)."""
+def _requires_grad_receiver(call: cst.Call, wanted: bool) -> cst.BaseExpression | None:
+    """What `X.requires_grad_(wanted)` is called on: X."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_"):
         return None
     flag = _flag(call.args, True)
     if flag is not wanted and not (wanted and flag is None):
         return None
-    return _self_attribute(func.value)
+    return func.value
+
+
+def _requires_grad_call(call: cst.Call, wanted: bool) -> str | None:
+    """`self.A.requires_grad_(wanted)`: A (or `ALL`)."""
+    receiver = _requires_grad_receiver(call, wanted)
+    return None if receiver is None else _self_attribute(receiver)
 
 
 def _weight_requires_grad_call(call: cst.Call, wanted: bool) -> str | None:
     """`self.A.weight.requires_grad_(wanted)`: A."""
-    func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_"):
-        return None
-    flag = _flag(call.args, True)
-    if flag is not wanted and not (wanted and flag is None):
-        return None
-    owner = func.value
+    owner = _requires_grad_receiver(call, wanted)
     if isinstance(owner, cst.Attribute) and owner.attr.value == "weight":
         attribute = _self_attribute(owner.value)
         return attribute if attribute != ALL else None
