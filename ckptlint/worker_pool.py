@@ -261,6 +261,14 @@ class WorkerPool:
         return used is not None and used > self.limits.memory_bytes * _RECYCLE_SHARE
 
     def _spawn(self) -> _Worker:
+        # Pools in other threads (the server's one per buffer) fork too: a fork between this
+        # os.pipe() and the parent closing the worker's ends would give that other worker a
+        # copy of this one's result pipe's write end, and `map` would then never see EOF when
+        # this worker is killed (`stop_busy`): it waited out the whole time limit.
+        with _SPAWN_LOCK:
+            return self._spawn_locked()
+
+    def _spawn_locked(self) -> _Worker:
         task_read, task_write = os.pipe()
         result_read, result_write = os.pipe()
         parent = os.getpid()
@@ -343,6 +351,8 @@ class WorkerPool:
 
 
 _INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM})
+# One worker made at a time in this process, whichever pool and thread makes it (`_spawn`).
+_SPAWN_LOCK = threading.Lock()
 
 
 def _with_interrupts_held(function: Callable[[], None]) -> None:

@@ -146,11 +146,12 @@ class BufferWorker:
         self._snapshot: Snapshot | None = None
         self._closed = False
         self._running: str | None = None  # the kind of the task in progress
+        self._owner: object = None  # who asked for it (`run`'s `owner`)
         self.forks = 0  # how many worker processes this buffer has had (for the tests)
 
-    def run(self, snapshot: Snapshot, task: Task) -> Any:
+    def run(self, snapshot: Snapshot, task: Task, owner: object = None) -> Any:
         """The task's result, or a `TaskFailure` (a limit, a crash, a cancel); None once
-        the buffer is closed."""
+        the buffer is closed. `owner`: who asked (what `cancel(owner=...)` stops)."""
         with self._lock:
             if self._closed:
                 return None
@@ -162,18 +163,20 @@ class BufferWorker:
                 )
                 self._snapshot = snapshot
                 self.forks += 1
-            self._running = task.kind
+            self._running, self._owner = task.kind, owner
             try:
                 [outcome] = self._pool.map([task])
             finally:
-                self._running = None
+                self._running, self._owner = None, None
             return outcome
 
-    def cancel(self, *, facts_too: bool = False) -> None:
-        """Stop the lint in progress (its result is not wanted any more). An extraction of
-        facts is let finish unless `facts_too`: it is short, and the worker it would kill
-        holds what its lints loaded."""
+    def cancel(self, *, facts_too: bool = False, owner: object = None) -> None:
+        """Stop the lint in progress (its result is not wanted any more); with `owner`, only
+        a task that `owner` asked for. An extraction of facts is let finish unless
+        `facts_too`: it is short, and the worker it would kill holds what its lints loaded."""
         pool = self._pool
+        if owner is not None and self._owner is not owner:
+            return  # another's task (a code action's lint or fixes): still wanted
         if pool is not None and (facts_too or self._running != "facts"):
             pool.stop_busy()
 

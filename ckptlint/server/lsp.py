@@ -192,7 +192,8 @@ class CkptlintServer(LanguageServer):
         if worker is None:
             worker = self.workers[buffer.key] = BufferWorker(self.limits)
         task = Task(kind, buffer.text, buffer.path, self.projects.display(buffer.path, snapshot.settings))
-        outcome = await asyncio.get_running_loop().run_in_executor(self.waiters, worker.run, snapshot, task)
+        owner = asyncio.current_task()  # a scheduled lint, or a request's handler
+        outcome = await asyncio.get_running_loop().run_in_executor(self.waiters, worker.run, snapshot, task, owner)
         return snapshot, task, outcome
 
     async def lint(self, key: str) -> tuple[OpenBuffer, BufferLint] | None:
@@ -256,7 +257,10 @@ class CkptlintServer(LanguageServer):
             previous.cancel()
             worker = self.workers.get(key)
             if worker is not None:
-                worker.cancel()
+                # Only the superseded lint's own task: the worker may be running a code
+                # action's lint or fixes meanwhile, which killing would answer with nothing
+                # (or a CKPT900 lint kept for this version).
+                worker.cancel(owner=previous)
         self.scheduled[key] = asyncio.ensure_future(self._lint_and_publish(key, delay))
 
     async def _lint_and_publish(self, key: str, delay: float) -> None:
