@@ -192,8 +192,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     `TrainingArguments` that also sets `fsdp="full_shard"`.
 
     ## In training recipes
-    Also reported in YAML / JSON recipes and launch scripts (see the README's "Training
-    recipes"): `gradient_checkpointing: true` under FSDP (`fsdp: shard_grad_op`, an accelerate
+    Also reported in YAML / JSON recipes and launch scripts (see docs/recipes.md): `gradient_checkpointing: true` under FSDP (`fsdp: shard_grad_op`, an accelerate
     config with `distributed_type: FSDP`, `--use_fsdp`) whose kwargs are reentrant, as above,
     with LLaMA-Factory's `use_reentrant_gc` (default `true`, forced off under FSDP2) and an
     entry point's own argument field (`{"use_reentrant": model_args.use_reentrant}`: the
