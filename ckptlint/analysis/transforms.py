@@ -4,6 +4,7 @@ multi-line call with a magic trailing comma goes on its own line, like the other
 from __future__ import annotations
 
 from ckptlint.lazy_libcst import cst
+from ckptlint.rule import Replacement
 
 
 def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
@@ -88,3 +89,9 @@ def remove_keyword(call: cst.Call, name: str) -> cst.Call:
     if index == len(args) and args:
         args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
     return call.with_changes(args=args)
+
+
+def use_reentrant_false(call: cst.Call) -> Replacement:
+    """The usual fix of a reentrant checkpoint call: `use_reentrant=False` written at it
+    (replacing a written value, else added)."""
+    return Replacement(call, set_keyword(call, "use_reentrant", cst.Name("False")))

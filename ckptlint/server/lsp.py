@@ -40,15 +40,14 @@ from ckptlint.config import CONFIG_FILES, ConfigError, Overrides
 from ckptlint.discovery import INDEXED_SUFFIXES
 from ckptlint.limits import AnalysisLimits, LimitError
 from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
-from ckptlint.rule_codes import UNUSED_NOQA
 from ckptlint.server.actions import FIX_ALL_TITLE, comment_style, finding_actions, fix_all_action, has_safe_fix, wanted
 from ckptlint.server.buffers import BufferLint, BufferWorker, Task, stopped
 from ckptlint.server.edits import DocumentPositions, edits_between
+from ckptlint.server.lsp_values import editor_range, lsp_code_action, lsp_diagnostic, span, text_edit, touches
 from ckptlint.server.notebook_buffers import Cell, by_cell, fixed_cells, is_cell_uri, notebook_text
 from ckptlint.server.options import overrides_from_options
 from ckptlint.server.projects import EditorProjects
-from ckptlint.server.types import FIX_ALL, QUICK_FIX, EditorAction, EditorPosition, PositionEncoding, TextChange
-from ckptlint.types import Diagnostic, Severity
+from ckptlint.server.types import FIX_ALL, QUICK_FIX, EditorAction, PositionEncoding
 from ckptlint.worker_pool import TaskFailure
 
 # How long a change waits for the next keystroke before the buffer is linted.
@@ -311,6 +310,13 @@ class CkptlintServer(LanguageServer):
         if await self.in_indexer(self.projects.buffer_closed, path):
             self.lint_others(key, path, await self.in_indexer(self.projects.root_of, path))
 
+    async def saved(self, uri: str) -> None:
+        """A document (or notebook) saved: linted again, and on disk it now counts for the
+        other files of its project."""
+        self.schedule(uri)
+        if uri.startswith("file:"):
+            await self.files_changed([self.path_of(uri)])
+
     async def files_changed(self, paths: list[Path]) -> None:
         """Refresh what depends on files changed on disk; lint the open buffers again whose
         findings may change with them."""
@@ -377,13 +383,13 @@ class CkptlintServer(LanguageServer):
             return await self.cell_code_actions(params, buffer, linted)
         path = buffer.path
         positions = DocumentPositions(linted.text, self.encoding)
-        asked = _editor_range(params.range)
+        asked = editor_range(params.range)
         only = params.context.only
         actions: list[EditorAction] = []
         if wanted(QUICK_FIX, only):
             comments = comment_style(path, linted.text)
             for diagnostic in linted.diagnostics:
-                if _touches(_span(diagnostic, positions), asked):
+                if touches(span(diagnostic, positions), asked):
                     actions.extend(finding_actions(linted.text, diagnostic, comments=comments, encoding=self.encoding))
         if wanted(FIX_ALL, only) and has_safe_fix(linted.diagnostics):
             fixed = await self.fixed(buffer)
@@ -412,12 +418,12 @@ class CkptlintServer(LanguageServer):
             return []
         placed = by_cell(linted.diagnostics, buffer.cells)
         positions = DocumentPositions(cell.text, self.encoding)
-        asked = _editor_range(params.range)
+        asked = editor_range(params.range)
         only = params.context.only
         actions = []
         if wanted(QUICK_FIX, only):
             for diagnostic in placed[uri]:
-                if _touches(_span(diagnostic, positions), asked):
+                if touches(span(diagnostic, positions), asked):
                     found = finding_actions(cell.text, diagnostic, comments="python", encoding=self.encoding)
                     actions.extend(lsp_code_action(uri, action, positions) for action in found)
         if wanted(FIX_ALL, only) and has_safe_fix(linted.diagnostics):
@@ -425,7 +431,7 @@ class CkptlintServer(LanguageServer):
             changed = fixed_cells(buffer.cells, fixed) if fixed is not None else {}
             if changed:
                 edits = {
-                    cell.uri: [_text_edit(change) for change in edits_between(cell.text, changed[cell.uri], self.encoding)]
+                    cell.uri: [text_edit(change) for change in edits_between(cell.text, changed[cell.uri], self.encoding)]
                     for cell in buffer.cells
                     if cell.uri in changed
                 }
@@ -443,67 +449,6 @@ class CkptlintServer(LanguageServer):
         self.workers.clear()
         self.indexer.shutdown(wait=False, cancel_futures=True)
         self.waiters.shutdown(wait=False, cancel_futures=True)
-
-
-# --- lsprotocol values ---------------------------------------------------------------------
-
-
-def _editor_range(lsp_range: types.Range) -> tuple[EditorPosition, EditorPosition]:
-    return (
-        EditorPosition(lsp_range.start.line, lsp_range.start.character),
-        EditorPosition(lsp_range.end.line, lsp_range.end.character),
-    )
-
-
-def _span(diagnostic: Diagnostic, positions: DocumentPositions) -> tuple[EditorPosition, EditorPosition]:
-    return positions.position(diagnostic.location), positions.position(diagnostic.end_location)
-
-
-def _touches(a: tuple[EditorPosition, EditorPosition], b: tuple[EditorPosition, EditorPosition]) -> bool:
-    """Whether two ranges overlap or touch (a cursor at either end of a finding counts)."""
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
-def _lsp_position(position: EditorPosition) -> types.Position:
-    return types.Position(line=position.line, character=position.character)
-
-
-def _lsp_range(start: EditorPosition, end: EditorPosition) -> types.Range:
-    return types.Range(start=_lsp_position(start), end=_lsp_position(end))
-
-
-_LSP_SEVERITIES = {
-    Severity.ERROR: types.DiagnosticSeverity.Error,
-    Severity.WARNING: types.DiagnosticSeverity.Warning,
-    Severity.INFO: types.DiagnosticSeverity.Information,
-}
-
-
-def lsp_diagnostic(diagnostic: Diagnostic, positions: DocumentPositions) -> types.Diagnostic:
-    return types.Diagnostic(
-        range=_lsp_range(*_span(diagnostic, positions)),
-        severity=_LSP_SEVERITIES[diagnostic.severity],
-        # An unused `# noqa` is shown faded, as editors show unused code.
-        tags=[types.DiagnosticTag.Unnecessary] if diagnostic.code == UNUSED_NOQA.code else None,
-        code=diagnostic.code,
-        code_description=types.CodeDescription(href=diagnostic.url) if diagnostic.url else None,
-        source="ckptlint",
-        message=diagnostic.message,
-    )
-
-
-def _text_edit(change: TextChange) -> types.TextEdit:
-    return types.TextEdit(range=_lsp_range(change.start, change.end), new_text=change.new_text)
-
-
-def lsp_code_action(uri: str, action: EditorAction, positions: DocumentPositions) -> types.CodeAction:
-    return types.CodeAction(
-        title=action.title,
-        kind=action.kind,
-        diagnostics=[lsp_diagnostic(action.diagnostic, positions)] if action.diagnostic is not None else None,
-        is_preferred=action.preferred or None,
-        edit=types.WorkspaceEdit(changes={uri: [_text_edit(change) for change in action.changes]}),
-    )
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -600,10 +545,7 @@ def create_server() -> CkptlintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @notification
     async def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        server.schedule(uri)
-        if uri.startswith("file:"):
-            await server.files_changed([server.path_of(uri)])
+        await server.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @notification
@@ -630,10 +572,7 @@ def create_server() -> CkptlintServer:
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     @notification
     async def notebook_did_save(params: types.DidSaveNotebookDocumentParams) -> None:
-        uri = params.notebook_document.uri
-        server.schedule(uri)
-        if uri.startswith("file:"):
-            await server.files_changed([server.path_of(uri)])
+        await server.saved(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     @notification

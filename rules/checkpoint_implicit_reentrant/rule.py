@@ -7,8 +7,8 @@ from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.reentrancy import in_old_torch_branch, reports_implicit_reentrant
 from ckptlint.model.file_facts.facts import ForwardingKind
 from ckptlint.model.syntax.names import module_name
-from ckptlint.analysis.transforms import set_keyword
-from ckptlint.rule import Replacement, Rule
+from ckptlint.analysis.transforms import use_reentrant_false
+from ckptlint.rule import Rule
 from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
@@ -219,6 +219,6 @@ class CheckpointImplicitReentrant(Rule):
         self.report(
             site.node,
             message + self.version_note(),
-            replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
+            replacements=[use_reentrant_false(site.node)],
             fix_message="Add `use_reentrant=False`",
         )

@@ -5,11 +5,10 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.analysis.reentrant_sites import reentrant_run
 from ckptlint.analysis.regions import RegionRule
-from ckptlint.analysis.transforms import set_keyword
+from ckptlint.analysis.transforms import use_reentrant_false
 from ckptlint.model.evaluation.returned_containers import ContainerReturn, returned_containers
 from ckptlint.model.form.values import FunctionRef, Instance
 from ckptlint.model.library.transformers import RETURN_DICT
-from ckptlint.rule import Replacement
 from ckptlint.types import Applicability, Severity
 
 
@@ -141,7 +140,7 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
         self.report(
             site.node,
             self.message.format(why=run.why, label=label, what=_shown(found)),
-            replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))]
+            replacements=[use_reentrant_false(site.node)]
             if run.fixable else [],
             fix_message="Set `use_reentrant=False`",
         )

@@ -5,8 +5,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointApi, CheckpointSite, SiteKind
 from ckptlint.model.library.torch import Reentrancy
 from ckptlint.analysis.site_scopes import SiteScopes
-from ckptlint.analysis.transforms import set_keyword
-from ckptlint.rule import Replacement
+from ckptlint.analysis.transforms import use_reentrant_false
 from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies
 
@@ -384,7 +383,7 @@ class KwargsToReentrantCheckpoint(ForwardingHelperCalls, SiteScopes):
             site.node,
             self.message.format(what=what, reentrancy=reentrancy, error=error),
             replacements=[] if configured else [
-                Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))
+                use_reentrant_false(site.node)
             ],
             fix_message="Set `use_reentrant=False`",
         )

@@ -7,12 +7,11 @@ from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.reentrancy import in_old_torch_branch
 from ckptlint.analysis.region_paths import shown
 from ckptlint.analysis.regions import RegionRule
-from ckptlint.analysis.transforms import set_keyword
+from ckptlint.analysis.transforms import use_reentrant_false
 from ckptlint.model.library.torch import (
     EMBEDDING_FROM_PRETRAINED, EMBEDDING_MODULES, NO_GRAD_CONTEXTS, Reentrancy,
 )
 from ckptlint.model.form.values import Instance
-from ckptlint.rule import Replacement
 from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies, VersionRange
 
@@ -217,7 +216,7 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
             self.report(
                 site.node,
                 message,
-                replacements=[Replacement(site.node, set_keyword(site.node, "use_reentrant", cst.Name("False")))],
+                replacements=[use_reentrant_false(site.node)],
                 fix_message="Set `use_reentrant=False`",
             )
         else:

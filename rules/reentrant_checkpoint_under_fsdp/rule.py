@@ -20,7 +20,7 @@ from ckptlint.analysis.huggingface import gc_enable_kwargs, is_gc_enable_call, k
 from ckptlint.model.library.transformers import GC_OUTSIDE_FSDP_UNIT_VERSIONS, REENTRANT_DEFAULT_VERSIONS
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
 from ckptlint.analysis.site_scopes import SiteScopes
-from ckptlint.analysis.transforms import set_keyword
+from ckptlint.analysis.transforms import use_reentrant_false
 from ckptlint.model.file_facts.facts import Impl
 from ckptlint.rule import Replacement
 from ckptlint.types import Applicability, Severity
@@ -303,7 +303,7 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             site.node,
             f"reentrant `{site.api.short_name}` ({how}) in a project that uses FSDP ({self._fsdp_reaching(site)}): "
             f"{WHY}; pass `use_reentrant=False`",
-            replacements=[Replacement(call, set_keyword(call, "use_reentrant", cst.Name("False")))],
+            replacements=[use_reentrant_false(call)],
             fix_message="Set `use_reentrant=False`",
         )
 

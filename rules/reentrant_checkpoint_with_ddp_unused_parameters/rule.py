@@ -12,7 +12,7 @@ from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.trainers import (
     callee_name, handed_to_configuring_trainer, is_training_arguments, trainers_given, trl_defaults_non_reentrant,
 )
-from ckptlint.analysis.transforms import set_keyword
+from ckptlint.analysis.transforms import use_reentrant_false
 from ckptlint.model.library.deepspeed import DEEPSPEED_CHECKPOINTING_HELPERS
 from ckptlint.model.library.peft import GET_PEFT_MODEL
 from ckptlint.model.library.transformers import (
@@ -194,7 +194,7 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
             site.node,
             f"reentrant `{site.api.short_name}` ({how}) in a model trained under DDP with unused-parameter "
             f"detection ({reach.describe()}): {CRASH}; pass `use_reentrant=False`",
-            replacements=[Replacement(call, set_keyword(call, "use_reentrant", cst.Name("False")))],
+            replacements=[use_reentrant_false(call)],
             fix_message="Set `use_reentrant=False`",
         )
 
