@@ -294,7 +294,7 @@ class _DeclarationReader:
             constraint = _NAME.sub("", requirement.split(";", 1)[0], count=1)
         if admitted.package not in TRACKED_PACKAGES:
             return
-        if admitted.min is None and admitted.max is None and re.search(r"\d", constraint):
+        if admitted.min is None and admitted.max is None and re.search(r"\d", _without_exclusions(constraint)):
             location = f"{_file_of(where)}:{line}" if line else where
             self.warn(f"{location}: cannot read a version from `{requirement}`; it is not used")
             return
@@ -474,6 +474,12 @@ class _DeclarationReader:
                 self.record(requirement, "setup.py", Standing.PACKAGE_METADATA, line)
             for extra, requirement, line in extras_require:
                 self.record(requirement, f"setup.py [{extra}]", Standing.EXTRAS, line)
+
+
+def _without_exclusions(constraint: str) -> str:
+    """A constraint without its `!=` clauses: an exclusion alone (`transformers!=5.1.0`)
+    admits every version the ranges know of, so it is no version that was lost."""
+    return re.sub(r"!=\s*[^\s,;]+", "", constraint)
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

@@ -542,3 +542,10 @@ def test_nested_projects_warnings_name_their_directory(cli, make_project):
     assert run.stderr.splitlines() == [
         "warning: examples/demo/setup.py:1: cannot be parsed ('(' was never closed); its dependencies are not read"
     ]
+
+
+def test_an_exclusion_alone_is_a_dependency_without_a_range(tmp_path):
+    # trl's pyproject.toml: `deepspeed = ["deepspeed>=0.14.4", "transformers!=5.1.0"]`
+    (tmp_path / "requirements.txt").write_text("transformers!=5.1.0\ntorch!=2.0.0,>=1.13\n")
+    assert declared(tmp_path) == {"torch": "1.13 (declared dependency: requirements.txt: torch!=2.0.0,>=1.13)"}
+    assert warnings(tmp_path) == []
