@@ -56,7 +56,7 @@ MSG032 = (
 LINE3 = f"src/model.py:3:9: CKPT001 warning: {MSG001}"
 LINE4 = f"src/model.py:4:12: CKPT032 [*] error: {MSG032}"
 SUMMARY = [
-    "Found 2 errors.",
+    "Found 2 findings (1 error, 1 warning).",
     "[*] 1 fixable with the `--fix` option.",
     "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
 ]
@@ -360,7 +360,7 @@ def test_fix_applies_only_safe_fixes(cli, project):
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
         LINE3,
-        "Found 2 errors (1 fixed, 1 remaining).",
+        "Found 2 findings (1 fixed, 1 remaining: 1 warning).",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
     assert (project / "src/model.py").read_text() == MODEL_SAFE_FIXED
@@ -374,7 +374,7 @@ def test_second_fix_run_is_a_no_op(cli, project):
     assert again.exit_code == 1
     assert again.stdout.splitlines() == [
         LINE3,
-        "Found 1 error.",
+        "Found 1 warning.",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
     assert (project / "src/model.py").read_bytes() == before
@@ -397,7 +397,7 @@ def test_unsafe_fixes_without_fix_marks_them_fixable(cli, project):
     assert result.stdout.splitlines() == [
         f"src/model.py:3:9: CKPT001 [*] warning: {MSG001}",
         LINE4,
-        "Found 2 errors.",
+        "Found 2 findings (1 error, 1 warning).",
         "[*] 2 fixable with the `--fix` option.",
     ]
     assert (project / "src/model.py").read_text() == MODEL
@@ -421,7 +421,7 @@ def test_fix_counts_are_true_across_files(cli, make_project):
         "    1 × CKPT032 (kwargs-to-reentrant-checkpoint)",
         "- src/other.py:",
         "    2 × CKPT032 (kwargs-to-reentrant-checkpoint)",
-        "Found 5 errors (3 fixed, 2 remaining).",
+        "Found 5 findings (3 fixed, 2 remaining: 2 warnings).",
         "(2 hidden fixes can be enabled with the `--unsafe-fixes` option.)",
     ]
     assert (root / "src/other.py").read_text() == (
@@ -551,7 +551,7 @@ def test_statistics_text(cli, make_project):
     assert result.stdout.splitlines() == [
         "11\tCKPT001\t[-] checkpoint-implicit-reentrant",
         " 1\tCKPT032\t[*] kwargs-to-reentrant-checkpoint",
-        "Found 12 errors.",
+        "Found 12 findings (1 error, 11 warnings).",
         "[*] 1 fixable with the `--fix` option.",
         "(11 hidden fixes can be enabled with the `--unsafe-fixes` option.)",
     ]
@@ -658,7 +658,7 @@ def test_stdin_fix_prints_the_fixed_code(cli, project):
     assert result.stdout == MODEL_SAFE_FIXED
     assert result.stderr.splitlines() == [
         f"foo.py:3:9: CKPT001 warning: {MSG001}",
-        "Found 2 errors (1 fixed, 1 remaining).",
+        "Found 2 findings (1 fixed, 1 remaining: 1 warning).",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
     unsafe = cli(["-", "--stdin-filename", "foo.py", "--fix", "--unsafe-fixes"], cwd=project, input=MODEL)
@@ -966,7 +966,7 @@ def test_parallel_run_matches_serial(cli, make_project):
     parallel = cli(["--no-cache", "--jobs", "2", "src"], cwd=root)
     assert parallel.exit_code == serial.exit_code == 1
     assert parallel.stdout == serial.stdout
-    assert serial.stdout.splitlines()[-3] == "Found 140 errors."
+    assert serial.stdout.splitlines()[-3] == "Found 140 findings (70 errors, 70 warnings)."
     assert cli(["--jobs", "0", "src"], cwd=root).exit_code == 2
 
 

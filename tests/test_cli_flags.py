@@ -243,7 +243,7 @@ def test_watch_from_the_command_line(make_project):
         return seen
 
     try:
-        assert [line.split(" ")[1] for line in until("Found 2 errors.") if ".py:" in line] == ["CKPT001", "CKPT032"]
+        assert [line.split(" ")[1] for line in until("Found 2 findings (1 error, 1 warning).") if ".py:" in line] == ["CKPT001", "CKPT032"]
         (root / "m.py").write_text(MODEL.replace("checkpoint(self.layer, h)", "checkpoint(self.layer, h, use_reentrant=False)"))
         assert [line.split(" ")[1] for line in until("Found 1 error.") if ".py:" in line] == ["CKPT032"]
         (root / "m.py").write_text("")

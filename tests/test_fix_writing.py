@@ -129,7 +129,7 @@ def test_safe_fix_only_touches_its_own_line(cli, make_project):
     result = fix(cli, root, "m.py", unsafe=False)
     assert result.exit_code == 1
     assert result.stdout.splitlines()[-2:] == [
-        "Found 2 errors (1 fixed, 1 remaining).",
+        "Found 2 findings (1 fixed, 1 remaining: 1 warning).",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
     assert (root / "m.py").read_bytes() == before.replace(
@@ -209,7 +209,7 @@ def test_unwritable_directory_is_reported_and_the_file_kept(cli, make_project, m
     ]
     assert (root / "m.py").read_text() == SIMPLE
     # Nothing claimed as fixed: all four findings remain.
-    assert result.stdout.splitlines()[-1] == "Found 4 errors."
+    assert result.stdout.splitlines()[-1] == "Found 4 findings (2 errors, 2 warnings)."
 
 
 # --- never over someone else's change --------------------------------------------------
@@ -274,7 +274,7 @@ def test_a_file_changed_during_the_run_is_not_overwritten(cli, make_project, mon
     assert (root / "a.py").read_text() == concurrent
     assert (root / "b.py").read_text() == SIMPLE_FIXED
     # Only b.py's two fixes are counted; a.py's findings are still there.
-    assert result.stdout.splitlines()[-1] == "Found 4 errors (2 fixed, 2 remaining)."
+    assert result.stdout.splitlines()[-1] == "Found 4 findings (2 fixed, 2 remaining: 1 error, 1 warning)."
     assert sorted(p.name for p in root.iterdir()) == ["a.py", "b.py", "pyproject.toml"]
 
 

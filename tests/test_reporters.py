@@ -494,13 +494,13 @@ SAFE, UNSAFE, NONE = (_diagnostic("CKPT032", Applicability.SAFE), _diagnostic("C
     [
         ([], 0, {}, ["All checks passed!"]),
         ([SAFE], 0, {}, ["Found 1 error.", "[*] 1 fixable with the `--fix` option."]),
-        ([UNSAFE, UNSAFE], 0, {}, ["Found 2 errors.", "(2 hidden fixes can be enabled with the `--unsafe-fixes` option.)"]),
-        ([UNSAFE], 0, {"unsafe_fixes": True}, ["Found 1 error.", "[*] 1 fixable with the `--fix` option."]),
+        ([UNSAFE, UNSAFE], 0, {}, ["Found 2 warnings.", "(2 hidden fixes can be enabled with the `--unsafe-fixes` option.)"]),
+        ([UNSAFE], 0, {"unsafe_fixes": True}, ["Found 1 warning.", "[*] 1 fixable with the `--fix` option."]),
         ([NONE], 0, {}, ["Found 1 error."]),
         ([], 3, {"fix_mode": True}, ["Found 3 errors (3 fixed, 0 remaining)."]),
         ([UNSAFE, NONE], 2, {"fix_mode": True},
-         ["Found 4 errors (2 fixed, 2 remaining).", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]),
-        ([UNSAFE], 0, {"fix_mode": True}, ["Found 1 error.", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]),
+         ["Found 4 findings (2 fixed, 2 remaining: 1 error, 1 warning).", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]),
+        ([UNSAFE], 0, {"fix_mode": True}, ["Found 1 warning.", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]),
         ([], 2, {"diff_mode": True}, ["Would fix 2 errors."]),
         ([UNSAFE], 1, {"diff_mode": True},
          ["Would fix 1 error.", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]),
@@ -593,7 +593,7 @@ help: Set `use_reentrant=False`
 4 +     return checkpoint(self.layer, h, attention_mask=mask, use_reentrant=False)
   |
 
-Found 2 errors.
+Found 2 findings (1 error, 1 warning).
 [*] 1 fixable with the `--fix` option.
 (1 hidden fix can be enabled with the `--unsafe-fixes` option.)
 """
@@ -610,7 +610,7 @@ def test_full_shows_the_source_a_caret_and_the_fix_as_a_diff(cli, small):
     # The rows of what --diff leaves are the fixed text's, shown from it.
     fixed = cli(["--output-format", "full", "--fix", "src"], cwd=small)
     left = "".join(line + "\n" for line in FULL.splitlines()[:17]).replace("attention_mask=mask)", "attention_mask=mask, use_reentrant=False)")
-    assert fixed.stdout == left + "\nFound 2 errors (1 fixed, 1 remaining).\n(1 hidden fix can be enabled with the `--unsafe-fixes` option.)\n"
+    assert fixed.stdout == left + "\nFound 2 findings (1 fixed, 1 remaining: 1 warning).\n(1 hidden fix can be enabled with the `--unsafe-fixes` option.)\n"
 
 
 def test_full_from_standard_input_and_in_a_notebook_cell(cli, small):

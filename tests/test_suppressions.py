@@ -61,7 +61,7 @@ def test_unused_noqa_reports_unused_unknown_and_duplicated_ckptlint_codes(cli, m
         "m.py:6:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
         "m.py:7:44: CKPT100 [*] info: unused `noqa` directive (unused: `CKPT001`): it suppresses no finding on this line; remove it",
         "m.py:10:23: CKPT100 [*] info: unused `noqa` directive (duplicated: `CKPT001`): it suppresses no finding on this line; remove it",
-        "Found 7 errors.",
+        "Found 7 findings (1 warning, 6 info).",
         "[*] 6 fixable with the `--fix` option.",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
@@ -76,12 +76,12 @@ def test_the_fix_removes_the_unused_codes_and_keeps_everything_else(cli, make_pr
     fixed = cli(["m.py", "--no-cache", "--extend-select", "CKPT100", "--fix"], cwd=root)
     assert (root / "m.py").read_text() == SUPPRESSIONS_FIXED
     assert fixed.stdout.splitlines()[-2:] == [
-        "Found 7 errors (6 fixed, 1 remaining).",
+        "Found 7 findings (6 fixed, 1 remaining: 1 warning).",
         "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
     ]
     again = cli(["m.py", "--no-cache", "--extend-select", "CKPT100", "--fix"], cwd=root)
     assert (root / "m.py").read_text() == SUPPRESSIONS_FIXED
-    assert again.stdout.splitlines()[-2:] == ["Found 1 error.", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]
+    assert again.stdout.splitlines()[-2:] == ["Found 1 warning.", "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"]
 
 
 def test_codes_of_rules_that_did_not_run_are_not_judged(cli, make_project):

@@ -44,6 +44,15 @@ class Summary:
     # Findings the target versions hide, and why (`hidden_by_versions`).
     not_shown: int = 0
     not_shown_because: str = ""
+    # The remaining findings by severity, most severe first (`Severity.rank`).
+    remaining_by_severity: tuple[tuple[Severity, int], ...] = ()
+
+    def _only_errors_remain(self) -> bool:
+        return all(severity is Severity.ERROR for severity, _ in self.remaining_by_severity)
+
+    def _severities(self) -> str:
+        """`1 error, 2 warnings`: what the remaining findings are, most severe first."""
+        return ", ".join(_counted(count, severity.value) for severity, count in self.remaining_by_severity)
 
     def render(self) -> str:
         lines = []
@@ -55,9 +64,17 @@ class Summary:
         elif self.remaining == 0 and self.fixed == 0:
             lines.append("All checks passed!")
         elif self.fix_mode and self.fixed:
-            lines.append(f"Found {_errors(self.remaining + self.fixed)} ({self.fixed} fixed, {self.remaining} remaining).")
-        else:
+            found = self.remaining + self.fixed
+            if self._only_errors_remain():
+                lines.append(f"Found {_errors(found)} ({self.fixed} fixed, {self.remaining} remaining).")
+            else:
+                lines.append(f"Found {_findings(found)} ({self.fixed} fixed, {self.remaining} remaining: {self._severities()}).")
+        elif len(self.remaining_by_severity) == 1:
+            lines.append(f"Found {self._severities()}.")
+        elif self._only_errors_remain():
             lines.append(f"Found {_errors(self.remaining)}.")
+        else:
+            lines.append(f"Found {_findings(self.remaining)} ({self._severities()}).")
         if not self.fix_mode and not self.diff_mode and self.fixable_now:
             lines.append(f"[*] {self.fixable_now} fixable with the `--fix` option.")
         if self.hidden_unsafe:
@@ -80,8 +97,18 @@ def not_shown_sentence(count: int, because: str) -> str:
     return f"{count} {noun} not shown: {because}; `--target-version` to see them."
 
 
+def _counted(count: int, noun: str) -> str:
+    # `info` is a mass noun: "2 info", as ESLint and SARIF viewers say it.
+    plural = "" if count == 1 or noun == Severity.INFO.value else "s"
+    return f"{count} {noun}{plural}"
+
+
 def _errors(count: int) -> str:
-    return f"{count} error" + ("" if count == 1 else "s")
+    return _counted(count, "error")
+
+
+def _findings(count: int) -> str:
+    return _counted(count, "finding")
 
 
 def summarize(diagnostics: Sequence[Diagnostic], fixed: int, *, unsafe_fixes: bool, fix_mode: bool, diff_mode: bool) -> Summary:
@@ -95,6 +122,9 @@ def summarize(diagnostics: Sequence[Diagnostic], fixed: int, *, unsafe_fixes: bo
         unfixable=sum(1 for d in diagnostics if d.fix is None),
         fix_mode=fix_mode,
         diff_mode=diff_mode,
+        remaining_by_severity=tuple(
+            sorted(Counter(d.severity for d in diagnostics).items(), key=lambda item: -item[0].rank)
+        ),
     )
 
 
