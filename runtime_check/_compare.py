@@ -19,6 +19,7 @@ from ckptlint.runtime_check._hazards import (
     RNG_NOT_PRESERVED,
     STATEFUL_FORWARD,
     STATE_CHANGED_BEFORE_BACKWARD,
+    inputs_without_grad_code,
 )
 from ckptlint.runtime_check._regions import Cause, RegionCall, modules_named
 from ckptlint.runtime_check._state import render_plain
@@ -144,6 +145,7 @@ def compare_gradients(
     recomputation ran with the changed state: that explains the gradients)."""
     late_binding = [c for c in causes if c.code == LATE_BINDING_CLOSURE]
     mutated = [c for c in causes if c.code == STATE_CHANGED_BEFORE_BACKWARD]
+    without_grad_code = inputs_without_grad_code(frozen[0].from_hugging_face) if frozen else None
     compared, largest_abs, largest_rel = 0, 0.0, 0.0
     mismatched: list[TensorMismatch] = []
     for name in baseline.grads:
@@ -167,7 +169,7 @@ def compare_gradients(
         if late_binding:
             return LATE_BINDING_CLOSURE
         if mismatch.kind == "missing_checkpointed" and frozen:
-            return INPUTS_WITHOUT_GRAD
+            return without_grad_code
         if rng_differs:
             return RNG_NOT_PRESERVED
         if mismatched and mutated:
@@ -187,12 +189,16 @@ def compare_gradients(
             findings.append(
                 Finding(
                     ERROR,
-                    INPUTS_WITHOUT_GRAD,
+                    without_grad_code,
                     frozen[0].module or frozen[0].description,
                     f"{frozen_count} reentrant checkpoint call(s) received no input that requires grad (first: "
                     f"{frozen[0].description}): a reentrant region's output then needs no gradient, backward never "
-                    "reaches it, and the parameters inside get none. Make an input require grad (for frozen "
-                    "embeddings: model.enable_input_require_grads()) or pass use_reentrant=False",
+                    "reaches it, and the parameters inside get none. "
+                    + (
+                        "Call model.enable_input_require_grads() (the embeddings are frozen) or checkpoint non-reentrant"
+                        if without_grad_code == INPUTS_WITHOUT_GRAD
+                        else "Make an input require grad or pass use_reentrant=False"
+                    ),
                     role=CAUSE,
                 )
             )

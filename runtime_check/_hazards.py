@@ -14,6 +14,7 @@ CHECKPOINT_BEFORE_FSDP_WRAP = _CODES["checkpoint-before-fsdp-wrap"]  # CKPT003
 CHECKPOINTED_BATCHNORM = _CODES["checkpointed-batchnorm"]  # CKPT010
 STATEFUL_FORWARD = _CODES["checkpointed-stateful-forward"]  # CKPT011
 INPUTS_WITHOUT_GRAD = _CODES["peft-checkpointing-without-input-grads"]  # CKPT021
+REENTRANT_INPUTS_WITHOUT_GRAD = _CODES["reentrant-checkpoint-inputs-without-grad"]  # CKPT007
 LATE_BINDING_CLOSURE = _CODES["late-binding-closure-in-checkpoint"]  # CKPT030
 STATE_CHANGED_BEFORE_BACKWARD = _CODES["mutable-state-across-recompute"]  # CKPT031
 KWARGS_TO_REENTRANT = _CODES["kwargs-to-reentrant-checkpoint"]  # CKPT032
@@ -26,9 +27,18 @@ HAZARD_CODES = frozenset(
         CHECKPOINTED_BATCHNORM,
         STATEFUL_FORWARD,
         INPUTS_WITHOUT_GRAD,
+        REENTRANT_INPUTS_WITHOUT_GRAD,
         LATE_BINDING_CLOSURE,
         STATE_CHANGED_BEFORE_BACKWARD,
         KWARGS_TO_REENTRANT,
         RNG_NOT_PRESERVED,
     }
 )
+
+
+
+def inputs_without_grad_code(from_hugging_face: bool) -> str:
+    """The static rule a reentrant region whose inputs need no grad answers to: CKPT021 for
+    a Hugging Face model's layers (the cure is `enable_input_require_grads()`), CKPT007 for
+    any other region (`RegionCall.from_hugging_face`)."""
+    return INPUTS_WITHOUT_GRAD if from_hugging_face else REENTRANT_INPUTS_WITHOUT_GRAD

@@ -49,6 +49,9 @@ class RegionCall:
     site: str = ""  # file:line of the checkpoint call, in the user's (or the model library's) code
     input_storages: frozenset[int] = frozenset()  # what checkpoint keeps anyway: not a saving
     depth: int = 0  # module forwards running when the region began
+    # Whether the function checkpointed is a Hugging Face (transformers, PEFT) layer's: how
+    # transformers' gradient checkpointing passes it (`partial(layer.__call__, **kwargs)`).
+    from_hugging_face: bool = False
     ran: list[str] = field(default_factory=list)  # the outermost modules its function ran, by name
     ran_modules: list[torch.nn.Module] = field(default_factory=list)  # and the modules (until released)
 
@@ -114,6 +117,7 @@ class RegionRecorder:
             site=call_site() if self.watch else "",
             input_storages=frozenset(_storages(args)) if self.watch else frozenset(),
             depth=self._depth,
+            from_hugging_face=_from_hugging_face(function),
         )
         self.calls.append(call)
         self.active.append(len(self.calls) - 1)
@@ -404,3 +408,19 @@ def _render_leaf(leaf: Any) -> str:
     if isinstance(leaf, tuple) and leaf and leaf[0] == "object":
         return "object"
     return repr(leaf)
+
+
+_HUGGING_FACE_PACKAGES = ("transformers", "peft")
+
+
+def _from_hugging_face(function: object) -> bool:
+    """Whether `function` (unwrapped from `functools.partial`s) is a method of an object, or
+    a function, defined in transformers or PEFT."""
+    for _ in range(8):
+        inner = getattr(function, "func", None)
+        if inner is None:
+            break
+        function = inner
+    owner = getattr(function, "__self__", None)
+    module = type(owner).__module__ if owner is not None else getattr(function, "__module__", None)
+    return isinstance(module, str) and module.split(".", 1)[0] in _HUGGING_FACE_PACKAGES

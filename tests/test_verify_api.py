@@ -159,7 +159,7 @@ def test_dropout_without_rng_state_fails_on_gradients_and_rng():
 def test_reentrant_checkpoint_after_frozen_embedding_fails_with_missing_gradients():
     report = case_report("reentrant_frozen_input")
     assert report.verdict == "fail"
-    assert error_codes(report) == {"CKPT021"}
+    assert error_codes(report) == {"CKPT007"}
     block_parameters = {
         f"blocks.{i}.{p}" for i in (0, 1) for p in ("norm.weight", "norm.bias", "ff.0.weight", "ff.0.bias", "ff.2.weight", "ff.2.bias")
     }
@@ -194,6 +194,30 @@ def test_hugging_face_model_with_gradient_checkpointing_passes():
     assert report.gradients.compared == 21 and report.gradients.max_abs_diff == 0.0
     assert report.recomputation.regions == 2 and report.recomputation.checkpointed_region_recomputes == 2
     assert report.memory.activations.saving > 0.5
+
+
+@pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad=True")
+def test_hugging_face_layers_after_frozen_embeddings_answer_to_ckpt021():
+    # A LoRA-style setup by hand: the base frozen, reentrant gradient checkpointing, no
+    # input grads. The same missing gradients as reentrant_frozen_input, but the cure is
+    # transformers' own, so the cause is CKPT021's, not CKPT007's. transformers 5 enables
+    # input grads itself for an `input_ids` model (`gradient_checkpointing_enable`); taking
+    # them away gives what older releases do without PEFT's help.
+    pytest.importorskip("transformers")
+    case = load_fixture("hf_tiny_llama").make_case()
+    model = case["model"]
+    # Each enable registers a hook and forgets the previous one's handle: remove it first.
+    model.disable_input_require_grads()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    model.disable_input_require_grads()
+    model.model.embed_tokens.weight.requires_grad_(False)
+    report = verify(model, case["inputs"])
+    assert report.verdict == "fail"
+    causes = [f for f in report.errors if f.role == "cause"]
+    assert [f.code for f in causes] == ["CKPT021"]
+    assert "enable_input_require_grads()" in causes[0].message
+    assert {m.code for m in report.gradients.mismatched} == {"CKPT021"}
+    assert any(m.name.startswith("model.layers.0.") for m in report.gradients.mismatched)
 
 
 def test_training_script_passes_in_script_mode():

@@ -28,7 +28,7 @@ CASES = {
     "batchnorm_in_checkpoint": (1, {"CKPT010"}, "stages.0.bn"),
     "late_binding_lambda": (1, {"CKPT030"}, "layers.0.weight"),
     "dropout_without_rng_state": (1, {"CKPT033"}, "rng"),
-    "reentrant_frozen_input": (1, {"CKPT021"}, "blocks.1.ff.2.weight"),
+    "reentrant_frozen_input": (1, {"CKPT007"}, "blocks.1.ff.2.weight"),
     "stateful_counter": (1, {"CKPT011"}, "block.calls"),
     "hf_tiny_llama": (0, set(), None),
 }
