@@ -36,7 +36,6 @@ HAZARD_CODES = frozenset(
 )
 
 
-
 def inputs_without_grad_code(from_hugging_face: bool) -> str:
     """The static rule a reentrant region whose inputs need no grad answers to: CKPT021 for
     a Hugging Face model's layers (the cure is `enable_input_require_grads()`), CKPT007 for
