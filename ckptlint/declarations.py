@@ -4,6 +4,11 @@ a project's own files declare, read statically (setup.py is parsed, never run).
 Where they are read, and which declaration wins when several name one package (the first
 in this order that gives a lower bound; DESIGN.md, "Target versions"):
 
+0. lock files at the root: `uv.lock`, `poetry.lock`, `pdm.lock` (each `[[package]]`'s
+   `name` and `version`) and Rye's `requirements.lock`. A lock pins what actually runs, so
+   its pin refines a looser range below (`transformers>=4.40` with 4.51.3 locked targets
+   4.51.3); a declaration the pin contradicts gets the usual warning and the pin stays
+   the target. (pip-compile's `requirements*.txt`, with `==` pins, are requirement files.)
 1. package metadata: `[project] dependencies` of pyproject.toml (with the files
    `[tool.setuptools.dynamic] dependencies` names), Poetry's `[tool.poetry.dependencies]`,
    `install_requires` of setup.cfg (`file:` included) and of setup.py (literal lists, or
@@ -69,11 +74,19 @@ from ckptlint.versions import (
 class Standing(enum.IntEnum):
     """Which kind of declaration wins: the lowest."""
 
-    PACKAGE_METADATA = 0
-    ROOT_REQUIREMENTS = 1
-    EXTRAS = 2
-    NESTED_REQUIREMENTS = 3
-    INSTALL_SCRIPTS = 4
+    LOCK_FILES = 0
+    PACKAGE_METADATA = 1
+    ROOT_REQUIREMENTS = 2
+    EXTRAS = 3
+    NESTED_REQUIREMENTS = 4
+    INSTALL_SCRIPTS = 5
+
+
+# Lock files read at the project root, in this order: TOML ones with `[[package]]` tables
+# (`name`, `version`), and Rye's pip-compile style `requirements.lock`.
+TOML_LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock")
+LOCK_FILES = (*TOML_LOCK_FILES, "requirements.lock")
+MAX_LOCK_FILE_BYTES = 32 << 20  # a uv.lock of a CUDA project lists every wheel: megabytes
 
 
 # Words in a requirement file's name or directory that say it serves tooling, not the code.
@@ -225,6 +238,11 @@ class _DeclarationReader:
         self._read_files: set[Path] = set()
 
     def read_all(self, pyproject: Mapping | None | str) -> None:
+        for name in TOML_LOCK_FILES:
+            if (self.root / name).is_file():
+                self.read_toml_lock_file(self.root / name)
+        if (self.root / "requirements.lock").is_file():
+            self.read_requirement_file(self.root / "requirements.lock", Standing.LOCK_FILES)
         if pyproject == "read":
             pyproject = self._load_pyproject()
         if isinstance(pyproject, Mapping):
@@ -330,6 +348,43 @@ class _DeclarationReader:
                 self.warn(f"{label}:{number}: `{line.strip()}` names no file; it is not read")
             elif depth < MAX_INCLUDE_DEPTH:
                 self.read_requirement_file(target, standing, where, depth + 1)
+
+    # lock files
+
+    def read_toml_lock_file(self, path: Path) -> None:
+        """uv.lock, poetry.lock, pdm.lock: each `[[package]]` table pins `name` to `version`.
+        A package locked at several versions (uv's forks by marker) is conditional."""
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
+
+        label = self.relative(path)
+        try:
+            if path.stat().st_size > MAX_LOCK_FILE_BYTES:
+                self.warn(f"{label}: larger than {MAX_LOCK_FILE_BYTES} bytes; not read")
+                return
+            text = path.read_text(encoding="utf-8")
+            packages = tomllib.loads(text).get("package")
+        except OSError as error:
+            self.warn(f"{label}: cannot read: {error.strerror or error}; its versions are not read")
+            return
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            self.warn(f"{label}: invalid TOML ({error}); its versions are not read")
+            return
+        lines = _package_name_lines(text)
+        locked: list[tuple[str, str, int | None]] = []
+        for index, package in enumerate(packages if isinstance(packages, list) else []):
+            package = _table(package)
+            name, version = package.get("name"), package.get("version")
+            if isinstance(name, str) and isinstance(version, str) and normalize_name(name) in TRACKED_PACKAGES:
+                locked.append((name, version, lines[index] if index < len(lines) else None))
+        counts: dict[str, int] = {}
+        for name, _, _ in locked:
+            counts[normalize_name(name)] = counts.get(normalize_name(name), 0) + 1
+        for name, version, line in locked:
+            forked = " ; (one of several locked versions)" if counts[normalize_name(name)] > 1 else ""
+            self.record(f"{name}=={version}{forked}", label, Standing.LOCK_FILES, line)
 
     # conda environment files
 
@@ -543,6 +598,22 @@ def _requirement_files(root: Path) -> tuple[list[Path], list[Path]]:
         return (relative != "requirements.txt", relative.count("/"), _serves_tooling(stem), bool(ENVIRONMENT_FILE.match(path.name)), relative)
 
     return sorted(at_root, key=order), sorted(nested, key=order)
+
+
+def _package_name_lines(text: str) -> list[int]:
+    """The line of each `[[package]]` table's `name` key, in order (for warnings)."""
+    lines: list[int] = []
+    in_package = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_package = stripped.replace(" ", "") == "[[package]]"
+            if in_package:
+                lines.append(number)  # the header, until a `name` line is seen
+        elif in_package and re.match(r"name\s*=", stripped):
+            lines[-1] = number
+            in_package = False
+    return lines
 
 
 # --- Poetry ------------------------------------------------------------------------------

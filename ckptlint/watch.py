@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ckptlint.config import CONFIG_FILES, ROOT_MARKERS, Settings
+from ckptlint.declarations import LOCK_FILES
 from ckptlint.discovery import discover, stat_key
 
 POLL_SECONDS = 0.5
@@ -40,7 +41,7 @@ def watched_paths(paths: Sequence[Path], settings: Settings, *, force_exclude: b
         include=settings.include,
     )
     root = settings.project_root
-    names = {*ROOT_MARKERS, *CONFIG_FILES, "requirements.txt"}
+    names = {*ROOT_MARKERS, *CONFIG_FILES, *LOCK_FILES, "requirements.txt"}
     extra = [str(root / name) for name in sorted(names)]
     if settings.config_file is not None:
         extra.append(str(settings.config_file))

@@ -37,6 +37,7 @@ from pygls.uris import to_fs_path
 
 from ckptlint import __version__
 from ckptlint.config import CONFIG_FILES, ConfigError, Overrides
+from ckptlint.declarations import LOCK_FILES
 from ckptlint.discovery import INDEXED_SUFFIXES
 from ckptlint.limits import AnalysisLimits, LimitError
 from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
@@ -59,7 +60,7 @@ WATCHED_FILES_SECONDS = 0.2
 # what the project index reads, and what settings and declared versions are read from.
 WATCHED_GLOBS = (
     *(f"**/*{suffix}" for suffix in (*INDEXED_SUFFIXES, *CONFIGURATION_SUFFIXES, ".json")),
-    *(f"**/{name}" for name in (*CONFIG_FILES, "setup.cfg", "setup.py", ".gitignore")),
+    *(f"**/{name}" for name in (*CONFIG_FILES, *LOCK_FILES, "setup.cfg", "setup.py", ".gitignore")),
     "**/requirements*.txt", "**/environment*.y*ml", "**/conda*.y*ml", "**/env*.y*ml",
 )
 # The notebooks served through notebook synchronisation: every notebook, its Python cells.

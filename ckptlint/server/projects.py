@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ckptlint.config import CONFIG_FILES, ConfigError, Overrides, Settings, resolve_settings
+from ckptlint.declarations import LOCK_FILES
 from ckptlint.environment_files import ENVIRONMENT_FILE
 from ckptlint.discovery import relative_to_root
 from ckptlint.engine import analysis_stopped
@@ -23,7 +24,7 @@ from ckptlint.rule_codes import project_rule_codes
 from ckptlint.server.buffers import BufferFacts, BufferLint, Snapshot, Task, _analyse, _install
 
 # A change to one of these can change any file's settings or declared versions.
-_SETTINGS_FILES = frozenset((*CONFIG_FILES, *ROOT_MARKERS, "setup.cfg", ".gitignore"))
+_SETTINGS_FILES = frozenset((*CONFIG_FILES, *ROOT_MARKERS, *LOCK_FILES, "setup.cfg", ".gitignore"))
 
 
 def _is_settings_file(path: Path) -> bool:
