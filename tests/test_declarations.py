@@ -622,3 +622,22 @@ def test_lock_names_are_normalised_and_local_versions_parse(tmp_path):
 def test_a_lock_file_below_the_root_is_not_read(tmp_path):
     write(tmp_path, {"pyproject.toml": "[project]\n", "docs/uv.lock": '[[package]]\nname = "torch"\nversion = "1.8.0"\n'})
     assert declared(tmp_path) == {}
+
+
+_TRAINED_BY_HAND = """
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+model.gradient_checkpointing_enable()
+for batch in loader:
+    model(**batch).loss.backward()
+"""
+
+
+@pytest.mark.parametrize(("locked", "codes"), [("4.51.3", ["CKPT020"]), ("5.1.0", [])])
+def test_the_version_a_lock_pins_decides_a_version_gated_rule(cli, make_project, locked, codes):
+    # pyproject.toml admits both sides of CKPT020's `transformers<5.0`; uv.lock says which runs.
+    root = make_project({"train.py": _TRAINED_BY_HAND}, pyproject="[project]\nname = 'demo'\ndependencies = ['transformers>=4.40']\n")
+    (root / "uv.lock").write_text(f'version = 1\n\n[[package]]\nname = "transformers"\nversion = "{locked}"\n')
+    result = cli(["train.py", "--no-cache", "--output-format", "json", "--select", "CKPT020"], cwd=root)
+    assert [finding["code"] for finding in json.loads(result.stdout)] == codes
