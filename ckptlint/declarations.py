@@ -44,10 +44,16 @@ import enum
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the `tomli` dependency of Python 3.10
+    import tomli as tomllib
 
 from ckptlint.environment_files import (
     ENVIRONMENT_FILE,
@@ -294,6 +300,7 @@ class _DeclarationReader:
         *,
         poetry: tuple[str, str] | None = None,
         conda: bool = False,
+        conditional: bool = False,
     ) -> None:
         """One requirement string (PEP 508), a Poetry (package, constraint), or a conda
         match specification (`pytorch=1.11.0`, `pytorch::pytorch>=2.0`)."""
@@ -316,7 +323,7 @@ class _DeclarationReader:
             location = f"{_file_of(where)}:{line}" if line else where
             self.warn(f"{location}: cannot read a version from `{requirement}`; it is not used")
             return
-        conditional = ";" in requirement.split("#", 1)[0]
+        conditional = conditional or ";" in requirement.split("#", 1)[0]
         self.declarations.append(Declaration(admitted, requirement, where, line, standing, conditional))
 
     # requirement files
@@ -354,24 +361,19 @@ class _DeclarationReader:
     def read_toml_lock_file(self, path: Path) -> None:
         """uv.lock, poetry.lock, pdm.lock: each `[[package]]` table pins `name` to `version`.
         A package locked at several versions (uv's forks by marker) is conditional."""
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
-
         label = self.relative(path)
         try:
             if path.stat().st_size > MAX_LOCK_FILE_BYTES:
                 self.warn(f"{label}: larger than {MAX_LOCK_FILE_BYTES} bytes; not read")
                 return
-            text = path.read_text(encoding="utf-8")
-            packages = tomllib.loads(text).get("package")
         except OSError as error:
             self.warn(f"{label}: cannot read: {error.strerror or error}; its versions are not read")
             return
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            self.warn(f"{label}: invalid TOML ({error}); its versions are not read")
+        document = self._toml_document(path, label, "its versions are not read")
+        if document is None:
             return
+        text, data = document
+        packages = data.get("package")
         lines = _package_name_lines(text)
         locked: list[tuple[str, str, int | None]] = []
         for index, package in enumerate(packages if isinstance(packages, list) else []):
@@ -379,12 +381,23 @@ class _DeclarationReader:
             name, version = package.get("name"), package.get("version")
             if isinstance(name, str) and isinstance(version, str) and normalize_name(name) in TRACKED_PACKAGES:
                 locked.append((name, version, lines[index] if index < len(lines) else None))
-        counts: dict[str, int] = {}
-        for name, _, _ in locked:
-            counts[normalize_name(name)] = counts.get(normalize_name(name), 0) + 1
+        versions_locked = Counter(normalize_name(name) for name, _, _ in locked)
         for name, version, line in locked:
-            forked = " ; (one of several locked versions)" if counts[normalize_name(name)] > 1 else ""
-            self.record(f"{name}=={version}{forked}", label, Standing.LOCK_FILES, line)
+            self.record(
+                f"{name}=={version}", label, Standing.LOCK_FILES, line, conditional=versions_locked[normalize_name(name)] > 1
+            )
+
+    def _toml_document(self, path: Path, label: str, lost: str) -> tuple[str, Mapping] | None:
+        """A TOML file's text and its table; None, with a warning ending in `lost`, when it
+        cannot be read or parsed."""
+        try:
+            text = path.read_text(encoding="utf-8")
+            return text, tomllib.loads(text)
+        except OSError as error:
+            self.warn(f"{label}: cannot read: {error.strerror or error}; {lost}")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            self.warn(f"{label}: invalid TOML ({error}); {lost}")
+        return None
 
     # conda environment files
 
@@ -421,21 +434,11 @@ class _DeclarationReader:
     # pyproject.toml
 
     def _load_pyproject(self) -> Mapping | None:
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
-
         path = self.root / "pyproject.toml"
         if not path.is_file():
             return None
-        try:
-            return tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as error:
-            self.warn(f"pyproject.toml: cannot read: {error.strerror or error}; its dependencies are not read")
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            self.warn(f"pyproject.toml: invalid TOML ({error}); its dependencies are not read")
-        return None
+        document = self._toml_document(path, "pyproject.toml", "its dependencies are not read")
+        return document[1] if document is not None else None
 
     def _read_pyproject(self, pyproject: Mapping) -> None:
         project = _table(pyproject.get("project"))
