@@ -69,12 +69,10 @@ class Summary:
                 lines.append(f"Found {_errors(found)} ({self.fixed} fixed, {self.remaining} remaining).")
             else:
                 lines.append(f"Found {_findings(found)} ({self.fixed} fixed, {self.remaining} remaining: {self._severities()}).")
-        elif len(self.remaining_by_severity) == 1:
-            lines.append(f"Found {self._severities()}.")
-        elif self._only_errors_remain():
-            lines.append(f"Found {_errors(self.remaining)}.")
-        else:
+        elif len(self.remaining_by_severity) > 1:
             lines.append(f"Found {_findings(self.remaining)} ({self._severities()}).")
+        else:
+            lines.append(f"Found {self._severities() or _errors(self.remaining)}.")
         if not self.fix_mode and not self.diff_mode and self.fixable_now:
             lines.append(f"[*] {self.fixable_now} fixable with the `--fix` option.")
         if self.hidden_unsafe:
@@ -98,7 +96,7 @@ def not_shown_sentence(count: int, because: str) -> str:
 
 
 def _counted(count: int, noun: str) -> str:
-    # `info` is a mass noun: "2 info", as ESLint and SARIF viewers say it.
+    # `info` is a mass noun: "6 info".
     plural = "" if count == 1 or noun == Severity.INFO.value else "s"
     return f"{count} {noun}{plural}"
 
