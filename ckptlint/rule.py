@@ -28,7 +28,10 @@ from ckptlint.types import Applicability, Diagnostic, Edit, Fix, Location, Sever
 from ckptlint.versions import Applies, TargetVersions, VersionRange
 
 if TYPE_CHECKING:
-    from libcst.metadata import CodeRange, MetadataWrapper, QualifiedName
+    from libcst.metadata import CodeRange, MetadataWrapper
+
+    from ckptlint.analysis.file_names import FileNames
+    from ckptlint.model.script_models.names import QualifiedName
 
     from ckptlint.analysis.positions import StatementLines
     from ckptlint.config import Settings
@@ -72,9 +75,6 @@ class FileContext:
     # on another): for the rules that compare a checkpointed branch with the plain one, and
     # CKPT001, which reports them without a fix.
     possible_sites: list[CheckpointSite] = field(default_factory=list)
-    # Qualified names of a name, attribute or call (through imports, scopes); available from
-    # the hooks that run after the traversal.
-    qualified_names: Callable[[cst.BaseExpression], set[QualifiedName]] = lambda expr: set()
     # CPython's lines of the statements, for positions without generating the whole module,
     # and the innermost statement of the calls and blocks, as the traversal saw them.
     statement_lines: StatementLines | None = None
@@ -102,6 +102,19 @@ class FileContext:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._ast_module = None
         return self._ast_module
+
+    @property
+    def names(self) -> FileNames:
+        """The file's names: what a libcst name, attribute or call may denote, and a
+        name's bindings (`analysis/file_names.py`), the project model's answers."""
+        from ckptlint.analysis.file_names import FileNames
+
+        return self.once(FileNames)
+
+    def qualified_names(self, expr: cst.BaseExpression) -> frozenset[QualifiedName]:
+        """What a name, attribute or call may denote, through imports and scopes (empty:
+        not known); asked in any hook, `visit_*` included."""
+        return self.names.qualified(expr)
 
     def once(self, compute: Callable[[FileContext], T]) -> T:
         """`compute(self)`, computed once for the parse of this file and shared by every rule

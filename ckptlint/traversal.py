@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
-from libcst.metadata import MetadataWrapper, QualifiedName, ScopeProvider
+from libcst.metadata import MetadataWrapper
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.analysis.cst_walk import walk_batched
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.syntax.names import absolute_import, module_name
-from ckptlint.name_resolution import NameResolution, ScopeBuilder
 from ckptlint.registry import rule_by_code
 from ckptlint.rule import FileContext, Rule
 from ckptlint.suppression import NOQA, noqa_codes
@@ -26,54 +25,15 @@ if TYPE_CHECKING:
     from ckptlint.parsing import ParsedModule
 
 
-# Tests set this to answer name questions with libcst's ScopeProvider, the reference that
-# `ckptlint.name_resolution` reproduces (and falls back to for constructs it does not model).
-LIBCST_SCOPES = False
-
-
-class LibcstScopes:
-    """Name questions answered by libcst's ScopeProvider (a second traversal of the file)."""
-
-    def __init__(self, wrapper: MetadataWrapper) -> None:
-        self._scopes = wrapper.resolve(ScopeProvider)
-
-    def qualified_names(self, expr: cst.BaseExpression) -> set[QualifiedName]:
-        scope = self._scopes.get(expr)
-        if scope is None or not isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
-            return set()
-        return scope.get_qualified_names_for(expr)
-
-    def binding_nodes(self, name: cst.Name) -> list[cst.CSTNode | None] | None:
-        scope = self._scopes.get(name)
-        if scope is None:
-            return None
-        return [getattr(assignment, "node", None) for assignment in scope[name.value]]
-
-
-class OwnScopes:
-    """Name questions answered by the scopes built in the shared traversal."""
-
-    def __init__(self, builder: ScopeBuilder) -> None:
-        self._resolution = NameResolution(builder)
-        self.qualified_names = self._resolution.qualified_names
-
-    def binding_nodes(self, name: cst.Name) -> list[cst.CSTNode | None] | None:
-        bindings = self._resolution.bindings(name)
-        return None if bindings is None else [binding.node for binding in bindings]
-
-
 class FileAnalyzer(cst.BatchableCSTVisitor):
     """Collects, in the shared traversal, what the engine derives facts from: calls with
     the class their `self` refers to, plain assignments, `self.<attr>` assignments, and
-    `# noqa` comments. Scopes are built alongside (`scope_builder`, visited in the same
-    traversal); qualified names are computed on demand for the few expressions that need
-    them, once `resolve_names` has run."""
+    `# noqa` comments. Names are the file's (`FileContext.names`), asked for the few
+    expressions that need them."""
 
-    def __init__(self) -> None:
+    def __init__(self, context: FileContext) -> None:
         super().__init__()
-        self.scope_builder = ScopeBuilder()
-        self._scopes: LibcstScopes | OwnScopes | None = None
-        self._qualified: dict[cst.BaseExpression, set[QualifiedName]] = {}
+        self._context = context
         self.calls: list[tuple[cst.Call, cst.ClassDef | None]] = []
         self.self_attribute_values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
         self.noqa_comments: set[str] = set()
@@ -195,33 +155,18 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
 
     # --- derived facts ---------------------------------------------------------------
 
-    def resolve_names(self, wrapper: MetadataWrapper) -> None:
-        """After the traversal: our scopes, or libcst's where ours give up (or tests ask)."""
-        if LIBCST_SCOPES or self.scope_builder.unsupported is not None:
-            self._scopes = LibcstScopes(wrapper)
-        else:
-            self._scopes = OwnScopes(self.scope_builder)
-
-    def qualified_names(self, expr: cst.BaseExpression) -> set[QualifiedName]:
-        # Asked again and again for the same expressions (each region rule, the Hugging Face
-        # interpreter): answered once. The set is shared: callers only read it.
-        found = self._qualified.get(expr)
-        if found is None:
-            found = self._qualified[expr] = self._scopes.qualified_names(expr)
-        return found
-
     def assigned_values(self, name: cst.Name, imports: bool = True) -> list[cst.BaseExpression]:
         """Values of the assignments that may bind `name` where it is read; empty when any
         binding is not a plain assignment (import, def, loop target, parameter...).
         `imports=False`: the imports binding it are passed over (only its assignments)."""
-        nodes = self._scopes.binding_nodes(name)
-        if nodes is None:
+        bindings = self._context.names.bindings(name)
+        if bindings is None:
             return []
         values = []
-        for node in nodes:
-            value = self._assigned_value.get(node)
+        for binding in bindings:
+            value = self._assigned_value.get(binding.target) if binding.target is not None else None
             if value is None:
-                if not imports and isinstance(node, (cst.Import, cst.ImportFrom, cst.ImportAlias)):
+                if not imports and binding.kind == "import":
                     continue
                 return []
             values.append(value)
@@ -237,7 +182,7 @@ class FileAnalyzer(cst.BatchableCSTVisitor):
         absolute name and the flags it binds, when it is a partial; `returned_alias`: the
         torch function (and other libraries' functions) a project getter's call returns."""
         resolver = CallableResolver(
-            self.qualified_names, self.assigned_values, self.self_attribute_values, project_alias, alias_keywords,
+            self._context.qualified_names, self.assigned_values, self.self_attribute_values, project_alias, alias_keywords,
             returned_alias,
         )
         sites, possible = [], []
@@ -285,16 +230,13 @@ def run_rules(
         path, display, text, module, settings.target_versions, settings, wrapper, project, relative_path,
         statement_lines=parsed.statement_lines, parsed_ast=parsed.tree, analyses=parsed.analyses,
     )
-    analyzer = FileAnalyzer()
+    analyzer = FileAnalyzer(context)
     context.known_holders = analyzer.statement_of
-    visitors: list[BatchedVisitor] = [analyzer, analyzer.scope_builder]
     rules = [rule_class(context) for rule_class in rule_classes]
-    walk_batched(wrapper, [*visitors, *rules])
-    analyzer.resolve_names(wrapper)
+    walk_batched(wrapper, [analyzer, *rules])
 
     sites, context.possible_sites = analyzer.checkpoint_sites(*_project_aliases(project, relative_path))
     context.sites = sites
-    context.qualified_names = analyzer.qualified_names
     for rule in rules:
         for site in sites:
             rule.run_guarded(rule.visit_checkpoint_site, site)

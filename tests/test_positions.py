@@ -59,8 +59,8 @@ def test_every_node_at_libcsts_position(name: str, text: str) -> None:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     expected = wrapper.resolve(PositionProvider)
     by_statement = Positions(module, statement_lines(ast.parse(text)))
-    analyzer = FileAnalyzer()  # the traversal's holders of calls and blocks
-    walk_batched(wrapper, [analyzer, analyzer.scope_builder])
+    analyzer = FileAnalyzer(None)  # names unasked; the traversal's holders of calls and blocks
+    walk_batched(wrapper, [analyzer])
     hinted = Positions(module, statement_lines(ast.parse(text)), analyzer.statement_of)
     for positions in (Positions(module), by_statement, hinted):
         pending: list[cst.CSTNode] = [module]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.cst_walk import child_nodes
+from ckptlint.analysis.cst_walk import _child_fields, child_nodes
 
 if TYPE_CHECKING:
     from libcst.metadata import CodeRange
@@ -223,3 +223,154 @@ def _nodes_of(statement: cst.CSTNode, cst_type) -> list[cst.CSTNode]:
             found.append(node)
         pending.extend(child for child in child_nodes(node) if type(child).__name__ not in _BLOCKS)
     return found
+
+
+# --- expressions the other way: a libcst name, attribute or call to its `ast` node ----------
+
+# libcst `Name` nodes in these fields are no `ast.Name` (a keyword, a parameter, a definition's
+# name, an attribute's); imports and `global` / `nonlocal` hold none either.
+_NAME_FIELDS = {
+    "Attribute": ("attr",), "Arg": ("keyword",), "Param": ("name",), "FunctionDef": ("name",),
+    "ClassDef": ("name",), "ExceptHandler": ("name",), "ExceptStarHandler": ("name",), "MatchAs": ("name",),
+    "MatchStar": ("name",), "MatchMapping": ("rest",), "MatchKeywordElement": ("key",),
+}
+_NO_EXPRESSIONS = frozenset({"Import", "ImportFrom", "Global", "Nonlocal"})
+_CONSTANT_NAMES = frozenset({"True", "False", "None"})  # `ast.Constant`s
+_PAIRED_TYPES = (ast.Name, ast.Attribute, ast.Call)
+
+
+class ExpressionPairs:
+    """Each libcst `Name`, `Attribute` and `Call` of an expression with the `ast` node it is,
+    and each `ast.Name` with its libcst `Name`, in both trees of one text.
+
+    The two trees hold the same names, attributes and calls in the same order: libcst's
+    children are in source order, so its nodes of one kind come in pre-order as CPython's
+    come sorted by where they start (an enclosing one first: `a.b.c` before `a.b`). Pairing
+    them so needs no positions (computing libcst's for every call of a large file costs five
+    times its traversal). Each pair is checked (a name's text, an attribute's); `mismatch`
+    says why the trees did not pair up, and then nothing is paired."""
+
+    def __init__(self, module: cst.Module, tree: ast.Module) -> None:
+        self.mismatch: str | None = None
+        self._ast_of: dict[cst.CSTNode, ast.expr] = {}
+        self._names: tuple[list[cst.Name], list[ast.Name]] = ([], [])
+        self._cst_name_of: dict[int, cst.Name] | None = None
+        libcst_nodes: dict[type, list] = {cst.Name: [], cst.Attribute: [], cst.Call: []}
+        _collect(module, libcst_nodes)
+        ast_nodes: dict[type, list] = {kind: [] for kind in _PAIRED_TYPES}
+        _collect_ast(tree, ast_nodes)
+        for kind in _PAIRED_TYPES:
+            ast_nodes[kind].sort(key=_start_then_outer)
+        (names, attributes, calls), (ast_names, ast_attributes, ast_calls) = libcst_nodes.values(), ast_nodes.values()
+        if len(names) != len(ast_names) or len(attributes) != len(ast_attributes) or len(calls) != len(ast_calls):
+            self.mismatch = "the trees hold different numbers of names, attributes or calls"
+        elif [name.value for name in names] != [name.id for name in ast_names]:
+            self.mismatch = "the trees' names differ"
+        elif [node.attr.value for node in attributes] != [node.attr for node in ast_attributes]:
+            self.mismatch = "the trees' attributes differ"
+        else:
+            self._ast_of = dict(zip(names, ast_names))
+            self._ast_of.update(zip(attributes, ast_attributes))
+            self._ast_of.update(zip(calls, ast_calls))
+            self._names = (names, ast_names)
+        self._tree = tree  # ids of its nodes are keys below: keep them alive
+
+    def ast_node(self, node: cst.CSTNode) -> ast.expr | None:
+        """The `ast` node of a libcst name, attribute or call (None: none, or unpaired)."""
+        return self._ast_of.get(node)
+
+    def cst_name(self, node: ast.Name) -> cst.Name | None:
+        """The libcst `Name` of an `ast.Name`."""
+        if self._cst_name_of is None:
+            names, ast_names = self._names
+            self._cst_name_of = {id(ast_name): name for name, ast_name in zip(names, ast_names)}
+        return self._cst_name_of.get(id(node))
+
+
+def _start_then_outer(node: ast.expr) -> tuple[int, int, int, int]:
+    return node.lineno, node.col_offset, -node.end_lineno, -node.end_col_offset
+
+
+def _collect(root: cst.CSTNode, found: dict[type, list[cst.CSTNode]]) -> None:
+    """libcst's names, attributes and calls that are `ast` expressions, in pre-order."""
+    names, attributes, calls = found[cst.Name], found[cst.Attribute], found[cst.Call]
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        kind = node.__class__
+        if kind is cst.Name:
+            if node.value not in _CONSTANT_NAMES:
+                names.append(node)
+            continue
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = _expression_fields(kind)
+        if kind is cst.Attribute:
+            attributes.append(node)
+        elif kind is cst.Call:
+            calls.append(node)
+        children = []
+        for field in fields:
+            value = getattr(node, field)
+            if value.__class__ is tuple:
+                children.extend(child for child in value if child.__class__ not in _LEAVES)
+            elif value.__class__ not in _LEAVES:
+                children.append(value)
+        pending.extend(reversed(children))
+
+
+# Per libcst class, the fields that may hold expressions, in libcst's order.
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _expression_fields(kind: type) -> tuple[str, ...]:
+    if kind.__name__ in _NO_EXPRESSIONS:
+        return ()
+    skipped = _NAME_FIELDS.get(kind.__name__, ())
+    return tuple(name for name, _ in _child_fields(kind) if name not in skipped)
+
+
+def _leaves() -> frozenset[type]:
+    """libcst classes that hold no expression: whitespace, punctuation, operators, literals,
+    and what field values are when unset."""
+    import libcst._nodes.op as op
+    import libcst._nodes.whitespace as whitespace
+    from libcst._maybe_sentinel import MaybeSentinel
+
+    found = {type(None), MaybeSentinel, str}
+    for namespace in (op, whitespace):
+        found.update(
+            value for value in vars(namespace).values()
+            if isinstance(value, type) and issubclass(value, cst.CSTNode) and value.__module__ == namespace.__name__
+        )
+    found.update((cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis, cst.FormattedStringText))
+    return frozenset(found)
+
+
+_LEAVES = _leaves()
+
+# Per `ast` class, the fields that may hold expressions.
+_AST_FIELDS: dict[type, tuple[str, ...]] = {}
+_AST_LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def _collect_ast(tree: ast.Module, found: dict[type, list]) -> None:
+    """The tree's names, attributes and calls (in no order)."""
+    pending: list = [tree]
+    while pending:
+        node = pending.pop()
+        kind = node.__class__
+        bucket = found.get(kind)
+        if bucket is not None:
+            bucket.append(node)
+            if kind is ast.Name:
+                continue
+        fields = _AST_FIELDS.get(kind)
+        if fields is None:
+            fields = _AST_FIELDS[kind] = tuple(name for name in kind._fields if name not in ("ctx", "op", "ops"))
+        for field in fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                pending.extend(child for child in value if isinstance(child, ast.AST))
+            elif isinstance(value, ast.AST):
+                pending.append(value)

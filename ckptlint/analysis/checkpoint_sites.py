@@ -27,12 +27,12 @@ from ckptlint.model.library.torch import Reentrancy
 from ckptlint.model.form import values as model_values
 
 if TYPE_CHECKING:
-    from libcst.metadata import QualifiedName
+    from ckptlint.model.script_models.names import QualifiedName
 
 PARTIAL = "functools.partial"
 
 # Lookups the engine provides, so the resolver stays independent of the traversal.
-QualifiedNameLookup = Callable[["cst.BaseExpression"], "set[QualifiedName]"]
+QualifiedNameLookup = Callable[["cst.BaseExpression"], "frozenset[QualifiedName]"]
 AssignedValueLookup = Callable[["cst.Name"], "Sequence[cst.BaseExpression]"]
 
 

@@ -18,7 +18,7 @@ from ckptlint.model.index import ProjectIndex
 from ckptlint.model.library.torch import (
     APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER,
 )
-from ckptlint.model.syntax.names import absolute_import, canonical_name, module_name
+from ckptlint.model.script_models.names import absolute_names as qualified_absolute_names
 from ckptlint.model.form.values import Instance, ordering_key
 
 if TYPE_CHECKING:
@@ -30,17 +30,7 @@ PARTIAL = "functools.partial"
 def absolute_names(context: FileContext, expr: cst.BaseExpression) -> set[str]:
     """The absolute names an expression may refer to: imports as imported, the file's own
     definitions prefixed with its module, relative imports resolved against it."""
-    module = module_name(context.relative_path)
-    is_package = context.relative_path.endswith("__init__.py")
-    names = set()
-    for qualified in context.qualified_names(expr):
-        name = qualified.name
-        if qualified.source is cst.metadata.QualifiedNameSource.LOCAL:
-            name = f"{module}.{name}"
-        elif name.startswith("."):
-            name = absolute_import(module, is_package, name)
-        names.add(canonical_name(name))
-    return names
+    return qualified_absolute_names(context.qualified_names(expr), context.relative_path)
 
 
 def resolves_to(context: FileContext, expr: cst.BaseExpression, candidates: frozenset[str] | set[str]) -> bool:

@@ -19,7 +19,6 @@ from ckptlint.model.script_models import (
     MainInput, ModelClass, ModelHistory, ModelStep, QualifiedName, ScriptModels, StepKind, TrainerKind,
     classify_model_class, interpret,
 )
-from ckptlint.model.script_models.scopes import ScopeNames
 from ckptlint.model.script_models.syntax import dotted_text
 from ckptlint.rule import Replacement
 
@@ -42,7 +41,7 @@ def _interpreted(context: FileContext) -> ScriptModels:
     tree = context.ast_module
     if tree is None:  # only libcst parses the file (syntax newer than the running Python)
         return ScriptModels(())
-    names = ScopeNames(tree)
+    names = context.names.model_names
     # Code whose names libcst resolves by its visiting order in ways the `ast` pass does not
     # reproduce (`ScopeNames.unsupported`): libcst's own answers, through the bridge.
     return interpret(
@@ -51,24 +50,16 @@ def _interpreted(context: FileContext) -> ScriptModels:
     )
 
 
-_SOURCES = {"IMPORT": "import", "LOCAL": "local", "BUILTIN": "builtin"}
-
-
 class _LibcstNames:
-    """The qualified names libcst's scopes give (as the traversal computed them) for the
-    interpreter's `ast` names and attributes."""
+    """The qualified names libcst's scopes give for the interpreter's `ast` names and
+    attributes (`FileContext.names` answers with libcst's for such a file)."""
 
     def __init__(self, context: FileContext) -> None:
         self._context = context
 
     def qualified(self, expr: ast.expr) -> frozenset[QualifiedName]:
         node = self._context.cst_node_at(expr, (cst.Name, cst.Attribute))
-        if node is None:
-            return frozenset()
-        return frozenset(
-            QualifiedName(found.name, _SOURCES.get(found.source.name, found.source.name.lower()))
-            for found in self._context.qualified_names(node)
-        )
+        return self._context.qualified_names(node) if node is not None else frozenset()
 
 
 def dotted_name(expr: ast.AST | None) -> str | None:

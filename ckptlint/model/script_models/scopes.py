@@ -1,12 +1,16 @@
 """The qualified names of a file's names and attributes, from its `ast` tree: what libcst's
-`QualifiedNameProvider` answers, rule for rule (as `ckptlint.name_resolution` does on the
-libcst tree), so that the interpreter's answers do not depend on which tree it reads.
+`QualifiedNameProvider` answers, rule for rule, so that an answer does not depend on which
+tree asks: the interpreter asks with `ast` nodes, the rules with libcst ones
+(`analysis/file_names.py`, through the bridge that pairs the two trees' expressions).
 
 Scopes and bindings are built in one pass in the order libcst visits the code; an access
 sees a binding of its own scope only when an assignment-like statement finished between
 them (libcst's index), and a name in a comprehension's element is resolved at the end of
 its comprehension. Where libcst's treatment depends on its visiting order in ways this pass
-does not reproduce (see `ckptlint.name_resolution`), `ScopeNames.unsupported` says why.
+does not reproduce, `ScopeNames.unsupported` says why (assignment expressions in a
+comprehension's element or a function's header, PEP 695 type parameters and aliases,
+`TypeVar` / `NewType` calls whose first argument is not a string, `nonlocal` at module
+level): libcst's own provider answers for such a file.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ class ScopeNames:
             found = self._answers[id(expr)] = self._qualified(expr)
         return found
 
+    def scope_of(self, expr: ast.expr) -> Scope | None:
+        """The scope a name, attribute or call of the tree is read or bound in."""
+        return self._scope_of.get(id(expr))
+
     def _qualified(self, expr: ast.expr) -> frozenset[QualifiedName]:
         scope = self._scope_of.get(id(expr))
         if scope is None or not isinstance(expr, (ast.Name, ast.Attribute, ast.Call)):
@@ -69,6 +77,9 @@ class ScopeNames:
                 break
             idx = prefix.rfind(".")
             prefix = None if idx == -1 else prefix[:idx]
+        for binding in bindings:
+            if binding.node is expr:  # a name assigned to: that assignment's alone
+                return frozenset(_qualified_names(binding, full_name))
         names: set[QualifiedName] = set()
         for binding in bindings:
             names |= _qualified_names(binding, full_name)

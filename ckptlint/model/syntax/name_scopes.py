@@ -1,9 +1,8 @@
 """Python's scopes as libcst's scope analysis builds them, whatever tree they are built from:
 what a name binds where (`Binding`, with the count of assignment-like statements completed
-before it, libcst's index), what a read sees (`Access`, `referents`). Shared by the
-libcst-side resolution (`ckptlint.name_resolution`) and the project model's on `ast`
-(`ckptlint.model.script_models.scopes`), which build them from their own trees; a node
-is whatever the builder's tree has (an `ast` or a libcst node)."""
+before it, libcst's index), what a read sees (`Access`, `referents`). Built from the `ast`
+tree by the project model's resolution (`ckptlint.model.script_models.scopes`), which every
+name question of the rules and of the interpreter goes to; a node is an `ast` node."""
 
 from __future__ import annotations
 
