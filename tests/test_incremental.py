@@ -344,3 +344,41 @@ def test_an_edit_re_lints_exactly_the_files_whose_reads_it_changes(cli, make_pro
     edit("train.py", TRAIN_PLAIN)
     assert [f[3] for f in lint()] == ["CKPT001"]
     assert sorted(linted) == ["pkg/model.py", "train.py"]
+
+
+STAR_SOURCE = "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n"
+STAR_USER = '''
+from .blocks import *
+
+
+class Tower(nn.Module):
+    def forward(self, x):
+        return checkpoint(self.block, x)
+'''
+
+
+def test_a_name_a_star_import_brings_follows_an_edit_of_the_module_it_comes_from(cli, make_project, record_calls):
+    """`checkpoint` reaches `tower.py` through `from .blocks import *`: the call is torch's
+    while `blocks.py` imports torch's, and no longer once `blocks.py` defines its own; the
+    edit of `blocks.py` re-lints `tower.py`, whose analysis read what `blocks.py` binds."""
+    import ckptlint.runner
+
+    root = make_project(
+        {"pkg/__init__.py": "", "pkg/blocks.py": STAR_SOURCE, "pkg/tower.py": STAR_USER}, pyproject=PYPROJECT
+    )
+    linted = record_calls(ckptlint.runner, "check_file", lambda path, *rest: Path(path).as_posix())
+
+    def lint() -> list[tuple]:
+        from tests.conftest import json_findings
+
+        linted.clear()
+        return json_findings(cli(["--output-format", "json", "."], root), root)
+
+    assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/tower.py", 6, "CKPT001")]
+    assert lint() and linted == []
+    (root / "pkg/blocks.py").write_text("import torch.nn as nn\n\n\ndef checkpoint(fn, *args):\n    return fn(*args)\n")
+    assert lint() == []
+    # (Every file asks the table of checkpoint aliases, which `blocks.py` is in: all re-lint.)
+    assert {"pkg/blocks.py", "pkg/tower.py"} <= set(linted)
+    (root / "pkg/blocks.py").write_text(STAR_SOURCE)
+    assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/tower.py", 6, "CKPT001")]

@@ -26,6 +26,7 @@ from libcst.metadata import MetadataWrapper
 from ckptlint.analysis.ast_bridge import AstBridge, ExpressionPairs
 from ckptlint.analysis.file_names import Bound, FileNames, LibcstScopes
 from ckptlint.analysis.positions import Positions
+from ckptlint.model.index import ProjectIndex
 from ckptlint.model.script_models.scopes import ScopeNames
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -73,7 +74,9 @@ def file_names_differences(text: str) -> list[str] | str:
     attributes and calls that are expressions; why it asks libcst itself, if it does."""
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    context = SimpleNamespace(ast_module=ast.parse(text), module=module, wrapper=wrapper)
+    context = SimpleNamespace(
+        ast_module=ast.parse(text), module=module, wrapper=wrapper, project=ProjectIndex(None, {}), relative_path="file.py"
+    )
     ours = FileNames(context)
     if ours.fallback_reason is not None:
         return ours.fallback_reason
@@ -265,7 +268,6 @@ def test_trees_that_do_not_pair_up_are_left_to_libcst():
 def test_names_inside_visit_hooks_are_those_after_the_traversal():
     from ckptlint import traversal
     from ckptlint.config import resolve_settings
-    from ckptlint.model.index import ProjectIndex
     from ckptlint.parsing import parse_module
     from ckptlint.rule import Rule
 
@@ -331,3 +333,35 @@ def test_installed_torch_and_transformers_names_resolve_as_libcst_resolves_them(
         assert result == [], f"{path}: {result[:5]}"
         compared += 1
     assert compared >= len(files) * 9 // 10  # nearly every real file is answered by the model
+
+
+def test_a_name_the_file_leaves_unbound_is_what_its_star_imports_bind():
+    from ckptlint.model.file_facts.extraction import extract_facts
+
+    blocks = "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint as _ckpt, checkpoint\n"
+    tower = textwrap.dedent(
+        """
+        from .blocks import *
+
+        def forward(block, x, run=None):
+            checkpoint(block, x)
+            nn.Linear(2, 2)
+            _ckpt(block, x)
+            run(block, x)
+        """
+    )
+    files = {"pkg/__init__.py": "", "pkg/blocks.py": blocks, "pkg/tower.py": tower}
+    project = ProjectIndex(None, {path: extract_facts(text, path, prefilter=False) for path, text in files.items()})
+    module = cst.parse_module(tower)
+    context = SimpleNamespace(
+        ast_module=ast.parse(tower), module=module, wrapper=MetadataWrapper(module, unsafe_skip_copy=True),
+        project=project, relative_path="pkg/tower.py",
+    )
+    names = FileNames(context)
+    calls = [statement.body[0].value for statement in module.body[1].body.body]
+    assert [{q.name for q in names.qualified(call.func)} for call in calls] == [
+        {"torch.utils.checkpoint.checkpoint"},  # `blocks` imports it
+        {"torch.nn.Linear"},  # an attribute of a star-imported name
+        set(),  # a private name: no star import brings it
+        {"forward.<locals>.run"},  # the file's own binding
+    ]

@@ -8,24 +8,30 @@ answers hold inside `visit_*` as after it. Where the model cannot answer - synta
 libcst parses, a construct whose libcst reading `ScopeNames` does not reproduce
 (`ScopeNames.unsupported`), trees that do not pair up - libcst's own scope analysis does,
 for the whole file (`tests/test_script_model_scopes.py` holds the two to the same answers).
+
+A name no binding of the file holds, in a file that star-imports project modules
+(`from ..modules.attention import *`, the diffusion repositories' layout), is what those
+modules bind it to (`ProjectIndex.star_imported`, theirs in turn): an answer neither tree
+has, which the project gives.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.ast_bridge import ExpressionPairs
 from ckptlint.model.script_models.names import QualifiedName
 from ckptlint.model.script_models.scopes import ScopeNames
+from ckptlint.model.syntax.names import module_name
 
 if TYPE_CHECKING:
     from libcst.metadata import MetadataWrapper
 
-    from ckptlint.rule import FileContext
+    from ckptlint.model.index import ProjectIndex
 
 _SOURCES = {"IMPORT": "import", "LOCAL": "local", "BUILTIN": "builtin"}  # libcst's, as the model names them
 
@@ -37,6 +43,16 @@ class Bound:
 
     kind: str
     target: cst.Name | None
+
+
+class NamedFile(Protocol):
+    """What the names are read from (`ckptlint.rule.FileContext` is one)."""
+
+    ast_module: ast.Module | None
+    module: cst.Module
+    wrapper: MetadataWrapper
+    project: ProjectIndex
+    relative_path: str
 
 
 class LibcstScopes:
@@ -74,7 +90,7 @@ class LibcstScopes:
 class FileNames:
     """The names of one parse of a file (`FileContext.names`)."""
 
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: NamedFile) -> None:
         tree = context.ast_module
         self.model_names: ScopeNames | None = ScopeNames(tree) if tree is not None else None
         self._pairs: ExpressionPairs | None = None
@@ -86,6 +102,11 @@ class FileNames:
                 self._pairs = None
         if self._pairs is None:
             self._libcst = LibcstScopes(context.wrapper)
+        # `from ..modules.attention import *` of project modules: what they bind a name the
+        # file leaves unbound (the project knows; libcst's scopes do not).
+        facts = context.project.files.get(context.relative_path)
+        self._star_module = module_name(context.relative_path) if facts is not None and facts.star_imports else None
+        self._project = context.project
 
     @property
     def fallback_reason(self) -> str | None:
@@ -102,9 +123,27 @@ class FileNames:
             found = self._answers.get(expr)
             if found is None:
                 found = self._answers[expr] = self._libcst.qualified(expr)
-            return found
-        node = self._pairs.ast_node(expr)
-        return self.model_names.qualified(node) if node is not None else frozenset()
+        else:
+            node = self._pairs.ast_node(expr)
+            found = self.model_names.qualified(node) if node is not None else frozenset()
+        if not found and self._star_module is not None:
+            return self._star_imported(expr)
+        return found
+
+    def _star_imported(self, expr: cst.BaseExpression) -> frozenset[QualifiedName]:
+        """A name (or a dotted name, or its call) no binding of the file's holds, as the
+        project modules it star-imports bind it."""
+        attributes = []
+        leftmost = expr.func if isinstance(expr, cst.Call) else expr
+        while isinstance(leftmost, cst.Attribute):
+            attributes.append(leftmost.attr.value)
+            leftmost = leftmost.value
+        if not isinstance(leftmost, cst.Name) or self.bindings(leftmost) != []:
+            return frozenset()
+        absolute = self._project.star_imported(self._star_module, leftmost.value)
+        if absolute is None:
+            return frozenset()
+        return frozenset({QualifiedName(".".join([absolute, *reversed(attributes)]), "import")})
 
     def bindings(self, name: cst.Name) -> list[Bound] | None:
         """The bindings `name` may refer to where it is read (libcst's `scope[name]`: all

@@ -251,15 +251,9 @@ class Denotation(
         facts = self.index.files.get(path) if path is not None else None
         return tuple(m for m in facts.star_imports if m in self._modules_by_name()) if facts is not None else ()
 
-    def _star_imported(self, module: str, name: str, depth: int = 0) -> str | None:
+    def _star_imported(self, module: str, name: str) -> str | None:
         """What `name` is in `module` through its star imports (theirs too): the absolute name."""
-        if name.startswith("_") or depth > 4:
-            return None
-        for star in self.star_imports(module):
-            found = self._names(star).get(name) or self._star_imported(star, name, depth + 1)
-            if found is not None:
-                return found
-        return None
+        return self.index.star_imported(module, name)
 
     def _bindings_of(self, summary: FunctionSummary) -> dict[str, list[Binding]]:
         """The bindings of a function by the local name they bind."""

@@ -12,7 +12,9 @@ dataclass, a Hugging Face `ModelOutput`, found through the evaluator
 
 A transformers model called with `return_dict=False`, or loaded with it, returns a tuple; a
 project forward with a `return_dict` parameter called with a false literal is taken to
-return its tuple branch. Anything the evaluator does not know is no container.
+return its tuple branch; a `return_dict` otherwise unknown is the config's (True), while one
+the frame knows (the closure of `create_custom_forward(module, return_dict=False)`) decides
+the branches that test it. Anything the evaluator does not know is no container.
 """
 
 from __future__ import annotations
@@ -87,10 +89,14 @@ class _Returns:
             return []  # the tuple branch of an HF-style forward
         here = (*path, _label(summary.name))
         found: list[ContainerReturn] = []
+        # `return_dict = return_dict if return_dict is not None else self.config.use_return_dict`:
+        # the config's, True unless set otherwise (a call's False is decided above); but a
+        # `return_dict` the frame knows as True or False (a closure's, `create_custom_forward(
+        # module, return_dict=False)`) decides the branches that test it.
+        known = _known_truth(self.denotation.evaluate(("name", RETURN_DICT), frame))
         for returned, conditions in summary.returns:
-            # `return_dict = return_dict if return_dict is not None else self.config.use_return_dict`:
-            # the config's, True unless set otherwise (a call's False is decided above).
-            conditions = tuple(c for c in conditions if not _mentions(c[0], ("name", RETURN_DICT)))
+            if not known:
+                conditions = tuple(c for c in conditions if not _mentions(c[0], ("name", RETURN_DICT)))
             if not self.denotation.may_hold(conditions, frame):
                 continue
             found.extend(self._of_expression(returned, summary, frame, here, depth))
@@ -131,6 +137,11 @@ class _Returns:
             if facts is not None and facts.dataclass:
                 return f"the dataclass `{value.short_name}`"
         return None
+
+
+def _known_truth(values) -> bool:
+    """Whether the values are all known, and none is None: True or False decided."""
+    return bool(values) and all(isinstance(v, Constant) and v.value is not None for v in values)
 
 
 def _mentions(expr, part) -> bool:

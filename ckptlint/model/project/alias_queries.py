@@ -91,4 +91,19 @@ class AliasQueries:
             if a != f"{facts.module}.{local}" and not a.startswith("torch.") and self.path_of(a) in defining
         ]
         aliases = self.checkpoint_aliases
-        return bool(imported) and any(a in aliases or f"{a}()" in aliases for a in imported)
+        if imported and any(a in aliases or f"{a}()" in aliases for a in imported):
+            return True
+        return bool(facts.star_imports) and self._star_imports_checkpoint(facts.module, aliases)
+
+    def _star_imports_checkpoint(self, module: str, aliases: dict[str, str]) -> bool:
+        """Whether the project modules `module` star-imports bind one of torch's checkpoint
+        functions, or a project name for one, to a name the star import brings in
+        (`from ..modules.attention import *`, where attention.py imports `checkpoint`)."""
+        from ckptlint.model.library.torch import TORCH_CHECKPOINT_FUNCTIONS
+
+        names = {name.rpartition(".")[2] for name in (*TORCH_CHECKPOINT_FUNCTIONS, *aliases)}
+        return any(
+            (absolute := self.star_imported(module, name)) is not None
+            and (absolute in TORCH_CHECKPOINT_FUNCTIONS or absolute in aliases)
+            for name in sorted(names)
+        )

@@ -199,6 +199,25 @@ class ProjectFacts(NormFreezingQueries):
         """Every function by name: a lookup reads `fn:<name>`, a walk over them `F`."""
         return self._recording(self._function_table, "fn:", "F")
 
+    def star_imported(self, module: str, name: str, depth: int = 0) -> str | None:
+        """The absolute name `name` has in `module` through the module's star imports of
+        project modules (`from ..modules.attention import *`, and theirs): what the
+        imported module binds it to, an import or a definition. None when none binds it, or
+        for a private name (`__all__` is not read: a name it left out would not run)."""
+        if name.startswith("_") or depth > 4:
+            return None
+        path = self.module_paths.get(module)
+        facts = self.files.get(path) if path is not None else None
+        for star in facts.star_imports if facts is not None else ():
+            star_path = self.module_paths.get(star)
+            star_facts = self.files.get(star_path) if star_path is not None else None
+            if star_facts is None:
+                continue
+            found = dict(star_facts.names).get(name) or self.star_imported(star, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
     def path_of(self, name: str) -> str | None:
         """The relative path of the file an absolute name is defined in."""
         parts = name.split(".")
