@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from ckptlint.lazy_libcst import cst
@@ -278,6 +279,12 @@ class ExpressionPairs:
     def ast_node(self, node: cst.CSTNode) -> ast.expr | None:
         """The `ast` node of a libcst name, attribute or call (None: none, or unpaired)."""
         return self._ast_of.get(node)
+
+    def calls(self) -> Iterator[tuple[cst.Call, ast.Call]]:
+        """Every libcst call with its `ast` call, in pre-order (none when unpaired)."""
+        for cst_node, ast_node in self._ast_of.items():
+            if ast_node.__class__ is ast.Call:
+                yield cst_node, ast_node
 
     def cst_name(self, node: ast.Name) -> cst.Name | None:
         """The libcst `Name` of an `ast.Name`."""

@@ -1,62 +1,20 @@
 """Which `if` branches a call of a libcst tree sits in, and what their tests require, in the
-form of `ckptlint.model.form.branching` (which says whether two calls can both run): for the rules
-that pair two steps on one model (CKPT003, CKPT005)."""
+form of `ckptlint.model.form.branching` (which says whether two calls can both run), as the
+project model reads them on the `ast` tree: for the rules that pair two calls on one model
+(CKPT003, CKPT010, CKPT002's FSDP branches)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.cst_walk import walk
 from ckptlint.model.form.branching import Branches, Conditions, exclusive
+from ckptlint.model.script_models.syntax import SourceText, branch_paths as model_branch_paths
 
-# By the operator's class name (libcst is imported only once a file is analysed).
-_COMPARISONS = {
-    "Equal": ("==", True), "NotEqual": ("==", False), "Is": ("is", True), "IsNot": ("is", False),
-    "In": ("in", True), "NotIn": ("in", False),
-}
-
-
-def condition_literals(test: cst.BaseExpression, truth: bool) -> Conditions:
-    """What `test` being `truth` says, as a conjunction of (condition, truth) pairs."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return condition_literals(test.expression, not truth)
-    if isinstance(test, cst.BooleanOperation):
-        # `a and b` true, or `a or b` false: each side is known.
-        if isinstance(test.operator, cst.And) == truth:
-            return condition_literals(test.left, truth) + condition_literals(test.right, truth)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        operator = _COMPARISONS.get(type(comparison.operator).__name__)
-        if operator is not None:
-            atom = f"{_source(test.left)} {operator[0]} {_source(comparison.comparator)}"
-            return ((atom, truth == operator[1]),)
-    return ((_source(test), truth),)
-
-
-def _source(expr: cst.BaseExpression) -> str:
-    plain = _plain_dotted(expr, outermost=True)
-    if plain is not None:
-        return plain
-    bare = expr.with_changes(lpar=(), rpar=()) if getattr(expr, "lpar", None) else expr
-    return cst.Module([]).code_for_node(bare)
-
-
-def _plain_dotted(expr: cst.BaseExpression, outermost: bool = False) -> str | None:
-    """The code of `a` or `a.b.c` written without spaces or parentheses inside (the outermost
-    ones are dropped anyway), without generating it: most `if` tests the interpreter meets."""
-    if not outermost and (getattr(expr, "lpar", None) or getattr(expr, "rpar", None)):
-        return None
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        dot = expr.dot
-        if not all(isinstance(w, cst.SimpleWhitespace) and not w.value for w in (dot.whitespace_before, dot.whitespace_after)):
-            return None
-        base = _plain_dotted(expr.value)
-        return f"{base}.{expr.attr.value}" if base is not None else None
-    return None
+if TYPE_CHECKING:
+    from ckptlint.rule import FileContext
 
 
 def literal_truth(expr: cst.BaseExpression, known: Conditions = ()) -> bool | None:
@@ -85,26 +43,16 @@ class BranchPath:
         return exclusive(self.branches, self.conditions, other.branches, other.conditions)
 
 
-def branch_paths(module: cst.Module) -> dict[cst.Call, BranchPath]:
-    """The branch path of every call of a module."""
-    found: dict[cst.Call, BranchPath] = {}
-    enclosing: list[tuple[tuple[int, int], Conditions]] = []
-
-    class BranchVisitor(cst.CSTVisitor):
-        def visit_If(self, node: cst.If) -> bool:
-            walk(node.test, self)
-            for index, (block, truth) in enumerate(((node.body, True), (node.orelse, False))):
-                if block is not None:
-                    enclosing.append(((id(node), index), condition_literals(node.test, truth)))
-                    walk(block, self)
-                    enclosing.pop()
-            return False  # its children are visited above, each in its branch
-
-        def visit_Call(self, node: cst.Call) -> None:
-            found[node] = BranchPath(tuple(key for key, _ in enclosing), tuple(c for _, cs in enclosing for c in cs))
-
-    walk(module, BranchVisitor())
-    return found
+def branch_paths(context: FileContext) -> dict[cst.Call, BranchPath]:
+    """The branch path of every call of the file, by its libcst node: the project model's,
+    read on the `ast` tree (`script_models.syntax.branch_paths`) and brought to libcst
+    through the file's expression pairs. A call of a file only libcst parses has none (it
+    is not known to be exclusive with any other)."""
+    pairs = context.names.pairs
+    if pairs is None:
+        return {}
+    paths = model_branch_paths(context.ast_module, SourceText(context.text))
+    return {call: BranchPath(*paths[id(node)]) for call, node in pairs.calls()}
 
 
 def leaving_isinstance_guard(node: cst.If) -> tuple[str, cst.BaseExpression] | None:

@@ -93,13 +93,16 @@ class FileNames:
     def __init__(self, context: NamedFile) -> None:
         tree = context.ast_module
         self.model_names: ScopeNames | None = ScopeNames(tree) if tree is not None else None
-        self._pairs: ExpressionPairs | None = None
+        # The file's libcst expressions with their `ast` nodes (None: no `ast` tree, or
+        # trees that do not pair up), for every question the model answers by `ast` node.
+        self.pairs: ExpressionPairs | None = None
+        if tree is not None:
+            self.pairs = ExpressionPairs(context.module, tree)
+            if self.pairs.mismatch is not None:
+                self.pairs = None
+        self._pairs = self.pairs if self.model_names is not None and self.model_names.unsupported is None else None
         self._libcst: LibcstScopes | None = None
         self._answers: dict[cst.CSTNode, frozenset[QualifiedName]] = {}
-        if self.model_names is not None and self.model_names.unsupported is None:
-            self._pairs = ExpressionPairs(context.module, tree)
-            if self._pairs.mismatch is not None:
-                self._pairs = None
         if self._pairs is None:
             self._libcst = LibcstScopes(context.wrapper)
         # `from ..modules.attention import *` of project modules: what they bind a name the
@@ -115,7 +118,7 @@ class FileNames:
             return None
         if self.model_names is None:
             return "only libcst parses the file"
-        return self.model_names.unsupported or "the trees' expressions do not pair up"
+        return self.model_names.unsupported if self.pairs is not None else "the trees' expressions do not pair up"
 
     def qualified(self, expr: cst.BaseExpression) -> frozenset[QualifiedName]:
         """What a name, attribute or call may denote (empty: not known)."""

@@ -180,7 +180,7 @@ class CheckpointBeforeFsdpWrap(Rule):
 
     @cached_property
     def _branch_paths(self) -> dict[cst.Call, BranchPath]:
-        return branch_paths(self.context.module)
+        return branch_paths(self.context)
 
     def _move(self, checkpointing: WrapStep, wrap: WrapStep, call: cst.Call) -> list[Replacement]:
         if checkpointing.effect is not None or wrap.effect is not None or not checkpointing.event.direct:

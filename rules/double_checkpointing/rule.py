@@ -352,7 +352,7 @@ class DoubleCheckpointing(RegionRule):
 
     @cached_property
     def _branch_paths(self) -> dict[cst.Call, BranchPath]:
-        return branch_paths(self.context.module)
+        return branch_paths(self.context)
 
     def _reentrant(self, step: WrapStep) -> bool:
         if step.kind is not EventKind.HF_GC:

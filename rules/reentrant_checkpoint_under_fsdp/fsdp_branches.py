@@ -31,7 +31,7 @@ class FsdpBranches:
         if not uses or any(use.path != relative for use in uses):
             return False
         if self._branches is None:
-            self._branches = branch_paths(self.context.module)
+            self._branches = branch_paths(self.context)
         mine = self._branches.get(call)
         if mine is None or not (mine.branches or mine.conditions):
             return False

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ckptlint.model.form.branching import Conditions
+from ckptlint.model.form.branching import Branches, Conditions
 from ckptlint.model.library.combined import HF_LIBRARY_ROOTS
 from ckptlint.model.library.transformers import NOT_MODEL_NAME
 # The extraction's readings of a call's keyword and of a name or attribute chain, under the
@@ -152,6 +152,28 @@ def condition_literals(test: ast.expr, truth: bool, source: SourceText) -> Condi
             atom = f"{source.of(test.left)} {operator[0]} {source.of(test.comparators[0])}"
             return ((atom, truth == operator[1]),)
     return ((source.of(test), truth),)
+
+
+def branch_paths(tree: ast.AST, source: SourceText) -> dict[int, tuple[Branches, Conditions]]:
+    """For every call of the tree (by id): the `if` branches it sits in, outermost first,
+    and what their tests require. A call in an `if`'s test is outside its branches; an
+    `elif` is a branch of its own inside the `else` of the `if` before it. (Conditional
+    expressions, loops, `try` and `match` make no branches here.)"""
+    found: dict[int, tuple[Branches, Conditions]] = {}
+    pending: list[tuple[ast.AST, Branches, Conditions]] = [(tree, (), ())]
+    while pending:
+        node, branches, conditions = pending.pop()
+        if isinstance(node, ast.If):
+            for index, (body, truth) in reversed(list(enumerate(((node.body, True), (node.orelse, False))))):
+                if body:
+                    inner = (branches + ((id(node), index),), conditions + condition_literals(node.test, truth, source))
+                    pending.extend((statement, *inner) for statement in reversed(body))
+            pending.append((node.test, branches, conditions))
+            continue
+        if isinstance(node, ast.Call):
+            found[id(node)] = (branches, conditions)
+        pending.extend((child, branches, conditions) for child in ast.iter_child_nodes(node))
+    return found
 
 
 def literal_truth(expr: ast.AST, known: Conditions = ()) -> bool | None:
