@@ -44,6 +44,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     "fsdp",
     "gradient_checkpointing",
     "gradient_checkpointing=",
+    "gradient_checkpointing=True",
     "gradient_checkpointing_enable",
     "gradient_checkpointing_kwargs",
     "import torch.utils as",

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ckptlint.model.script_models.steps import ModelHistory, ModelStep, StepKind
+from ckptlint.model.script_models.steps import ModelHistory, ModelStep, StepKind, TrainerKind
 from ckptlint.analysis.script_models import dotted_name, insert_line, is_simple_reference, line_of, script_models, source_of
 from ckptlint.lazy_libcst import cst
 from ckptlint.model.evaluation.fates import Site
@@ -10,15 +10,18 @@ from ckptlint.versions import VersionRange
 
 
 class CheckpointingWithoutUseCacheFalse(Rule):
-    """Gradient checkpointing on a generative Hugging Face model in a manual loop, `use_cache` still on.
+    """Gradient checkpointing on a generative Hugging Face model trained by hand or by transformers' `Trainer`, `use_cache` still on.
 
     ## What it does
     Finds `gradient_checkpointing_enable()` (or `prepare_model_for_kbit_training(...)` on a
     model loaded in 4 or 8 bit, which enables it) on a generative model (a decoder or
     encoder-decoder: `AutoModelForCausalLM`, `*ForCausalLM`, `*ForConditionalGeneration`,
     `*LMHeadModel`, `AutoModelForSeq2SeqLM`...) that the project trains in its own loop
-    (`loss.backward()`, `accelerator.backward(loss)`, a Lightning `training_step`), when
-    nothing turns the KV cache off. The model is followed through the script (renamed,
+    (`loss.backward()`, `accelerator.backward(loss)`, a Lightning `training_step`), or hands
+    to transformers' `Trainer` (or a subclass), when nothing turns the KV cache off. With the
+    `Trainer`, checkpointing may also come from `TrainingArguments(gradient_checkpointing=True)`
+    written in the file (also through a helper returning them): the finding is then at the
+    `Trainer(...)` call and the fix goes on the line before it. The model is followed through the script (renamed,
     wrapped by `get_peft_model`, `accelerator.prepare` or `torch.compile`, returned by a
     helper function of the same file) and across the project's files: a helper that loads
     the model, enables checkpointing and returns it to scripts that train it
@@ -89,8 +92,11 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     with `if not args.no_gradient_checkpointing: model.gradient_checkpointing_enable()`, which
     keeps the cache on exactly when checkpointing is on), `use_cache=False` on a forward call,
     or a `**model_kwargs` whose contents are not known; in another file too, on the model's
-    way to its training loop. Not reported either: models handed to a `Trainer`
-    (transformers', TRL's or a subclass; see the evidence),
+    way to its training loop. Not reported either: models handed to TRL's trainers (their
+    versions differ: TRL 0.15's `SFTTrainer` turns the cache off for a model it loads, 0.24's
+    for every forward) or to a project trainer that configures checkpointing itself,
+    `TrainingArguments` the file does not spell out (`HfArgumentParser`, `**vars(args)`: not
+    known to turn checkpointing on),
     encoder-only models (BERT, RoBERTa, CLIP text towers have no KV cache), `AutoModel` (any
     architecture; but `AutoModel.from_pretrained(..., trust_remote_code=True)` is reported,
     saying that the Hub's code picks the class and may be generative: chatglm-6b's
@@ -125,9 +131,13 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     - The Trainer path (source): transformers 4.46.3 and 4.57.6 `Trainer` touch
       `config.use_cache` only for XLA FSDP with `xla_fsdp_grad_ckpt` (trainer.py:1943 /
       2134), TRL 0.12.2's `SFTTrainer` and `DPOTrainer` not at all: under 4.x a model a
-      Trainer trains is left to its architecture exactly as in a manual loop. The catalogue
-      (DESIGN.md) keeps the Trainer path out of this rule for now; transformers 5.x's
-      `Trainer.__init__` sets `model.config.use_cache = args.use_cache` (default False).
+      Trainer trains is left to its architecture exactly as in a manual loop, so the rule
+      reports it the same way (the DESIGN.md catalogue's Trainer path); transformers 5.x's
+      `Trainer.__init__` sets `model.config.use_cache = args.use_cache` (default False). On
+      peft's own examples the notebook `peft_lora_clm_with_additional_tokens.ipynb` shows the
+      architecture's "`use_cache=True` is incompatible with gradient checkpointing" warning in
+      its saved output, beside a commented-out `model.config.use_cache = False`; most of
+      peft's GPU tests set it "to silence the warnings".
     - transformers 5.0.0 (source) and 5.17.0 (measured): `GradientCheckpointingLayer.__call__`
       turns `use_cache` off (and drops `past_key_values`) for every checkpointed layer in
       training, and `GPTBigCodeForCausalLM` returned no cache: the rule does not apply.
@@ -154,7 +164,7 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     )
     fix = Applicability.SAFE
     targets = (VersionRange.of("transformers", max="5.0"),)
-    triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training")
+    triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training", b"gradient_checkpointing=True")
     uses_project = True  # which imported functions belong to the project
 
     def finish(self) -> None:
@@ -173,14 +183,17 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         model_class = history.model_class
         if model_class is None or not (model_class.generative is True or _remote_auto_model(history)):
             return []
-        if history.has(StepKind.TRAINER):
-            return []
+        trainers = history.of_kind(StepKind.TRAINER)
+        if any(trainer.trainer is not TrainerKind.TRANSFORMERS for trainer in trainers):
+            return []  # TRL's (some versions turn the cache off), or a project's own configuring one
         cache_off = history.of_kind(StepKind.USE_CACHE_OFF)
         enabling = [
             step
             for step in history.steps
             if step.kind is StepKind.GC_ENABLED
             or (step.kind is StepKind.KBIT_PREPARED and step.enables_checkpointing and history.quantized)
+            # `TrainingArguments(gradient_checkpointing=True)`: the Trainer turns it on
+            or (step.kind is StepKind.TRAINER and step.enables_checkpointing is True)
         ]
         first = [
             step
@@ -191,8 +204,8 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             and all(off.exclusive_with(step) for off in cache_off)
             and not history.kept_for_inference(step)
         ]
-        if history.training_starts is not None and not history.escaped_before(history.training_starts):
-            return [(step, None) for step in first]
+        if trainers or (history.training_starts is not None and not history.escaped_before(history.training_starts)):
+            return [(step, None) for step in first]  # trained here: by hand, or by transformers' Trainer
         # The model leaves this file's flow (returned by a helper other modules call, or
         # handed to a function of another module): where it goes, in the project model.
         found = []
@@ -208,8 +221,15 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     def _report(self, history: ModelHistory, step: ModelStep, trained_at: Site | None) -> None:
         subject = step.subject if is_simple_reference(step.subject) else None
         model = source_of(self.context, subject) if subject is not None else "model"
-        call = "gradient_checkpointing_enable()" if step.kind is StepKind.GC_ENABLED else "prepare_model_for_kbit_training()"
+        call = {
+            StepKind.GC_ENABLED: "gradient_checkpointing_enable()",
+            StepKind.TRAINER: "TrainingArguments(gradient_checkpointing=True)",
+        }.get(step.kind, "prepare_model_for_kbit_training()")
         message = self.message.format(call=call, model=model, cls=history.model_class.short_name)
+        if history.has(StepKind.TRAINER):
+            message = message.replace(
+                "in a manual training loop", "trained by transformers' `Trainer` (which leaves `config.use_cache` alone before 5.0)", 1
+            )
         if history.model_class.generative is not True:  # `AutoModel` with the Hub's own code
             message = message.replace(
                 f"a generative `{history.model_class.short_name}`",
@@ -221,8 +241,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             message = message.replace(
                 "in a manual training loop", f"in a manual training loop (by {trained_at})", 1
             )
+        # After the call that turns checkpointing on; before the Trainer's construction, which does.
         fix = (
-            insert_line(self.context, step.statement, f"{model}.config.use_cache = False", before=False)
+            insert_line(self.context, step.statement, f"{model}.config.use_cache = False", before=step.kind is StepKind.TRAINER)
             if subject is not None else None
         )
         self.report(
