@@ -94,7 +94,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     or a `**model_kwargs` whose contents are not known; in another file too, on the model's
     way to its training loop. Not reported either: models handed to TRL's trainers (their
     versions differ: TRL 0.15's `SFTTrainer` turns the cache off for a model it loads, 0.24's
-    for every forward) or to a project trainer that configures checkpointing itself,
+    for every forward), to a project trainer that configures checkpointing itself or may set
+    the cache itself (a subclass in the file whose code names `use_cache`, as a `compute_loss`
+    calling `model(**inputs, use_cache=False)` does, or one of another module),
     `TrainingArguments` the file does not spell out (`HfArgumentParser`, `**vars(args)`: not
     known to turn checkpointing on),
     encoder-only models (BERT, RoBERTa, CLIP text towers have no KV cache), `AutoModel` (any

@@ -314,7 +314,9 @@ class Calls:
             return True, training_arguments_of(call, frame)
         trainer = self._trainer_kind(names)
         if trainer is not None:
-            self._trainer(call, args, trainer, frame)
+            model = self._trainer(call, args, trainer, frame)
+            if model is not None and self._trainer_may_set_cache(names):
+                self._step(model, StepKind.USE_CACHE_OFF, call, frame)  # its own code may turn it off
             return True, None
         model_classes = {self._model_class_of(name) for name in names}
         if len(model_classes) == 1 and None not in model_classes:
@@ -447,14 +449,15 @@ class Calls:
                 self._step(part, kind, call, frame)
         return part
 
-    def _trainer(self, call: ast.Call, args: list[ScriptValue], kind: TrainerKind, frame: Scope) -> None:
+    def _trainer(self, call: ast.Call, args: list[ScriptValue], kind: TrainerKind, frame: Scope) -> ModelPart | None:
+        """The model handed to a trainer, with its TRAINER step (None: no model known)."""
         call_args = arguments_of(call)
         positional = [value for arg, value in zip(call_args, args) if arg.keyword is None and not arg.star]
         model = argument_value(call, args, "model")
         if model is None and positional:
             model = positional[0]
         if not isinstance(model, ModelPart):
-            return
+            return None
         training_arguments = argument_value(call, args, "args")
         if training_arguments is None and len(positional) > 1:
             training_arguments = positional[1]
@@ -479,6 +482,23 @@ class Calls:
             trainer=kind,
             arguments=arguments,
         )
+        return model
+
+    def _trainer_may_set_cache(self, names: set[str]) -> bool:
+        """Whether a project class among the trainer's classes and their bases may set the
+        KV cache itself (`model(**inputs, use_cache=False)` in its `compute_loss`): one of
+        this file whose code names `use_cache`, or one of another module (its code is not
+        read here). The library's own trainers are known."""
+        prefix = module_name(self.relative_path) + "."
+        for name in names:
+            for ancestor in self._ancestors(name):
+                local = ancestor.removeprefix(prefix)
+                if local in self.classes:
+                    if "use_cache" in self.source.of(self.classes[local]):
+                        return True
+                elif self.project.class_named(ancestor) is not None:
+                    return True
+        return False
 
     def _trainer_kind(self, names: set[str]) -> TrainerKind | None:
         if not all(name.rsplit(".", 1)[-1].endswith("Trainer") for name in names):
