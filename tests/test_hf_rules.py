@@ -29,8 +29,11 @@ EXPECTED = {
         ("dreambooth_lora.py", 46, "CKPT021"),  # checkpointing before text_encoder.add_adapter
         ("lora_accelerate.py", 53, "CKPT020"),
         ("lora_accelerate.py", 53, "CKPT021"),  # after get_peft_model in a helper
+        ("qlora.py", 18, "CKPT020"),  # prepare_model_for_kbit_training, then transformers' Trainer
         ("qlora.py", 30, "CKPT020"),  # prepare_model_for_kbit_training in a manual loop
         ("trainer_lora.py", 25, "CKPT021"),  # TrainingArguments(gradient_checkpointing=True)
+        ("trainer_lora.py", 48, "CKPT020"),  # the same arguments: the Trainer leaves the cache on
+        ("trainer_lora.py", 67, "CKPT020"),  # non-reentrant, but the cache is still on
         ("unfreeze_tower.py", 13, "CKPT021"),  # no PEFT: a frozen tower with its last layers unfrozen
         ("unfreeze_tower.py", 53, "CKPT021"),  # the same through a helper and named_parameters()
         ("vision_lora.py", 16, "CKPT021"),
@@ -54,6 +57,7 @@ EXPECTED = {
         ("trainer_vision.py", 16, "CKPT021"),
         ("trainer_vision.py", 28, "CKPT021"),
         ("trainer_vision.py", 34, "CKPT021"),
+        ("trainer_vision.py", 39, "CKPT020"),  # 4.x's Trainer leaves the cache to the architecture
         ("vision_lora.py", 15, "CKPT021"),
         ("vision_lora.py", 23, "CKPT021"),
         ("vision_lora.py", 31, "CKPT021"),
