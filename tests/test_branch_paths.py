@@ -35,6 +35,7 @@ def _paths_by_callee(text: str) -> dict:
         ast_module=ast.parse(text), module=module, text=text, project=ProjectIndex(None, {}), relative_path="train.py",
         wrapper=cst.MetadataWrapper(module, unsafe_skip_copy=True),
     )
+    context.once = lambda compute: compute(context)
     context.names = FileNames(context)
     return {module.code_for_node(call.func): path for call, path in branch_paths(context).items()}
 

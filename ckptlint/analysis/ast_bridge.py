@@ -13,6 +13,7 @@ in UTF-8 bytes where libcst counts characters.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import deque
 from collections.abc import Iterator
@@ -301,6 +302,7 @@ def _start_then_outer(node: ast.expr) -> tuple[int, int, int, int]:
 def _collect(root: cst.CSTNode, found: dict[type, list[cst.CSTNode]]) -> None:
     """libcst's names, attributes and calls that are `ast` expressions, in pre-order."""
     names, attributes, calls = found[cst.Name], found[cst.Attribute], found[cst.Call]
+    leaves = _leaves()
     pending = [root]
     while pending:
         node = pending.pop()
@@ -320,8 +322,8 @@ def _collect(root: cst.CSTNode, found: dict[type, list[cst.CSTNode]]) -> None:
         for field in fields:
             value = getattr(node, field)
             if value.__class__ is tuple:
-                children.extend(child for child in value if child.__class__ not in _LEAVES)
-            elif value.__class__ not in _LEAVES:
+                children.extend(child for child in value if child.__class__ not in leaves)
+            elif value.__class__ not in leaves:
                 children.append(value)
         pending.extend(reversed(children))
 
@@ -337,6 +339,7 @@ def _expression_fields(kind: type) -> tuple[str, ...]:
     return tuple(name for name, _ in _child_fields(kind) if name not in skipped)
 
 
+@functools.cache
 def _leaves() -> frozenset[type]:
     """libcst classes that hold no expression: whitespace, punctuation, operators, literals,
     and what field values are when unset."""
@@ -354,11 +357,8 @@ def _leaves() -> frozenset[type]:
     return frozenset(found)
 
 
-_LEAVES = _leaves()
-
 # Per `ast` class, the fields that may hold expressions.
 _AST_FIELDS: dict[type, tuple[str, ...]] = {}
-_AST_LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
 
 
 def _collect_ast(tree: ast.Module, found: dict[type, list]) -> None:

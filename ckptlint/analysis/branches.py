@@ -47,7 +47,11 @@ def branch_paths(context: FileContext) -> dict[cst.Call, BranchPath]:
     """The branch path of every call of the file, by its libcst node: the project model's,
     read on the `ast` tree (`script_models.syntax.branch_paths`) and brought to libcst
     through the file's expression pairs. A call of a file only libcst parses has none (it
-    is not known to be exclusive with any other)."""
+    is not known to be exclusive with any other). Computed once per parse."""
+    return context.once(_branch_paths)
+
+
+def _branch_paths(context: FileContext) -> dict[cst.Call, BranchPath]:
     pairs = context.names.pairs
     if pairs is None:
         return {}

@@ -100,11 +100,10 @@ class FileNames:
             self.pairs = ExpressionPairs(context.module, tree)
             if self.pairs.mismatch is not None:
                 self.pairs = None
-        self._pairs = self.pairs if self.model_names is not None and self.model_names.unsupported is None else None
-        self._libcst: LibcstScopes | None = None
+        # libcst's scopes answer the name questions the model cannot (its `ast` names unpaired).
+        answered = self.pairs is not None and self.model_names.unsupported is None
+        self._libcst: LibcstScopes | None = None if answered else LibcstScopes(context.wrapper)
         self._answers: dict[cst.CSTNode, frozenset[QualifiedName]] = {}
-        if self._pairs is None:
-            self._libcst = LibcstScopes(context.wrapper)
         # `from ..modules.attention import *` of project modules: what they bind a name the
         # file leaves unbound (the project knows; libcst's scopes do not).
         facts = context.project.files.get(context.relative_path)
@@ -127,7 +126,7 @@ class FileNames:
             if found is None:
                 found = self._answers[expr] = self._libcst.qualified(expr)
         else:
-            node = self._pairs.ast_node(expr)
+            node = self.pairs.ast_node(expr)
             found = self.model_names.qualified(node) if node is not None else frozenset()
         if not found and self._star_module is not None:
             return self._star_imported(expr)
@@ -153,11 +152,11 @@ class FileNames:
         of its scope's, or the enclosing one's); None when the name is in no scope."""
         if self._libcst is not None:
             return self._libcst.bindings(name)
-        node = self._pairs.ast_node(name)
+        node = self.pairs.ast_node(name)
         scope = self.model_names.scope_of(node) if isinstance(node, ast.Name) else None
         if scope is None:
             return None
         return [
-            Bound(binding.kind, self._pairs.cst_name(binding.node) if isinstance(binding.node, ast.Name) else None)
+            Bound(binding.kind, self.pairs.cst_name(binding.node) if isinstance(binding.node, ast.Name) else None)
             for binding in scope.resolve(node.id)
         ]
