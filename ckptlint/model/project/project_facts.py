@@ -120,6 +120,7 @@ class ProjectFacts(NormFreezingQueries):
     # the next without its reads): made afresh for each file whose reads are recorded.
     PER_FILE_CACHES = (
         "call_sites", "denotation", "_training_arguments_answers", "_reach_cache", "_script_reach", "_ddp_reach_cache",
+        "_star_answers",
     )
 
     def begin_reads(self) -> None:
@@ -206,6 +207,15 @@ class ProjectFacts(NormFreezingQueries):
         for a private name (`__all__` is not read: a name it left out would not run)."""
         if name.startswith("_") or depth > 4:
             return None
+        # A package's `__init__` star-imports its modules, and theirs (transformers' whole
+        # tree): each (module, name, depth) is walked once per linted file.
+        answers = self._star_answers
+        key = (module, name, depth)
+        if key not in answers:
+            answers[key] = self._star_imported_uncached(module, name, depth)
+        return answers[key]
+
+    def _star_imported_uncached(self, module: str, name: str, depth: int) -> str | None:
         path = self.module_paths.get(module)
         facts = self.files.get(path) if path is not None else None
         for star in facts.star_imports if facts is not None else ():
@@ -213,10 +223,27 @@ class ProjectFacts(NormFreezingQueries):
             star_facts = self.files.get(star_path) if star_path is not None else None
             if star_facts is None:
                 continue
-            found = dict(star_facts.names).get(name) or self.star_imported(star, name, depth + 1)
+            found = self._bound_names(star_path, star_facts).get(name) or self.star_imported(star, name, depth + 1)
             if found is not None:
                 return found
         return None
+
+    @cached_property
+    def _star_answers(self) -> dict[tuple[str, str, int], str | None]:
+        return {}
+
+    @cached_property
+    def _bound_names_by_path(self) -> dict[str, tuple[FileFacts, dict[str, str]]]:
+        return {}
+
+    def _bound_names(self, path: str, facts: FileFacts) -> dict[str, str]:
+        """What the file binds each of its names to (`facts.names` as a mapping), kept
+        while its facts are these."""
+        table = self._bound_names_by_path
+        kept = table.get(path)
+        if kept is None or kept[0] is not facts:
+            kept = table[path] = (facts, dict(facts.names))
+        return kept[1]
 
     def path_of(self, name: str) -> str | None:
         """The relative path of the file an absolute name is defined in."""
