@@ -382,3 +382,36 @@ def test_a_name_a_star_import_brings_follows_an_edit_of_the_module_it_comes_from
     assert {"pkg/blocks.py", "pkg/tower.py"} <= set(linted)
     (root / "pkg/blocks.py").write_text(STAR_SOURCE)
     assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/tower.py", 6, "CKPT001")]
+
+
+def test_a_function_added_to_a_star_imported_module_re_lints_no_star_importer(cli, make_project, record_calls):
+    """What a star import is asked is what the imported module binds one name to: a new
+    public function in `layers.py`, which no importer looks up, re-lints `layers.py` alone,
+    not `tower.py` nor the package `__init__` that star-import it; a `checkpoint` it starts
+    to import re-lints the importer, whose call becomes torch's."""
+    import ckptlint.runner
+
+    layers = "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n"
+    root = make_project(
+        {
+            "pkg/__init__.py": "from .layers import *\n",
+            "pkg/layers.py": layers,
+            "pkg/tower.py": STAR_USER.replace(".blocks", ".layers"),
+        },
+        pyproject=PYPROJECT,
+    )
+    linted = record_calls(ckptlint.runner, "check_file", lambda path, *rest: Path(path).as_posix())
+
+    def lint() -> list[tuple]:
+        from tests.conftest import json_findings
+
+        linted.clear()
+        return json_findings(cli(["--output-format", "json", "."], root), root)
+
+    assert lint() == []
+    (root / "pkg/layers.py").write_text(layers + "\n\ndef helper(x):\n    return x\n")
+    assert lint() == []
+    assert linted == ["pkg/layers.py"]
+    (root / "pkg/layers.py").write_text("from torch.utils.checkpoint import checkpoint\n" + layers)
+    assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/tower.py", 6, "CKPT001")]
+    assert "pkg/tower.py" in linted

@@ -216,13 +216,20 @@ class ProjectFacts(NormFreezingQueries):
         return answers[key]
 
     def _star_imported_uncached(self, module: str, name: str, depth: int) -> str | None:
+        # What is read is which modules a file star-imports (`*:<path>`) and what each binds
+        # `name` to (`i:<path>:<name>`), not their facts: a function added to a module a
+        # package star-imports leaves the package's answers, and its cached result, as they were.
         path = self.module_paths.get(module)
-        facts = self.files.get(path) if path is not None else None
-        for star in facts.star_imports if facts is not None else ():
+        facts = self._raw_files.get(path) if path is not None else None
+        if facts is None:
+            return None
+        self._record(f"*:{path}")
+        for star in facts.star_imports:
             star_path = self.module_paths.get(star)
-            star_facts = self.files.get(star_path) if star_path is not None else None
+            star_facts = self._raw_files.get(star_path) if star_path is not None else None
             if star_facts is None:
                 continue
+            self._record(f"i:{star_path}:{name}")
             found = self._bound_names(star_path, star_facts).get(name) or self.star_imported(star, name, depth + 1)
             if found is not None:
                 return found

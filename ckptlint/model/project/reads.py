@@ -4,13 +4,13 @@ Salsa queries and mypy's fine-grained daemon).
 
 Every question the index answers from other files' facts goes through a *keyed read*: the
 facts of one file (`f:<path>`), one entry of a project-wide table (`c:<class>`,
-`fn:<function>`, `m:<module>`, `s:<last name>`, `n:<absolute name>`...), the files holding
-a kind of cross-file fact (`k:<kind>`) or their facts (`kf:<kind>`), or a whole table
-iterated (`A`, `C`, `F`, `B`, `P`). The value each key has is made of per-file
-*contributions* (`contributions`): a key's answer changes only when some file's
-contribution to it does, so an edit of one file changes exactly the keys whose
-contribution differs between its old and new facts (`changed_keys`), and a cached result
-stays valid while none of the keys it read changed.
+`fn:<function>`, `m:<module>`, `s:<last name>`, `n:<absolute name>`...), the files holding a
+kind of cross-file fact (`k:<kind>`) or their facts (`kf:<kind>`), the modules a file star-
+imports (`*:<path>`), or a whole table iterated (`A`, `C`, `F`, `B`, `P`). The value each
+key has is made of per-file *contributions* (`contributions`): a key's answer changes only
+when some file's contribution to it does, so an edit of one file changes exactly the keys
+whose contribution differs between its old and new facts (`changed_keys`), and a cached
+result stays valid while none of the keys it read changed.
 
 `ReadLog` records the keys (one per index and its overlays, started per linted file).
 Derived tables the index keeps across files (`tracked_cached_property`) record the keys
@@ -287,6 +287,8 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
         add(f"fw:{fact.name}", fact)
     for summary in facts.summaries:
         add(f"u:{summary.name}", summary)
+    if facts.star_imports:
+        found[f"*:{path}"] = _digest(facts.star_imports)
     for local, absolute in facts.names:
         add(f"i:{path}:{local}", absolute)
         add(f"n:{absolute}", path)
