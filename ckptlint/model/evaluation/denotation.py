@@ -217,7 +217,7 @@ class Denotation(
         module = self._module_of(name)
         if module is None:
             return None
-        return self._module_summaries(module).get(name)
+        return self.index.summary_in_file(self._modules_by_name().get(module), name)
 
     def _module_summaries(self, module: str) -> dict[str, FunctionSummary]:
         found = self._summaries.get(module)

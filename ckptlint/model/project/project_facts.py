@@ -252,6 +252,27 @@ class ProjectFacts(NormFreezingQueries):
             kept = table[path] = (facts, dict(facts.names))
         return kept[1]
 
+    def summary_in_file(self, path: str | None, name: str) -> FunctionSummary | None:
+        """The summary of function `name` (absolute) in the file at `path`, if it has one: a
+        lookup reads `u:<name>`, not the file's facts, so a function added beside it
+        changes nothing the reader saw."""
+        self._record(f"u:{name}")
+        facts = self._raw_files.get(path) if path is not None else None
+        if facts is None:
+            return None
+        return self._summaries_of(path, facts).get(name)
+
+    def _summaries_of(self, path: str, facts: FileFacts) -> dict[str, FunctionSummary]:
+        table = self._summaries_by_path
+        kept = table.get(path)
+        if kept is None or kept[0] is not facts:
+            kept = table[path] = (facts, {s.name: s for s in facts.summaries})
+        return kept[1]
+
+    @cached_property
+    def _summaries_by_path(self) -> dict[str, tuple[FileFacts, dict[str, FunctionSummary]]]:
+        return {}
+
     def path_of(self, name: str) -> str | None:
         """The relative path of the file an absolute name is defined in."""
         parts = name.split(".")
@@ -309,7 +330,7 @@ class ProjectFacts(NormFreezingQueries):
         if facts is None:
             return None
         self._record(f"u:{name}")
-        found = next((summary for summary in facts.summaries if summary.name == name), None)
+        found = self._summaries_of(path, facts).get(name)
         if found is not None:
             return found
         rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
