@@ -399,15 +399,23 @@ def _changed_keys(
         if relative in digests:
             new = contributions(relative, facts[relative], exported[relative], kinds[relative])
         changed |= changed_keys(old, new)
-    # Whether some module has a component is all a `p:` key answers: only a component that
-    # appears or disappears changes it.
-    components = [key for key in changed if key.startswith("p:")]
-    if components:
-        def parts(paths) -> set[str]:
-            return {part for path in paths if not path.endswith(CONFIGURATION_SUFFIXES) for part in module_name(path).split(".")}
+    # Whether some module has a component (`p:`), or starts with a prefix (`mp:`), is all
+    # those keys answer: only a component or prefix that appears or disappears changes them.
+    existence = [key for key in changed if key.startswith(("p:", "mp:"))]
+    if existence:
+        def modules(paths) -> list[list[str]]:
+            return [module_name(path).split(".") for path in paths if not path.endswith(CONFIGURATION_SUFFIXES)]
 
-        before, after = parts(previous), parts(digests)
-        changed.difference_update(key for key in components if (key[2:] in before) == (key[2:] in after))
+        before, after = modules(previous), modules(digests)
+        present = {
+            "p:": ({part for parts in before for part in parts}, {part for parts in after for part in parts}),
+            "mp:": tuple({".".join(parts[:end]) for parts in found for end in range(1, len(parts) + 1)} for found in (before, after)),
+        }
+        changed.difference_update(
+            key for key in existence
+            for prefix in [key[: key.index(":") + 1]]
+            if (key[len(prefix):] in present[prefix][0]) == (key[len(prefix):] in present[prefix][1])
+        )
     return changed
 
 

@@ -171,7 +171,10 @@ class WorkerPool:
         """With `weights` (a task's expected cost, e.g. its file's size), the heaviest
         tasks are handed out first, so that no worker starts a large file when the others
         are about to finish; the results stay in the order of `items`."""
-        if not hasattr(os, "fork"):
+        if not hasattr(os, "fork"):  # no worker processes: the tasks run here, after the initializer
+            if self.initializer is not None:
+                self.initializer, initializer = None, self.initializer
+                initializer(*self.initargs)
             return [self._run_here(item) for item in items]
         results: list[Any] = [None] * len(items)
         order = range(len(items))

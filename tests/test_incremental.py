@@ -415,3 +415,36 @@ def test_a_function_added_to_a_star_imported_module_re_lints_no_star_importer(cl
     (root / "pkg/layers.py").write_text("from torch.utils.checkpoint import checkpoint\n" + layers)
     assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/tower.py", 6, "CKPT001")]
     assert "pkg/tower.py" in linted
+
+
+def test_a_module_added_beside_a_model_an_fsdp_script_reaches_re_lints_that_module_alone(cli, make_project, record_calls):
+    """Which files an FSDP use reaches rests on which files are scripts and what they import
+    (`fsdp_reach`, one table read by its key): a module added to the package, which is no
+    script, leaves it as it was and re-lints nothing but itself; a second training script
+    changes the reach (the first no longer reaches it), and the files that asked are linted
+    again with the same findings."""
+    root = make_project(
+        {"pkg/__init__.py": "", "pkg/model.py": MODEL, "train.py": TRAIN_FSDP}, pyproject=PYPROJECT
+    )
+    linted, lint = _recorded_lint(cli, root, record_calls)
+    assert [(f[0], f[3]) for f in lint()] == [("pkg/model.py", "CKPT002")]
+    (root / "pkg/new_module.py").write_text("def added(x):\n    y = x * 2\n    return y\n")
+    assert [(f[0], f[3]) for f in lint()] == [("pkg/model.py", "CKPT002")]
+    assert linted == ["pkg/new_module.py"]
+    (root / "finetune.py").write_text("def train(model, batch):\n    model(batch).sum().backward()\n")
+    assert [(f[0], f[3]) for f in lint()] == [("pkg/model.py", "CKPT002")]
+    assert "finetune.py" in linted and "pkg/model.py" in linted
+
+
+def _recorded_lint(cli, root, record_calls):
+    """The files `check_file` is called for, and a JSON lint of `root` that records them afresh."""
+    import ckptlint.runner
+    from tests.conftest import json_findings
+
+    linted = record_calls(ckptlint.runner, "check_file", lambda path, *rest: Path(path).as_posix())
+
+    def lint() -> list[tuple]:
+        linted.clear()
+        return json_findings(cli(["--output-format", "json", "."], root), root)
+
+    return linted, lint

@@ -162,3 +162,25 @@ def test_an_interrupt_stops_every_worker():
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
     assert not any(alive(pid) for pid in pids)
+
+
+_INSTALLED: list[int] = []
+
+
+def _install(value: int) -> None:
+    _INSTALLED.append(value)
+
+
+def _installed(item):
+    return (_INSTALLED[-1] if _INSTALLED else None, item)
+
+
+def test_without_fork_the_tasks_run_here_after_the_initializer(monkeypatch):
+    # Windows has no fork: the tasks run in this process, and what the initializer installs
+    # (the run's project indexes) must be there for them as it is in a worker.
+    monkeypatch.delattr(os, "fork")
+    monkeypatch.setattr(sys.modules[__name__], "_INSTALLED", [])
+    with WorkerPool(_installed, workers=3, limits=Limits(60), initializer=_install, initargs=(7,)) as pool:
+        assert pool.map([1, 2]) == [(7, 1), (7, 2)]
+        assert pool.map([3]) == [(7, 3)]
+    assert _INSTALLED == [7]  # once per pool, as once per worker

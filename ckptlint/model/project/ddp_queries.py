@@ -4,11 +4,9 @@ DDP strategy, accelerate's `DistributedDataParallelKwargs`, `TrainingArguments`)
 those can apply to a file, with the reach FSDP uses have (`ckptlint.model.project.scripts`:
 an entry script's use reaches what it imports, not the other entry scripts; a test file sees
 only its own). A mixin of `ckptlint.model.index.ProjectIndex`, beside `FsdpQueries` (which
-provides `_script_reach`)."""
+provides `_script_reach`, `_fresh_script_reach` and `_with_sets`)."""
 
 from __future__ import annotations
-
-from functools import cached_property
 
 from ckptlint.model.project.reads import tracked_cached_property
 
@@ -29,29 +27,33 @@ class DdpQueries:
         """The DDP uses with `find_unused_parameters=True` that can apply to the code of one file."""
         if is_test_path(relative_path):
             return tuple(use for use in self.ddp_uses if use.path == relative_path)
-        return tuple(
-            use for use in self.ddp_uses
-            if not is_test_path(use.path) and relative_path in self._ddp_reach(use.path, use.line)
-        )
+        return tuple(use for use, reached in self._ddp_reached() if relative_path in reached)
 
-    def _ddp_reach(self, path: str, line: int) -> frozenset[str]:
-        """The files a use at `path:line` can apply to: those FSDP's reach allows that are also
-        the use's own program, `path` and what it imports (through any number of imports), or
-        the program of a file importing `path` (a `wrap_ddp(model)` helper: the scripts calling
-        it, and what they import). Narrower than FSDP's: a DDP setting of one script says
-        nothing of a model no import brings to it."""
-        cached = self._ddp_reach_cache.get((path, line))
-        if cached is None:
-            reach = self._script_reach
-            allowed = reach.reached_by(path, line)
-            programs = [reach.reached_from_entry(path)] + [
+    @tracked_cached_property(cutoff=True)
+    def ddp_reach(self) -> tuple[tuple[DdpUse, tuple[str, ...]], ...]:
+        """Each DDP use outside the tests with the files it can apply to: those FSDP's reach
+        allows that are also the use's own program, `path` and what it imports (through any
+        number of imports), or the program of a file importing `path` (a `wrap_ddp(model)`
+        helper: the scripts calling it, and what they import). Narrower than FSDP's: a DDP
+        setting of one script says nothing of a model no import brings to it. One table for the
+        project, read by its key (`fsdp_reach`)."""
+        reach = self._fresh_script_reach()
+        found = []
+        for use in self.ddp_uses:
+            if is_test_path(use.path):
+                continue
+            allowed = reach.reached_by(use.path, use.line)
+            programs = [reach.reached_from_entry(use.path)] + [
                 reach.reached_from_entry(other) for other in sorted(self.files)
-                if other != path and path in reach.imported_files(other)
+                if other != use.path and use.path in reach.imported_files(other)
             ]
-            cached = self._ddp_reach_cache[(path, line)] = frozenset(
+            found.append((use, tuple(sorted(
                 f for f in self.files if f in allowed and any(f in program for program in programs)
-            )
-        return cached
+            ))))
+        return tuple(found)
+
+    def _ddp_reached(self) -> list[tuple[DdpUse, frozenset[str]]]:
+        return self._with_sets("_ddp_reached_sets", self.ddp_reach)
 
     def parallel_launch_of(self, relative_path: str) -> str | None:
         """Where a launch script of the project runs this file on several processes
@@ -84,7 +86,3 @@ class DdpQueries:
             self.files[path].module for name in self._by_short_name.get(short_name, ())
             if name in self.classes and (path := self.path_of(name)) is not None
         )
-
-    @cached_property
-    def _ddp_reach_cache(self) -> dict:
-        return {}  # (path, line) -> the files a DDP use reaches

@@ -78,29 +78,45 @@ class FsdpQueries:
         package trains sharded)."""
         if is_test_path(relative_path):
             return tuple(use for use in self.fsdp_uses if use.path == relative_path)
-        return tuple(
-            use for use in self.fsdp_uses
-            if not is_test_path(use.path) and relative_path in self._reached_by(use)
-        )
+        return tuple(use for use, excluded in self._fsdp_excluded() if relative_path not in excluded)
 
     def imported_by(self, relative_path: str) -> set[str]:
         """The project files a file imports (`ckptlint.model.project.scripts`)."""
         return self._script_reach.imported_files(relative_path)
 
-    def _reached_by(self, use: FsdpUse):
-        """The files an FSDP use can apply to (`ckptlint.model.project.scripts`)."""
-        key = (use.path, use.line, use.launched)
-        cached = self._reach_cache.get(key)
-        if cached is None:
-            reach = self._script_reach
-            cached = self._reach_cache[key] = (
-                reach.reached_from_entry(use.launched) if use.launched else reach.reached_by(use.path, use.line)
-            )
-        return cached
+    @tracked_cached_property(cutoff=True)
+    def fsdp_reach(self) -> tuple[tuple[FsdpUse, tuple[str, ...]], ...]:
+        """Each FSDP use outside the tests with the files it cannot apply to
+        (`ckptlint.model.project.scripts`). One table for the project, read by its key: what
+        it rests on (which files are scripts, what they import, who calls a sharding helper)
+        is read of every file, and a module added to a package, or a statement in a model,
+        leaves the table, and every file that asked, as it was."""
+        reach = self._fresh_script_reach()
+        return tuple(
+            (use, tuple(sorted(
+                (reach.reached_from_entry(use.launched) if use.launched else reach.reached_by(use.path, use.line)).excluded
+            )))
+            for use in self.fsdp_uses if not is_test_path(use.path)
+        )
 
-    @cached_property
-    def _reach_cache(self) -> dict:
-        return {}  # FSDP use -> the files it reaches
+    def _fsdp_excluded(self) -> list[tuple[FsdpUse, frozenset[str]]]:
+        return self._with_sets("_fsdp_excluded_sets", self.fsdp_reach)
+
+    def _with_sets(self, slot: str, table: tuple) -> list:
+        """A reach table's (use, paths) rows with the paths as a set, kept while the table is
+        this one."""
+        kept = self.__dict__.get(slot)
+        if kept is None or kept[0] is not table:
+            kept = self.__dict__[slot] = (table, [(use, frozenset(paths)) for use, paths in table])
+        return kept[1]
+
+    def _fresh_script_reach(self):
+        """A reach of scripts with a call graph of its own: a table computed from it records
+        every read it makes (the index's call graph remembers answers another reader paid for)."""
+        from ckptlint.model.project.call_sites import CallSites
+        from ckptlint.model.project.scripts import ScriptReach
+
+        return ScriptReach(self, CallSites(self))
 
     @cached_property
     def _script_reach(self):

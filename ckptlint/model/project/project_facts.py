@@ -119,7 +119,7 @@ class ProjectFacts(NormFreezingQueries):
     # The caches that memoise as they go (an entry computed for one file would be found by
     # the next without its reads): made afresh for each file whose reads are recorded.
     PER_FILE_CACHES = (
-        "call_sites", "denotation", "_training_arguments_answers", "_reach_cache", "_script_reach", "_ddp_reach_cache",
+        "call_sites", "denotation", "_training_arguments_answers", "_script_reach",
         "_star_answers",
     )
 
@@ -377,6 +377,20 @@ class ProjectFacts(NormFreezingQueries):
         table = dict.fromkeys(part for module in self._module_table for part in module.split("."))
         return self._recording(table, "p:", ALL_PATHS)
 
+    def has_module_prefix(self, name: str) -> bool:
+        """Whether some project module is `name` or lies in it (`pkg.models` for
+        `pkg/models/bert.py`); reads `mp:<name>`, so a module added beside others changes no
+        answer."""
+        return name in self._module_prefixes
+
+    @cached_property
+    def _module_prefixes(self) -> Mapping[str, bool]:
+        table = dict.fromkeys(
+            ".".join(parts[:end]) for module in self._module_table for parts in [module.split(".")]
+            for end in range(1, len(parts) + 1)
+        )
+        return self._recording(table, "mp:", ALL_PATHS)
+
     def facts_of(self, name: str) -> FileFacts | None:
         """The facts of the file an absolute name is defined in (`pkg.mod.Class.method` ->
         `pkg/mod.py`), found by its module without loading any other file."""
@@ -441,7 +455,7 @@ class ProjectFacts(NormFreezingQueries):
                 pending.extend(facts.bases)
         return found
 
-    @tracked_cached_property
+    @tracked_cached_property(cutoff=True)
     def training_arguments_classes(self) -> frozenset[str]:
         """transformers' and TRL's argument classes, and the project's subclasses of them."""
         known = set(TRAINING_ARGUMENTS_CLASSES)

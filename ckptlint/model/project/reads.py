@@ -4,7 +4,7 @@ Salsa queries and mypy's fine-grained daemon).
 
 Every question the index answers from other files' facts goes through a *keyed read*: the
 facts of one file (`f:<path>`), one entry of a project-wide table (`c:<class>`,
-`fn:<function>`, `m:<module>`, `s:<last name>`, `n:<absolute name>`...), the files holding a
+`fn:<function>`, `m:<module>`, `mp:<module or package prefix>`, `s:<last name>`, `n:<absolute name>`...), the files holding a
 kind of cross-file fact (`k:<kind>`) or their facts (`kf:<kind>`), the modules a file star-
 imports (`*:<path>`), or a whole table iterated (`A`, `C`, `F`, `B`, `P`). The value each
 key has is made of per-file *contributions* (`contributions`): a key's answer changes only
@@ -270,8 +270,11 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
         module = module_name(path)
         add(f"m:{module}", path)
         add(ALL_PATHS, path)
-        for component in module.split("."):
+        components = module.split(".")
+        for component in components:
             add(f"p:{component}", 1)
+        for end in range(1, len(components) + 1):
+            add(f"mp:{'.'.join(components[:end])}", 1)
     else:
         add(ALL_PATHS, path)
     for cls in facts.classes:

@@ -559,17 +559,14 @@ class Calls:
         return any(self._is_project_name(name) for name in self._absolute_names(func))
 
     def _is_project_name(self, name: str) -> bool:
-        if self._project_modules is None:
-            modules: set[str] = set()
-            for path in self.project.files:
-                parts = module_name(path).split(".")
-                modules.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-            modules.add(module_name(self.relative_path))
-            self._project_modules = frozenset(modules)
         parts = name.split(".")
         if parts[0] in HF_LIBRARY_ROOTS:
             return False
-        return any(".".join(parts[:i]) in self._project_modules for i in range(1, len(parts)))
+        own = module_name(self.relative_path)
+        return any(
+            (prefix := ".".join(parts[:end])) == own or self.project.has_module_prefix(prefix)
+            for end in range(1, len(parts))
+        )
 
     # --- steps -------------------------------------------------------------------------
 

@@ -41,7 +41,6 @@ class Interpreter(Calls):
         self.objects: list[ModelObject] = []
         self.called: set[FunctionNode] = set()
         self.ran: set[FunctionNode] = set()
-        self._project_modules: frozenset[str] | None = None
         self.module_names: dict[str, ScriptValue] = {}
         self._names: dict[ast.expr, set[str]] = {}
         self.module_name = module_name(relative_path)
