@@ -39,7 +39,9 @@ from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_of
 from ckptlint.model.index import ProjectIndex, cross_file_kinds
 from ckptlint.model.project.project_facts import LazyFacts
-from ckptlint.model.project.reads import ReadLog, ReadRevision, changed_keys, contributions, cutoff_changes
+from ckptlint.model.project.reads import (
+    ReadLog, ReadRevision, changed_keys, contributions, cutoff_changes, module_existence_keys,
+)
 from ckptlint.model.syntax.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
@@ -399,23 +401,17 @@ def _changed_keys(
         if relative in digests:
             new = contributions(relative, facts[relative], exported[relative], kinds[relative])
         changed |= changed_keys(old, new)
-    # Whether some module has a component (`p:`), or starts with a prefix (`mp:`), is all
-    # those keys answer: only a component or prefix that appears or disappears changes them.
+    # Whether some module has a component or prefix is all a `p:` / `mp:` key answers.
     existence = [key for key in changed if key.startswith(("p:", "mp:"))]
     if existence:
-        def modules(paths) -> list[list[str]]:
-            return [module_name(path).split(".") for path in paths if not path.endswith(CONFIGURATION_SUFFIXES)]
+        def present(paths) -> set[str]:
+            return {
+                key for path in paths if not path.endswith(CONFIGURATION_SUFFIXES)
+                for key in module_existence_keys(module_name(path))
+            }
 
-        before, after = modules(previous), modules(digests)
-        present = {
-            "p:": ({part for parts in before for part in parts}, {part for parts in after for part in parts}),
-            "mp:": tuple({".".join(parts[:end]) for parts in found for end in range(1, len(parts) + 1)} for found in (before, after)),
-        }
-        changed.difference_update(
-            key for key in existence
-            for prefix in [key[: key.index(":") + 1]]
-            if (key[len(prefix):] in present[prefix][0]) == (key[len(prefix):] in present[prefix][1])
-        )
+        before, after = present(previous), present(digests)
+        changed.difference_update(key for key in existence if (key in before) == (key in after))
     return changed
 
 

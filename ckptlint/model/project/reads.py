@@ -270,11 +270,8 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
         module = module_name(path)
         add(f"m:{module}", path)
         add(ALL_PATHS, path)
-        components = module.split(".")
-        for component in components:
-            add(f"p:{component}", 1)
-        for end in range(1, len(components) + 1):
-            add(f"mp:{'.'.join(components[:end])}", 1)
+        for key in module_existence_keys(module):
+            add(key, 1)
     else:
         add(ALL_PATHS, path)
     for cls in facts.classes:
@@ -303,6 +300,16 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
         found[f"kf:{kind}"] = exported
     found.update((key, _digest(values)) for key, values in parts.items())
     return found
+
+
+def module_existence_keys(module: str) -> set[str]:
+    """The keys a module answers yes to by being there: each of its name's components
+    (`p:`) and prefixes (`mp:`). Only a component or prefix that appears or disappears in the
+    project changes such a key (`ckptlint.indexing`)."""
+    components = module.split(".")
+    return {f"p:{component}" for component in components} | {
+        f"mp:{'.'.join(components[:end])}" for end in range(1, len(components) + 1)
+    }
 
 
 def changed_keys(old: Mapping[str, str] | None, new: Mapping[str, str] | None) -> set[str]:
