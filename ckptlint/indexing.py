@@ -40,8 +40,9 @@ from ckptlint.model.file_facts.fingerprints import exported_digest, fingerprint_
 from ckptlint.model.index import ProjectIndex, cross_file_kinds
 from ckptlint.model.project.project_facts import LazyFacts
 from ckptlint.model.project.reads import (
-    ReadLog, ReadRevision, changed_keys, contributions, cutoff_changes, module_existence_keys,
+    ALL_SCRIPTS, TOP_FOLDERS, ReadLog, ReadRevision, changed_keys, contributions, cutoff_changes, module_existence_keys,
 )
+from ckptlint.model.syntax.project_paths import script_paths, top_folders
 from ckptlint.model.syntax.names import module_name
 from ckptlint.notebooks import NotebookError, is_notebook_path, read_notebook
 
@@ -412,6 +413,10 @@ def _changed_keys(
 
         before, after = present(previous), present(digests)
         changed.difference_update(key for key in existence if (key in before) == (key in after))
+    # Likewise which files are scripts and which top-level folders there are.
+    for key, of_paths in ((ALL_SCRIPTS, script_paths), (TOP_FOLDERS, top_folders)):
+        if key in changed and of_paths(previous) == of_paths(digests):
+            changed.discard(key)
     return changed
 
 

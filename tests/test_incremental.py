@@ -448,3 +448,44 @@ def _recorded_lint(cli, root, record_calls):
         return json_findings(cli(["--output-format", "json", "."], root), root)
 
     return linted, lint
+
+
+BASES = '''
+import torch.nn as nn
+
+
+class Stem(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Block(nn.Module):
+    def run(self, x):
+        return x * 2
+'''
+SUBCLASS = '''
+from torch.utils.checkpoint import checkpoint
+
+from pkg.layers import Block
+
+
+class Net(Block):
+    def forward(self, x):
+        return checkpoint(self.run, x)
+'''
+
+
+def test_a_statement_that_moves_a_base_class_down_re_lints_no_subclass_file(cli, make_project, record_calls):
+    """`net.py`'s region runs `self.run`, a method of its base `Block` in `layers.py`: what it
+    reads of `Block` is its name and bases (`cb:`), not its lines, so a statement added in
+    `Stem.forward` above it re-lints `layers.py` alone; a base added to `Block`, which may
+    define `run` instead, re-lints `net.py` too."""
+    root = make_project({"pkg/__init__.py": "", "pkg/layers.py": BASES, "pkg/net.py": SUBCLASS}, pyproject=PYPROJECT)
+    linted, lint = _recorded_lint(cli, root, record_calls)
+    assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/net.py", 8, "CKPT001")]
+    (root / "pkg/layers.py").write_text(BASES.replace("        return x\n", "        x = x + 0\n        return x\n", 1))
+    assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/net.py", 8, "CKPT001")]
+    assert linted == ["pkg/layers.py"]
+    (root / "pkg/layers.py").write_text(BASES.replace("class Block(nn.Module)", "class Block(Stem)"))
+    assert [(f[0], f[1], f[3]) for f in lint()] == [("pkg/net.py", 8, "CKPT001")]
+    assert sorted(linted) == ["pkg/layers.py", "pkg/net.py"]

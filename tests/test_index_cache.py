@@ -127,3 +127,65 @@ def test_a_table_computed_from_some_kinds_of_files_is_kept_between_runs(tmp_path
     table.write_text('{"key": "x", "value": [')
     assert build_index(root, settings).checkpoint_aliases == recomputed
     assert build_index(root, settings).checkpoint_aliases == recomputed  # stored again, well-formed
+
+
+def test_every_files_names_are_kept_file_by_file(tmp_path):
+    """The names table (which files can name what: the call graph's) and the re-exports
+    are made of every file's names, kept between runs file by file: a later run builds them
+    without loading any facts, an edit loads the edited file's alone, and a damaged store
+    or a deleted file gives what a fresh index does."""
+    shutil.copytree(FIXTURES / "projects" / "reexported_checkpoint", tmp_path / "project")
+    root = tmp_path / "project"
+    settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
+
+    def answers(index):
+        return dict(index.names_table), [index.names_of(path) for path in index.files], index.reexported_as(
+            "vision.utils.compat.recompute"
+        )
+
+    expected = answers(build_index(root, settings, use_cache=False))
+    assert expected[0] and any(expected[1]) and expected[2] == ["vision.utils.recompute"]
+    assert answers(build_index(root, settings)) == expected  # computed, stored
+    served = build_index(root, settings)
+    assert answers(served) == expected
+    assert not served.files._built
+
+    added = root / "vision" / "added.py"
+    added.write_text("from vision.utils import compat\n")
+    served = build_index(root, settings)
+    assert answers(served) == answers(build_index(root, settings, use_cache=False))
+    assert set(served.files._built) == {"vision/added.py"}
+
+    added.unlink()
+    [table] = (tmp_path / "cache").rglob("names.table")
+    table.write_text('{"key": "by-path", "value": {"vision/added.py": [')
+    assert answers(build_index(root, settings)) == expected
+    assert answers(build_index(root, settings)) == expected
+
+
+def test_which_files_are_scripts_changes_only_with_the_set_of_scripts(tmp_path):
+    """`S` (the scripts) and `T` (the top-level folders) change when that set does: a module
+    added to a package changes the paths (`P`) but neither; a script added beside the
+    training script changes `S`, a new top-level folder `T`; an edit that adds a class none."""
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "model.py").write_text("import torch\n")
+    (root / "train.py").write_text("from pkg.model import torch\n")
+    settings = dataclasses.replace(resolve_settings(root), cache_dir=tmp_path / "cache")
+    build_index(root, settings)
+
+    def changed_now() -> set[str]:
+        revision = build_index(root, settings).revision
+        return {key for key in ("P", "S", "T") if revision.changed.get(key) == revision.number}
+
+    (root / "pkg" / "layers.py").write_text("import torch\n")
+    assert changed_now() == {"P"}
+    (root / "finetune.py").write_text("import torch\n")
+    assert changed_now() == {"P", "S"}
+    (root / "tools").mkdir()
+    (root / "tools" / "convert.py").write_text("import torch\n")
+    assert changed_now() == {"P", "S", "T"}
+    (root / "pkg" / "model.py").write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
+    assert changed_now() == set()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ckptlint.analysis.fsdp import dotted_expression, holds_instance_of, shares_project_class
 from ckptlint.model.file_facts.facts import DdpKind, DdpUse
 from ckptlint.model.form.values import Instance, ordering_key
+from ckptlint.model.syntax.names import module_name
 
 if TYPE_CHECKING:
     from ckptlint.model.index import ProjectIndex
@@ -68,10 +69,9 @@ def wrapped_models(project: ProjectIndex, use: DdpUse) -> frozenset:
         return frozenset({denotation.instance(use.built)}) if project.class_named(use.built) is not None else frozenset()
     if not use.target:
         return frozenset()
-    facts = project.files.get(use.path)
-    if facts is None:
+    if use.path not in project.files:  # (what the frame needs is read by its own keys, not the file's facts)
         return frozenset()
     owner_class, _, _ = use.function.rpartition(".")
     self_instance = denotation.instance(owner_class) if project.class_named(owner_class) else None
-    frame = replace(denotation.frame_of(use.function, facts.module, self_instance), before=use.line + 1)
+    frame = replace(denotation.frame_of(use.function, module_name(use.path), self_instance), before=use.line + 1)
     return frozenset(v for v in denotation.evaluate(dotted_expression(use.target), frame) if isinstance(v, Instance))

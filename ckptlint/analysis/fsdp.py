@@ -19,6 +19,7 @@ from ckptlint.model.library.torch import (
     APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER,
 )
 from ckptlint.model.script_models.names import absolute_names as qualified_absolute_names
+from ckptlint.model.syntax.names import module_name
 from ckptlint.model.form.values import Instance, ordering_key
 
 if TYPE_CHECKING:
@@ -151,21 +152,24 @@ def shares_project_class(project: ProjectIndex, model, owner: str) -> bool:
     return bool(mine & {c for c in project.ancestors(model.cls) if project.class_named(c) is not None})
 
 
+_FSDP_EVENTS = (EventKind.FSDP1, EventKind.FSDP2)
+
+
 def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, frozenset]]:
     """The module instances an FSDP1 / FSDP2 call wraps, by the name it wraps; empty when
     none is known."""
-    facts = project.files.get(use.path)
-    if facts is None or use.kind not in (FsdpKind.FSDP1, FsdpKind.FSDP2):
+    if use.kind not in (FsdpKind.FSDP1, FsdpKind.FSDP2):
         return []
     denotation = project.denotation
+    module = module_name(use.path)
     found = []
-    for function in facts.functions:
+    for function in project.functions_with_event(use.path, _FSDP_EVENTS, use.line):
         for event in function.events:
-            if event.kind not in (EventKind.FSDP1, EventKind.FSDP2) or event.line != use.line:
+            if event.kind not in _FSDP_EVENTS or event.line != use.line:
                 continue
             owner_class, _, _ = function.name.rpartition(".")
             self_instance = denotation.instance(owner_class) if project.class_named(owner_class) else None
-            frame = replace(denotation.frame_of(function.name, facts.module, self_instance), before=event.line + 1)
+            frame = replace(denotation.frame_of(function.name, module, self_instance), before=event.line + 1)
             models = frozenset(v for v in denotation.evaluate(dotted_expression(event.target), frame) if isinstance(v, Instance))
             if models:
                 found.append((event.target, models))

@@ -28,7 +28,7 @@ def outermost_model(project, class_name: str) -> str | None:
     facts = project.class_named(class_name)
     if facts is None:
         return None
-    if any(other != facts.name and facts.name in project.ancestors(other)[1:] for other in project.classes):
+    if project.subclasses_of(facts.name):
         return None
     places = _built_outside_classes(project, f"{facts.name}.__init__", 0)
     if not places:
@@ -164,8 +164,7 @@ def _in_class(project, name: str) -> bool:
     """Whether a function (`pkg.mod.Parent.__init__`, `pkg.mod.Parent.forward.inner`) is a
     method of a class, or nested in one."""
     parts = name.split(".")
-    classes = project.classes
-    return any(".".join(parts[:end]) in classes for end in range(1, len(parts)))
+    return any(project.is_class(".".join(parts[:end])) for end in range(1, len(parts)))
 
 
 def _returns_a_name(caller) -> bool:

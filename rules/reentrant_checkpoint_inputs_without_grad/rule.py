@@ -286,12 +286,11 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
         not read here, may unfreeze anything)."""
         project = self.context.project
         owner = f"{self._module}.{classdef.name.value}"
-        for other in project.classes if frozen else ():
-            if other != owner and owner in project.ancestors(other)[1:]:
-                subclass = self._classdefs.get(other)
-                if subclass is None:
-                    return {}
-                frozen = without_unfrozen(frozen, subclass)
+        for other in project.subclasses_of(owner) if frozen else ():
+            subclass = self._classdefs.get(other)
+            if subclass is None:
+                return {}
+            frozen = without_unfrozen(frozen, subclass)
         return frozen
 
     def _checkpoint_inputs(self, call: cst.Call) -> tuple[cst.BaseExpression, ...] | None:

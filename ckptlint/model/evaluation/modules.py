@@ -142,7 +142,7 @@ class ModuleSemantics:
         freezing = {c.name: c for c in self.index.batchnorm_freezers}
         # Subclasses inherit the override (mmdet's ResNeSt / Res2Net / HRNet-style ResNets).
         classes = [
-            (name, freezer) for name in (self.index.classes if freezing else ())
+            (name, freezer) for name in (self.index.class_names() if freezing else ())
             for freezer in [next((freezing[a] for a in self.index.ancestors(name) if a in freezing), None)]
             if freezer is not None
         ]

@@ -28,11 +28,13 @@ from ckptlint.model.file_facts.facts import (
 from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.model.library.combined import TRAINING_ARGUMENTS_CLASSES
 from ckptlint.model.syntax.names import module_name
+from ckptlint.model.syntax.project_paths import script_paths, top_folders
 from ckptlint.model.project.norm_freezing_queries import NormFreezingQueries
 from ckptlint.model.file_facts.registries import registered_classes
 from ckptlint.model.form.summary import FunctionSummary
 from ckptlint.model.project.reads import (
-    ALL_BASES, ALL_FACTS, ALL_NAMES, ALL_PATHS, ReadLog, ReadRevision, RecordingFacts, RecordingMapping, tracked_cached_property,
+    ALL_BASES, ALL_FACTS, ALL_NAMES, ALL_PATHS, ALL_SCRIPTS, TOP_FOLDERS, ReadLog, ReadRevision, RecordingFacts,
+    RecordingMapping, tracked_cached_property,
 )
 
 if TYPE_CHECKING:
@@ -183,17 +185,45 @@ class ProjectFacts(NormFreezingQueries):
         )
 
     @cached_property
-    def _class_table(self) -> dict[str, ClassFacts]:
-        return {c.name: c for facts in self._raw_files.values() for c in facts.classes}
+    def _class_table(self) -> Mapping[str, ClassFacts]:
+        return DefinitionTable(self._raw_files, self._defined_names, "classes")
 
     @cached_property
-    def _function_table(self) -> dict[str, FunctionFacts]:
-        return {f.name: f for facts in self._raw_files.values() for f in facts.functions}
+    def _function_table(self) -> Mapping[str, FunctionFacts]:
+        return DefinitionTable(self._raw_files, self._defined_names, "functions")
+
+    @cached_property
+    def _defined_names(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        """Each file's class and function names, kept between runs file by file
+        (`stored_by_path`): which names the project defines, and where, is known without
+        loading the facts of every file."""
+        from ckptlint.model.project.stored_tables import TableCodec, stored_by_path
+
+        files = self._raw_files
+        return stored_by_path(
+            self.table_store, self.exported, "definitions", files,
+            lambda path: (tuple((c.name, c.bases) for c in files[path].classes), tuple(f.name for f in files[path].functions)),
+            TableCodec(lambda names: [[[c, list(b)] for c, b in names[0]], list(names[1])], _definitions_from_json),
+        )
+
+    @cached_property
+    def _bases_by_class(self) -> dict[str, tuple[str, ...]]:
+        """Every class's bases by its name, as `_class_table` holds them, without its facts."""
+        found: dict[str, tuple[str, ...]] = {}
+        for path in self._raw_files:
+            for name, bases in self._defined_names[path][0]:
+                found[name] = bases
+        return found
 
     @cached_property
     def classes(self) -> Mapping[str, ClassFacts]:
         """Every class by name: a lookup reads `c:<name>`, a walk over them `C`."""
         return self._recording(self._class_table, "c:", "C")
+
+    @cached_property
+    def _class_bases(self) -> Mapping[str, ClassFacts]:
+        """`classes` for a reader of names and bases only: a lookup reads `cb:<name>`, a walk `B`."""
+        return self._recording(self._class_table, "cb:", ALL_BASES)
 
     @cached_property
     def functions(self) -> Mapping[str, FunctionFacts]:
@@ -312,6 +342,36 @@ class ProjectFacts(NormFreezingQueries):
     def class_named(self, name: str) -> ClassFacts | None:
         return self._definition(name, "classes")
 
+    def functions_with_event(self, path: str, kinds: Container[EventKind], line: int) -> list[FunctionFacts]:
+        """The functions of file `path` with an event of one of `kinds` at `line` (the
+        function holding an FSDP use): reads `fn:` of each found, not the whole file's facts,
+        so a definition added elsewhere in the file leaves the answer's readers alone. (An
+        event moved to another function changes the old function's `fn:`.)"""
+        facts = self._raw_files.get(path)
+        found = [
+            function for function in (facts.functions if facts is not None else ())
+            if any(event.kind in kinds and event.line == line for event in function.events)
+        ]
+        self._record(f"h:{path}")
+        for function in found:
+            self._record(f"fn:{function.name}")
+        return found
+
+    def class_names(self) -> Iterable[str]:
+        """Every project class's name; reads `B` (every class's name and bases), which an
+        edit moving classes to other lines leaves as it was."""
+        self._record(ALL_BASES)
+        return self._class_table.keys()
+
+    def is_class(self, name: str) -> bool:
+        """Whether the project defines a class of this absolute name (reads `cb:<name>`)."""
+        return name in self._class_bases
+
+    def subclasses_of(self, name: str) -> list[str]:
+        """The project classes deriving from class `name`, through any number of bases; reads
+        their names and bases only (`class_names`, `ancestors`)."""
+        return [other for other in self.class_names() if other != name and name in self.ancestors(other)[1:]]
+
     def function_summary(self, name: str) -> FunctionSummary | None:
         """The summary of project function `name`, also of one with no facts (`def
         count_parameters(model): ...` does nothing the facts record to what it is given):
@@ -342,14 +402,16 @@ class ProjectFacts(NormFreezingQueries):
             return None
         return self._summary_named(imported + rest[len(head) :], _hops + 1)
 
-    def _definition(self, name: str, kind: str, _hops: int = 0):
+    def _definition(self, name: str, kind: str, _hops: int = 0, *, bases_only: bool = False):
         """The function or class (`kind`) a name refers to: found in its module's file, or
         where that module imports it from (a package's `__init__` re-exporting it), else, for
-        a name that may be the project's written differently, among every file's."""
+        a name that may be the project's written differently, among every file's. With
+        `bases_only`, a class whose caller reads only its name and bases: the read is `cb:`,
+        not `c:` (which changes with the class's lines, its methods...)."""
         path = self.path_of(name)
         facts = self._raw_files.get(path) if path is not None else None
         if facts is not None:
-            self._record(f"{_DEFINITION_KEYS[kind]}{name}")
+            self._record(f"{'cb:' if bases_only else _DEFINITION_KEYS[kind]}{name}")
         found = facts.named(kind, name) if facts is not None else None
         if found is None and facts is not None and _hops < 4:
             rest = name[len(facts.module) + 1 :] if name.startswith(f"{facts.module}.") else ""
@@ -358,10 +420,10 @@ class ProjectFacts(NormFreezingQueries):
                 self._record(f"i:{path}:{head}")
             imported = dict(facts.names).get(head) if head else None
             if imported is not None and imported != f"{facts.module}.{head}":
-                found = self._definition(imported + rest[len(head):], kind, _hops + 1)
+                found = self._definition(imported + rest[len(head):], kind, _hops + 1, bases_only=bases_only)
         if found is not None or not self._may_name_the_project(name):
             return found
-        everything = getattr(self, kind)
+        everything = self._class_bases if bases_only else getattr(self, kind)
         resolved = self._resolve_name(name, everything)
         return everything.get(resolved) if resolved else None
 
@@ -376,6 +438,25 @@ class ProjectFacts(NormFreezingQueries):
     def _module_components(self) -> Mapping[str, bool]:
         table = dict.fromkeys(part for module in self._module_table for part in module.split("."))
         return self._recording(table, "p:", ALL_PATHS)
+
+    def script_paths(self) -> frozenset[str]:
+        """The project's scripts (`project_paths.script_paths`); reads `S`, which a module added
+        to a package leaves as it was."""
+        self._record(ALL_SCRIPTS)
+        return self._script_paths
+
+    @cached_property
+    def _script_paths(self) -> frozenset[str]:
+        return script_paths(self._raw_files)
+
+    def top_folders(self) -> frozenset[str]:
+        """The top-level folders the project's files lie in; reads `T`."""
+        self._record(TOP_FOLDERS)
+        return self._top_folders
+
+    @cached_property
+    def _top_folders(self) -> frozenset[str]:
+        return top_folders(self._raw_files)
 
     def has_module_prefix(self, name: str) -> bool:
         """Whether some project module is `name` or lies in it (`pkg.models` for
@@ -411,19 +492,40 @@ class ProjectFacts(NormFreezingQueries):
     def names_table(self) -> Mapping[str, list[str]]:
         """Every absolute name some file's imports or definitions refer to -> those files
         (`ckptlint.model.project.call_sites`; a lookup reads `n:<name>`)."""
+        named = self._names_by_path
         table: dict[str, list[str]] = {}
-        for path, facts in self._raw_files.items():
-            for _, absolute in facts.names:
+        for path in self._raw_files:
+            for _, absolute in named[path]:
                 table.setdefault(absolute, []).append(path)
         return self._recording(table, "n:", ALL_NAMES)
+
+    def names_of(self, path: str) -> list[str]:
+        """The absolute names a file's imports and definitions refer to, in order (reads
+        `nm:<path>`: an edit that binds no other name changes no answer)."""
+        self._record(f"nm:{path}")
+        return [absolute for _, absolute in self._names_by_path.get(path, ())]
+
+    @cached_property
+    def _names_by_path(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Each file's names (`FileFacts.names`: local name -> absolute name), kept between
+        runs file by file (`stored_by_path`): after an edit only the edited files' facts are
+        loaded for the tables made of them."""
+        from ckptlint.model.project.stored_tables import TableCodec, stored_by_path
+
+        files = self._raw_files
+        return stored_by_path(
+            self.table_store, self.exported, "names", files, lambda path: files[path].names,
+            TableCodec(lambda names: [list(pair) for pair in names], _names_from_json),
+        )
 
     @cached_property
     def _aliases_table(self) -> dict[str, list[str]]:
         table: dict[str, list[str]] = {}
-        for path, facts in self._raw_files.items():
+        for path, named in self._names_by_path.items():
             if path.endswith("__init__.py"):
-                for local, absolute in facts.names:
-                    alias = f"{facts.module}.{local}"
+                module = module_name(path)
+                for local, absolute in named:
+                    alias = f"{module}.{local}"
                     if absolute != alias:
                         table.setdefault(absolute, []).append(alias)
         for absolute, aliases in list(table.items()):
@@ -441,12 +543,13 @@ class ProjectFacts(NormFreezingQueries):
         return found
 
     def ancestors(self, name: str) -> list[str]:
-        """The class and its bases defined in the project (and external bases by name)."""
+        """The class and its bases defined in the project (and external bases by name); reads
+        the names and bases of the classes on the way (`cb:`), not their lines or members."""
         found: list[str] = []
         pending = [name]
         while pending and len(found) < 64:
             current = pending.pop()
-            facts = self.class_named(current)
+            facts = self._definition(current, "classes", bases_only=True)
             resolved = facts.name if facts else current
             if resolved in found:
                 continue
@@ -463,9 +566,9 @@ class ProjectFacts(NormFreezingQueries):
         self._record(ALL_BASES)  # what it reads of every class
         while changed:
             changed = False
-            for cls in self._class_table.values():
-                if cls.name not in known and any(b in known or self._resolve_name(b, known) for b in cls.bases):
-                    known.add(cls.name)
+            for name, bases in self._bases_by_class.items():
+                if name not in known and any(b in known or self._resolve_name(b, known) for b in bases):
+                    known.add(name)
                     changed = True
         return frozenset(known)
 
@@ -584,3 +687,50 @@ class OverlaidFacts(Mapping):
 
     def __reduce__(self):
         return (dict, (dict(self.items()),))
+
+
+class DefinitionTable(Mapping):
+    """Every class (or function) of the project by absolute name, as `{c.name: c for facts in
+    files.values() for c in facts.classes}` would hold them (a name defined twice: where it
+    is first, the last definition), from each file's names (`defined`: (name, bases) of its
+    classes, names of its functions): looking a name up,
+    or walking the names, loads no facts but those of the file defining it."""
+
+    def __init__(self, files: Mapping[str, FileFacts], defined: Mapping[str, tuple], kind: str) -> None:
+        self._files, self._kind = files, kind
+        index = 0 if kind == "classes" else 1
+        self._paths: dict[str, str] = {}
+        self._by_path: dict[str, dict] = {}  # each file's definitions by name, the last one of a name
+        for path in files:
+            for name in defined[path][index]:
+                self._paths[name if index else name[0]] = path
+
+    def __getitem__(self, name: str):
+        path = self._paths[name]
+        table = self._by_path.get(path)
+        if table is None:
+            table = self._by_path[path] = {d.name: d for d in getattr(self._files[path], self._kind)}
+        return table[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __reduce__(self):
+        return (dict, (dict(self.items()),))
+
+
+def _definitions_from_json(value: object) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
+    classes, functions = value
+    return tuple((str(name), tuple(map(str, bases))) for name, bases in classes), tuple(map(str, functions))
+
+
+def _names_from_json(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list):
+        raise TypeError(value)
+    return tuple((str(local), str(absolute)) for local, absolute in value)

@@ -3,10 +3,10 @@ file changes: the fine-grained dependencies of a cached result (the shape of rus
 Salsa queries and mypy's fine-grained daemon).
 
 Every question the index answers from other files' facts goes through a *keyed read*: the
-facts of one file (`f:<path>`), one entry of a project-wide table (`c:<class>`,
+facts of one file (`f:<path>`), one entry of a project-wide table (`c:<class>`, its name and bases alone `cb:<class>`,
 `fn:<function>`, `m:<module>`, `mp:<module or package prefix>`, `s:<last name>`, `n:<absolute name>`...), the files holding a
 kind of cross-file fact (`k:<kind>`) or their facts (`kf:<kind>`), the modules a file star-
-imports (`*:<path>`), or a whole table iterated (`A`, `C`, `F`, `B`, `P`). The value each
+imports (`*:<path>`), the names a file's imports and definitions refer to (`nm:<path>`), or a whole table iterated (`A`, `C`, `F`, `B`, `P`; `S` and `T`, the scripts and the top-level folders). The value each
 key has is made of per-file *contributions* (`contributions`): a key's answer changes only
 when some file's contribution to it does, so an edit of one file changes exactly the keys
 whose contribution differs between its old and new facts (`changed_keys`), and a cached
@@ -36,7 +36,11 @@ ALL_CLASSES = "C"  # every class
 ALL_FUNCTIONS = "F"  # every function
 ALL_BASES = "B"  # every class's name and bases
 ALL_NAMES = "N"  # every file's imports and definitions (the call graph's names table)
-GLOBAL_KEYS = (ALL_FACTS, ALL_PATHS, ALL_CLASSES, ALL_FUNCTIONS, ALL_BASES, ALL_NAMES)
+# Which files are scripts (`project_paths.script_paths`), which top-level folders there are: every
+# file contributes, and only a change of the set itself changes the key (`ckptlint.indexing`).
+ALL_SCRIPTS = "S"
+TOP_FOLDERS = "T"
+GLOBAL_KEYS = (ALL_FACTS, ALL_PATHS, ALL_CLASSES, ALL_FUNCTIONS, ALL_BASES, ALL_NAMES, ALL_SCRIPTS, TOP_FOLDERS)
 
 
 class ReadLog:
@@ -266,6 +270,8 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
     def add(key: str, value) -> None:
         parts.setdefault(key, []).append(value)
 
+    add(ALL_SCRIPTS, path)
+    add(TOP_FOLDERS, path)
     if not path.endswith(CONFIGURATION_SUFFIXES):
         module = module_name(path)
         add(f"m:{module}", path)
@@ -278,6 +284,7 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
         add(f"c:{cls.name}", cls)
         add(ALL_CLASSES, cls)
         add(ALL_BASES, (cls.name, cls.bases))
+        add(f"cb:{cls.name}", (cls.name, cls.bases))
         add(f"s:{cls.name.rpartition('.')[2]}", cls.name)
     for function in facts.functions:
         add(f"fn:{function.name}", function)
@@ -290,6 +297,7 @@ def contributions(path: str, facts, exported: str, kinds: Iterable[str]) -> dict
     if facts.star_imports:
         found[f"*:{path}"] = _digest(facts.star_imports)
     for local, absolute in facts.names:
+        add(f"nm:{path}", absolute)
         add(f"i:{path}:{local}", absolute)
         add(f"n:{absolute}", path)
         add(ALL_NAMES, (local, absolute))

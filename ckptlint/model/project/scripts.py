@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.model.file_facts.facts import EventKind
 from ckptlint.model.syntax.names import is_test_path
+from ckptlint.model.syntax.project_paths import directory as _directory, top_folder as _folder
 from ckptlint.model.form.summary import MODULE_LEVEL
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class ScriptReach:
     def _reached_in_folder(self, path: str, line: int) -> EverythingBut:
         if path not in self.index.files:
             return EVERY_FILE
-        scripts = [other for other in self.index.files if self._is_script(other)]
+        scripts = sorted(self.index.script_paths())
         imported = {target for script in scripts for target in self.imported_files(script) if target != script}
         if path in scripts and path not in imported:
             return self._script_reach(path, scripts, imported)
@@ -163,7 +164,7 @@ class ScriptReach:
         in or towards a package folder (`mypkg/`, which the scripts of any folder may be handed a
         model of)."""
         own = _folder(path)
-        if not own or self._is_package_folder(own):
+        if not own or self._is_package_folder(own) or not self._apart_folders_possible(own):
             return frozenset()
         groups = self._folder_groups
         return frozenset(
@@ -171,6 +172,11 @@ class ScriptReach:
             if (folder := _folder(other)) and folder != own and not self._is_package_folder(folder)
             and groups.get(folder, folder) != groups.get(own, own)
         )
+
+    def _apart_folders_possible(self, own: str) -> bool:
+        """Whether the project has another top-level folder that is not a package (a `src/`
+        layout has none: then no import graph need be walked)."""
+        return any(folder != own and not self._is_package_folder(folder) for folder in self.index.top_folders())
 
     @cached_property
     def _folder_groups(self) -> dict[str, str]:
@@ -203,13 +209,10 @@ class ScriptReach:
     def imported_files(self, path: str) -> set[str]:
         """The project files `path` imports: by absolute name, or, for a script, a sibling by its
         bare name (`from model import Net` in `examples/sharded/train.py`)."""
-        facts = self.index.files.get(path)
-        if facts is None:
-            return set()
         directory = _directory(path)
         prefix = f"{directory.replace('/', '.')}." if directory and self._is_script(path) else ""
         found = set()
-        for _, absolute in facts.names:
+        for absolute in self.index.names_of(path):
             for name in (absolute, f"{prefix}{absolute}") if prefix else (absolute,):
                 target = self.index.path_of(f"{name}.x") or self.index.path_of(name)
                 if target is not None:
@@ -232,12 +235,3 @@ class ScriptReach:
         facts = self.index.files.get(path) if path is not None else None
         function = facts.named("functions", name) if facts is not None else None
         return function is not None and any(e.kind in _TRAINING for e in function.events)
-
-
-def _folder(path: str) -> str:
-    """The top-level folder of a project path ("" for a file at the root)."""
-    return path.partition("/")[0] if "/" in path else ""
-
-
-def _directory(path: str) -> str:
-    return path.rpartition("/")[0]

@@ -57,3 +57,38 @@ def stored_table(
     table = compute()
     store.store(name, key, codec.encode(table))
     return table
+
+
+def stored_by_path(
+    store: TableStore | None,
+    exported: Mapping[str, str] | None,
+    name: str,
+    paths: Iterable[str],
+    contribution: Callable[[str], T],
+    codec: TableCodec[T],
+) -> dict[str, T]:
+    """Each file's part of a project-wide table (`contribution(path)`, computed from that
+    file's facts only), kept between runs file by file: a file's part is computed again only
+    when its exported digest changed, so a table over every file of the project costs one
+    read and the facts of the files edited since, not the facts of every file."""
+    paths = sorted(set(paths))
+    if store is None or exported is None or any(path not in exported for path in paths):
+        return {path: contribution(path) for path in paths}
+    stored = store.load(name, _BY_PATH_KEY)
+    kept: dict[str, T] = {}
+    if isinstance(stored, dict):
+        for path in paths:
+            entry = stored.get(path)
+            if isinstance(entry, list) and len(entry) == 2 and entry[0] == exported[path]:
+                try:
+                    kept[path] = codec.decode(entry[1])
+                except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                    pass  # written by other code, or damaged: computed again
+    parts = {path: kept[path] if path in kept else contribution(path) for path in paths}
+    if len(kept) != len(paths) or not isinstance(stored, dict) or len(stored) != len(paths):
+        store.store(name, _BY_PATH_KEY, {path: [exported[path], codec.encode(part)] for path, part in parts.items()})
+    return parts
+
+
+# The key `stored_by_path` tables are stored under: each entry carries its own digest.
+_BY_PATH_KEY = "by-path"
