@@ -24,6 +24,7 @@ from ckptlint.config import Settings
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.file_facts.facts import FileFacts, text_digest
 from ckptlint.model.index import ProjectIndex
+from ckptlint.model.syntax.parsed_text import ParsedText
 from ckptlint.notebooks import Notebook, NotebookError, is_notebook_path, read_notebook, top_level_await_only
 from ckptlint.parsing import parse_error, parse_module
 from ckptlint.recipes import recipe_kind
@@ -237,10 +238,11 @@ def _lint_python(
     root = project.root if project is not None else settings.project_root
     relative_path = _relative(path, root)
     project = project or ProjectIndex(root)
+    parsed_text = ParsedText(text)  # one CPython parse for the file's facts and the rules' model
     if any(rule.uses_project for rule in (*rules, *gated)):
         # The file's own facts, from the text being linted; with them, the project rules
         # that can find nothing here are dropped before the (expensive) libcst parse.
-        project = project.with_file(relative_path, text)
+        project = project.with_file(relative_path, text, parsed_text)
         rules, gated = (
             [rule for rule in group if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)]
             for group in (rules, gated)
@@ -268,7 +270,7 @@ def _lint_python(
         rules, gated = ([r for r in group if in_code(r) and r.may_apply_to_syntax(tree, text, project)] for group in (rules, gated))
         return bool(rules or gated)
 
-    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits, needed=any_rule_left)
+    parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits, needed=any_rule_left, parsed=parsed_text)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:

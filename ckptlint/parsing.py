@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.limits import MAX_SYNTAX_DEPTH, AnalysisLimits, describe_depth
 from ckptlint.model.syntax.ast_walk import children_of
+from ckptlint.model.syntax.parsed_text import ParsedText
 from ckptlint.rule_codes import PARSE_ERROR
 from ckptlint.types import Diagnostic, Location
 
@@ -44,6 +45,7 @@ def parse_module(
     with_libcst: bool,
     limits: AnalysisLimits = AnalysisLimits(),
     needed: Callable[[ast.Module], bool] | None = None,
+    parsed: ParsedText | None = None,
 ) -> ParsedModule | Diagnostic | None:
     """CPython's parser decides whether the file is valid Python (its messages and lines
     are the ones users know); libcst then builds the tree the rules work on, unless the
@@ -53,9 +55,10 @@ def parse_module(
     them (`ckptlint.analysis.positions`).
 
     A generic SyntaxError may only mean the file uses syntax newer than the running
-    Python: libcst (which knows newer grammars) gets the last word on those."""
+    Python: libcst (which knows newer grammars) gets the last word on those. `parsed`: the
+    text's CPython tree when the index's extraction of this file parsed it already."""
     try:
-        tree = ast.parse(text)
+        tree = parsed.tree() if parsed is not None else ast.parse(text)
     except (RecursionError, MemoryError):
         return parse_error(display, 1, 1, "the file is nested too deeply for Python's parser")
     except SyntaxError as error:

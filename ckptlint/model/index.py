@@ -38,6 +38,7 @@ from ckptlint.model.project.project_facts import (
 from ckptlint.model.form.values import ClassRef, FunctionRef
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
+    from ckptlint.model.syntax.parsed_text import ParsedText
     from ckptlint.model.project.call_sites import CallSites
     from ckptlint.model.evaluation.denotation import Denotation
     from ckptlint.model.evaluation.fates import HandedModel, ModelFate, ReturnedModel
@@ -219,14 +220,15 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, D
 
         return fingerprint_of((path, exported_digest(self.files[path])) for path in self.files)
 
-    def with_file(self, relative_path: str, text: str) -> ProjectIndex:
+    def with_file(self, relative_path: str, text: str, parsed: ParsedText | None = None) -> ProjectIndex:
         """The index with one file's facts taken from `text` (the version being linted, which
-        a rule has found worth analysing: no trigger-word prefilter)."""
+        a rule has found worth analysing: no trigger-word prefilter). `parsed`: the text's
+        tree, shared with the rules' model."""
         from ckptlint.model.file_facts.extraction import extract_facts, worth_indexing
 
         if self.digests.get(relative_path) == text_digest(text) and worth_indexing(text, relative_path):
             return self  # indexed from this very text, without the prefilter skipping it
-        facts = extract_facts(text, relative_path, prefilter=False)
+        facts = extract_facts(text, relative_path, prefilter=False, parsed=parsed)
         if self.files.get(relative_path) == facts:
             return self
         files_with = None

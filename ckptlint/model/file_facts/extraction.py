@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from ckptlint.model.syntax.parsed_text import ParsedText
 from ckptlint.model.syntax.ast_walk import walk, walk_own_code
 from ckptlint.model.syntax.call_syntax import (
     bound_names, default_checkpointing_kwargs, definitions, dotted, is_none, is_truthy_literal, iterated_root,
@@ -110,14 +111,14 @@ CLASS_BODY = "<class>"  # the summary of a class body (`ckptlint.model.evaluatio
 CHECKPOINTING_SETTINGS = ("gradient_checkpointing_kwargs", "use_reentrant", "enable_input_require_grads")
 
 
-def extract_facts(text: str, relative_path: str, *, prefilter: bool = True) -> FileFacts:
+def extract_facts(text: str, relative_path: str, *, prefilter: bool = True, parsed: ParsedText | None = None) -> FileFacts:
     """The facts of one file; a file without trigger words (unless `prefilter` is off), or
-    that does not parse, has none."""
+    that does not parse, has none. `parsed`: the text's tree, when another reader shares it."""
     module = module_name(relative_path)
     if prefilter and not worth_indexing(text, relative_path):
         return FileFacts(module)
     try:
-        tree = ast.parse(text)
+        tree = parsed.tree() if parsed is not None else ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return FileFacts(module)
     try:
