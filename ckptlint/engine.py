@@ -86,6 +86,10 @@ class LintOutcome:
     # Other files the diagnostics rest on (a launch script's recipes): see `FileResult.inputs`.
     inputs: tuple[tuple[str, str | None], ...] = ()
     hidden: tuple[str, ...] = ()  # see `FileResult.hidden`
+    # With `lint_text(keep_facts=True)`: the facts the project index would hold for this text,
+    # when the lint extracted them (for its project rules); the editor server lays them over
+    # its index instead of extracting them again.
+    facts: FileFacts | None = None
 
 
 def import_rules(*, with_libcst: bool = True) -> None:
@@ -112,6 +116,7 @@ def lint_text(
     rules: Sequence[type[Rule]] | None = None,
     project: ProjectIndex | None = None,
     limits: AnalysisLimits = AnalysisLimits(),
+    keep_facts: bool = False,
 ) -> LintOutcome:
     """Lint one file's text. Every file is syntax-checked with CPython's own parser (fast);
     only files that contain a selected rule's trigger words are parsed with libcst and
@@ -119,7 +124,8 @@ def lint_text(
 
     A file whose shape libcst cannot parse within `limits` is reported as CKPT900 before
     libcst sees it; the time and memory limits themselves are the runner's to enforce
-    (`ckptlint.worker_pool`)."""
+    (`ckptlint.worker_pool`). `keep_facts`: see `LintOutcome.facts` (Python files only).
+    """
     display = display_path or str(path)
     if is_notebook_path(path):
         notebook = _read_notebook(text, path, settings, display)
@@ -131,7 +137,9 @@ def lint_text(
     kind = recipe_kind(path, text)
     if kind is not None:
         return _lint_recipe(text, path, settings, display, kind, project)
-    return on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits)
+    kept: list[FileFacts] | None = [] if keep_facts else None
+    outcome = on_deep_stack(_lint_text, text, path, settings, display, rules, project, limits, kept)
+    return dataclasses.replace(outcome, facts=kept[0]) if kept else outcome
 
 
 def _read_notebook(
@@ -170,6 +178,7 @@ def _lint_text(
     rules: Sequence[type[Rule]] | None,
     project: ProjectIndex | None,
     limits: AnalysisLimits,
+    kept_facts: list[FileFacts] | None = None,
 ) -> LintOutcome:
     """Python text: the rules' findings less those `# noqa` and `# ckptlint: noqa: CODE`
     suppress, with the unused suppressions (CKPT100) when selected."""
@@ -180,7 +189,7 @@ def _lint_text(
         return LintOutcome(())
     report_unused = UNUSED_NOQA.code in settings.enabled_codes and "noqa" in text.lower()
     used: list[tuple[int, str]] | None = [] if report_unused else None
-    outcome = _lint_python(text, path, settings, display, rules, project, limits, used)
+    outcome = _lint_python(text, path, settings, display, rules, project, limits, used, kept_facts)
     diagnostics = outcome.diagnostics
     if used is not None and outcome.parsed:
         candidates = selected_rules(settings) if rules is None else rules
@@ -212,6 +221,7 @@ def _lint_python(
     project: ProjectIndex | None,
     limits: AnalysisLimits,
     suppressed: list[tuple[int, str]] | None = None,
+    kept_facts: list[FileFacts] | None = None,
 ) -> LintOutcome:
     # A file calling a helper of another module that hands keywords to checkpoint need not
     # name checkpoint: the index says which names to look for.
@@ -243,6 +253,8 @@ def _lint_python(
         # The file's own facts, from the text being linted; with them, the project rules
         # that can find nothing here are dropped before the (expensive) libcst parse.
         project = project.with_file(relative_path, text, parsed_text)
+        if kept_facts is not None:
+            kept_facts.append(project.indexed_facts(relative_path, text))
         rules, gated = (
             [rule for rule in group if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)]
             for group in (rules, gated)

@@ -217,3 +217,36 @@ def wait_until(condition, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"no {what}"
         time.sleep(0.01)
+
+
+# --- a buffer's facts, from its lint ------------------------------------------------------------
+
+FIXTURE_PROJECTS = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def fixture_python_files() -> list[Path]:
+    return sorted(p for p in FIXTURE_PROJECTS.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_facts_a_lint_keeps_are_those_the_facts_task_extracts():
+    """What the server lays over its index after a lint is what the index (and a `facts`
+    task) would extract from the buffer's text, for every fixture file; edited too, so that
+    the lint's own extraction (not the index's stored facts) is what comes back."""
+    from ckptlint.server.buffers import Task, _analyse, _install
+    from ckptlint.server.projects import EditorProjects
+
+    projects = EditorProjects()
+    kept = 0
+    for path in fixture_python_files():
+        snapshot = projects.snapshot_for(path)
+        if snapshot.index is None:
+            continue
+        _install(snapshot)
+        display = projects.display(path, snapshot.settings)
+        for text in (path.read_text(), path.read_text() + "\n\ndef added_helper(model):\n    return model\n"):
+            linted = _analyse(Task("lint", text, path, display))
+            expected = _analyse(Task("facts", text, path, display))
+            if linted.facts is not None:
+                kept += 1
+                assert linted.facts == expected, path
+    assert kept > 50  # most fixture files reach a project rule

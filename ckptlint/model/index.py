@@ -241,6 +241,16 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, D
             read_log=self.read_log,
         )
 
+    def indexed_facts(self, relative_path: str, text: str) -> FileFacts:
+        """The facts an index of `text` holds for the file (its trigger-word prefilter
+        applied), read from this index once `with_file(relative_path, text)` made it."""
+        from ckptlint.model.file_facts.extraction import worth_indexing
+        from ckptlint.model.syntax.names import module_name
+
+        if not worth_indexing(text, relative_path):
+            return FileFacts(module_name(relative_path))
+        return self.files[relative_path]
+
 
 def _wrapper_impl(values: Iterable) -> Impl:
     """The implementation the wrapper functions `values` select: `checkpoint_wrapper`

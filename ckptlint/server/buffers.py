@@ -15,9 +15,10 @@ exported facts changed) forks a new worker from the server. So:
   kept more than half the memory limit after a lint is replaced (`WorkerPool`).
 
 The server process itself only holds the indexes. A buffer's own facts (what the project
-index would extract from its text) are extracted in its worker too and sent back with its
-findings: the server lays them over the index, and lints the project's other open buffers
-again when what other files can observe of this one (its exported digest) changed.
+index would extract from its text) come back from its worker with its findings, from the
+extraction its lint made for its project rules (else a `facts` task extracts them once the
+findings are out): the server lays them over the index, and lints the project's other open
+buffers again when what other files can observe of this one (its exported digest) changed.
 """
 
 from __future__ import annotations
@@ -41,16 +42,6 @@ from ckptlint.worker_pool import TaskFailure, WorkerPool
 
 
 @dataclass(frozen=True)
-class BufferLint:
-    """One lint of a buffer: the text it read and what it found. `problems` are messages
-    for the server's log (a rule's internal error, a `# noqa` naming no rule)."""
-
-    text: str
-    diagnostics: tuple = ()
-    problems: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class BufferFacts:
     """What the project index would hold for a buffer's text: its facts and their
     exported digest (what other files can observe of it)."""
@@ -58,6 +49,18 @@ class BufferFacts:
     relative: str
     facts: FileFacts
     exported: str
+
+
+@dataclass(frozen=True)
+class BufferLint:
+    """One lint of a buffer: the text it read and what it found. `problems` are messages
+    for the server's log (a rule's internal error, a `# noqa` naming no rule). `facts`:
+    the text's facts, when the lint extracted them (see the module's docstring)."""
+
+    text: str
+    diagnostics: tuple = ()
+    problems: tuple[str, ...] = ()
+    facts: BufferFacts | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,9 +103,21 @@ def _analyse(task: Task) -> Any:
         return fixed.text
     if task.kind == "facts":
         return buffer_facts(task.text, task.path, settings) if project is not None else None
-    outcome = lint_text(task.text, task.path, settings, display_path=task.display, project=project, limits=limits)
+    keep_facts = project is not None and task.path.suffix == ".py"
+    outcome = lint_text(
+        task.text, task.path, settings, display_path=task.display, project=project, limits=limits, keep_facts=keep_facts
+    )
     diagnostics = tuple(settings.with_severities(outcome.diagnostics))  # the configuration's `severity`
-    return BufferLint(task.text, diagnostics, (*unknown_noqa_codes(task.text, task.display), *outcome.internal_errors))
+    facts = None
+    if outcome.facts is not None:
+        from ckptlint.discovery import relative_to_root
+        from ckptlint.model.syntax.names import module_name
+
+        relative = relative_to_root(task.path, settings.project_root)
+        if outcome.facts.module == module_name(relative):  # extracted as the index would name it
+            facts = BufferFacts(relative, outcome.facts, exported_digest(outcome.facts))
+    problems = (*unknown_noqa_codes(task.text, task.display), *outcome.internal_errors)
+    return BufferLint(task.text, diagnostics, problems, facts)
 
 
 def buffer_facts(text: str, path: Path, settings: Settings) -> BufferFacts | None:

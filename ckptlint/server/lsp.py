@@ -42,7 +42,7 @@ from ckptlint.discovery import INDEXED_SUFFIXES
 from ckptlint.limits import AnalysisLimits, LimitError
 from ckptlint.model.syntax.file_kinds import CONFIGURATION_SUFFIXES
 from ckptlint.server.actions import FIX_ALL_TITLE, comment_style, finding_actions, fix_all_action, has_safe_fix, wanted
-from ckptlint.server.buffers import BufferLint, BufferWorker, Task, stopped
+from ckptlint.server.buffers import BufferFacts, BufferLint, BufferWorker, Task, stopped
 from ckptlint.server.edits import DocumentPositions, edits_between
 from ckptlint.server.lsp_values import editor_range, lsp_code_action, lsp_diagnostic, span, text_edit, touches
 from ckptlint.server.notebook_buffers import Cell, by_cell, fixed_cells, is_cell_uri, notebook_text
@@ -228,11 +228,13 @@ class CkptlintServer(LanguageServer):
                 self.log(problem, types.MessageType.Warning)
         return buffer, linted
 
-    async def update_facts(self, buffer: OpenBuffer) -> None:
-        """After its findings are out: the buffer's facts, laid over its project's index;
-        the project's other open buffers linted again when other files can observe the
-        change. Extracted in the buffer's worker (a hostile text stops at a limit there)."""
-        _, _, facts = await self.in_worker(buffer, "facts")
+    async def update_facts(self, buffer: OpenBuffer, facts: BufferFacts | None = None) -> None:
+        """After its findings are out: the buffer's facts (those its lint extracted, else
+        extracted now in the buffer's worker, where a hostile text stops at a limit), laid
+        over its project's index; the project's other open buffers linted again when other
+        files can observe the change."""
+        if facts is None:
+            _, _, facts = await self.in_worker(buffer, "facts")
         if isinstance(facts, TaskFailure) or facts is None:
             return
         current = self.buffer(buffer.key)
@@ -272,7 +274,7 @@ class CkptlintServer(LanguageServer):
                 self.publish(*result)
                 if result[1].text not in self.facts_sent.get(key, ()):
                     self.facts_sent[key] = (result[1].text,)
-                    await self.update_facts(result[0])
+                    await self.update_facts(result[0], result[1].facts)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -331,9 +331,14 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
         for call in self._wrapping_calls:
             if is_gc_enable_call(call):
                 # A project class's own method: the call it makes is checked. A model kept
-                # for inference is never checkpointed.
-                if not self.runs_project_method(call) and not kept_for_inference(self.context, call):
-                    self._check_hf(call, gc_enable_kwargs(call), "`gradient_checkpointing_enable`", positional=True)
+                # for inference is never checkpointed (asked last: it interprets the file).
+                kwargs = gc_enable_kwargs(call)
+                if (
+                    not self.runs_project_method(call)
+                    and self._hf_reentrant(call, kwargs)
+                    and not kept_for_inference(self.context, call)
+                ):
+                    self._check_hf(call, kwargs, "`gradient_checkpointing_enable`", positional=True)
             elif is_checkpoint_wrapper(self.context, call):
                 self._check_wrapper(call)
             elif is_training_arguments(self.context, call):
@@ -382,9 +387,9 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
     def _check_hf(
         self, call: cst.Call, kwargs: HfCheckpointingKwargs, what: str, positional: bool = False, fixable: bool = True
     ) -> None:
-        reentrancy, applies = kwargs.reentrancy(self.context.versions)
-        if not reentrancy.is_reentrant or self._fsdp_branches.never_with(call):
+        if not self._hf_reentrant(call, kwargs):
             return
+        _, applies = kwargs.reentrancy(self.context.versions)
         note = f" (affects {REENTRANT_DEFAULT_VERSIONS}; target version unknown)" if applies is Applies.UNKNOWN else ""
         new_call = with_non_reentrant_kwargs(call, positional_kwargs=positional) if fixable else None
         self.report(
@@ -393,6 +398,11 @@ class ReentrantCheckpointUnderFsdp(SiteScopes):
             replacements=[Replacement(call, new_call)] if new_call is not None else [],
             fix_message='Pass `gradient_checkpointing_kwargs={"use_reentrant": False}`',
         )
+
+    def _hf_reentrant(self, call: cst.Call, kwargs: HfCheckpointingKwargs) -> bool:
+        """Whether Hugging Face checkpointing turned on by `call` with `kwargs` runs reentrant
+        here, on a path that FSDP can take."""
+        return kwargs.reentrancy(self.context.versions)[0].is_reentrant and not self._fsdp_branches.never_with(call)
 
     def _check_wrapper(self, call: cst.Call) -> None:
         impl, value = checkpoint_wrapper_impl(self.context, call)
