@@ -32,16 +32,19 @@ class DdpReach:
 
     def describe(self) -> str:
         where = f"{self.use.how} at {self.use.path}:{self.use.line}"
-        return f"{where}, which wraps `{self.target}`, a `{self.holder}`" if self.holder else where
+        if not self.holder:
+            return where
+        return f"{where}, which wraps `{self.target}`, a `{self.holder}`" if self.target else f"{where}, which wraps a `{self.holder}`"
 
 
-def ddp_reaching(context: FileContext, owner: str | None) -> DdpReach | None:
-    """The DDP use with unused-parameter detection that can wrap the model of a checkpoint in
-    a method of `owner` (None: a function outside classes, counted only for uses whose model
-    is not known); a known holder first, the file's own uses before others."""
+def ddp_reaching(context: FileContext, owner: str | None, *, plain_too: bool = False) -> DdpReach | None:
+    """The DDP use with unused-parameter detection (with `plain_too`, any DDP use) that can
+    wrap the model of a checkpoint in a method of `owner` (None: a function outside classes,
+    counted only for uses whose model is not known); a known holder first, the file's own
+    uses before others."""
     project = context.project
     uses = sorted(
-        (use for use in project.ddp_uses_reaching(context.relative_path) if not use.static_graph),
+        (use for use in project.ddp_uses_reaching(context.relative_path, plain_too=plain_too) if not use.static_graph),
         key=lambda use: (use.path != context.relative_path, use.path, use.line),
     )
     unknown: DdpReach | None = None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite
+from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, SiteKind
 from ckptlint.analysis.ddp import DdpReach, ddp_reaching
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import with_non_reentrant_kwargs
@@ -32,6 +32,12 @@ CRASH = (
 # DeepSpeed's reentrant `checkpoint` (an `autograd.Function`); its `non_reentrant_checkpoint` is not.
 # What makes a `PeftModel` (`class PeftModel(PushToHubMixin, torch.nn.Module)`, peft 0.13 `peft_model.py`).
 PEFT_MODEL_BUILDERS = GET_PEFT_MODEL | {"peft.PeftModel.from_pretrained", "peft.peft_model.PeftModel.from_pretrained"}
+# A module run twice in one forward under any DDP without `static_graph` (CKPT006's evidence).
+TWICE_CRASH = (
+    "the second reentrant recomputation fires the hooks of the same parameters again, and the first backward "
+    "raises `RuntimeError: Expected to mark a variable ready only once ... has been marked as ready twice`"
+)
+_TRAINING_STEP_WORDS = (".backward(", "backward(loss", ".step(", "zero_grad(")
 _DEEPSPEED_REENTRANT = frozenset(name for name in DEEPSPEED_CHECKPOINTING_HELPERS if name.endswith(".checkpoint"))
 
 
@@ -79,6 +85,16 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
       the project, only when every checkpoint call its module makes behind `if self.<flag>:` is
       reentrant; `use_checkpoint` only through such project code.
 
+    And, under any torch `DistributedDataParallel` (without `find_unused_parameters=True` too)
+    that is not static, a reentrant checkpoint of one module that a forward runs twice
+    (weights shared across steps, ALBERT or Universal-Transformer style): two reentrant
+    `checkpoint(self.block, ...)` calls in one function on the same path through its `if`s,
+    or one such call in a `for` loop whose targets the module does not depend on
+    (`for _ in range(self.depth)`; not `for block in self.blocks`, `self.blocks[i]`,
+    `range(1)`), in a function that does not itself run backward or step an optimizer (a
+    training loop's iterations are forwards of their own). The module must be an attribute
+    path of `self`.
+
     The finding names the DDP setting's place (and the module it wraps, when known).
 
     ## Why is this bad?
@@ -117,7 +133,7 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     Not reported: `use_reentrant=False`, `checkpoint_wrapper` without `checkpoint_impl`
     (non-reentrant), values only known at runtime (a variable, `**kwargs`), transformers'
     default on transformers 5 or later (non-reentrant) or when the targeted version is not
-    known, DDP without `find_unused_parameters=True` (its default is False), a
+    known, DDP without `find_unused_parameters=True` (its default is False) but for a module run twice, a
     `TrainingArguments` without `ddp_find_unused_parameters` on its own (the Trainer turns it
     off for a checkpointing `PreTrainedModel`), DeepSpeed and FSDP runs, a checkpointed
     function of tensors alone (no parameter is recomputed).
@@ -140,8 +156,11 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     engine hooks have fired for this particular parameter during this iteration.`;
     non-reentrant with `find_unused_parameters=True`, reentrant with `static_graph=True` (with
     or without `find_unused_parameters=True`) and reentrant under plain DDP all run. A module
-    checkpointed twice in one forward raises the same error under plain DDP (reentrant), and
-    runs with `static_graph=True` or non-reentrant (not reported yet). transformers 5.17 with
+    checkpointed twice in one forward (`checkpoint(self.block, x)` twice, and the same call in
+    `for _ in range(2)`), reentrant, raises the same error under plain DDP (`Parameter at index
+    3 with name block.0.bias has been marked as ready twice`) and with
+    `find_unused_parameters=True`; it runs with `static_graph=True`, non-reentrant, or
+    checkpointed once (re-measured on torch 2.13.0+cpu, gloo, 2 processes, 3 steps each). transformers 5.17 with
     accelerate 1.15 under `torchrun --nproc_per_node 2` (CPU): `Trainer` with
     `gradient_checkpointing_kwargs={"use_reentrant": True}` on a model that is not a
     `PreTrainedModel` raises the same error in the first step (the Trainer's
@@ -164,7 +183,7 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         return (
-            bool(project.ddp_uses_reaching(relative_path))
+            bool(project.ddp_uses_reaching(relative_path, plain_too=True))
             or (FIND_UNUSED in text and any(flag in text for flag in CHECKPOINT_FLAGS))
             or ("Trainer" in text and project.parallel_launch_of(relative_path) is not None)
         )
@@ -172,6 +191,36 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._bound_calls: dict[cst.Call, cst.Name | None] = {}
+        self._for_loops: list[list[cst.For]] = [[]]  # the `for` loops around the traversal, per function
+        self._call_for_loops: dict[cst.Call, tuple[cst.For, ...]] = {}
+        self._functions: list[cst.FunctionDef] = []
+        self._call_function: dict[cst.Call, cst.FunctionDef] = {}
+        self._steps_optimizer: dict[cst.FunctionDef, bool] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._for_loops.append([])
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(original_node)
+        self._for_loops.pop()
+        self._functions.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        self._for_loops[-1].append(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        super().leave_For(original_node)
+        self._for_loops[-1].pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        if self._for_loops[-1]:
+            self._call_for_loops[node] = tuple(self._for_loops[-1])
+        if self._functions:
+            self._call_function[node] = self._functions[-1]
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
@@ -188,7 +237,10 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
         else:
             return
         reach = self._reach(site.node)
-        if reach is None or self.recomputes_tensors_only(site):
+        if reach is None:
+            self._check_run_twice(site, how, call)
+            return
+        if self.recomputes_tensors_only(site):
             return
         self.report(
             site.node,
@@ -198,8 +250,69 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
             fix_message="Set `use_reentrant=False`",
         )
 
-    def _reach(self, call: cst.Call) -> DdpReach | None:
-        return ddp_reaching(self.context, self._owner(self._call_scopes.get(call, ())))
+    def _reach(self, call: cst.Call, *, plain_too: bool = False) -> DdpReach | None:
+        return ddp_reaching(self.context, self._owner(self._call_scopes.get(call, ())), plain_too=plain_too)
+
+    # --- a module checkpointed twice in one forward ----------------------------------------
+
+    def _check_run_twice(self, site: CheckpointSite, how: str, call: cst.Call) -> None:
+        """A reentrant checkpoint of `self.<module>` that one forward runs twice (two calls
+        on one path, or one call in a loop the module does not change with), in a model
+        that any DDP without `static_graph=True` wraps."""
+        again = self._run_again(site)
+        if again is None:
+            return
+        reach = self._reach(site.node, plain_too=True)
+        if reach is None or self.recomputes_tensors_only(site):
+            return
+        self.report(
+            site.node,
+            f"reentrant `{site.api.short_name}` ({how}) of `{_code(site.function)}`, which one forward runs twice "
+            f"({again}), in a model trained under DDP ({reach.describe()}) without `static_graph=True`: "
+            f"{TWICE_CRASH}; pass `use_reentrant=False` (or `static_graph=True` if the graph is the same on every step)",
+            replacements=[use_reentrant_false(call)],
+            fix_message="Set `use_reentrant=False`",
+        )
+
+    def _run_again(self, site: CheckpointSite) -> str | None:
+        """Where one forward runs the site's module again, said for a message: another
+        reentrant checkpoint of the same `self.<attribute>` in the same function and on the
+        same path through its `if`s, or a `for` loop around the site whose targets the
+        module does not depend on (not `range(0)` / `range(1)`)."""
+        module = _self_attribute(site.function) if site.kind is SiteKind.CALL else None
+        scopes = self._call_scopes.get(site.node, ())
+        function = self._call_function.get(site.node)
+        if module is None or function is None or self._trains(function):
+            return None
+        for loop in reversed(self._call_for_loops.get(site.node, ())):
+            if not (_bound_names(loop.target) & _names_in(site.function)) and not _runs_at_most_once(loop.iter):
+                return f"in the loop at line {self.context.position(loop).start.line}"
+        path = self._branches(site.node)
+        for other in self.context.sites:
+            if (
+                other is not site and other.kind is SiteKind.CALL and _self_attribute(other.function) == module
+                and self._call_scopes.get(other.node) == scopes and self._branches(other.node) == path
+                and (reports_explicit_reentrant(other) or reports_implicit_reentrant(other, self.context.sites, self.context))
+            ):
+                return f"again at line {self.context.position(other.node).start.line}"
+        return None
+
+    def _trains(self, function: cst.FunctionDef) -> bool:
+        """Whether the function runs backward or steps an optimizer itself (a training loop:
+        each of its iterations is a forward of its own)."""
+        found = self._steps_optimizer.get(function)
+        if found is None:
+            code = cst.Module([]).code_for_node(function)
+            found = self._steps_optimizer[function] = any(word in code for word in _TRAINING_STEP_WORDS)
+        return found
+
+    def _branches(self, call: cst.Call) -> tuple[tuple[cst.If, bool], ...]:
+        """The `if`s around a call, each with whether the call is in its body (else its `else`)."""
+        line = self.context.position(call).start.line
+        return tuple(
+            (guard, self.context.position(guard.body).start.line <= line <= self.context.position(guard.body).end.line)
+            for guard in self._call_guards.get(call, ())
+        )
 
     # --- DeepSpeed, Hugging Face, OpenMMLab configs ----------------------------------------
 
@@ -348,6 +461,51 @@ def _names_checkpoint(call: cst.Call) -> bool:
     func = call.func
     name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
     return name == "checkpoint"
+
+
+def _self_attribute(expr: cst.BaseExpression | None) -> str | None:
+    """`self.block` / `self.encoder.layer`: an attribute path of the instance, written out."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not parts or not (isinstance(expr, cst.Name) and expr.value == "self"):
+        return None
+    return ".".join(["self", *reversed(parts)])
+
+
+def _code(expr: cst.BaseExpression | None) -> str:
+    return _self_attribute(expr) or ""
+
+
+def _names_in(expr: cst.BaseExpression | None) -> set[str]:
+    found: set[str] = set()
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        found.add(expr.value)
+    return found
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in _bound_names(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
+def _runs_at_most_once(iterable: cst.BaseExpression) -> bool:
+    """`range(1)`, `range(0)`, `[x]`, `()`: a loop whose body runs once or never."""
+    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):
+        return len(iterable.elements) < 2
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
+        values = [arg.value for arg in iterable.args]
+        if len(values) == 1 and isinstance(values[0], cst.Integer):
+            return values[0].evaluated_value < 2
+    return False
 
 
 def _why(kwargs: HfCheckpointingKwargs) -> str:

@@ -462,16 +462,17 @@ class _Extractor(WrapperFacts):
     def _ddp_use(self, call: ast.Call, callee: str, first: ast.AST | None, scope: str) -> None:
         """DDP set up with `find_unused_parameters=True` (`library.torch.DDP`'s evidence): torch's
         wrapper, Lightning's strategy (as an object or a registered name), accelerate's DDP
-        kwargs handler, the Trainer's arguments (not under DeepSpeed or FSDP, where it builds no DDP)."""
+        kwargs handler, the Trainer's arguments (not under DeepSpeed or FSDP, where it builds no
+        DDP); and torch's wrapper without it."""
         line = call.lineno
         if callee in DDP:
-            if _is_true(keyword_argument(call, DDP_FIND_UNUSED)):
-                function = f"{scope}.{MODULE_LEVEL}" if scope == self.module else scope
-                static = _is_true(keyword_argument(call, DDP_STATIC_GRAPH)) or self._static_graph_called
-                target = (dotted(first) or "") if first is not None else ""
-                built = self._built_class(first, scope) if first is not None and not target else ""
-                self.ddp.append(DdpUse(DdpKind.TORCH, self.path, line, static, function, target,
-                                       "`DistributedDataParallel(..., find_unused_parameters=True)`", built))
+            find_unused = _is_true(keyword_argument(call, DDP_FIND_UNUSED))
+            function = f"{scope}.{MODULE_LEVEL}" if scope == self.module else scope
+            static = _is_true(keyword_argument(call, DDP_STATIC_GRAPH)) or self._static_graph_called
+            target = (dotted(first) or "") if first is not None else ""
+            built = self._built_class(first, scope) if first is not None and not target else ""
+            how = "`DistributedDataParallel(..., find_unused_parameters=True)`" if find_unused else "`DistributedDataParallel(...)`"
+            self.ddp.append(DdpUse(DdpKind.TORCH, self.path, line, static, function, target, how, built, find_unused))
         elif callee in LIGHTNING_DDP_STRATEGY or callee in ACCELERATE_DDP_KWARGS:
             if _is_true(keyword_argument(call, DDP_FIND_UNUSED)):
                 kind = DdpKind.LIGHTNING if callee in LIGHTNING_DDP_STRATEGY else DdpKind.ACCELERATE

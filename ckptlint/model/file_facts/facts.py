@@ -101,7 +101,9 @@ class DdpKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class DdpUse:
-    """DDP with `find_unused_parameters=True` (CKPT006), as written."""
+    """DDP with `find_unused_parameters=True` (CKPT006), as written; and torch's
+    `DistributedDataParallel` without it (`find_unused=False`), under which a module that a
+    reentrant checkpoint runs twice in one forward fails too."""
 
     kind: DdpKind
     path: str  # relative to the project root
@@ -116,6 +118,7 @@ class DdpUse:
     how: str = ""
     # TORCH: the class of the module built in the call (`DDP(Net().to(rank), ...)`), absolute.
     built: str = ""
+    find_unused: bool = True  # `find_unused_parameters=True` (the others: TORCH only)
 
 
 @dataclass(frozen=True)
@@ -375,7 +378,7 @@ class FileFacts:
             "launches": [[l.entry, l.module, l.config, l.line, l.fsdp_version] for l in self.launches],
             "accelerate_fsdp": self.accelerate_fsdp,
             "parallel_launches": [list(launch) for launch in self.parallel_launches],
-            "ddp": [[u.kind.value, u.path, u.line, u.static_graph, u.function, u.target, u.how, u.built] for u in self.ddp],
+            "ddp": [[u.kind.value, u.path, u.line, u.static_graph, u.function, u.target, u.how, u.built, u.find_unused] for u in self.ddp],
             "deepspeed_wiring": list(self.deepspeed_wiring),
             "summaries": self.summaries_json,
         }

@@ -23,11 +23,14 @@ class DdpQueries:
         uses = [use for _, facts in self._files_of_kind(DDP_KIND) for use in facts.ddp]
         return tuple(sorted(uses, key=lambda u: (u.path, u.line, u.kind.value)))
 
-    def ddp_uses_reaching(self, relative_path: str) -> tuple[DdpUse, ...]:
-        """The DDP uses with `find_unused_parameters=True` that can apply to the code of one file."""
+    def ddp_uses_reaching(self, relative_path: str, *, plain_too: bool = False) -> tuple[DdpUse, ...]:
+        """The DDP uses with `find_unused_parameters=True` that can apply to the code of one
+        file; with `plain_too`, torch's `DistributedDataParallel` without it as well."""
         if is_test_path(relative_path):
-            return tuple(use for use in self.ddp_uses if use.path == relative_path)
-        return tuple(use for use, reached in self._ddp_reached() if relative_path in reached)
+            uses = tuple(use for use in self.ddp_uses if use.path == relative_path)
+        else:
+            uses = tuple(use for use, reached in self._ddp_reached() if relative_path in reached)
+        return uses if plain_too else tuple(use for use in uses if use.find_unused)
 
     @tracked_cached_property(cutoff=True)
     def ddp_reach(self) -> tuple[tuple[DdpUse, tuple[str, ...]], ...]:
