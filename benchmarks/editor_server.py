@@ -14,6 +14,7 @@ sys.path.insert(0, os.environ["CKPT_TREE"])
 import tests.lsp_client as lc
 lc.SAFETY_TIMEOUT = 900
 from tests.lsp_client import LspClient
+from ckptlint.server.lsp import DEBOUNCE_SECONDS
 
 ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/tf-copy-server")
 TRAINER = ROOT / "transformers" / "trainer.py"
@@ -81,9 +82,20 @@ def main():
         t0 = time.monotonic()
         client.change(uri, edited, n)
         client.diagnostics(uri, version=n)
-        print(f"edit {n}: diagnostics after {time.monotonic() - t0:.2f} s (includes the 0.3 s debounce); children {kids(client.process.pid)}")
+        print(f"edit {n}: diagnostics after {time.monotonic() - t0:.2f} s (includes the {DEBOUNCE_SECONDS} s debounce); children {kids(client.process.pid)}")
     time.sleep(1)
     print(f"worker CPU for the 4 edits (their lints and the facts that follow): {cpu_seconds(workers) - cpu_before:.2f} s")
+    # Typing: a change every 0.4 s, each superseding the lint the one before started.
+    workers = kids(client.process.pid)
+    for n in range(20, 26):
+        client.change(uri, text + f"\n# typing {n}\n", n)
+        time.sleep(0.4)
+    t0 = time.monotonic()
+    client.change(uri, text + "\n# typed\n", 30)
+    client.diagnostics(uri, version=30)
+    print(f"typing (a change every 0.4 s, 6 times), then one more: its diagnostics after {time.monotonic() - t0:.2f} s; "
+          f"same worker throughout: {kids(client.process.pid) == workers}")
+    time.sleep(1)
     print("server RSS before hostile (MiB, self/children): %.0f / %.0f" % rss_tree(client.process.pid))
     hostile = ROOT / "generated_tables.py"
     htext = hostile_text()

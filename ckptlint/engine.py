@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ckptlint import cancellation
 from ckptlint.config import Settings
 from ckptlint.limits import AnalysisLimits
 from ckptlint.model.file_facts.facts import FileFacts, text_digest
@@ -255,6 +256,7 @@ def _lint_python(
         project = project.with_file(relative_path, text, parsed_text)
         if kept_facts is not None:
             kept_facts.append(project.indexed_facts(relative_path, text))
+        cancellation.check()
         rules, gated = (
             [rule for rule in group if not rule.uses_project or rule.may_apply_to_project(project, relative_path, settings, text)]
             for group in (rules, gated)
@@ -283,6 +285,7 @@ def _lint_python(
         return bool(rules or gated)
 
     parsed = parse_module(text, display, with_libcst=bool(rules or gated), limits=limits, needed=any_rule_left, parsed=parsed_text)
+    cancellation.check()  # (the safe points of a lint the editor server supersedes)
     if isinstance(parsed, Diagnostic):
         return LintOutcome(_reportable([parsed], path, settings), parsed=False)
     if parsed is None:

@@ -13,6 +13,7 @@ from libcst.metadata import MetadataWrapper
 
 from ckptlint.analysis.checkpoint_sites import CallableResolver, CheckpointSite
 from ckptlint.analysis.cst_walk import walk_batched
+from ckptlint import cancellation
 from ckptlint.config import Settings
 from ckptlint.model.index import ProjectIndex
 from ckptlint.model.syntax.names import absolute_import, module_name
@@ -234,10 +235,12 @@ def run_rules(
     context.known_holders = analyzer.statement_of
     rules = [rule_class(context) for rule_class in rule_classes]
     walk_batched(wrapper, [analyzer, *rules])
+    cancellation.check()
 
     sites, context.possible_sites = analyzer.checkpoint_sites(*_project_aliases(project, relative_path))
     context.sites = sites
     for rule in rules:
+        cancellation.check()
         for site in sites:
             rule.run_guarded(rule.visit_checkpoint_site, site)
         rule.run_guarded(rule.finish)

@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ckptlint import cancellation
+
 # How often a busy worker's memory is sampled.
 _MEMORY_POLL_SECONDS = 0.1
 # A worker whose memory stays above this share of the limit between files is replaced: what
@@ -43,6 +45,8 @@ _RECYCLE_SHARE = 0.5
 _HEADER = struct.Struct("<Q")
 # A worker's young-generation collection threshold (objects allocated and not yet freed).
 _YOUNG_OBJECTS = 100_000
+# A worker's reply for a task it stopped when asked (`cancel_busy`).
+_CANCELLED = "ckptlint: cancelled"
 
 # Told of each pool's progress, when set (`ckptlint.progress`): `task_listener(function,
 # done, total)` after each finished task and at each wait, in the thread that runs `map`.
@@ -61,17 +65,20 @@ class Limits:
 @dataclass(frozen=True)
 class TaskFailure:
     """A task that returned nothing: stopped at a limit ("time", "memory"), its worker died
-    ("crash"), or the function raised ("error", with the traceback as `detail`)."""
+    ("crash"), the function raised ("error", with the traceback as `detail`), or it stopped
+    when asked to (`cancel_busy`: "cancelled")."""
 
     kind: str
     detail: str
 
 
 class _Worker:
-    def __init__(self, pid: int, tasks: int, results: int) -> None:
+    def __init__(self, pid: int, tasks: int, results: int, cancels: int) -> None:
         self.pid = pid
         self.tasks = tasks  # write end: task messages to the worker
         self.results = results  # read end: results from the worker
+        self.cancels = cancels  # write end: numbers of the tasks to stop (`ckptlint.cancellation`)
+        self.sent = 0  # how many tasks it was given: the number of the one it holds
         self.index: int | None = None  # the item it holds
         self.started = 0.0
         # Resident memory when forked: the parent's pages, shared until written. What the
@@ -83,8 +90,8 @@ class _Worker:
         resident = resident_memory(self.pid)
         return None if resident is None else max(0, resident - self.baseline)
 
-    def fds(self) -> tuple[int, int]:
-        return (self.tasks, self.results)
+    def fds(self) -> tuple[int, int, int]:
+        return (self.tasks, self.results, self.cancels)
 
 
 def _send(fd: int, payload: Any) -> None:
@@ -194,6 +201,7 @@ class WorkerPool:
                     queue.appendleft(index)
                     continue
                 worker.index, worker.started = index, time.monotonic()
+                worker.sent += 1
                 busy[worker.results] = worker
             if not busy:
                 continue
@@ -215,7 +223,10 @@ class WorkerPool:
                 except (EOFError, OSError, pickle.UnpicklingError):
                     results[index] = TaskFailure("crash", self._reap(worker))
                     continue
-                results[index] = value if ok else TaskFailure("error", value)
+                if ok:
+                    results[index] = value
+                else:
+                    results[index] = TaskFailure("cancelled", "") if value == _CANCELLED else TaskFailure("error", value)
                 if self._holds_too_much(worker):
                     self._discard(worker)
                 else:
@@ -243,6 +254,28 @@ class WorkerPool:
                     os.kill(worker.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+    def cancel_busy(self, grace_seconds: float) -> None:
+        """Ask the workers holding a task now to stop it at its next safe point
+        (`ckptlint.cancellation`: from another thread, a task whose result nobody wants any
+        more); `map` reports it as "cancelled" and the worker serves the next task. A worker
+        still on that task `grace_seconds` later (inside a long phase, or in native code) is
+        killed, as by `stop_busy`."""
+        for worker in list(self._live):
+            if worker.index is None:
+                continue
+            number = worker.sent
+            cancellation.request(worker.cancels, number)
+            timer = threading.Timer(grace_seconds, self._kill_if_still, (worker, number))
+            timer.daemon = True
+            timer.start()
+
+    def _kill_if_still(self, worker: _Worker, number: int) -> None:
+        if worker in self._live and worker.index is not None and worker.sent == number:
+            try:
+                os.kill(worker.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def _run_here(self, item: Any) -> Any:
         try:
@@ -274,6 +307,7 @@ class WorkerPool:
     def _spawn_locked(self) -> _Worker:
         task_read, task_write = os.pipe()
         result_read, result_write = os.pipe()
+        cancel_read, cancel_write = os.pipe()
         parent = os.getpid()
         inherited = [fd for worker in self._live for fd in worker.fds()]
         # Objects the worker only reads stay shared with the parent: no collection in the
@@ -296,8 +330,10 @@ class WorkerPool:
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 os.close(task_write)
                 os.close(result_read)
+                os.close(cancel_write)
                 for fd in inherited:  # the other workers' pipes: their ends must close with them
                     os.close(fd)
+                cancellation.listen(cancel_read)
                 _serve(self.function, task_read, result_write, parent, self.initializer, self.initargs)
                 status = 0
             finally:
@@ -305,7 +341,9 @@ class WorkerPool:
         try:
             os.close(task_read)
             os.close(result_write)
-            worker = _Worker(pid, task_write, result_read)
+            os.close(cancel_read)
+            os.set_blocking(cancel_write, False)  # a request never blocks the thread making it
+            worker = _Worker(pid, task_write, result_read, cancel_write)
             self._live.append(worker)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending interrupt is raised here
@@ -344,6 +382,7 @@ class WorkerPool:
                 worker = self._live[0]
                 if graceful and worker.index is None and _exited_within(worker.pid, 1.0):
                     _close(worker.results)
+                    _close(worker.cancels)
                 else:
                     _stop(worker)
                 self._live.pop(0)
@@ -431,13 +470,18 @@ def _serve(function, tasks: int, results: int, parent: int, initializer, initarg
     gc.set_threshold(_YOUNG_OBJECTS, *gc.get_threshold()[1:])
     if initializer is not None:
         initializer(*initargs)
+    number = 0
     while True:
         try:
             item = _receive(tasks)
         except EOFError:
             return
+        number += 1
+        cancellation.task_started(number)
         try:
             reply = (True, function(item))
+        except cancellation.Cancelled:
+            reply = (False, _CANCELLED)
         except Exception:
             reply = (False, traceback.format_exc())
         try:

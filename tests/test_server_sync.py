@@ -211,6 +211,42 @@ def test_a_hostile_buffer_is_stopped_at_the_limit_and_delays_no_other(tmp_path, 
     assert server.stop() == 0
 
 
+# The server with one buffer's first text made slow: its analysis says it started, then
+# runs until it is cancelled (checking, as the engine does between its phases).
+SLOW_ANALYSIS = """
+import runpy
+from ckptlint import cancellation
+import ckptlint.server.buffers as buffers
+
+real = buffers._analyse
+
+def slow(task):
+    if task.kind != "lint" or "# slow" not in task.text:
+        return real(task)
+    task.path.with_name("started").write_text("")
+    while True:
+        cancellation.check()
+
+buffers._analyse = slow
+runpy.run_module("ckptlint", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="worker processes and /proc: Linux")
+def test_a_superseded_lint_stops_and_its_worker_lints_the_newer_text(tmp_path, client):
+    root = project(tmp_path)
+    server = client([sys.executable, "-c", SLOW_ANALYSIS, "server"])
+    server.initialize(root)
+    uri = server.open(root / "train.py", IMPLICIT_REENTRANT + "# slow\n")
+    wait_until((root / "started").exists, "the slow lint to start")
+    worker = children(server.process.pid)
+    assert len(worker) == 1
+    server.change(uri, IMPLICIT_REENTRANT, version=2)
+    assert codes(server.diagnostics(uri, version=2)) == ["CKPT001"]
+    assert children(server.process.pid) == worker  # cancelled, not killed: the same process
+    assert server.stop() == 0
+
+
 def wait_until(condition, what: str) -> None:
     """Poll for a state of the server's processes (the event has no message of its own)."""
     deadline = time.monotonic() + SAFETY_TIMEOUT

@@ -41,6 +41,19 @@ def task(item):
         raise ValueError(f"bad item {value}")
     if kind == "pid":
         return os.getpid()
+    if kind in ("checking", "spinning", "checks-then-returns"):
+        from pathlib import Path
+
+        from ckptlint import cancellation
+
+        Path(value).write_text("started")
+        if kind == "checks-then-returns":
+            for _ in range(100):
+                cancellation.check()
+            return "done"
+        while True:
+            if kind == "checking":
+                cancellation.check()
     if kind == "clock":  # when the task started
         import time
 
@@ -184,3 +197,45 @@ def test_without_fork_the_tasks_run_here_after_the_initializer(monkeypatch):
         assert pool.map([1, 2]) == [(7, 1), (7, 2)]
         assert pool.map([3]) == [(7, 3)]
     assert _INSTALLED == [7]  # once per pool, as once per worker
+
+
+def _when_started(marker, then):
+    """Run `then()` in a thread once the task has written `marker` (an event, not a delay)."""
+    def wait():
+        while not marker.exists():
+            threading.Event().wait(0.005)
+        then()
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_cancelled_task_stops_at_its_next_check_and_its_worker_serves_the_next(tmp_path):
+    marker = tmp_path / "started"
+    with WorkerPool(task, workers=1, limits=Limits(seconds=600)) as pool:
+        [pid] = pool.map([("pid", 0)])
+        _when_started(marker, lambda: pool.cancel_busy(grace_seconds=600))
+        assert pool.map([("checking", str(marker))]) == [TaskFailure("cancelled", "")]
+        assert pool.map([("pid", 0)]) == [pid]  # the same process
+
+
+def test_a_request_for_a_finished_task_does_not_stop_the_next(tmp_path):
+    from ckptlint import cancellation
+
+    with WorkerPool(task, workers=1, limits=Limits(seconds=600)) as pool:
+        assert pool.map([("double", 1)]) == [2]
+        [worker] = pool._live
+        cancellation.request(worker.cancels, worker.sent)  # too late: task 1 is done
+        assert pool.map([("checks-then-returns", str(tmp_path / "started"))]) == ["done"]
+
+
+def test_a_task_that_never_reaches_a_check_is_killed_after_the_grace(tmp_path):
+    marker = tmp_path / "started"
+    with WorkerPool(task, workers=1, limits=Limits(seconds=600)) as pool:
+        [pid] = pool.map([("pid", 0)])
+        _when_started(marker, lambda: pool.cancel_busy(grace_seconds=0.05))
+        [failure] = pool.map([("spinning", str(marker))])
+        assert failure.kind == "crash"
+        assert not alive(pid)
+        assert pool.map([("double", 2)]) == [4]  # a new worker

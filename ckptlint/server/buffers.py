@@ -10,7 +10,9 @@ exported facts changed) forks a new worker from the server. So:
 - a buffer that takes too long or too much memory is stopped at the limit (SIGKILL: libcst's
   native parser included) and gets CKPT900 saying which limit, as `ckptlint <file>` would;
   the other buffers' workers go on meanwhile, each in its own process;
-- a lint that a newer change supersedes is killed, not waited for;
+- a lint that a newer change supersedes stops at its next safe point (between the phases of
+  the analysis, `ckptlint.cancellation`), so its worker and what it loaded stay; one not
+  there within `CANCEL_GRACE_SECONDS` is killed;
 - a buffer's memory comes back when it is closed (its worker is stopped), and a worker that
   kept more than half the memory limit after a lint is replaced (`WorkerPool`).
 
@@ -24,6 +26,7 @@ buffers again when what other files can observe of this one (its exported digest
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,6 +151,11 @@ def buffer_facts(text: str, path: Path, settings: Settings) -> BufferFacts | Non
 
 # --- in the server ----------------------------------------------------------------------------
 
+# How long a superseded lint may take to reach a safe point (`ckptlint.cancellation`): the
+# longest phase of a lint of a large file (its libcst parse, a rule's interpretation of it) is
+# a few tenths of a second; past this, its worker is killed (and the next lint forks another).
+CANCEL_GRACE_SECONDS = 1.0
+
 
 class BufferWorker:
     """The worker process of one open buffer (see the module's docstring). `run` blocks
@@ -162,6 +170,9 @@ class BufferWorker:
         self._closed = False
         self._running: str | None = None  # the kind of the task in progress
         self._owner: object = None  # who asked for it (`run`'s `owner`)
+        # Who withdrew a task still waiting for the worker (`cancel` while another runs).
+        self._withdrawn: weakref.WeakSet = weakref.WeakSet()
+        self._state = threading.Lock()  # over `_running`, `_owner` and `_withdrawn`
         self.forks = 0  # how many worker processes this buffer has had (for the tests)
 
     def run(self, snapshot: Snapshot, task: Task, owner: object = None) -> Any:
@@ -170,30 +181,46 @@ class BufferWorker:
         with self._lock:
             if self._closed:
                 return None
-            if self._pool is None or self._snapshot is not snapshot:
-                if self._pool is not None:
-                    self._pool.close()
-                self._pool = WorkerPool(
-                    _analyse, workers=1, limits=self.limits.for_workers, initializer=_install, initargs=(snapshot,)
-                )
-                self._snapshot = snapshot
-                self.forks += 1
-            self._running, self._owner = task.kind, owner
+            with self._state:
+                if owner is not None and owner in self._withdrawn:
+                    self._withdrawn.discard(owner)
+                    return TaskFailure("cancelled", "withdrawn before it started")
+                self._running, self._owner = task.kind, owner
             try:
+                if self._pool is None or self._snapshot is not snapshot:
+                    if self._pool is not None:
+                        self._pool.close()
+                    self._pool = WorkerPool(
+                        _analyse, workers=1, limits=self.limits.for_workers, initializer=_install, initargs=(snapshot,)
+                    )
+                    self._snapshot = snapshot
+                    self.forks += 1
                 [outcome] = self._pool.map([task])
             finally:
-                self._running, self._owner = None, None
+                with self._state:
+                    self._running, self._owner = None, None
             return outcome
 
     def cancel(self, *, facts_too: bool = False, owner: object = None) -> None:
-        """Stop the lint in progress (its result is not wanted any more); with `owner`, only
-        a task that `owner` asked for. An extraction of facts is let finish unless
-        `facts_too`: it is short, and the worker it would kill holds what its lints loaded."""
+        """Stop the lint in progress (its result is not wanted any more) at its next safe
+        point, or kill its worker when it is not there within `CANCEL_GRACE_SECONDS`; with
+        `owner`, only a task that `owner` asked for. An extraction of facts is let finish
+        unless `facts_too` (the buffer is closed: the worker is killed at once)."""
         pool = self._pool
-        if owner is not None and self._owner is not owner:
-            return  # another's task (a code action's lint or fixes): still wanted
-        if pool is not None and (facts_too or self._running != "facts"):
-            pool.stop_busy()
+        with self._state:
+            if owner is not None and self._owner is not owner:
+                # Another's task runs (a superseded lint, a code action's): it is not stopped;
+                # `owner`'s own task, if it still waits for the worker, never starts.
+                self._withdrawn.add(owner)
+                return
+            running = self._running
+        if pool is None:
+            return
+        if facts_too:
+            pool.stop_busy()  # the buffer is closed: nothing of the worker is wanted
+        elif running != "facts":
+            # Stopped at the lint's next safe point: the worker, and what it loaded, stay.
+            pool.cancel_busy(CANCEL_GRACE_SECONDS)
 
     def close(self) -> None:
         """Stop the worker: the buffer is closed, its memory comes back."""

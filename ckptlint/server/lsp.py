@@ -2,8 +2,8 @@
 lsprotocol's typed messages) over `EditorProjects`, the buffers' workers and the pure actions.
 
 - Diagnostics on open, on save and on change (the unsaved text; a change supersedes the
-  lint it finds scheduled, which waits `DEBOUNCE_SECONDS` for further typing, and kills
-  the one in progress).
+  lint it finds scheduled, which waits `DEBOUNCE_SECONDS` for further typing, and stops
+  the one in progress at its next safe point, its worker kept).
 - Each buffer is analysed in a worker process of its own under the command line's per-file
   time and memory limits (`ckptlint.server.buffers`): a buffer that hits one gets CKPT900
   and never delays another's diagnostics; its memory comes back when it closes.
@@ -51,8 +51,9 @@ from ckptlint.server.projects import EditorProjects
 from ckptlint.server.types import FIX_ALL, QUICK_FIX, EditorAction, PositionEncoding
 from ckptlint.worker_pool import TaskFailure
 
-# How long a change waits for the next keystroke before the buffer is linted.
-DEBOUNCE_SECONDS = 0.3
+# How long a change waits for the next keystroke before the buffer is linted: short, since a
+# lint that the next keystroke supersedes stops at its next safe point and keeps its worker.
+DEBOUNCE_SECONDS = 0.15
 # How long files changed on disk are gathered before the index is refreshed (a checkout
 # reports hundreds, one by one).
 WATCHED_FILES_SECONDS = 0.2
