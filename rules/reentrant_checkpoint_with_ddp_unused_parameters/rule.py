@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from ckptlint.lazy_libcst import cst
 
+from ckptlint.analysis.branches import branch_paths
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, SiteKind
+from ckptlint.analysis.cst_code import dotted_text
 from ckptlint.analysis.ddp import DdpReach, ddp_reaching
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import with_non_reentrant_kwargs
 from ckptlint.analysis.huggingface import gc_enable_kwargs, is_gc_enable_call, keyword_value
+from ckptlint.analysis.regions import is_backward_call
 from ckptlint.analysis.reentrancy import reports_explicit_reentrant, reports_implicit_reentrant
 from ckptlint.analysis.site_scopes import SiteScopes
 from ckptlint.analysis.trainers import (
@@ -37,7 +40,6 @@ TWICE_CRASH = (
     "the second reentrant recomputation fires the hooks of the same parameters again, and the first backward "
     "raises `RuntimeError: Expected to mark a variable ready only once ... has been marked as ready twice`"
 )
-_TRAINING_STEP_WORDS = (".backward(", "backward(loss", ".step(", "zero_grad(")
 _DEEPSPEED_REENTRANT = frozenset(name for name in DEEPSPEED_CHECKPOINTING_HELPERS if name.endswith(".checkpoint"))
 
 
@@ -88,10 +90,10 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     And, under any torch `DistributedDataParallel` (without `find_unused_parameters=True` too)
     that is not static, a reentrant checkpoint of one module that a forward runs twice
     (weights shared across steps, ALBERT or Universal-Transformer style): two reentrant
-    `checkpoint(self.block, ...)` calls in one function on the same path through its `if`s,
-    or one such call in a `for` loop whose targets the module does not depend on
-    (`for _ in range(self.depth)`; not `for block in self.blocks`, `self.blocks[i]`,
-    `range(1)`), in a function that does not itself run backward or step an optimizer (a
+    `checkpoint(self.block, ...)` calls in one function that can both run (not the two arms
+    of an `if`: the project model's branch paths), or one such call in a loop or
+    comprehension (`for _ in range(self.depth)`; not `for block in self.blocks`,
+    `self.blocks[i]`, `range(1)`), in a function that does not itself call `.backward()` (a
     training loop's iterations are forwards of their own). The module must be an attribute
     path of `self`.
 
@@ -191,36 +193,6 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._bound_calls: dict[cst.Call, cst.Name | None] = {}
-        self._for_loops: list[list[cst.For]] = [[]]  # the `for` loops around the traversal, per function
-        self._call_for_loops: dict[cst.Call, tuple[cst.For, ...]] = {}
-        self._functions: list[cst.FunctionDef] = []
-        self._call_function: dict[cst.Call, cst.FunctionDef] = {}
-        self._steps_optimizer: dict[cst.FunctionDef, bool] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        self._for_loops.append([])
-        self._functions.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        super().leave_FunctionDef(original_node)
-        self._for_loops.pop()
-        self._functions.pop()
-
-    def visit_For(self, node: cst.For) -> None:
-        super().visit_For(node)
-        self._for_loops[-1].append(node)
-
-    def leave_For(self, original_node: cst.For) -> None:
-        super().leave_For(original_node)
-        self._for_loops[-1].pop()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        super().visit_Call(node)
-        if self._for_loops[-1]:
-            self._call_for_loops[node] = tuple(self._for_loops[-1])
-        if self._functions:
-            self._call_function[node] = self._functions[-1]
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
@@ -257,9 +229,10 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
 
     def _check_run_twice(self, site: CheckpointSite, how: str, call: cst.Call) -> None:
         """A reentrant checkpoint of `self.<module>` that one forward runs twice (two calls
-        on one path, or one call in a loop the module does not change with), in a model
-        that any DDP without `static_graph=True` wraps."""
-        again = self._run_again(site)
+        that can both run, or one call in a loop), in a model that any DDP without
+        `static_graph=True` wraps."""
+        module = _self_attribute(site.function) if site.kind is SiteKind.CALL else None
+        again = self._run_again(site, module) if module is not None else None
         if again is None:
             return
         reach = self._reach(site.node, plain_too=True)
@@ -267,52 +240,42 @@ class ReentrantCheckpointWithDdpUnusedParameters(SiteScopes):
             return
         self.report(
             site.node,
-            f"reentrant `{site.api.short_name}` ({how}) of `{_code(site.function)}`, which one forward runs twice "
+            f"reentrant `{site.api.short_name}` ({how}) of `{module}`, which one forward runs twice "
             f"({again}), in a model trained under DDP ({reach.describe()}) without `static_graph=True`: "
             f"{TWICE_CRASH}; pass `use_reentrant=False` (or `static_graph=True` if the graph is the same on every step)",
             replacements=[use_reentrant_false(call)],
             fix_message="Set `use_reentrant=False`",
         )
 
-    def _run_again(self, site: CheckpointSite) -> str | None:
-        """Where one forward runs the site's module again, said for a message: another
-        reentrant checkpoint of the same `self.<attribute>` in the same function and on the
-        same path through its `if`s, or a `for` loop around the site whose targets the
-        module does not depend on (not `range(0)` / `range(1)`)."""
-        module = _self_attribute(site.function) if site.kind is SiteKind.CALL else None
+    def _run_again(self, site: CheckpointSite, module: str) -> str | None:
+        """Where one forward runs the site's module again, said for a message: a loop (or
+        comprehension) around the site in its function, not `range(0)` / `range(1)` (the
+        module, an attribute of `self`, is the same on every iteration); or another
+        reentrant checkpoint of the same module in the same function that can run with it
+        (the project model's branch paths). Not in a function that runs backward itself: the
+        iterations of a training loop are forwards of their own."""
         scopes = self._call_scopes.get(site.node, ())
-        function = self._call_function.get(site.node)
-        if module is None or function is None or self._trains(function):
+        if not scopes or self._runs_backward(scopes):
             return None
-        for loop in reversed(self._call_for_loops.get(site.node, ())):
-            if not (_bound_names(loop.target) & _names_in(site.function)) and not _runs_at_most_once(loop.iter):
-                return f"in the loop at line {self.context.position(loop).start.line}"
-        path = self._branches(site.node)
+        for iterable in self._call_loops.get(site.node, {}).values():
+            if not _runs_at_most_once(iterable):
+                return f"in the loop at line {self.context.position(iterable).start.line}"
+        paths = branch_paths(self.context)
+        path = paths.get(site.node)
         for other in self.context.sites:
+            other_path = paths.get(other.node)
             if (
                 other is not site and other.kind is SiteKind.CALL and _self_attribute(other.function) == module
-                and self._call_scopes.get(other.node) == scopes and self._branches(other.node) == path
+                and self._call_scopes.get(other.node) == scopes
+                and path is not None and other_path is not None and not path.exclusive_with(other_path)
                 and (reports_explicit_reentrant(other) or reports_implicit_reentrant(other, self.context.sites, self.context))
             ):
                 return f"again at line {self.context.position(other.node).start.line}"
         return None
 
-    def _trains(self, function: cst.FunctionDef) -> bool:
-        """Whether the function runs backward or steps an optimizer itself (a training loop:
-        each of its iterations is a forward of its own)."""
-        found = self._steps_optimizer.get(function)
-        if found is None:
-            code = cst.Module([]).code_for_node(function)
-            found = self._steps_optimizer[function] = any(word in code for word in _TRAINING_STEP_WORDS)
-        return found
-
-    def _branches(self, call: cst.Call) -> tuple[tuple[cst.If, bool], ...]:
-        """The `if`s around a call, each with whether the call is in its body (else its `else`)."""
-        line = self.context.position(call).start.line
-        return tuple(
-            (guard, self.context.position(guard.body).start.line <= line <= self.context.position(guard.body).end.line)
-            for guard in self._call_guards.get(call, ())
-        )
+    def _runs_backward(self, scopes: tuple[tuple[str, str], ...]) -> bool:
+        """Whether the function of `scopes` (or one inside it) calls `.backward(...)`."""
+        return any(is_backward_call(c) and self._call_scopes[c][: len(scopes)] == scopes for c in self._calls)
 
     # --- DeepSpeed, Hugging Face, OpenMMLab configs ----------------------------------------
 
@@ -465,36 +428,8 @@ def _names_checkpoint(call: cst.Call) -> bool:
 
 def _self_attribute(expr: cst.BaseExpression | None) -> str | None:
     """`self.block` / `self.encoder.layer`: an attribute path of the instance, written out."""
-    parts = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not parts or not (isinstance(expr, cst.Name) and expr.value == "self"):
-        return None
-    return ".".join(["self", *reversed(parts)])
-
-
-def _code(expr: cst.BaseExpression | None) -> str:
-    return _self_attribute(expr) or ""
-
-
-def _names_in(expr: cst.BaseExpression | None) -> set[str]:
-    found: set[str] = set()
-    while isinstance(expr, cst.Attribute):
-        expr = expr.value
-    if isinstance(expr, cst.Name):
-        found.add(expr.value)
-    return found
-
-
-def _bound_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {name for element in target.elements for name in _bound_names(element.value)}
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return set()
+    written = dotted_text(expr) if expr is not None else None
+    return written if written is not None and written.startswith("self.") else None
 
 
 def _runs_at_most_once(iterable: cst.BaseExpression) -> bool:

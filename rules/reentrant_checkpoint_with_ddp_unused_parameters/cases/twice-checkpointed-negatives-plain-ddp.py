@@ -1,5 +1,6 @@
 # Under plain DDP, none of these runs one module's reentrant checkpoint twice in a forward:
-# each block of a list once, the two arms of an `if`, a loop that runs once, a training loop
+# each block of a list once, the two arms of an `if` (or two `if`s whose tests contradict),
+# a loop that runs once, a training loop
 # (each iteration is a forward and backward of its own), non-reentrant calls, and a block
 # checkpointed twice in a model that `static_graph=True` wraps (see the static-graph case).
 import torch
@@ -14,6 +15,8 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(nn.Linear(dim, dim) for _ in range(depth))
         self.block = nn.Linear(dim, dim)
         self.refine = nn.Linear(dim, dim)
+        self.tail = nn.Linear(dim, dim)
+        self.tied = True
 
     def forward(self, x, fast=False):
         for i in range(len(self.blocks)):
@@ -24,6 +27,10 @@ class Stack(nn.Module):
             x = checkpoint(self.block, x, use_reentrant=True)
         else:
             x = checkpoint(self.block, x, use_reentrant=True)
+        if self.tied:
+            x = checkpoint(self.tail, x, use_reentrant=True)
+        if not self.tied:
+            x = checkpoint(self.tail, x, use_reentrant=True)
         for _ in range(1):
             x = checkpoint(self.refine, x, use_reentrant=True)
         x = checkpoint(self.refine, x, use_reentrant=False)
