@@ -65,6 +65,11 @@ def hostile_text():
     lines.append("def forward(self, x):\n    return checkpoint(self.block, x)\n")
     return "\n".join(lines) + "\n"
 
+def inner_loop_body(lines):
+    """The line index of the first statement of `Trainer._inner_training_loop`'s body."""
+    start = next(i for i, line in enumerate(lines) if "def _inner_training_loop" in line)
+    return next(i for i in range(start, len(lines)) if lines[i].startswith("    )") and lines[i].rstrip().endswith(":")) + 1
+
 def main():
     client = LspClient(ROOT, env={"PYTHONPATH": os.environ["CKPT_TREE"]})
     client.initialize(ROOT)
@@ -85,6 +90,24 @@ def main():
         print(f"edit {n}: diagnostics after {time.monotonic() - t0:.2f} s (includes the {DEBOUNCE_SECONDS} s debounce); children {kids(client.process.pid)}")
     time.sleep(1)
     print(f"worker CPU for the 4 edits (their lints and the facts that follow): {cpu_seconds(workers) - cpu_before:.2f} s")
+    # Statements typed into a method above the DDP wrap (`_inner_training_loop`): each edit
+    # shifts the lines of what follows, the facts other files see included.
+    lines = text.splitlines(keepends=True)
+    body = inner_loop_body(lines)
+    workers, cpu_before = kids(client.process.pid), cpu_seconds(kids(client.process.pid))
+    for n in range(6, 10):
+        typed = [f"        steps_seen_{k} = {k}\n" for k in range(6, n + 1)]
+        t0 = time.monotonic()
+        client.change(uri, "".join(lines[:body] + typed + lines[body:]), n)
+        client.diagnostics(uri, version=n)
+        print(f"statement edit {n}: diagnostics after {time.monotonic() - t0:.2f} s; same worker: {kids(client.process.pid) == workers}")
+    time.sleep(1)
+    if kids(client.process.pid) == workers:
+        print(f"worker CPU for the 4 statement edits: {cpu_seconds(workers) - cpu_before:.2f} s")
+    else:
+        print("worker CPU for the 4 statement edits: not measured (the worker was forked again)")
+    client.change(uri, text, 19)
+    client.diagnostics(uri, version=19)
     # Typing: a change every 0.4 s, each superseding the lint the one before started.
     workers = kids(client.process.pid)
     for n in range(20, 26):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ckptlint import __version__
+from ckptlint import __version__, collector
 from ckptlint.check_command import REPORTERS, CheckFinished, CheckRun, fail
 
 
@@ -78,6 +78,7 @@ def main(ctx: click.Context) -> None:
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings and where each came from, then exit.")
 def check(paths: tuple[Path, ...], **options) -> None:
     """Lint PATHS (default: the current directory; `-` reads standard input)."""
+    collector.tune()
     run = CheckRun(paths, options)
     if options["watch"]:
         run.watch()
@@ -166,6 +167,7 @@ def server() -> None:
         if (error.name or "").split(".")[0] in ("pygls", "lsprotocol"):
             fail("`ckptlint server` needs pygls, which is not installed: pip install 'ckptlint[server]'")
         raise
+    collector.tune()
     sys.exit(serve())
 
 

@@ -286,3 +286,83 @@ def test_the_facts_a_lint_keeps_are_those_the_facts_task_extracts():
                 kept += 1
                 assert linted.facts == expected, path
     assert kept > 50  # most fixture files reach a project rule
+
+
+# --- a buffer's worker while its own facts change -------------------------------------------------
+
+SHARDED_TRAIN = dedented("""
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return checkpoint(self.block, x)
+
+
+    def main():
+        return FSDP(Model())
+""")
+
+
+def _buffer_lint(projects, worker, path: Path, text: str):
+    """A lint as the server runs one: in the buffer's worker, with the snapshot of the moment;
+    its facts laid over the index after. The findings, and whether other files can observe
+    the change."""
+    from ckptlint.server.buffers import Task
+
+    snapshot = projects.snapshot_for(path)
+    linted = worker.run(snapshot, Task("lint", text, path, projects.display(path, snapshot.settings)))
+    observed = linted.facts is not None and projects.buffer_facts(path, linted.facts)
+    return [(d.code, d.location.row) for d in linted.diagnostics], observed
+
+
+def test_a_buffer_keeps_its_worker_while_only_its_own_facts_change(tmp_path):
+    """Typing in `train.py` changes what other files see of it at nearly every keystroke (the
+    lines of its FSDP use): its worker, and what that worker computed, stay; another buffer's
+    change forks a new one. The findings are those of an analysis from scratch throughout."""
+    from ckptlint.server.buffers import BufferWorker
+    from ckptlint.server.projects import EditorProjects
+
+    root = project(tmp_path, {"train.py": SHARDED_TRAIN, "pkg/model.py": MODEL})
+    train, model = root / "train.py", root / "pkg" / "model.py"
+    projects = EditorProjects()
+    worker = BufferWorker(projects.limits)
+    try:
+        assert _buffer_lint(projects, worker, train, SHARDED_TRAIN) == ([("CKPT002", 8)], False)
+        for typed in range(1, 4):
+            text = "import os\n" * typed + SHARDED_TRAIN
+            findings, observed = _buffer_lint(projects, worker, train, text)
+            assert observed  # a new snapshot for the other buffers
+            assert findings == [("CKPT002", 8 + typed)] == [(d.code, d.location.row) for d in EditorProjects().lint(text, train).diagnostics]
+        assert worker.forks == 1
+        # The FSDP use removed, then the text on disk again: each lint sees its own text's facts.
+        unsharded = SHARDED_TRAIN.replace("return FSDP(Model())", "return Model()")
+        assert _buffer_lint(projects, worker, train, unsharded) == ([("CKPT001", 8)], True)
+        assert _buffer_lint(projects, worker, train, SHARDED_TRAIN) == ([("CKPT002", 8)], True)
+        assert worker.forks == 1
+        # Another buffer's unsaved facts change what this one is analysed with: a new worker.
+        other = BufferWorker(projects.limits)
+        try:
+            assert _buffer_lint(projects, other, model, MODEL + "\n\ndef helper(model):\n    return model\n")[1]
+        finally:
+            other.close()
+        assert _buffer_lint(projects, worker, train, SHARDED_TRAIN) == ([("CKPT002", 8)], False)
+        assert worker.forks == 2
+    finally:
+        worker.close()
+
+
+def test_a_buffer_back_to_its_text_on_disk_is_analysed_with_that_texts_facts(tmp_path):
+    """The index's facts of an open buffer are those of its last lint; when the buffer is
+    back to the text on disk, its analysis takes that text's facts, not the overlaid ones."""
+    from ckptlint.server.projects import EditorProjects
+
+    root = project(tmp_path, {"train.py": SHARDED_TRAIN})
+    train = root / "train.py"
+    projects = EditorProjects()
+    unsharded = SHARDED_TRAIN.replace("return FSDP(Model())", "return Model()")
+    linted = projects.lint(unsharded, train)
+    assert [d.code for d in linted.diagnostics] == ["CKPT001"] and projects.buffer_facts(train, linted.facts)
+    assert [d.code for d in projects.lint(SHARDED_TRAIN, train).diagnostics] == ["CKPT002"]

@@ -7,9 +7,9 @@ does to the objects passed to it, where a Hugging Face model goes). What rules a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from ckptlint.model.project.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
@@ -36,6 +36,7 @@ from ckptlint.model.project.project_facts import (
     checkpointing_functions,
 )
 from ckptlint.model.form.values import ClassRef, FunctionRef
+from ckptlint.model.project.reads import changed_keys, contributions, tracked_cached_property
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.syntax.parsed_text import ParsedText
@@ -231,15 +232,48 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, D
         facts = extract_facts(text, relative_path, prefilter=False, parsed=parsed)
         if self.files.get(relative_path) == facts:
             return self
-        files_with = None
-        if self.files_with is not None:
-            files_with = dict(self.files_with)
-            for kind in cross_file_kinds(facts, relative_path):
-                files_with[kind] = files_with.get(kind, frozenset()) | {relative_path}
         return ProjectIndex(
-            self.root, OverlaidFacts(self._raw_files, relative_path, facts), self.digests, files_with=files_with,
-            read_log=self.read_log,
+            self.root, OverlaidFacts(self._raw_files, relative_path, facts), self.digests,
+            files_with=with_kinds(self.files_with, relative_path, facts),
+            read_log=self.read_log, overlay_of=(self, relative_path),
         )
+
+    @cached_property
+    def _overlay_changes(self) -> frozenset[str]:
+        """For an overlay (`with_file`): the keys (`ckptlint.model.project.reads`) whose answer
+        differs from the base's, by the overlaid file's contributions to them."""
+        from ckptlint.model.file_facts.fingerprints import exported_digest
+
+        base, path = self.overlay_of
+
+        def contributed(facts: FileFacts | None) -> dict[str, str] | None:
+            if facts is None:
+                return None
+            return contributions(path, facts, exported_digest(facts), cross_file_kinds(facts, path))
+
+        return frozenset(changed_keys(contributed(base._raw_files.get(path)), contributed(self._raw_files[path])))
+
+    def inherited_table(self, table: tracked_cached_property) -> tuple[object, frozenset[str]] | None:
+        """For an overlay (`with_file`), a derived table as the base has it (computed there
+        once for every overlay made from it: the editor's index, with one buffer after
+        another laid over it), when the overlaid file's edit changes none of the keys it was
+        computed from and no table it read (`q:<table>`, computed for the overlay first):
+        the value and keys the overlay would compute (Salsa's reuse of a query whose inputs
+        are unchanged). None: the overlay computes its own."""
+        if self.overlay_of is None:
+            return None
+        base = self.overlay_of[0]
+        found = table.computed(base)
+        if not self._overlay_changes.isdisjoint(found[1]):
+            return None
+        tables = _derived_tables()
+        for key in found[1]:
+            if key.startswith("q:") and key[2:] in tables:
+                read = tables[key[2:]]
+                read.__get__(self)
+                if self.__dict__.get(read.slot) is not base.__dict__.get(read.slot):
+                    return None  # computed afresh here: its answer may differ
+        return found
 
     def indexed_facts(self, relative_path: str, text: str) -> FileFacts:
         """The facts an index of `text` holds for the file (its trigger-word prefilter
@@ -250,6 +284,34 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, D
         if not worth_indexing(text, relative_path):
             return FileFacts(module_name(relative_path))
         return self.files[relative_path]
+
+
+def with_kinds(
+    files_with: Mapping[str, frozenset[str]] | None, relative_path: str, facts: FileFacts
+) -> dict[str, frozenset[str]] | None:
+    """`ProjectIndex.files_with` once the file's facts are `facts`: listed under the kinds
+    they hold, and under no other."""
+    if files_with is None:
+        return None
+    kinds = set(cross_file_kinds(facts, relative_path))
+    updated = dict(files_with)
+    for kind, paths in files_with.items():
+        if kind not in kinds and relative_path in paths:
+            updated[kind] = paths - {relative_path}
+    for kind in kinds:
+        paths = updated.get(kind, frozenset())
+        if relative_path not in paths:
+            updated[kind] = paths | {relative_path}
+    return updated
+
+
+@cache
+def _derived_tables() -> dict[str, tracked_cached_property]:
+    """The index's derived tables by name."""
+    return {
+        name: value for klass in reversed(ProjectIndex.__mro__) for name, value in vars(klass).items()
+        if isinstance(value, tracked_cached_property)
+    }
 
 
 def _wrapper_impl(values: Iterable) -> Impl:

@@ -5,7 +5,9 @@ from the server with what its analysis reads besides its text: a `Snapshot` of i
 and its project's index (the files on disk, with the other open buffers' unsaved facts laid
 over them). The worker stays while that snapshot stands, so its second lint finds the facts
 and tables its first one loaded; a new snapshot (a file changed on disk, another buffer's
-exported facts changed) forks a new worker from the server. So:
+exported facts changed) forks a new worker from the server. The buffer's own facts changing
+keep it: each lint lays the facts of its text over the index anyway, and takes from the
+index every table that edit leaves unchanged (`ProjectIndex.inherited_table`). So:
 
 - a buffer that takes too long or too much memory is stopped at the limit (SIGKILL: libcst's
   native parser included) and gets CKPT900 saying which limit, as `ckptlint <file>` would;
@@ -69,11 +71,33 @@ class BufferLint:
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """What a buffer's analysis reads besides its text. Compared by identity: a worker
-    forked with one snapshot serves it until the server makes another."""
+    forked with one snapshot serves it until the server makes another, unless the new one
+    differs only by the buffer's own unsaved facts (`serves`)."""
 
     settings: Settings
     index: ProjectIndex | None  # None: no selected rule reads the project, or no project
     limits: AnalysisLimits = field(default_factory=AnalysisLimits)
+    # The index of the files on disk `index` was made from, and the open buffers' unsaved
+    # facts laid over it, as (relative path, exported digest).
+    disk_index: ProjectIndex | None = None
+    overlays: tuple[tuple[str, str], ...] = ()
+
+    def serves(self, newer: Snapshot, path: Path) -> bool:
+        """Whether the buffer of `path`, analysed with this snapshot, gets what `newer` would
+        give it: the same settings, limits and index on disk, and the same unsaved facts of
+        the other buffers. Its own are no matter: every lint lays the facts of its text over
+        the index (`ProjectIndex.with_file`). So typing in a buffer, which changes its own
+        facts at nearly every keystroke, keeps its worker and the tables it computed."""
+        if self is newer:
+            return True
+        if self.settings is not newer.settings or self.limits != newer.limits or self.disk_index is not newer.disk_index:
+            return False
+        if self.index is None or newer.index is None:
+            return False
+        from ckptlint.discovery import relative_to_root
+
+        own = relative_to_root(path, self.settings.project_root)
+        return [o for o in self.overlays if o[0] != own] == [o for o in newer.overlays if o[0] != own]
 
 
 @dataclass(frozen=True)
@@ -187,7 +211,7 @@ class BufferWorker:
                     return TaskFailure("cancelled", "withdrawn before it started")
                 self._running, self._owner = task.kind, owner
             try:
-                if self._pool is None or self._snapshot is not snapshot:
+                if self._pool is None or not self._snapshot.serves(snapshot, task.path):
                     if self._pool is not None:
                         self._pool.close()
                     self._pool = WorkerPool(

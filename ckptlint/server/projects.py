@@ -17,7 +17,8 @@ from ckptlint.discovery import relative_to_root
 from ckptlint.engine import analysis_stopped
 from ckptlint.indexing import build_index
 from ckptlint.limits import AnalysisLimits
-from ckptlint.model.index import ProjectIndex, cross_file_kinds
+from ckptlint.model.index import ProjectIndex, with_kinds
+from ckptlint.model.project.reads import ReadLog
 from ckptlint.model.project.project_facts import OverlaidFacts
 from ckptlint.project_root import ROOT_MARKERS, is_project_root
 from ckptlint.rule_codes import project_rule_codes
@@ -85,7 +86,10 @@ class EditorProjects:
         key = (root, id(settings))
         snapshot = self._snapshots.get(key)
         if snapshot is None:
-            snapshot = Snapshot(settings, self._overlaid(root, index) if built else None, self.limits)
+            overlays = tuple(sorted((relative, facts.exported) for relative, facts in self._overlays.get(root, {}).items()))
+            snapshot = Snapshot(
+                settings, self._overlaid(root, index) if built else None, self.limits, disk_index=index, overlays=overlays
+            )
             self._snapshots[key] = snapshot
         return snapshot
 
@@ -157,13 +161,14 @@ class EditorProjects:
         if not overlays:
             return index
         files = index.files
-        files_with = None if index.files_with is None else dict(index.files_with)
+        files_with = index.files_with
         for relative, overlay in sorted(overlays.items()):
             files = OverlaidFacts(files, relative, overlay.facts)
-            if files_with is not None:
-                for kind in cross_file_kinds(overlay.facts, relative):
-                    files_with[kind] = files_with.get(kind, frozenset()) | {relative}
-        return ProjectIndex(root, files, index.digests, files_with=files_with)
+            files_with = with_kinds(files_with, relative, overlay.facts)
+        # The digests are those of the files on disk: an overlaid file's facts are not theirs.
+        digests = {relative: digest for relative, digest in index.digests.items() if relative not in overlays}
+        # A log, for the tables the workers derive to say what they read (`ProjectIndex.inherited_table`).
+        return ProjectIndex(root, files, digests, files_with=files_with, read_log=ReadLog())
 
     def _invalidate(self, root: Path | None = None) -> None:
         if root is None:

@@ -12,6 +12,7 @@ from ckptlint.model.project.reads import tracked_cached_property
 
 from ckptlint.model.file_facts.facts import DdpUse
 from ckptlint.model.project.project_facts import RECOMPUTE_KIND, REGISTRY_KIND
+from ckptlint.model.project.scripts import importing_closure
 from ckptlint.model.syntax.names import is_test_path
 
 DDP_KIND = "ddp"
@@ -46,14 +47,23 @@ class DdpQueries:
             if is_test_path(use.path):
                 continue
             allowed = reach.reached_by(use.path, use.line)
-            programs = [reach.reached_from_entry(use.path)] + [
-                reach.reached_from_entry(other) for other in sorted(self.files)
-                if other != use.path and use.path in reach.imported_files(other)
+            graph = self.import_graph
+            programs = [importing_closure(graph.__getitem__, use.path)] + [
+                importing_closure(graph.__getitem__, other) for other in sorted(self.files)
+                if other != use.path and use.path in graph[other]
             ]
             found.append((use, tuple(sorted(
                 f for f in self.files if f in allowed and any(f in program for program in programs)
             ))))
         return tuple(found)
+
+    @tracked_cached_property(cutoff=True)
+    def import_graph(self) -> dict[str, frozenset[str]]:
+        """Each file with the project files it imports (`ScriptReach.imported_files`): one table
+        for the project, which an edit that imports nothing new leaves as it was (the editor's
+        index with a buffer laid over it keeps it: `reads.inherited_tables`)."""
+        reach = self._fresh_script_reach()
+        return {path: frozenset(reach.imported_files(path)) for path in sorted(self.files)}
 
     def _ddp_reached(self) -> list[tuple[DdpUse, frozenset[str]]]:
         return self._with_sets("_ddp_reached_sets", self.ddp_reach)
@@ -89,3 +99,4 @@ class DdpQueries:
             self.files[path].module for name in self._by_short_name.get(short_name, ())
             if name in self.classes and (path := self.path_of(name)) is not None
         )
+

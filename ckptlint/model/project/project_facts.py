@@ -9,11 +9,11 @@ them and is what rules ask."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ckptlint.model.file_facts.facts import (
     DEFAULT_KWARGS,
@@ -40,6 +40,7 @@ from ckptlint.model.project.reads import (
 if TYPE_CHECKING:
     from ckptlint.model.project.stored_tables import TableStore
 
+T = TypeVar("T")
 WRAPS_KIND, CHECKPOINTING_KIND, OPTIONS_KIND = "wraps", "checkpointing", "options"
 REGISTRY_KIND = "registries"
 HF_CHECKPOINTING_KIND = "hf_checkpointing"  # files calling `gradient_checkpointing_enable`
@@ -110,6 +111,10 @@ class ProjectFacts(NormFreezingQueries):
     # When each key last changed (the index cache's), to tell whether a cached result's
     # reads still answer the same.
     revision: ReadRevision | None = field(default=None, repr=False, compare=False)
+    # For an index made by `ProjectIndex.with_file`: the index it overlays and the path whose
+    # facts it replaces; the tables made file by file are the base's with that file's part
+    # made again (`_per_path`).
+    overlay_of: tuple[ProjectFacts, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.files, RecordingFacts):
@@ -200,11 +205,28 @@ class ProjectFacts(NormFreezingQueries):
         from ckptlint.model.project.stored_tables import TableCodec, stored_by_path
 
         files = self._raw_files
-        return stored_by_path(
-            self.table_store, self.exported, "definitions", files,
-            lambda path: (tuple((c.name, c.bases) for c in files[path].classes), tuple(f.name for f in files[path].functions)),
+
+        def defined(path: str) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
+            return tuple((c.name, c.bases) for c in files[path].classes), tuple(f.name for f in files[path].functions)
+
+        return self._per_path("_defined_names", defined) or stored_by_path(
+            self.table_store, self.exported, "definitions", files, defined,
             TableCodec(lambda names: [[[c, list(b)] for c, b in names[0]], list(names[1])], _definitions_from_json),
         )
+
+    def _per_path(self, name: str, contribution: Callable[[str], T]) -> dict[str, T] | None:
+        """In an overlay (`overlay_of`), table `name` made file by file (`stored_by_path`, in
+        the order of the paths): the base's (computed there once for every overlay made from
+        it) with the overlaid file's part made again; None for an index that overlays none."""
+        if self.overlay_of is None:
+            return None
+        base, path = self.overlay_of
+        table = getattr(base, name)
+        if path in table:
+            patched = dict(table)
+            patched[path] = contribution(path)
+            return patched
+        return dict(sorted({**table, path: contribution(path)}.items()))  # a new file, in its place
 
     @cached_property
     def _bases_by_class(self) -> dict[str, tuple[str, ...]]:
@@ -513,7 +535,7 @@ class ProjectFacts(NormFreezingQueries):
         from ckptlint.model.project.stored_tables import TableCodec, stored_by_path
 
         files = self._raw_files
-        return stored_by_path(
+        return self._per_path("_names_by_path", lambda path: files[path].names) or stored_by_path(
             self.table_store, self.exported, "names", files, lambda path: files[path].names,
             TableCodec(lambda names: [list(pair) for pair in names], _names_from_json),
         )

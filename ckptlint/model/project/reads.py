@@ -115,6 +115,11 @@ class tracked_cached_property:
             return self
         log: ReadLog | None = instance.read_log
         found = instance.__dict__.get(self.slot)
+        if found is None and log is not None:
+            # An overlay's table that the overlaid edit leaves as it was: the base's.
+            found = instance.inherited_table(self)
+            if found is not None:
+                instance.__dict__[self.slot] = found
         if found is None:
             if log is None:
                 value, keys = self.function(instance), frozenset()

@@ -20,6 +20,7 @@ folders that are not packages (`beit/`, `PFPO/`) and no import joins the two.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,17 @@ from ckptlint.model.form.summary import MODULE_LEVEL
 if TYPE_CHECKING:
     from ckptlint.model.project.call_sites import CallSites
     from ckptlint.model.project.project_facts import ProjectFacts
+
+
+def importing_closure(imported_files: Callable[[str], Iterable[str]], path: str) -> set[str]:
+    """`path` and the files it imports (`imported_files` of a file), through any number of imports."""
+    reached, pending = {path}, [path]
+    while pending:
+        for target in imported_files(pending.pop()):
+            if target not in reached:
+                reached.add(target)
+                pending.append(target)
+    return reached
 
 
 class EverythingBut:
@@ -77,14 +89,7 @@ class ScriptReach:
         return EverythingBut(frozenset(other for other in self.index.files if other not in reached))
 
     def _importing_closure(self, path: str) -> set[str]:
-        """`path` and the files it imports, through any number of imports."""
-        reached, pending = {path}, [path]
-        while pending:
-            for target in self.imported_files(pending.pop()):
-                if target not in reached:
-                    reached.add(target)
-                    pending.append(target)
-        return reached
+        return importing_closure(self.imported_files, path)
 
     def _reached_in_folder(self, path: str, line: int) -> EverythingBut:
         if path not in self.index.files:
