@@ -985,3 +985,16 @@ def test_conflicting_options_exit_2_before_linting(cli, make_project, args, mess
     assert result.stdout == ""
     assert message in result.stderr
     assert not (root / ".ckptlint_cache").exists() and not (root / "c").exists()
+
+
+def test_check_collects_garbage_less_often(tmp_path):
+    """`ckptlint.collector`: set by `check` (a process of its own here: the setting stays)."""
+    from ckptlint import collector
+
+    code = (
+        "import gc; from click.testing import CliRunner; from ckptlint.cli import main; "
+        f"CliRunner().invoke(main, ['check', {str(tmp_path)!r}]); print(*gc.get_threshold())"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    young, older = collector.YOUNG_COLLECTION_ALLOCATIONS, collector.OLDER_COLLECTION_EVERY
+    assert shown == [str(young), str(older), str(older)]
