@@ -14,7 +14,8 @@ import pytest
 from ckptlint.config import resolve_settings
 from ckptlint.engine import lint_text
 from ckptlint.indexing import build_index
-from ckptlint.model.index import ProjectIndex, _derived_tables, with_kinds
+from ckptlint.model.index import ProjectIndex, with_kinds
+from ckptlint.model.project.reads import derived_tables
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 PROJECTS = ("fsdp_llama", "hf_fsdp_trainer", "fsdp2_titan", "finetune_tf4", "projects/ddp_unused", "deepspeed_sft")
@@ -64,7 +65,7 @@ def test_an_overlay_inherits_only_tables_its_edit_leaves_unchanged(copied, tmp_p
     root, settings, index = indexes(copied, project, tmp_path)
     base = index()
     assert base.read_log is not None
-    tables = _derived_tables()
+    tables = derived_tables(ProjectIndex)
     for name in tables:
         getattr(base, name)  # every table computed below, to be inherited where it can
     for name in PER_PATH_TABLES:
@@ -154,11 +155,11 @@ def test_a_new_files_overlay_answers_as_a_fresh_one(copied, tmp_path, project):
     its place among the paths."""
     root, settings, index = indexes(copied, project, tmp_path)
     base = index()
-    for name in (*_derived_tables(), *PER_PATH_TABLES):
+    for name in (*derived_tables(ProjectIndex), *PER_PATH_TABLES):
         getattr(base, name)
     for relative in ("aaa_first.py", "pkg_new/helpers.py", "zzz_last.py"):
         text = "import torch\n\ndef added_helper(model):\n    return model\n" + FSDP_AT_MODULE_LEVEL
         overlay, fresh = base.with_file(relative, text), index().with_file(relative, text)
-        for name in (*_derived_tables(), *PER_PATH_TABLES):
+        for name in (*derived_tables(ProjectIndex), *PER_PATH_TABLES):
             assert getattr(overlay, name) == getattr(fresh, name), (relative, name)
         assert list(overlay._names_by_path) == list(fresh._names_by_path)

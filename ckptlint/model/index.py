@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ckptlint.model.project.alias_queries import CHECKPOINT_IMPORT_KIND, REEXPORT_KIND, AliasQueries, returns_checkpoint
@@ -36,7 +36,7 @@ from ckptlint.model.project.project_facts import (
     checkpointing_functions,
 )
 from ckptlint.model.form.values import ClassRef, FunctionRef
-from ckptlint.model.project.reads import changed_keys, contributions, tracked_cached_property
+from ckptlint.model.project.reads import changed_keys, contributions, derived_tables, tracked_cached_property
 
 if TYPE_CHECKING:  # the evaluator and the extraction are imported where used: a warm run needs neither
     from ckptlint.model.syntax.parsed_text import ParsedText
@@ -266,7 +266,7 @@ class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, D
         found = table.computed(base)
         if not self._overlay_changes.isdisjoint(found[1]):
             return None
-        tables = _derived_tables()
+        tables = derived_tables(type(self))
         for key in found[1]:
             if key.startswith("q:") and key[2:] in tables:
                 read = tables[key[2:]]
@@ -303,15 +303,6 @@ def with_kinds(
         if relative_path not in paths:
             updated[kind] = paths | {relative_path}
     return updated
-
-
-@cache
-def _derived_tables() -> dict[str, tracked_cached_property]:
-    """The index's derived tables by name."""
-    return {
-        name: value for klass in reversed(ProjectIndex.__mro__) for name, value in vars(klass).items()
-        if isinstance(value, tracked_cached_property)
-    }
 
 
 def _wrapper_impl(values: Iterable) -> Impl:

@@ -42,12 +42,12 @@ class DdpQueries:
         setting of one script says nothing of a model no import brings to it. One table for the
         project, read by its key (`fsdp_reach`)."""
         reach = self._fresh_script_reach()
+        graph = self.import_graph
         found = []
         for use in self.ddp_uses:
             if is_test_path(use.path):
                 continue
             allowed = reach.reached_by(use.path, use.line)
-            graph = self.import_graph
             programs = [importing_closure(graph.__getitem__, use.path)] + [
                 importing_closure(graph.__getitem__, other) for other in sorted(self.files)
                 if other != use.path and use.path in graph[other]
@@ -61,7 +61,7 @@ class DdpQueries:
     def import_graph(self) -> dict[str, frozenset[str]]:
         """Each file with the project files it imports (`ScriptReach.imported_files`): one table
         for the project, which an edit that imports nothing new leaves as it was (the editor's
-        index with a buffer laid over it keeps it: `reads.inherited_tables`)."""
+        index with a buffer laid over it keeps it: `ProjectIndex.inherited_table`)."""
         reach = self._fresh_script_reach()
         return {path: frozenset(reach.imported_files(path)) for path in sorted(self.files)}
 
@@ -99,4 +99,3 @@ class DdpQueries:
             self.files[path].module for name in self._by_short_name.get(short_name, ())
             if name in self.classes and (path := self.path_of(name)) is not None
         )
-

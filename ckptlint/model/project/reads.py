@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
+from functools import cache
 from typing import Any
 
 # Keys of whole tables, read by iterating them: every file contributes to them.
@@ -140,6 +141,15 @@ class tracked_cached_property:
         return found[0]
 
 
+@cache
+def derived_tables(owner: type) -> dict[str, tracked_cached_property]:
+    """The derived tables (`tracked_cached_property`) of a class and its bases, by name."""
+    return {
+        name: value for klass in reversed(owner.__mro__) for name, value in vars(klass).items()
+        if isinstance(value, tracked_cached_property)
+    }
+
+
 class RecordingMapping(Mapping):
     """A mapping whose lookups record `<prefix><key>` and whose iteration records `whole`."""
 
@@ -231,10 +241,7 @@ def cutoff_changes(index, changed: set[str] | None, previous: Mapping[str, Any])
     (table -> {"digest", "inputs"}); a table is computed again only where it was never
     computed or one of its inputs changed (`changed`, None for every key, or the `q:` key
     of another such table it reads)."""
-    tables = {
-        name: value for klass in reversed(type(index).__mro__) for name, value in vars(klass).items()
-        if isinstance(value, tracked_cached_property) and value.cutoff
-    }
+    tables = {name: table for name, table in derived_tables(type(index)).items() if table.cutoff}
     found: set[str] = set()
     remembered: dict[str, Any] = {}
     pending = dict(tables)
