@@ -33,6 +33,7 @@ RULE_TRIGGERS: tuple[str, ...] = (
     ".backward(",
     "FSDP",
     "FullyShardedDataParallel",
+    "Trainer",
     "activation_checkpointing",
     "apply_activation_checkpointing",
     "checkpoint",

@@ -135,3 +135,56 @@ def test_a_launch_reaches_the_file_it_runs_and_its_imports_not_the_other_scripts
     assert all("`accelerate launch --config_file fsdp.yaml` of sharded.py at run.sh:1" in f[4] for f in findings)
     (root / "fsdp.yaml").write_text("distributed_type: MULTI_GPU\n")
     assert json_findings(cli(args, root), root) == []
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("torchrun --nproc_per_node 8 train.py --gradient_checkpointing True", (("train.py", 1),)),
+        # A bare flag is True to `HfArgumentParser`, also before another option; the flag's row.
+        ("deepspeed train.py \\\n  --gradient_checkpointing \\\n  --bf16 True", (("train.py", 2),)),
+        ("python train.py --gradient_checkpointing=1", (("train.py", 1),)),
+        ("accelerate launch --num_processes 2 sft.py --gradient_checkpointing true", (("sft.py", 1),)),
+        # Off, off again after on (the last one counts), or known only to the shell.
+        ("python train.py --gradient_checkpointing False", ()),
+        ("python train.py --gradient_checkpointing True --gradient_checkpointing False", ()),
+        ("python train.py --gradient_checkpointing $GC", ()),
+        # A launcher's own program, a module, or the flag given to the launcher.
+        ("llamafactory-cli train --gradient_checkpointing True", ()),
+        ("python -m pkg.train --gradient_checkpointing True", ()),
+        ("python train.py --gradient_checkpointing_kwargs '{\"use_reentrant\": false}'", ()),
+    ],
+)
+def test_launches_that_turn_checkpointing_on(script, expected):
+    assert launch_script_facts(script + "\n", "scripts.run").checkpointing_launches == expected
+
+
+def test_a_trainer_script_follows_the_flag_its_launch_script_gives(cli, make_project):
+    """CKPT020 through the command line: `HfArgumentParser`'s `TrainingArguments` of a script
+    a launch script gives `--gradient_checkpointing True` (also a module the launched entry
+    point imports) are reported at the `Trainer(...)` call, naming the flag; the flag turned
+    off in the script alone changes the findings of a warm run."""
+    trainer = '''\
+        from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+        def train():
+            (args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            Trainer(model=model, args=args).train()
+        '''
+    root = make_project({
+        "pkg/__init__.py": "",
+        "pkg/train.py": trainer,
+        "entry.py": "from pkg.train import train\n\ntrain()\n",
+        "direct.py": trainer,
+        "unlaunched.py": trainer,
+        "run.sh": "torchrun --nproc_per_node 2 entry.py --gradient_checkpointing True\npython direct.py \\\n  --gradient_checkpointing\n",
+    }, pyproject="[project]\nname = 'x'\ndependencies = ['transformers==4.46.3']\n")
+    args = ["check", "--output-format", "json", "--select", "CKPT020", "."]
+    findings = json_findings(cli(args, root), root, with_message=True)
+    assert [f[:4] for f in findings] == [("direct.py", 7, 5, "CKPT020"), ("pkg/train.py", 7, 5, "CKPT020")]
+    assert "`--gradient_checkpointing` (run.sh:3, read into" in findings[0][4]
+    assert "`--gradient_checkpointing` (run.sh:1, read into" in findings[1][4]
+    (root / "run.sh").write_text("python direct.py --gradient_checkpointing False\n")
+    assert json_findings(cli(args, root), root) == []

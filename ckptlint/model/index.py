@@ -74,7 +74,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(DECORATED_KIND)
     if any(e.kind is EventKind.HF_GC for f in facts.functions for e in f.events):
         kinds.append(HF_CHECKPOINTING_KIND)
-    if facts.launches or facts.parallel_launches:
+    if facts.launches or facts.parallel_launches or facts.checkpointing_launches:
         kinds.append(LAUNCH_KIND)
     if facts.ddp:
         kinds.append(DDP_KIND)

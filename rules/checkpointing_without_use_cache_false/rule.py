@@ -21,7 +21,14 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     to transformers' `Trainer` (or a subclass), when nothing turns the KV cache off. With the
     `Trainer`, checkpointing may also come from `TrainingArguments(gradient_checkpointing=True)`
     written in the file (also through a helper returning them): the finding is then at the
-    `Trainer(...)` call and the fix goes on the line before it. The model is followed through the script (renamed,
+    `Trainer(...)` call and the fix goes on the line before it. And from the command line:
+    where the file's `TrainingArguments` are parsed (`HfArgumentParser(...)
+    .parse_args_into_dataclasses()`, or built from argparse values) and a launch script of
+    the project runs the file, or a script that imports it (FastChat's `train_mem.py`, whose
+    `train()` lives in `train.py`), with `--gradient_checkpointing True` (or a bare
+    `--gradient_checkpointing`, which `HfArgumentParser` reads as True), under any launcher
+    (`python`, `torchrun`, `deepspeed`, `accelerate launch`): the finding is then at the
+    `Trainer(...)` call and names the flag's line. The model is followed through the script (renamed,
     wrapped by `get_peft_model`, `accelerator.prepare` or `torch.compile`, returned by a
     helper function of the same file) and across the project's files: a helper that loads
     the model, enables checkpointing and returns it to scripts that train it
@@ -97,8 +104,10 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     for every forward), to a project trainer that configures checkpointing itself or may set
     the cache itself (a subclass in the file whose code names `use_cache`, as a `compute_loss`
     calling `model(**inputs, use_cache=False)` does, or one of another module),
-    `TrainingArguments` the file does not spell out (`HfArgumentParser`, `**vars(args)`: not
-    known to turn checkpointing on),
+    `TrainingArguments` the file does not spell out (`HfArgumentParser`, `**vars(args)`) when
+    no launch script of the project passes `--gradient_checkpointing` on to it (a value the
+    script computes, `--gradient_checkpointing $GC`, is not known to be on; the last of
+    several flags counts, as in argparse),
     encoder-only models (BERT, RoBERTa, CLIP text towers have no KV cache), `AutoModel` (any
     architecture; but `AutoModel.from_pretrained(..., trust_remote_code=True)` is reported,
     saying that the Hub's code picks the class and may be generative: chatglm-6b's
@@ -134,7 +143,11 @@ class CheckpointingWithoutUseCacheFalse(Rule):
       `config.use_cache` only for XLA FSDP with `xla_fsdp_grad_ckpt` (trainer.py:1943 /
       2134), TRL 0.12.2's `SFTTrainer` and `DPOTrainer` not at all: under 4.x a model a
       Trainer trains is left to its architecture exactly as in a manual loop, so the rule
-      reports it the same way (the DESIGN.md catalogue's Trainer path); transformers 5.x's
+      reports it the same way (the DESIGN.md catalogue's Trainer path); `HfArgumentParser`
+      (measured on 5.17, the same parser since 4.x) reads `--gradient_checkpointing`,
+      `--gradient_checkpointing True` and `--gradient_checkpointing 1` as True, also when a
+      bare flag is followed by another option, and `--gradient_checkpointing false` as False;
+      transformers 5.x's
       `Trainer.__init__` sets `model.config.use_cache = args.use_cache` (default False). On
       peft's own examples the notebook `peft_lora_clm_with_additional_tokens.ipynb` shows the
       architecture's "`use_cache=True` is incompatible with gradient checkpointing" warning in
@@ -159,15 +172,24 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     severity = Severity.WARNING
     name = "checkpointing-without-use-cache-false"
     message = (
-        "gradient checkpointing enabled by `{call}` on `{model}`, a generative `{cls}`, in a manual training "
+        "gradient checkpointing enabled by {call} on `{model}`, a generative `{cls}`, in a manual training "
         "loop while its KV cache is still on: transformers < 5.0 leaves the cache to each architecture (most "
         "turn it off with a warning; some, such as gpt_bigcode (StarCoder) in 4.46 and Hub code, keep building "
         "it in every training step); set `{model}.config.use_cache = False`"
     )
     fix = Applicability.SAFE
     targets = (VersionRange.of("transformers", max="5.0"),)
-    triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training", b"gradient_checkpointing=True")
+    triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training", b"gradient_checkpointing=True", b"Trainer")
     uses_project = True  # which imported functions belong to the project
+
+    @classmethod
+    def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
+        # A `Trainer` file is asked about only where a launch script turns checkpointing on for it.
+        return any(word in text for word in _ENABLING_WORDS) or project.checkpointing_launch_of(relative_path) is not None
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._launch: str | None = None
 
     def finish(self) -> None:
         reported = set()
@@ -196,6 +218,9 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             or (step.kind is StepKind.KBIT_PREPARED and step.enables_checkpointing and history.quantized)
             # `TrainingArguments(gradient_checkpointing=True)`: the Trainer turns it on
             or (step.kind is StepKind.TRAINER and step.enables_checkpointing is True)
+            # `TrainingArguments` from the command line, which a launch script of the project
+            # gives `--gradient_checkpointing True`
+            or (step.kind is StepKind.TRAINER and step.enables_checkpointing is None and self._launched_with_checkpointing())
         ]
         first = [
             step
@@ -224,9 +249,11 @@ class CheckpointingWithoutUseCacheFalse(Rule):
         subject = step.subject if is_simple_reference(step.subject) else None
         model = source_of(self.context, subject) if subject is not None else "model"
         call = {
-            StepKind.GC_ENABLED: "gradient_checkpointing_enable()",
-            StepKind.TRAINER: "TrainingArguments(gradient_checkpointing=True)",
-        }.get(step.kind, "prepare_model_for_kbit_training()")
+            StepKind.GC_ENABLED: "`gradient_checkpointing_enable()`",
+            StepKind.TRAINER: "`TrainingArguments(gradient_checkpointing=True)`",
+        }.get(step.kind, "`prepare_model_for_kbit_training()`")
+        if step.kind is StepKind.TRAINER and step.enables_checkpointing is None:
+            call = f"`--gradient_checkpointing` ({self._launch}, read into the `TrainingArguments` this file parses)"
         message = self.message.format(call=call, model=model, cls=history.model_class.short_name)
         if history.has(StepKind.TRAINER):
             message = message.replace(
@@ -254,6 +281,15 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             replacements=[fix] if fix is not None else [],
             fix_message=f"Insert `{model}.config.use_cache = False`",
         )
+
+
+    def _launched_with_checkpointing(self) -> bool:
+        if self._launch is None:
+            self._launch = self.context.project.checkpointing_launch_of(self.context.relative_path) or ""
+        return bool(self._launch)
+
+
+_ENABLING_WORDS = ("gradient_checkpointing_enable", "prepare_model_for_kbit_training", "gradient_checkpointing=True")
 
 
 def _remote_auto_model(history: ModelHistory) -> bool:

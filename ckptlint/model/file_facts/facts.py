@@ -310,6 +310,9 @@ class FileFacts:
     # DeepSpeed or FSDP (`torchrun --nproc_per_node 8 train.py`, `accelerate launch --multi_gpu`):
     # (the script as written, the line) (`ckptlint.model.file_facts.launch_scripts`).
     parallel_launches: tuple[tuple[str, int], ...] = ()
+    # A launch script's commands that run a Python script with `--gradient_checkpointing True`
+    # (or a bare `--gradient_checkpointing`): (the script as written, the flag's line).
+    checkpointing_launches: tuple[tuple[str, int], ...] = ()
     # What makes a DeepSpeed config's `activation_checkpointing` section live here
     # (`ckptlint.model.file_facts.deepspeed_wiring`): DeepSpeed checkpointing names the file
     # refers to, configuring packages it imports.
@@ -378,6 +381,7 @@ class FileFacts:
             "launches": [[l.entry, l.module, l.config, l.line, l.fsdp_version] for l in self.launches],
             "accelerate_fsdp": self.accelerate_fsdp,
             "parallel_launches": [list(launch) for launch in self.parallel_launches],
+            "checkpointing_launches": [list(launch) for launch in self.checkpointing_launches],
             "ddp": [[u.kind.value, u.path, u.line, u.static_graph, u.function, u.target, u.how, u.built, u.find_unused] for u in self.ddp],
             "deepspeed_wiring": list(self.deepspeed_wiring),
             "summaries": self.summaries_json,
@@ -426,6 +430,7 @@ class FileFacts:
             accelerate_fsdp=data.get("accelerate_fsdp", 0),
             ddp=tuple(DdpUse(DdpKind(kind), *rest) for kind, *rest in data.get("ddp", ())),
             parallel_launches=tuple((entry, line) for entry, line in data.get("parallel_launches", ())),
+            checkpointing_launches=tuple((entry, line) for entry, line in data.get("checkpointing_launches", ())),
             deepspeed_wiring=tuple(data.get("deepspeed_wiring", ())),
             summaries_json=data["summaries"] if isinstance(data["summaries"], str) else "[]",
         )

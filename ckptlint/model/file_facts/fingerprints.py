@@ -62,6 +62,7 @@ def exported_digest(facts: FileFacts) -> str:
         facts.accelerate_fsdp,
         facts.ddp,
         facts.parallel_launches,
+        facts.checkpointing_launches,
         facts.deepspeed_wiring,
         tuple(_observable_summary(s, observable) for s in facts.summaries),
     )

@@ -34,10 +34,36 @@ _DOUBLE_QUOTE_ESCAPE = re.compile(r'\\([$`"\\])')
 def launch_script_facts(text: str, module: str) -> FileFacts:
     """The `accelerate launch` commands of a shell script that run a Python entry point,
     those of the scripts it runs as `bash -c "..."` (a SLURM job's `srun ... bash -c`) too."""
-    if "accelerate" not in text and "torch" not in text:
+    checkpointing = "gradient_checkpointing" in text
+    if "accelerate" not in text and "torch" not in text and not checkpointing:
         return FileFacts(module)
     launches = tuple(_launches(text, 0, depth=0)) if "accelerate" in text else ()
-    return FileFacts(module, launches=launches, parallel_launches=tuple(_parallel_launches(text)))
+    return FileFacts(
+        module,
+        launches=launches,
+        parallel_launches=tuple(_parallel_launches(text)),
+        checkpointing_launches=tuple(_checkpointing_launches(text)) if checkpointing else (),
+    )
+
+
+def _checkpointing_launches(text: str) -> Iterator[tuple[str, int]]:
+    """Commands that run a Python script of the project with `--gradient_checkpointing` on
+    (`True`, `true`, `1`, or bare: `HfArgumentParser` reads a bare boolean flag as True),
+    whatever the launcher (`python`, `torchrun`, `deepspeed`, `accelerate launch`): (the
+    script as written, the flag's line). CKPT020: the script's `TrainingArguments` come from
+    the command line, so this is where its `Trainer` is told to checkpoint."""
+    from ckptlint.model.syntax.launch_commands import hf_bool, option_value, read_launch
+    from ckptlint.model.syntax.shell_scripts import parse_script
+
+    for command in parse_script(text):
+        launch = read_launch(command)
+        if launch is None or launch.entry is None or not launch.entry.value or launch.entry_is_module:
+            continue
+        if launch.launcher not in ("python", "torchrun", "accelerate", "deepspeed"):
+            continue  # LLaMA-Factory, axolotl, TRL: their own programs
+        flags = [option for option in launch.options if option.name == "gradient_checkpointing"]
+        if flags and hf_bool(option_value(flags[-1])) is True:  # the last one given wins
+            yield launch.entry.value, flags[-1].flag.span.start.row
 
 
 def _parallel_launches(text: str) -> Iterator[tuple[str, int]]:

@@ -71,12 +71,31 @@ class DdpQueries:
     def parallel_launch_of(self, relative_path: str) -> str | None:
         """Where a launch script of the project runs this file on several processes
         (`scripts/train.sh:3`), for a message; None when none does."""
+        return self._launch_of(relative_path, lambda facts: facts.parallel_launches)
+
+    def checkpointing_launch_of(self, relative_path: str) -> str | None:
+        """Where a launch script of the project passes `--gradient_checkpointing True` to the
+        program this file belongs to (`scripts/sft.sh:12`, the flag's line): the file itself,
+        or a module the launched script imports (`torchrun train_mem.py` whose `train()` comes
+        from `fastchat/train/train.py`); None when none does."""
+        return self._launch_of(relative_path, lambda facts: facts.checkpointing_launches, imported_too=True)
+
+    def _launch_of(self, relative_path: str, launches_of, imported_too: bool = False) -> str | None:
         from ckptlint.model.project.fsdp_queries import LAUNCH_KIND
 
+        reach = None
         for script, facts in self._files_of_kind(LAUNCH_KIND):
-            for entry, line in facts.parallel_launches:
-                if self._launched_file(script, entry) == relative_path:
-                    return f"{script}:{line}"
+            for entry, line in launches_of(facts):
+                launched = self._launched_file(script, entry)
+                if launched is None:
+                    continue
+                if launched != relative_path and imported_too:
+                    reach = reach or self._fresh_script_reach()
+                    if relative_path not in reach.imported_files(launched):
+                        continue
+                elif launched != relative_path:
+                    continue
+                return f"{script}:{line}"
         return None
 
     def checkpoints_behind_flag(self, flag: str, module: str | None = None) -> tuple[tuple[str, bool | None], ...]:
