@@ -49,7 +49,7 @@ def test_the_fixtures_hold_every_kind_of_cross_file_fact(tmp_path):
         seen.update(build_index(root, settings).files_with)
     assert seen == {
         "wraps", "fsdp", "checkpointing", "options", "forwarding", "checkpoint_imports", "reexports", "recomputes",
-        "hf_checkpointing", "deepspeed_wiring", "deepspeed_consumers",
+        "hf_checkpointing", "deepspeed_wiring", "deepspeed_consumers", "freezing",
     }
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ckptlint.analysis.fsdp import dotted_expression, holds_instance_of, shares_project_class
+from ckptlint.analysis.fsdp import holds_instance_of, shares_project_class
+from ckptlint.model.form.summary import dotted_expression
 from ckptlint.model.file_facts.facts import DdpKind, DdpUse
 from ckptlint.model.form.values import Instance, ordering_key
 from ckptlint.model.syntax.names import module_name

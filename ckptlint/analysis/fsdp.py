@@ -21,6 +21,7 @@ from ckptlint.model.library.torch import (
 from ckptlint.model.script_models.names import absolute_names as qualified_absolute_names
 from ckptlint.model.syntax.names import module_name
 from ckptlint.model.form.values import Instance, ordering_key
+from ckptlint.model.form.summary import dotted_expression
 
 if TYPE_CHECKING:
     from ckptlint.rule import FileContext
@@ -174,15 +175,6 @@ def _wrapped_models(project: ProjectIndex, use: FsdpUse) -> list[tuple[str, froz
             if models:
                 found.append((event.target, models))
     return found
-
-
-def dotted_expression(dotted: str) -> tuple:
-    """`self.model` in the summary form of expressions (`ckptlint.model.form.summary`)."""
-    first, *rest = dotted.split(".")
-    expr: tuple = ("name", first)
-    for attribute in rest:
-        expr = ("attr", expr, attribute)
-    return expr
 
 
 def holds_instance_of(project: ProjectIndex, value, owner: str) -> bool:

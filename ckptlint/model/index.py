@@ -24,6 +24,7 @@ from ckptlint.model.library.torch import (
     CHECKPOINT_IMPL_NO_REENTRANT, CHECKPOINT_IMPL_REENTRANT, CHECKPOINT_WRAPPER, TORCH_CHECKPOINT_FUNCTIONS,
 )
 from ckptlint.model.project.norm_freezing_queries import NORM_FREEZING_KIND, freezes_batchnorm
+from ckptlint.model.project.freezing_queries import FREEZING_KIND, FreezingQueries, freezes_parameters
 from ckptlint.model.project.project_facts import (
     CHECKPOINTING_KIND,
     HF_CHECKPOINTING_KIND,
@@ -78,6 +79,8 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
         kinds.append(LAUNCH_KIND)
     if facts.ddp:
         kinds.append(DDP_KIND)
+    if freezes_parameters(facts):
+        kinds.append(FREEZING_KIND)
     if facts.deepspeed_wiring:
         kinds.append(DEEPSPEED_WIRING_KIND)
     if hands_on_deepspeed_configs(facts):
@@ -86,7 +89,7 @@ def cross_file_kinds(facts: FileFacts, relative_path: str = "") -> list[str]:
 
 
 @dataclass
-class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, DdpQueries, DeepSpeedQueries):
+class ProjectIndex(ProjectFacts, AliasQueries, ForwardingQueries, FsdpQueries, DdpQueries, DeepSpeedQueries, FreezingQueries):
     def parameter_effects(
         self, name: str, parameter: str | int, site: tuple[str, int] | None = None, _seen: frozenset[str] = frozenset()
     ) -> list[ParameterEffect]:

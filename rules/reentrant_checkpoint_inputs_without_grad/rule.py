@@ -12,6 +12,7 @@ from ckptlint.model.library.torch import (
     EMBEDDING_FROM_PRETRAINED, EMBEDDING_MODULES, NO_GRAD_CONTEXTS, Reentrancy,
 )
 from ckptlint.model.form.values import Instance
+from ckptlint.model.project.freezing_queries import Freezing, OutsideFreezing
 from ckptlint.types import Applicability, Severity
 from ckptlint.versions import Applies, VersionRange
 
@@ -47,6 +48,13 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
       `p.requires_grad = False` over `self.embed.parameters()`, `weight.requires_grad =
       False`, `nn.Embedding.from_pretrained(w)`, which freezes by default), or of another
       module it freezes when that module is given such an input;
+    - the same, frozen from outside the class: a training script that builds the model and
+      freezes part of it (`model = Net(); model.embed.requires_grad_(False)`, a loop over
+      `model.patch_embed.parameters()`, a helper it calls with the model), or a wrapper's
+      constructor freezing a module of the model it holds (`self.encoder.tok_embed`); the
+      project model resolves which class's instance each statement freezes, across files, and
+      the message names the line. What that script freezes besides counts for the regions
+      (`model.blocks.requires_grad_(False)` too: nothing in them trains, no finding);
     - a value computed under `with torch.no_grad():` / `torch.inference_mode()`, or
       `.detach()`ed;
     - the output of another such reentrant region (the cut cascades: each checkpointed block
@@ -61,8 +69,14 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
     `checkpoint_wrapper`'s default); a region with no trainable parameter (frozen by its
     class, or a function of tensors alone); a block whose `forward` a parent module calls;
     a project function named `checkpoint`; Hugging Face gradient checkpointing on a frozen
-    or PEFT model (CKPT021's); freezing done from outside the class (a training script, a
-    `lock()` method called there) or by a subclass of another file.
+    or PEFT model (CKPT021's); freezing by a subclass of another file, or by a method the
+    class offers and a script calls (`model.lock_image_tower()`), by a parameterised freezer
+    (`p.requires_grad = requires_grad`), by OpenMMLab's `frozen_stages`; freezing from outside
+    that does not always run (under an `if`, in a loop over epochs), that filters parameters
+    by name, or that anything may undo: the same function making the module (or a module the
+    project model cannot name) trainable again, a function that freezes nothing of the class
+    making it trainable (a trainer's `unfreeze` after some epochs), a method of the class
+    itself.
 
     ## Why is this bad?
     The reentrant implementation is an `autograd.Function` whose forward runs the region
@@ -115,6 +129,14 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
       non-reentrant: 6/6;
     - a region whose parameters are all frozen: the warning, every trainable parameter gets
       its gradient.
+    - frozen from outside (same torch): `TinyLM` of the case whose script calls
+      `model.embed.requires_grad_(False)`, blocks checkpointed with `use_reentrant` left out:
+      grads 2/20 (the head), non-reentrant 20/20; the ViT of `fixtures/projects/script_freezing`
+      with `p.requires_grad = False` over `model.patch_embed.parameters()` in `finetune.py`:
+      4/28 (the final norm and head), non-reentrant 28/28; the contrastive wrapper whose
+      constructor freezes `self.encoder.tok_embed` and whose loss comes from the checkpointed
+      layers alone: `RuntimeError: element 0 of tensors does not require grad and does not
+      have a grad_fn` at the first backward, non-reentrant 72/72.
     The reported cases of this rule and the `fixtures/projects/frozen_inputs` models, run as
     written and after the fix (same torch): the classifier's stem 2/6 -> 6/6, the frozen
     embedding's blocks 2/20 -> 20/20, `checkpoint_sequential` 4/8 -> 8/8, the neck after
@@ -145,6 +167,8 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
         self._outermost: dict[str, str | None] = {}
         self._frozen: dict[cst.ClassDef, dict[str, tuple[str, int]]] = {}
         self._classdefs: dict[str, cst.ClassDef] = {}  # the file's top-level classes
+        self._outside_freezing: dict[cst.ClassDef, OutsideFreezing | None] = {}
+        self._cited_freezings: dict[str, Freezing] = {}  # by where (`train.py:12`), as reasons cite them
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
@@ -195,8 +219,12 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
         region = self.site_region(site)
         if region is None:
             return
-        frozen = self._frozen_of(classdef)
-        trainable = TrainableParameters(self.context.project, frozen).of(
+        # Where an input is frozen by a script, what that script freezes besides (its
+        # run trains what it leaves trainable).
+        scripts = {f.function for where, f in self._cited_freezings.items() if any(where in reason for reason in reasons)}
+        frozen = {**self._frozen_from_outside(classdef, scripts), **self._frozen_of(classdef)}
+        owner = f"{self._module}.{classdef.name.value}" if classdef is not None else None
+        trainable = TrainableParameters(self.context.project, frozen, owner).of(
             region.runs, _first_attribute(site.function), region.label
         )
         if not trainable:
@@ -254,10 +282,18 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
         func = call.func
         if classdef is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
             return None
-        frozen = self._frozen_of(classdef).get(func.attr.value) or self._frozen_of(classdef).get(ALL)
-        if frozen is None:
-            return None
-        how, line = frozen
+        attribute = func.attr.value
+        frozen = self._frozen_of(classdef).get(attribute) or self._frozen_of(classdef).get(ALL)
+        if frozen is not None:
+            how, line = frozen
+            where = f"which `{classdef.name.value}` freezes at line {line}"
+        else:
+            outside = self._outside(classdef)
+            held = outside.holds(attribute) if outside is not None else None
+            if held is None:
+                return None
+            how, where = held.api, f"which {held.where} freezes (`{held.written}`)"
+            self._cited_freezings[held.where] = held
         _, values = self.values_at(call, func)
         project = self.context.project
         embedding = how == PRETRAINED_EMBEDDING or bool(values) and all(
@@ -266,7 +302,43 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
         if how == WEIGHT_ONLY and not embedding:
             return None
         what = "embedding" if embedding else "module"
-        return f"the output of the {what} `self.{func.attr.value}`, which `{classdef.name.value}` freezes at line {line}", embedding
+        return f"the output of the {what} `self.{attribute}`, {where}", embedding
+
+    def _outside(self, classdef: cst.ClassDef) -> OutsideFreezing | None:
+        """What code outside the class freezes of its instances, less what the class itself
+        unfreezes (None: nothing)."""
+        if classdef not in self._outside_freezing:
+            found = self.context.project.frozen_from_outside(f"{self._module}.{classdef.name.value}")
+            if found.freezings:
+                # `without_unfrozen` keeps the attributes no method of the class unfreezes.
+                frozen = {f.attribute: f for f in found.freezings}
+                kept = without_unfrozen(frozen, classdef)
+                found = OutsideFreezing(found.freezings, found.unfrozen | (frozen.keys() - kept.keys()))
+            self._outside_freezing[classdef] = found if found.freezings else None
+        return self._outside_freezing[classdef]
+
+    def _frozen_from_outside(self, classdef: cst.ClassDef | None, functions: set[str]) -> dict[str, tuple[str, int]]:
+        """The attributes of the class that `functions` (outside it) freeze, as
+        `TrainableParameters` takes them: the whole instance but what is made trainable again
+        is each of its other children (`model.requires_grad_(False)`, then
+        `model.head.requires_grad_(True)`). A run of one script freezes what that script does."""
+        outside = self._outside(classdef) if classdef is not None and functions else None
+        if outside is None:
+            return {}
+        outside = OutsideFreezing(tuple(f for f in outside.freezings if f.function in functions), outside.unfrozen)
+        frozen = {
+            f.attribute: (f.api, 0) for f in outside.freezings if f.attribute != ALL and outside.holds(f.attribute) is f
+        }
+        whole = outside.holds(ALL)
+        if whole is not None and whole.attribute == ALL:
+            if not whole.kept_trainable:
+                frozen[ALL] = (whole.api, 0)
+            else:
+                denotation = self.context.project.denotation
+                for attribute in denotation.children(denotation.instance(f"{self._module}.{classdef.name.value}")):
+                    if attribute != ALL and outside.holds(attribute) is whole:
+                        frozen.setdefault(attribute, (whole.api, 0))
+        return frozen
 
     def _frozen_of(self, classdef: cst.ClassDef | None) -> dict[str, tuple[str, int]]:
         if classdef is None:

@@ -11,7 +11,8 @@ Frozen, in the class's `__init__` (or a method it calls first thing), unconditio
     self.requires_grad_(False)                        (everything: `ALL`)
 
 unless any method of the class unfreezes the same attribute (or everything) again. What a
-training script freezes or unfreezes from outside is not read here.
+training script freezes or unfreezes from outside is the project model's
+(`ProjectIndex.frozen_from_outside`); the rule adds it to what the class freezes.
 """
 
 from __future__ import annotations
@@ -213,11 +214,26 @@ class TrainableParameters:
     """Paths to the parameterised modules a region runs (`stem -> (torch.nn.Conv2d)`), less
     those below an attribute of the site's class that class freezes."""
 
-    def __init__(self, project, frozen: dict[str, tuple[str, int]]) -> None:
+    def __init__(self, project, frozen: dict[str, tuple[str, int]], owner: str | None = None) -> None:
         self.project = project
         self.denotation = project.denotation
         # Wholly frozen attributes (an embedding's `weight` alone counts as the embedding).
         self.frozen = {attribute: "" for attribute, (how, _) in frozen.items() if how != WEIGHT_ONLY}
+        # The modules those attributes of an `owner` hold (and their containers' members):
+        # a region running one of them (`for block in self.blocks: checkpoint(block, x)`) is frozen.
+        self.frozen_modules: set = set()
+        if owner is not None and self.frozen and ALL not in self.frozen:
+            instance = self.denotation.instance(owner)
+            for attribute in sorted(self.frozen):
+                for value in self.denotation.attribute(instance, attribute):
+                    self._add_frozen(value, 0)
+
+    def _add_frozen(self, value, depth: int) -> None:
+        if isinstance(value, Instance) and depth <= _MAX_DEPTH and value not in self.frozen_modules:
+            self.frozen_modules.add(value)
+            for members in value.members or ():
+                for member in members:
+                    self._add_frozen(member, depth + 1)
 
     def of(self, runs: frozenset, first: str | None, label: str | None = None) -> list[str]:
         """`first`: the attribute of the site's class the checkpointed callable is (`self.blocks`);
@@ -230,7 +246,7 @@ class TrainableParameters:
         return list(dict.fromkeys(found))
 
     def _value(self, value, label: str | None, depth: int) -> Iterator[str]:
-        if depth > _MAX_DEPTH:
+        if depth > _MAX_DEPTH or value in self.frozen_modules:
             return
         if isinstance(value, Instance):
             yield from self._instance(value, label, depth)

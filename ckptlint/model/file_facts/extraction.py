@@ -25,6 +25,7 @@ from ckptlint.model.syntax.call_syntax import (
 from ckptlint.model.file_facts.code import summarize
 from ckptlint.model.file_facts.deepspeed_wiring import deepspeed_wiring
 from ckptlint.model.file_facts.forwarding import forwarding_facts
+from ckptlint.model.file_facts.freezing import parameter_freezing
 from ckptlint.model.file_facts.hf_events import (
     HF_WORDS, HfEvents, UnchangedParameters, call_arguments, chosen_callables, kept_parameters, parameter_guards,
     passed_result, prepared_in_order, super_callee,
@@ -133,6 +134,7 @@ class _Extractor(WrapperFacts):
         self.text = text
         # Only such files can hold a random call (`method_behaviour.random_call`).
         self._may_draw = any(word in text for word in _RANDOM_WORDS)
+        self._may_freeze = "requires_grad" in text  # `ckptlint.model.file_facts.freezing`
         # A converter puts `Frozen...Norm` copies in place while walking `children()`.
         self._may_convert_norms = "Frozen" in text and "children" in text
         self.module = module
@@ -409,6 +411,11 @@ class _Extractor(WrapperFacts):
             events.append(Event(EventKind.FREEZES_BATCHNORM, frozen, body[0].lineno, 0))
         elif enclosing_class is None and (applied := frozen_when_applied(body, parameters, self.resolve)) is not None:
             events.append(Event(EventKind.FREEZES_BATCHNORM_APPLIED, applied, body[0].lineno, 0))
+        if self._may_freeze and not in_class_body:
+            in_method = enclosing_class is not None
+            events.extend(parameter_freezing(
+                body, freezes=not in_method or name.endswith(".__init__"), in_method=in_method,
+            ))
         if hf is not None and parameters and events:
             guards = parameter_guards(list(body), parameters, unchanged)
             events = [replace(e, guard=guards[(e.line, e.column)]) if (e.line, e.column) in guards else e for e in events]

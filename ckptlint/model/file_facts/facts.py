@@ -55,6 +55,11 @@ class EventKind(str, enum.Enum):
     # A function outside classes draws random numbers (`F.dropout(p, p=0.1)`, `torch.rand`):
     # api is the description (`method_behaviour.random_call`); a region running it is random.
     DRAWS_RANDOM = "draws random numbers"
+    # The target module's parameters stop / may start requiring grad (`model.embed.requires_grad_(False)`,
+    # a loop over its `parameters()`; `ckptlint.model.file_facts.freezing`): api WEIGHT for its
+    # weight alone, source CONDITIONAL for a freezing that does not always run.
+    FREEZES_PARAMETERS = "parameters frozen"
+    UNFREEZES_PARAMETERS = "parameters made trainable"
 
 
 # The kinds that say what happens to a Hugging Face model (see `hf_events`).

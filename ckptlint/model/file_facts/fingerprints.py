@@ -42,6 +42,16 @@ def _model_events(function: FunctionFacts) -> tuple:
     )
 
 
+_FREEZING = (EventKind.FREEZES_PARAMETERS, EventKind.UNFREEZES_PARAMETERS)
+
+
+def _freezing_events(function: FunctionFacts) -> tuple:
+    """What a function does to modules' `requires_grad`, as CKPT007 observes it from the
+    module's file: without lines (a finding citing one reads the function's `fn:`)."""
+    events = tuple((e.kind, e.target, e.api, e.source) for e in function.events if e.kind in _FREEZING)
+    return (function.name, events) if events else ()
+
+
 def exported_digest(facts: FileFacts) -> str:
     """The part of a file's facts other files can observe (see `ProjectIndex.fingerprint`)."""
     observable = _Observable(dict(facts.names))
@@ -52,6 +62,7 @@ def exported_digest(facts: FileFacts) -> str:
         tuple(replace(c, line=0) for c in facts.classes),
         tuple(_parameter_events(f) for f in facts.functions if f.parameters),
         tuple(_model_events(f) for f in facts.functions),
+        tuple(_freezing_events(f) for f in facts.functions),
         facts.names,
         facts.star_imports,
         facts.options,

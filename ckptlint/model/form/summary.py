@@ -140,3 +140,12 @@ def dotted_absolute(expr, names: dict[str, str]) -> str | None:
     if expr[0] != "name" or expr[1] not in names:
         return None
     return ".".join([names[expr[1]], *reversed(parts)])
+
+
+def dotted_expression(dotted: str) -> Expr:
+    """`self.model` in the summary form: ("attr", ("name", "self"), "model")."""
+    first, *rest = dotted.split(".")
+    expr: Expr = ("name", first)
+    for attribute in rest:
+        expr = ("attr", expr, attribute)
+    return expr
