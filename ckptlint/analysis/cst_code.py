@@ -7,7 +7,7 @@ from __future__ import annotations
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.cst_walk import walk
-from ckptlint.model.form.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key
+from ckptlint.model.form.summary import LIST, MAX_DEPTH, UNKNOWN, Expr, slice_key
 
 
 def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
@@ -42,10 +42,11 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
             key = slice_key([_bound(bound) for bound in (part.lower, part.upper, part.step)])
         return ("index", expression(node.value, down), key)
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        return ("seq", tuple(
+        elements = tuple(
             ("star", expression(e.value, down)) if isinstance(e, cst.StarredElement) else expression(e.value, down)
             for e in node.elements
-        ))
+        )
+        return ("seq", elements, LIST) if isinstance(node, cst.List) else ("seq", elements)
     if isinstance(node, cst.BooleanOperation):
         left, right = expression(node.left, down), expression(node.right, down)
         return ("or", (left, right)) if isinstance(node.operator, cst.Or) else right
@@ -62,6 +63,8 @@ def expression(node: cst.BaseExpression | None, depth: int = 0) -> Expr:
     if isinstance(node, cst.Lambda):
         return ("lambda", _callees(node.body))
     if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if isinstance(node, cst.ListComp):
+            return ("comp", expression(comprehension_element(node), down), generators(node, down), LIST)
         return ("comp", expression(comprehension_element(node), down), generators(node, down))
     return UNKNOWN
 

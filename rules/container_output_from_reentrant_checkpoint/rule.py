@@ -23,6 +23,9 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
     a container that is no tuple:
     - a dict (`return {"hidden": h, "pooled": p}`, `dict(...)`, an `OrderedDict`, a name
       bound to one; not a dict holding literals only);
+    - a list (`return [h, p]`, a list comprehension, a name bound only to lists: a stage
+      collecting its blocks' outputs with `features.append(x)` for a feature pyramid; not a
+      list of literals only, nor one turned into a tuple: `return tuple(features)`);
     - an instance of a `@dataclass` of the project;
     - a Hugging Face `ModelOutput` (a transformers output class such as
       `BaseModelOutputWithPooling`, or a project subclass of `ModelOutput` / diffusers'
@@ -36,7 +39,7 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
     (`lambda p: self.tower(p)`), and the module or function its `return` calls.
 
     Not reported: indexing inside the region (`lambda p: tower(p).last_hidden_state`,
-    `tower(p)[0]`, `.to_tuple()`), `return_dict=False` at the call inside the region (or in
+    `tower(p)[0]`, `.to_tuple()`, `stage(y)[-1]`), `return_dict=False` at the call inside the region (or in
     the wrapper that calls the model, or in `from_pretrained`), tuples and plain tensors,
     an encoder that is a transformers model on one branch of the constructor and a
     torchvision or timm model (a tensor) on another (every module the name may hold must
@@ -111,8 +114,15 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
     run_function(*args)`, `return outputs`; pytorch/pytorch#124725, where a maintainer
     calls it "expected behavior due to limitation of use_reentrant=True" and quotes the
     docs: "The reentrant version does not consider tensors in nested structures (e.g.,
-    custom objects, lists, dicts, etc) as participating in autograd". A list is not
-    reported: the project model does not tell a returned list from a tuple.
+    custom objects, lists, dicts, etc) as participating in autograd". Lists, measured on
+    torch 2.13.0+cpu: `checkpoint(lambda t: [lin(t), lin(t) * 2], x, use_reentrant=True)`
+    returns a `list` whose tensors have `requires_grad=False` (a tuple's: True; a list inside
+    a returned tuple: False as well); the `PyramidBackbone` of this rule's list case (a stage
+    of three conv blocks appending each output): 0 of the stage's 12 parameters get a
+    gradient, nor does the stem before it (the cut reaches back), the fusion conv after it
+    does; `use_reentrant=False`: 12 of 12 and the stem. Backward from the list's tensors
+    alone raises `RuntimeError: element 0 of tensors does not require grad and does not have
+    a grad_fn`.
     """
 
     code = "CKPT035"
@@ -155,6 +165,8 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
             body = function.body
             if isinstance(body, cst.Dict) or (isinstance(body, cst.Call) and _code(body.func) == "dict"):
                 return [ContainerReturn("a dict", ())]
+            if isinstance(body, cst.ListComp) or (isinstance(body, cst.List) and not all(_literal(e.value) for e in body.elements)):
+                return [ContainerReturn("a list", ())]
             if not isinstance(body, cst.Call):
                 return []  # indexed or read inside the region: a tensor or tuple comes out
             function, return_dict = body.func, _return_dict(body)
@@ -185,6 +197,12 @@ def _return_dict(call: cst.Call) -> bool | None:
 def _shown(found: list[ContainerReturn]) -> str:
     shown = sorted({item.shown() for item in found})
     return shown[0] if len(shown) == 1 else "; ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(node, cst.Name) and node.value in ("True", "False", "None")
+    )
 
 
 def _code(node: cst.CSTNode) -> str:

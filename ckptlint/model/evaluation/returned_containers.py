@@ -4,6 +4,8 @@ dataclass, a Hugging Face `ModelOutput`, found through the evaluator
 
     return {"hidden": h, "pooled": p}            a dict written there (or `dict(...)`, an
                                                  `OrderedDict`, a name bound to one)
+    return [h, p]                                a list (a list comprehension, a name bound
+                                                 only to lists: `outs = []; outs.append(x)`)
     return VisionOutput(hidden=h)                a project `@dataclass` or `ModelOutput` subclass,
                                                  a transformers output class
     return self.tower(x)                         what that module returns (a project module's
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ckptlint.model.form.summary import ASSIGN, Expr, FunctionSummary
+from ckptlint.model.form.summary import ADD, ADD_ELEMENTS, ASSIGN, LIST, Expr, FunctionSummary
 from ckptlint.model.form.values import Constant, Frame, FunctionRef, Instance, Mapping
 from ckptlint.model.library.transformers import RETURN_DICT, is_model_output_class, is_transformers_model
 
@@ -103,6 +105,8 @@ class _Returns:
         return _unique(found)
 
     def _of_expression(self, expr: Expr, summary: FunctionSummary, frame: Frame, path, depth) -> list[ContainerReturn]:
+        if _returns_list(expr, summary):
+            return [ContainerReturn("a list", path)]
         if expr[0] == "name":
             bindings = [b for b in summary.bindings if b.pattern == expr]
             if len(bindings) == 1 and bindings[0].how == ASSIGN and bindings[0].value[0] == "call":
@@ -137,6 +141,25 @@ class _Returns:
             if facts is not None and facts.dataclass:
                 return f"the dataclass `{value.short_name}`"
         return None
+
+
+def _returns_list(expr: Expr, summary: FunctionSummary) -> bool:
+    """A list of values that are not all literals: `[h, p]`, `[blk(x) for blk in blocks]`, or
+    a name the function binds only to lists (`outs = []`, then `outs.append(x)`)."""
+    if expr[0] == "seq":
+        return len(expr) > 2 and expr[2] == LIST and any(item[0] != "const" for item in expr[1])
+    if expr[0] == "comp":
+        return len(expr) > 3 and expr[3] == LIST
+    if expr[0] != "name":
+        return False
+    bindings = [b for b in summary.bindings if b.pattern == expr]
+    assigned = [b.value for b in bindings if b.how == ASSIGN]
+    added = any(b.how in (ADD, ADD_ELEMENTS) for b in bindings)
+    return bool(assigned) and all(
+        (value[0] == "seq" and len(value) > 2 and value[2] == LIST and (added or _returns_list(value, summary)))
+        or (value[0] == "comp" and len(value) > 3 and value[3] == LIST)
+        for value in assigned
+    )
 
 
 def _known_truth(values) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ckptlint.model.form.summary import MAX_DEPTH, UNKNOWN, Expr, slice_key
+from ckptlint.model.form.summary import LIST, MAX_DEPTH, UNKNOWN, Expr, slice_key
 
 
 def _integer(node: ast.AST | None) -> int | None | bool:
@@ -45,9 +45,10 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
             key = None if isinstance(node.slice, ast.Tuple) else expression(node.slice, down)
         return ("index", expression(node.value, down), key)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return ("seq", tuple(
+        elements = tuple(
             ("star", expression(e.value, down)) if isinstance(e, ast.Starred) else expression(e, down) for e in node.elts
-        ))
+        )
+        return ("seq", elements, LIST) if isinstance(node, ast.List) else ("seq", elements)
     if isinstance(node, ast.Dict):
         return ("dict", tuple(
             (k.value if isinstance(k, ast.Constant) and isinstance(k.value, (str, int)) else None, expression(v, down))
@@ -68,6 +69,8 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
         return ("not", expression(node.operand, down))
     if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
         generators = tuple((pattern(g.target, down), expression(g.iter, down)) for g in node.generators)
+        if isinstance(node, ast.ListComp):
+            return ("comp", expression(node.elt, down), generators, LIST)
         return ("comp", expression(node.elt, down), generators)
     if isinstance(node, ast.DictComp):
         generators = tuple((pattern(g.target, down), expression(g.iter, down)) for g in node.generators)

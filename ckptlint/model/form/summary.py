@@ -9,11 +9,12 @@ An expression is kept as a nested tuple (cheap to build, to hash and to write as
     ("call", func, (arg...), ((keyword, expr)...))   an arg may be ("star", expr); keyword None: `**expr`
     ("index", expr, key)                 key: an expression (a slice with literal bounds: ("const",
                                          ("slice", lower, upper, step)); None for any other slice)
-    ("seq", (expr...))                   list / tuple / set literal
+    ("seq", (expr...))                   tuple / set literal; a list literal: ("seq", (expr...), LIST)
     ("dict", ((key, expr)...))           key None: a `**` splat
     ("or", (expr...))                    ("if", test, then, else)
     ("not", expr)
-    ("const", value)                     ("comp", element, ((pattern, iterable)...))
+    ("const", value)                     ("comp", element, ((pattern, iterable)...)); a list
+                                         comprehension: ("comp", element, (...), LIST)
     ("item", key, expr)                  `expr` stored under literal `key` (an `append` binding's
                                          value, from `d["key"] = expr`): evaluates to `expr`
     ("?",)                               anything else
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 Expr = tuple
 UNKNOWN: Expr = ("?",)
+LIST = "list"  # the last item of a list literal's or list comprehension's form (a list, not a tuple)
 MODULE_LEVEL = "<module>"  # the name of a module's top-level code's summary: `pkg.mod.<module>`
 MAX_DEPTH = 40
 
