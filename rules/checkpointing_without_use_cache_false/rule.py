@@ -9,6 +9,10 @@ from ckptlint.types import Applicability, Severity
 from ckptlint.versions import VersionRange
 
 
+# The words of a file that turns checkpointing on itself.
+_ENABLING_WORDS = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training", b"gradient_checkpointing=True")
+
+
 class CheckpointingWithoutUseCacheFalse(Rule):
     """Gradient checkpointing on a generative Hugging Face model trained by hand or by transformers' `Trainer`, `use_cache` still on.
 
@@ -179,13 +183,13 @@ class CheckpointingWithoutUseCacheFalse(Rule):
     )
     fix = Applicability.SAFE
     targets = (VersionRange.of("transformers", max="5.0"),)
-    triggers = (b"gradient_checkpointing_enable", b"prepare_model_for_kbit_training", b"gradient_checkpointing=True", b"Trainer")
+    triggers = (*_ENABLING_WORDS, b"Trainer")
     uses_project = True  # which imported functions belong to the project
 
     @classmethod
     def may_apply_to_project(cls, project, relative_path, settings, text) -> bool:
         # A `Trainer` file is asked about only where a launch script turns checkpointing on for it.
-        return any(word in text for word in _ENABLING_WORDS) or project.checkpointing_launch_of(relative_path) is not None
+        return any(word.decode() in text for word in _ENABLING_WORDS) or project.checkpointing_launch_of(relative_path) is not None
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -288,8 +292,6 @@ class CheckpointingWithoutUseCacheFalse(Rule):
             self._launch = self.context.project.checkpointing_launch_of(self.context.relative_path) or ""
         return bool(self._launch)
 
-
-_ENABLING_WORDS = ("gradient_checkpointing_enable", "prepare_model_for_kbit_training", "gradient_checkpointing=True")
 
 
 def _remote_auto_model(history: ModelHistory) -> bool:

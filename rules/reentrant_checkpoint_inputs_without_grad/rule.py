@@ -221,7 +221,9 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
             return
         # Where an input is frozen by a script, what that script freezes besides (its
         # run trains what it leaves trainable).
-        scripts = {f.function for where, f in self._cited_freezings.items() if any(where in reason for reason in reasons)}
+        scripts = {
+            f.function for where, f in self._cited_freezings.items() if any(_citing(where) in reason for reason in reasons)
+        }
         frozen = {**self._frozen_from_outside(classdef, scripts), **self._frozen_of(classdef)}
         owner = f"{self._module}.{classdef.name.value}" if classdef is not None else None
         trainable = TrainableParameters(self.context.project, frozen, owner).of(
@@ -292,7 +294,7 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
             held = outside.holds(attribute) if outside is not None else None
             if held is None:
                 return None
-            how, where = held.api, f"which {held.where} freezes (`{held.written}`)"
+            how, where = held.api, f"{_citing(held.where)} (`{held.written}`)"
             self._cited_freezings[held.where] = held
         _, values = self.values_at(call, func)
         project = self.context.project
@@ -408,6 +410,11 @@ class ReentrantCheckpointInputsWithoutGrad(RegionRule):
                 return None
             reasons.append(self._origins_in(caller, classdef).of(call.args[position].value, call))
         return reasons[0] if reasons and all(reasons) else None
+
+
+def _citing(where: str) -> str:
+    """How a reason cites a freezing done outside the class (`which train.py:12 freezes`)."""
+    return f"which {where} freezes"
 
 
 def _constant(expr: cst.BaseExpression) -> bool:

@@ -100,6 +100,7 @@ class FreezingQueries:
                     kept = frozenset(trainable_here) if attribute == WHOLE else frozenset()
                     freezings.append(Freezing(attribute, function.name, event.api, f"{path}:{event.line}", event.target, kept))
         return OutsideFreezing(tuple(freezings), frozenset(unfrozen))
+
     def _owned_attribute(self, function: FunctionFacts, module: str, target: str, line: int, owner: str) -> str | None:
         """The attribute of an `owner` instance that `target` names in `function` at `line`
         (`WHOLE` for the instance itself); None when no prefix of it is one."""
