@@ -6,6 +6,8 @@ dataclass, a Hugging Face `ModelOutput`, found through the evaluator
                                                  `OrderedDict`, a name bound to one)
     return [h, p]                                a list (a list comprehension, a name bound
                                                  only to lists: `outs = []; outs.append(x)`)
+    return x, features                           a tuple holding such a list (the tuple's own
+                                                 tensors keep their path, the list's do not)
     return VisionOutput(hidden=h)                a project `@dataclass` or `ModelOutput` subclass,
                                                  a transformers output class
     return self.tower(x)                         what that module returns (a project module's
@@ -36,6 +38,10 @@ class ContainerReturn:
 
     what: str  # "a dict", "the dataclass `VisionOutput`", "a `ModelOutput` (`CLIPVisionModel`)"
     path: tuple[str, ...]  # the functions returning it, outermost first (`Tower.forward`)
+    # Inside a returned tuple (`return x, features`): the positions of the containers in it.
+    # The tuple's own tensors keep their gradient path, what the loss takes from the
+    # containers sends none into the region.
+    nested: tuple[int, ...] = ()
 
     def shown(self) -> str:
         return f"{self.what} (from `{' -> '.join(self.path)}`)" if self.path else self.what
@@ -107,6 +113,10 @@ class _Returns:
     def _of_expression(self, expr: Expr, summary: FunctionSummary, frame: Frame, path, depth) -> list[ContainerReturn]:
         if _returns_list(expr, summary):
             return [ContainerReturn("a list", path)]
+        if expr[0] == "seq" and len(expr) == 2:
+            positions = tuple(i for i, item in enumerate(expr[1]) if _returns_list(item, summary))
+            if positions and not any(item[0] == "star" for item in expr[1]):
+                return [ContainerReturn("a tuple holding a list", path, nested=positions)]
         if expr[0] == "name":
             bindings = [b for b in summary.bindings if b.pattern == expr]
             if len(bindings) == 1 and bindings[0].how == ASSIGN and bindings[0].value[0] == "call":
