@@ -40,6 +40,9 @@ class SiteScopes(Rule):
         self._comprehensions: list[cst.BaseComp | cst.DictComp] = []
         self._call_comprehensions: dict[cst.Call, tuple[cst.BaseComp | cst.DictComp, ...]] = {}
         self._calls: list[cst.Call] = []
+        self._function_nodes: list[cst.FunctionDef] = []  # the definitions the traversal is inside
+        self._call_functions: dict[cst.Call, cst.FunctionDef] = {}
+        self._assigned_calls: dict[cst.Call, cst.Assign] = {}  # `out, features = checkpoint(...)`
         self._assigned_lambdas: dict[str, cst.Lambda] = {}  # `check_fn = lambda m: ...`
         self._guarding_ifs: list[cst.If] = []  # the `if` statements the traversal is inside
         self._call_guards: dict[cst.Call, tuple[cst.If, ...]] = {}
@@ -51,6 +54,8 @@ class SiteScopes(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Lambda) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self._assigned_lambdas[node.targets[0].target.value] = node.value
+        elif isinstance(node.value, cst.Call):
+            self._assigned_calls[node.value] = node
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append(("class", node.name.value))
@@ -60,10 +65,12 @@ class SiteScopes(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(("function", node.name.value))
+        self._function_nodes.append(node)
         self._loops.append({})
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._scopes.pop()
+        self._function_nodes.pop()
         self._loops.pop()
 
     def visit_For(self, node: cst.For) -> None:
@@ -147,12 +154,22 @@ class SiteScopes(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         self._calls.append(node)
         self._call_scopes[node] = tuple(self._scopes)
+        if self._function_nodes:
+            self._call_functions[node] = self._function_nodes[-1]
         self._call_loops[node] = self._loops[-1]
         if self._comprehensions and self._comprehensions[-1] is not None:
             self._call_comprehensions[node] = tuple(c for c in self._comprehensions if c is not None)
         self._call_guards[node] = tuple(self._guarding_ifs)
         if any(self._ruled_out):
             self._call_ruled_out[node] = tuple(guard for block in self._ruled_out for guard in block)
+
+    def function_of(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function definition a call is written in (None at a module's or class's top level)."""
+        return self._call_functions.get(call)
+
+    def assignment_of(self, call: cst.Call) -> cst.Assign | None:
+        """The assignment whose whole value the call is (`out, features = checkpoint(...)`)."""
+        return self._assigned_calls.get(call)
 
     def not_ruled_out(self, call: cst.Call, expr: cst.BaseExpression, values: frozenset) -> frozenset:
         """`values` of `expr` at `call` without the module instances a leaving `isinstance`

@@ -151,25 +151,6 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
     fix = Applicability.SAFE
     supersedes = ("CKPT001",)
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._functions: list[cst.FunctionDef] = []
-        # A call whose value an assignment unpacks, with the assignment and its function.
-        self._unpacked: dict[cst.Call, tuple[cst.Assign, cst.FunctionDef | None]] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        self._functions.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        super().leave_FunctionDef(original_node)
-        self._functions.pop()
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        super().visit_Assign(node)
-        if isinstance(node.value, cst.Call):
-            self._unpacked[node.value] = (node, self._functions[-1] if self._functions else None)
-
     def visit_checkpoint_site(self, site: CheckpointSite) -> None:
         if site.kind is not SiteKind.CALL or site.api is not CheckpointApi.CHECKPOINT or site.function is None:
             return
@@ -202,7 +183,7 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
         """Whether the output is unpacked where it is computed (`out, features = checkpoint(...)`)
         and a name taking a nested container is read again in the function: a list that is
         only dropped (`out, _ = ...`) or never read costs no gradient."""
-        statement, function = self._unpacked.get(call, (None, None))
+        statement, function = self.assignment_of(call), self.function_of(call)
         if statement is None or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, (cst.Tuple, cst.List)):
             return False
         elements = statement.targets[0].target.elements
