@@ -15,6 +15,7 @@ from ckptlint.model.file_facts.launch_scripts import launch_script_facts
 from ckptlint.model.file_facts.options import configuration_facts
 from conftest import json_findings
 
+TRANSFORMERS_4 = "[project]\nname = 'x'\ndependencies = ['transformers==4.46.3']\n"
 FSDP_CONFIG = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n"
 
 
@@ -128,7 +129,7 @@ def test_a_launch_reaches_the_file_it_runs_and_its_imports_not_the_other_scripts
         "sharded.py": gc_script,
         "plain.py": gc_script,
         "run.sh": "accelerate launch --config_file fsdp.yaml sharded.py\naccelerate launch --config_file ddp.yaml plain.py\n",
-    }, pyproject="[project]\nname = 'x'\ndependencies = ['transformers==4.46.3']\n")
+    }, pyproject=TRANSFORMERS_4)
     args = ["check", "--output-format", "json", "--select", "CKPT002", "."]
     findings = json_findings(cli(args, root), root, with_message=True)
     assert [f[:4] for f in findings] == [("helpers.py", 2, 5, "CKPT002"), ("sharded.py", 6, 1, "CKPT002")]
@@ -180,7 +181,7 @@ def test_a_trainer_script_follows_the_flag_its_launch_script_gives(cli, make_pro
         "direct.py": trainer,
         "unlaunched.py": trainer,
         "run.sh": "torchrun --nproc_per_node 2 entry.py --gradient_checkpointing True\npython direct.py \\\n  --gradient_checkpointing\n",
-    }, pyproject="[project]\nname = 'x'\ndependencies = ['transformers==4.46.3']\n")
+    }, pyproject=TRANSFORMERS_4)
     args = ["check", "--output-format", "json", "--select", "CKPT020", "."]
     findings = json_findings(cli(args, root), root, with_message=True)
     assert [f[:4] for f in findings] == [("direct.py", 7, 5, "CKPT020"), ("pkg/train.py", 7, 5, "CKPT020")]

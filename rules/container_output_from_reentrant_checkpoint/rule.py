@@ -6,7 +6,8 @@ from ckptlint.analysis.checkpoint_sites import CheckpointApi, CheckpointSite, Si
 from ckptlint.analysis.reentrant_sites import reentrant_run
 from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.transforms import use_reentrant_false
-from ckptlint.model.evaluation.returned_containers import ContainerReturn, returned_containers
+from ckptlint.analysis.cst_code import expression
+from ckptlint.model.evaluation.returned_containers import ContainerReturn, list_form, returned_containers
 from ckptlint.model.form.values import FunctionRef, Instance
 from ckptlint.model.library.transformers import RETURN_DICT
 from ckptlint.types import Applicability, Severity
@@ -187,16 +188,17 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
         if statement is None or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, (cst.Tuple, cst.List)):
             return False
         elements = statement.targets[0].target.elements
-        names = {
-            element.value.value for i, element in enumerate(elements)
+        targets = [
+            element.value for i, element in enumerate(elements)
             if i in positions and isinstance(element.value, cst.Name) and element.value.value != "_"
-        }
-        if not names or function is None:
+        ]
+        if not targets or function is None:
             return False
-        after = self.context.position(statement).end.line
+        # A read the project model's scopes resolve to one of these targets.
+        names = self.context.names
         return any(
-            node.value in names and self.context.position(node).start.line > after
-            for node in _names_in(function)
+            node not in targets and any(bound.target in targets for bound in names.bindings(node) or ())
+            for node in _names_in(function) if any(node.value == target.value for target in targets)
         )
 
     def _containers(self, site: CheckpointSite) -> list[ContainerReturn]:
@@ -206,7 +208,7 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
             body = function.body
             if isinstance(body, cst.Dict) or (isinstance(body, cst.Call) and _code(body.func) == "dict"):
                 return [ContainerReturn("a dict", ())]
-            if isinstance(body, cst.ListComp) or (isinstance(body, cst.List) and not all(_literal(e.value) for e in body.elements)):
+            if list_form(expression(body)):
                 return [ContainerReturn("a list", ())]
             if not isinstance(body, cst.Call):
                 return []  # indexed or read inside the region: a tensor or tuple comes out
@@ -256,12 +258,6 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
 
     node.visit(Names())
     return found
-
-
-def _literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)) or (
-        isinstance(node, cst.Name) and node.value in ("True", "False", "None")
-    )
 
 
 def _code(node: cst.CSTNode) -> str:

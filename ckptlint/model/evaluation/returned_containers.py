@@ -153,22 +153,27 @@ class _Returns:
         return None
 
 
-def _returns_list(expr: Expr, summary: FunctionSummary) -> bool:
-    """A list of values that are not all literals: `[h, p]`, `[blk(x) for blk in blocks]`, or
-    a name the function binds only to lists (`outs = []`, then `outs.append(x)`)."""
+def list_form(expr: Expr) -> bool:
+    """A list written out of values that are not all literals: `[h, p]`, `[blk(x) for blk
+    in blocks]`."""
     if expr[0] == "seq":
         return len(expr) > 2 and expr[2] == LIST and any(item[0] != "const" for item in expr[1])
-    if expr[0] == "comp":
-        return len(expr) > 3 and expr[3] == LIST
+    return expr[0] == "comp" and len(expr) > 3 and expr[3] == LIST
+
+
+def _returns_list(expr: Expr, summary: FunctionSummary) -> bool:
+    """A list form (`list_form`), or a name the function binds only to lists (`outs = []`,
+    then `outs.append(x)`)."""
+    if expr[0] in ("seq", "comp"):
+        return list_form(expr)
     if expr[0] != "name":
         return False
     bindings = [b for b in summary.bindings if b.pattern == expr]
     assigned = [b.value for b in bindings if b.how == ASSIGN]
     added = any(b.how in (ADD, ADD_ELEMENTS) for b in bindings)
+    # `outs = []` is a list of tensors once something is appended to it.
     return bool(assigned) and all(
-        (value[0] == "seq" and len(value) > 2 and value[2] == LIST and (added or _returns_list(value, summary)))
-        or (value[0] == "comp" and len(value) > 3 and value[3] == LIST)
-        for value in assigned
+        list_form(value) or (added and value[0] == "seq" and len(value) > 2 and value[2] == LIST) for value in assigned
     )
 
 
