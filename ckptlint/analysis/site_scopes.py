@@ -14,7 +14,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.branches import leaving_isinstance_guard
 from ckptlint.analysis.checkpoint_sites import CheckpointSite
 from ckptlint.model.library.torch import Reentrancy
-from ckptlint.analysis.cst_code import expression, generators
+from ckptlint.analysis.model_expressions import comprehension_clauses, read
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.model.form.values import Arguments, ClassRef, Constant, FunctionRef, Instance, Sequence
 from ckptlint.model.library.torch import CHECKPOINT_IMPL_REENTRANT, TENSOR_BUILTINS, TENSOR_LIBRARIES, TENSOR_METHODS
@@ -212,8 +212,8 @@ class SiteScopes(Rule):
         scopes = self._call_scopes.get(call, ())
         owner = self._owner(scopes)
         frame = replace(self._frame(scopes, owner, assume), before=self.context.position(call).start.line + 1)
-        evaluated = expression(expr)
-        clauses = tuple(clause for c in self._call_comprehensions.get(call, ()) for clause in generators(c))
+        evaluated = read(expr)
+        clauses = tuple(clause for c in self._call_comprehensions.get(call, ()) for clause in comprehension_clauses(c))
         if clauses and _names_in(evaluated) & {name for target, _ in clauses for name in _names_in(target)}:
             # A comprehension's target, as its clauses bind it: the elements `expr` takes there.
             values = self.context.project.denotation.evaluate(("comp", evaluated, clauses), frame)

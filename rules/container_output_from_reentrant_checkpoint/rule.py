@@ -6,7 +6,7 @@ from ckptlint.analysis.checkpoint_sites import CheckpointApi, CheckpointSite, Si
 from ckptlint.analysis.reentrant_sites import reentrant_run
 from ckptlint.analysis.regions import RegionRule
 from ckptlint.analysis.transforms import use_reentrant_false
-from ckptlint.analysis.cst_code import expression
+from ckptlint.analysis.model_expressions import read
 from ckptlint.model.evaluation.returned_containers import ContainerReturn, list_form, returned_containers
 from ckptlint.model.form.values import FunctionRef, Instance
 from ckptlint.model.library.transformers import RETURN_DICT
@@ -208,7 +208,7 @@ class ContainerOutputFromReentrantCheckpoint(RegionRule):
             body = function.body
             if isinstance(body, cst.Dict) or (isinstance(body, cst.Call) and _code(body.func) == "dict"):
                 return [ContainerReturn("a dict", ())]
-            if list_form(expression(body)):
+            if list_form(read(body)):
                 return [ContainerReturn("a list", ())]
             if not isinstance(body, cst.Call):
                 return []  # indexed or read inside the region: a tensor or tuple comes out

@@ -16,7 +16,7 @@ from ckptlint.lazy_libcst import cst
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.huggingface import keyword_value
 from ckptlint.model.library.transformers import GC_ENABLE
-from ckptlint.analysis.cst_code import dotted_text
+from ckptlint.analysis.model_expressions import written_name
 from ckptlint.model.library.accelerate import ACCELERATE_FSDP_PLUGIN
 from ckptlint.rule import FileContext
 
@@ -68,13 +68,13 @@ def plugin_checkpointed(
         plugin = is_plugin(keyword_value(accelerator, "fsdp_plugin"), scope)
         if plugin is None:
             continue
-        prepared = {dotted_text(arg.value) for arg in prepare.args if arg.keyword is None and not arg.star} - {None}
+        prepared = {written_name(arg.value) for arg in prepare.args if arg.keyword is None and not arg.star} - {None}
         for call in calls:
             enable = call.func
             if (
                 isinstance(enable, cst.Attribute)
                 and enable.attr.value == GC_ENABLE
-                and dotted_text(enable.value) in prepared
+                and written_name(enable.value) in prepared
                 and scopes.get(call) == scopes.get(prepare)
             ):
                 found.append(PluginCheckpointing(call, plugin, prepare))

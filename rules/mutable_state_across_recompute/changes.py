@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.cst_code import dotted_text
+from ckptlint.analysis.model_expressions import written_name
 from ckptlint.analysis.cst_walk import child_nodes, descendants
 
 # Methods only containers have (tensors have none of them): a call of one mutates the object.
@@ -59,7 +59,7 @@ def mode_switch(call: cst.Call) -> tuple[str, bool] | None:
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
         return None
-    receiver = dotted_text(func.value)
+    receiver = written_name(func.value)
     if receiver is None:
         return None
     if func.attr.value == "eval":
@@ -80,11 +80,11 @@ def attribute_changes(nodes: list[cst.CSTNode]) -> list[Mutation]:
     loops = {
         node.target.value: f"{source}[*]"
         for node in nodes
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and (source := dotted_text(node.iter)) is not None
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and (source := written_name(node.iter)) is not None
     }
 
     def change(expr: cst.BaseExpression, node: cst.CSTNode, how: str) -> Mutation | None:
-        name = dotted_text(expr)
+        name = written_name(expr)
         if name is None:
             return None
         root, _, rest = name.partition(".")

@@ -6,7 +6,7 @@ from functools import cache
 from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.checkpoint_sites import SITE_REQUIRES, SITE_TRIGGERS, CheckpointSite, SiteKind
-from ckptlint.analysis.cst_code import dotted_text
+from ckptlint.analysis.model_expressions import written_name
 from ckptlint.analysis.region_paths import forward_regions, region_randomness, region_running_stats
 from ckptlint.analysis.regions import is_backward_call
 from ckptlint.analysis.site_scopes import SiteScopes
@@ -258,7 +258,7 @@ class MutableStateAcrossRecompute(SiteScopes):
         backwards = backwards()
         reported: set[cst.CSTNode] = set()
         for call in calls:
-            called = dotted_text(call.func)
+            called = written_name(call.func)
             end = self.context.position(call).end
             later = [b for b in backwards if b > (end.line, end.column)]
             if called is None or not later or mode_switch(call) is not None or is_backward_call(call):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ckptlint.lazy_libcst import cst
 
-from ckptlint.analysis.cst_code import dotted_text
+from ckptlint.analysis.model_expressions import written_name
 from ckptlint.model.recompute_reads import RecomputeReads
 
 from .changes import Mutation
@@ -45,12 +45,12 @@ def watches(
     for position, name, line in reads.parameters:
         keyword = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
         arg = keyword if keyword is not None else positional[position] if 0 <= position < len(positional) else None
-        passed = dotted_text(arg.value) if arg is not None else None
+        passed = written_name(arg.value) if arg is not None else None
         if passed is not None and is_container(arg.value):
             watched.append(Watch(passed, f"it is passed as `{name}`, which", line))
         elif passed is not None and is_object(arg.value):
             watched.append(Watch(passed, f"`{passed}` is passed as `{name}`, which", line, below=True))
-    owner = dotted_text(call.func)
+    owner = written_name(call.func)
     if owner is not None:
         for attribute, line in reads.attributes:
             container, _, member = attribute.partition("[*].")

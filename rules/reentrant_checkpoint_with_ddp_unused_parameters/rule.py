@@ -4,7 +4,7 @@ from ckptlint.lazy_libcst import cst
 
 from ckptlint.analysis.branches import branch_paths
 from ckptlint.analysis.checkpoint_sites import SITE_TRIGGERS, CheckpointSite, SiteKind
-from ckptlint.analysis.cst_code import dotted_text
+from ckptlint.analysis.model_expressions import written_name
 from ckptlint.analysis.ddp import DdpReach, ddp_reaching
 from ckptlint.analysis.fsdp import absolute_names
 from ckptlint.analysis.hf_fixes import with_non_reentrant_kwargs
@@ -428,7 +428,7 @@ def _names_checkpoint(call: cst.Call) -> bool:
 
 def _self_attribute(expr: cst.BaseExpression | None) -> str | None:
     """`self.block` / `self.encoder.layer`: an attribute path of the instance, written out."""
-    written = dotted_text(expr) if expr is not None else None
+    written = written_name(expr) if expr is not None else None
     return written if written is not None and written.startswith("self.") else None
 
 

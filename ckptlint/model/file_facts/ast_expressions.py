@@ -79,7 +79,26 @@ def expression(node: ast.AST | None, depth: int = 0) -> Expr:
         return ("star", expression(node.value, down))
     if isinstance(node, ast.NamedExpr):
         return expression(node.value, down)
+    if isinstance(node, ast.Lambda):
+        return ("lambda", _callees(node.body))
     return UNKNOWN
+
+
+def _callees(body: ast.AST) -> tuple[Expr, ...]:
+    """What a lambda's body calls, in the order written, each once: the names and attribute
+    chains of the modules and functions it runs (not those of a lambda inside it)."""
+    found: list[Expr] = []
+    pending = [body]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Call):
+            callee = expression(node.func)
+            if callee[0] in ("name", "attr") and callee not in found:
+                found.append(callee)
+        pending.extend(reversed(list(ast.iter_child_nodes(node))))
+    return tuple(found)
 
 
 def pattern(node: ast.AST, depth: int = 0) -> Expr:

@@ -1,7 +1,8 @@
 """The summary form of code: what each function of a file binds, builds and returns, in a small
 form the model can evaluate later across files (`ckptlint.model.evaluation.denotation`); built from
-`ast` by `ckptlint.model.file_facts.code`, from libcst by `ckptlint.analysis.cst_code`, read back from
-the cache by `ckptlint.model.file_facts.facts` (this module imports neither parser).
+`ast` by `ckptlint.model.file_facts.code` (a libcst expression a rule holds is read the same way,
+from its text: `ckptlint.analysis.model_expressions`), read back from the cache by
+`ckptlint.model.file_facts.facts` (this module imports neither parser).
 
 An expression is kept as a nested tuple (cheap to build, to hash and to write as JSON):
 
@@ -17,6 +18,7 @@ An expression is kept as a nested tuple (cheap to build, to hash and to write as
                                          comprehension: ("comp", element, (...), LIST)
     ("item", key, expr)                  `expr` stored under literal `key` (an `append` binding's
                                          value, from `d["key"] = expr`): evaluates to `expr`
+    ("lambda", (callee...))              the names and attribute chains its body calls, each once
     ("?",)                               anything else
 
 A binding target (`pattern`) is a name, an attribute (`self.blocks`), a subscript, or a
@@ -142,6 +144,16 @@ def dotted_absolute(expr, names: dict[str, str]) -> str | None:
     if expr[0] != "name" or expr[1] not in names:
         return None
     return ".".join([names[expr[1]], *reversed(parts)])
+
+
+def dotted_name(expr: Expr) -> str | None:
+    """`self.model` for ("attr", ("name", "self"), "model"): a name or attribute chain as
+    written, else None (the inverse of `dotted_expression`)."""
+    parts: list[str] = []
+    while expr[0] == "attr":
+        parts.append(expr[2])
+        expr = expr[1]
+    return ".".join([expr[1], *reversed(parts)]) if expr[0] == "name" else None
 
 
 def dotted_expression(dotted: str) -> Expr:
